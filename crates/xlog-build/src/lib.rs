@@ -1,0 +1,1 @@
+//! xlog-build: placeholder filled by its issue.

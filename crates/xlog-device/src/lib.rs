@@ -1,0 +1,1 @@
+//! xlog-device: placeholder filled by its issue.

@@ -1,0 +1,1 @@
+//! xlog-kernels: placeholder filled by its issue.

@@ -1,0 +1,1 @@
+//! xlog-macros: placeholder filled by its issue.

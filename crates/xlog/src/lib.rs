@@ -1,0 +1,1 @@
+//! xlog: placeholder filled by its issue.
