@@ -1,0 +1,465 @@
+//! [`DeviceBuffer`], its views, and the argument traits launchers take.
+//!
+//! Only a runtime's allocator makes a `DeviceBuffer`, so every buffer has a
+//! runtime identity and a use state. Views (`slice`, `slice_mut`) borrow their
+//! parent and carry its identity: a launch that touches two views of one buffer
+//! is fenced as one use of the buffer with the merged access.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::sync::{Arc, Mutex};
+
+use crate::DeviceCopy;
+
+use crate::resource::{BlockId, DeviceBlock};
+use crate::runtime::RuntimeInner;
+use crate::stream_pool::Stream;
+use crate::track::{UsePoint, UseState};
+
+/// The untyped part of a buffer: its block, its owner and its use state.
+pub struct BufferCore {
+    block: Option<DeviceBlock>,
+    id: BlockId,
+    bytes: usize,
+    pub(crate) runtime: Arc<RuntimeInner>,
+    alloc_stream: Stream,
+    pub(crate) track: Mutex<UseState<Stream>>,
+}
+
+impl fmt::Debug for BufferCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BufferCore")
+            .field("id", &self.id)
+            .field("bytes", &self.bytes)
+            .field("runtime", &self.runtime.id)
+            .finish()
+    }
+}
+
+impl BufferCore {
+    pub(crate) fn new(
+        block: DeviceBlock,
+        runtime: Arc<RuntimeInner>,
+        alloc_stream: Stream,
+        ready: UsePoint<Stream>,
+    ) -> Self {
+        BufferCore {
+            id: block.id(),
+            bytes: block.bytes(),
+            block: Some(block),
+            runtime,
+            alloc_stream,
+            track: Mutex::new(UseState::ready_at(ready)),
+        }
+    }
+
+    /// Full identity of the underlying block.
+    pub fn id(&self) -> BlockId {
+        self.id
+    }
+
+    /// Id of the runtime that owns the buffer.
+    pub fn runtime_id(&self) -> u64 {
+        self.runtime.id
+    }
+
+    /// Make the allocation stream wait for every recorded use, then free.
+    fn release(&mut self) {
+        let Some(block) = self.block.take() else {
+            return;
+        };
+        let stream = &self.alloc_stream;
+        let state = self.track.get_mut().unwrap_or_else(|p| p.into_inner());
+        let ordered = stream
+            .bind()
+            .and_then(|()| state.all_points().try_for_each(|p| stream.wait_for(p)));
+        if let Err(e) = ordered {
+            // The free cannot be ordered on the device; order it on the host instead.
+            self.runtime.report_drop_error("fencing a free", &e);
+            if let Err(e) = state.all_points().try_for_each(Stream::host_wait) {
+                self.runtime
+                    .report_drop_error("synchronising before a free; the block is leaked", &e);
+                std::mem::forget(block);
+                return;
+            }
+        }
+        // SAFETY: the block came from this runtime's resource; every use recorded on
+        // any stream is now ordered before the tail of the allocation stream, and the
+        // buffer is being dropped so nothing else can touch it.
+        if let Err(e) = unsafe { self.runtime.resource.deallocate(block, stream) } {
+            self.runtime.report_drop_error("freeing a buffer", &e);
+        }
+    }
+}
+
+/// A typed buffer of `len` elements of `T` in device memory.
+///
+/// Made by a [`crate::Runtime`] (`upload`, `alloc_zeroed`, ...). Dropping it frees
+/// the memory in stream order after every use recorded on any stream.
+///
+/// ```no_run
+/// # fn main() -> xlog_runtime::Result<()> {
+/// let rt = xlog_runtime::Runtime::get(0)?;
+/// let s = rt.stream()?;
+/// let buf = rt.upload(&[1.0f32, 2.0, 3.0])?;
+/// assert_eq!(buf.download(&s)?, vec![1.0, 2.0, 3.0]);
+/// # Ok(()) }
+/// ```
+pub struct DeviceBuffer<T: DeviceCopy> {
+    core: BufferCore,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceBuffer")
+            .field("type", &std::any::type_name::<T>())
+            .field("len", &self.len)
+            .field("ptr", &format_args!("{:#x}", self.core.id.ptr))
+            .finish()
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        self.core.release();
+    }
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    pub(crate) fn from_core(core: BufferCore, len: usize) -> Self {
+        DeviceBuffer {
+            core,
+            len,
+            _t: PhantomData,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Device address of the first element (0 for an empty buffer).
+    pub fn device_ptr(&self) -> u64 {
+        self.core.id.ptr
+    }
+
+    /// Full identity of the underlying block.
+    pub fn block_id(&self) -> BlockId {
+        self.core.id
+    }
+
+    /// The untyped core (identity and use state).
+    pub fn core(&self) -> &BufferCore {
+        &self.core
+    }
+
+    /// A read view of `range`.
+    ///
+    /// # Panics
+    /// If the range is out of bounds or decreasing, like slice indexing.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> BufferView<'_, T> {
+        self.view().slice(range)
+    }
+
+    /// A mutable view of `range`.
+    ///
+    /// # Panics
+    /// If the range is out of bounds or decreasing, like slice indexing.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> BufferViewMut<'_, T> {
+        self.view_mut().into_slice(range)
+    }
+}
+
+fn resolve(range: impl RangeBounds<usize>, len: usize) -> (usize, usize) {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1).expect("range start overflows usize"),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1).expect("range end overflows usize"),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    assert!(
+        start <= end,
+        "view range starts at {start} but ends at {end}"
+    );
+    assert!(
+        end <= len,
+        "view range end {end} is out of bounds for a buffer of {len} elements"
+    );
+    (start, end - start)
+}
+
+/// A read-only view of part of a buffer. Carries the parent's identity.
+pub struct BufferView<'a, T: DeviceCopy> {
+    core: &'a BufferCore,
+    ptr: u64,
+    len: usize,
+    _t: PhantomData<&'a [T]>,
+}
+
+impl<T: DeviceCopy> Clone for BufferView<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: DeviceCopy> Copy for BufferView<'_, T> {}
+
+/// A mutable view of part of a buffer. Carries the parent's identity.
+pub struct BufferViewMut<'a, T: DeviceCopy> {
+    core: &'a BufferCore,
+    ptr: u64,
+    len: usize,
+    _t: PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T: DeviceCopy> BufferView<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether the view is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Device address of the view's first element.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    /// The parent buffer's core.
+    pub fn core(&self) -> &'a BufferCore {
+        self.core
+    }
+    /// A narrower read view.
+    ///
+    /// # Panics
+    /// If the range is out of bounds or decreasing.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> BufferView<'a, T> {
+        let (start, len) = resolve(range, self.len);
+        BufferView {
+            core: self.core,
+            ptr: self.ptr + (start * std::mem::size_of::<T>()) as u64,
+            len,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<'a, T: DeviceCopy> BufferViewMut<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether the view is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Device address of the view's first element.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    /// The parent buffer's core.
+    pub fn core(&self) -> &BufferCore {
+        self.core
+    }
+    /// A narrower mutable view, reborrowing this one.
+    ///
+    /// # Panics
+    /// If the range is out of bounds or decreasing.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> BufferViewMut<'_, T> {
+        let (start, len) = resolve(range, self.len);
+        BufferViewMut {
+            core: self.core,
+            ptr: self.ptr + (start * std::mem::size_of::<T>()) as u64,
+            len,
+            _t: PhantomData,
+        }
+    }
+    /// Narrow this view to `range`, consuming it.
+    ///
+    /// # Panics
+    /// If the range is out of bounds or decreasing.
+    pub fn into_slice(self, range: impl RangeBounds<usize>) -> BufferViewMut<'a, T> {
+        let (start, len) = resolve(range, self.len);
+        BufferViewMut {
+            core: self.core,
+            ptr: self.ptr + (start * std::mem::size_of::<T>()) as u64,
+            len,
+            _t: PhantomData,
+        }
+    }
+
+    /// Split into two disjoint mutable views at `mid`.
+    ///
+    /// # Panics
+    /// If `mid > len`.
+    pub fn split_at_mut(self, mid: usize) -> (BufferViewMut<'a, T>, BufferViewMut<'a, T>) {
+        assert!(
+            mid <= self.len,
+            "split point {mid} is out of bounds for a view of {} elements",
+            self.len
+        );
+        let right = BufferViewMut {
+            core: self.core,
+            ptr: self.ptr + (mid * std::mem::size_of::<T>()) as u64,
+            len: self.len - mid,
+            _t: PhantomData,
+        };
+        (
+            BufferViewMut {
+                core: self.core,
+                ptr: self.ptr,
+                len: mid,
+                _t: PhantomData,
+            },
+            right,
+        )
+    }
+}
+
+/// Where a launch argument points: the tracked core, a device address and a length.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgRef<'a> {
+    /// The parent buffer's core.
+    pub core: &'a BufferCore,
+    /// Device address of the first element.
+    pub ptr: u64,
+    /// Element count.
+    pub len: usize,
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Something a kernel may read: a buffer or a view of one.
+///
+/// Sealed: only runtime-allocated memory implements it, so no launcher accepts
+/// untracked or foreign memory.
+pub trait ReadBuffer<T: DeviceCopy>: sealed::Sealed {
+    /// The tracked location of the argument.
+    fn arg(&self) -> ArgRef<'_>;
+}
+
+/// Something a kernel may write: a buffer or a mutable view of one.
+pub trait WriteBuffer<T: DeviceCopy>: ReadBuffer<T> {
+    /// The tracked location of the argument, borrowed mutably.
+    fn arg_mut(&mut self) -> ArgRef<'_>;
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    fn view(&self) -> BufferView<'_, T> {
+        BufferView {
+            core: &self.core,
+            ptr: self.core.id.ptr,
+            len: self.len,
+            _t: PhantomData,
+        }
+    }
+
+    fn view_mut(&mut self) -> BufferViewMut<'_, T> {
+        BufferViewMut {
+            ptr: self.core.id.ptr,
+            core: &self.core,
+            len: self.len,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: DeviceCopy> sealed::Sealed for DeviceBuffer<T> {}
+impl<T: DeviceCopy> sealed::Sealed for BufferView<'_, T> {}
+impl<T: DeviceCopy> sealed::Sealed for BufferViewMut<'_, T> {}
+
+impl<T: DeviceCopy> ReadBuffer<T> for DeviceBuffer<T> {
+    fn arg(&self) -> ArgRef<'_> {
+        ArgRef {
+            core: &self.core,
+            ptr: self.core.id.ptr,
+            len: self.len,
+        }
+    }
+}
+impl<T: DeviceCopy> WriteBuffer<T> for DeviceBuffer<T> {
+    fn arg_mut(&mut self) -> ArgRef<'_> {
+        self.arg()
+    }
+}
+impl<T: DeviceCopy> ReadBuffer<T> for BufferView<'_, T> {
+    fn arg(&self) -> ArgRef<'_> {
+        ArgRef {
+            core: self.core,
+            ptr: self.ptr,
+            len: self.len,
+        }
+    }
+}
+impl<T: DeviceCopy> ReadBuffer<T> for BufferViewMut<'_, T> {
+    fn arg(&self) -> ArgRef<'_> {
+        ArgRef {
+            core: self.core,
+            ptr: self.ptr,
+            len: self.len,
+        }
+    }
+}
+impl<T: DeviceCopy> WriteBuffer<T> for BufferViewMut<'_, T> {
+    fn arg_mut(&mut self) -> ArgRef<'_> {
+        self.arg()
+    }
+}
+
+/// Device memory xlog did not allocate (from another library, DLPack, Arrow).
+///
+/// No launcher accepts it. The manual recorder refuses it unless told, unsafely,
+/// that the caller has ordered it ([`crate::LaunchRecorder::skip_untracked`]).
+#[derive(Debug)]
+pub struct ForeignBuffer<T> {
+    ptr: u64,
+    len: usize,
+    device: u32,
+    _t: PhantomData<*mut T>,
+}
+
+impl<T: DeviceCopy> ForeignBuffer<T> {
+    /// Wrap foreign device memory.
+    ///
+    /// # Safety
+    /// 1. `ptr` addresses `len` elements of `T` on device `device`, valid for as
+    ///    long as this value lives.
+    pub unsafe fn from_raw(ptr: u64, len: usize, device: u32) -> Self {
+        ForeignBuffer {
+            ptr,
+            len,
+            device,
+            _t: PhantomData,
+        }
+    }
+    /// Device address.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    /// Element count.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Device ordinal.
+    pub fn device(&self) -> u32 {
+        self.device
+    }
+}

@@ -1,0 +1,252 @@
+//! Tracked copies: upload, download, memset and device-to-device, into buffers or
+//! views. Each goes through the same recorder as a kernel launch.
+
+use crate::DeviceCopy;
+
+use crate::buffer::{DeviceBuffer, ReadBuffer, WriteBuffer};
+use crate::driver;
+use crate::error::{Error, Result};
+use crate::launch::LaunchRecorder;
+use crate::stream_pool::Stream;
+
+fn byte_len<T>(len: usize) -> usize {
+    len * std::mem::size_of::<T>()
+}
+
+fn check_len(what: &str, dst: usize, src: usize) -> Result<()> {
+    if dst == src {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            what: what.to_owned(),
+            reason: format!("destination has {dst} elements but source has {src}; copy into a view of matching length"),
+        })
+    }
+}
+
+/// Copy `src` from the host into `dst`, ordered on `stream`.
+pub fn copy_from_host<T: DeviceCopy>(
+    stream: &Stream,
+    dst: &mut (impl WriteBuffer<T> + ?Sized),
+    src: &[T],
+) -> Result<()> {
+    let arg = dst.arg_mut();
+    check_len("copy_from_host", arg.len, src.len())?;
+    if src.is_empty() {
+        return Ok(());
+    }
+    let (ptr, bytes) = (arg.ptr, byte_len::<T>(src.len()));
+    let pre = LaunchRecorder::new(stream)
+        .__record(arg, crate::Access::Write)
+        .preflight()?;
+    // SAFETY: the closure writes only `dst`'s range, recorded as a write, on the
+    // given stream; `src` is readable for `bytes` and pageable copies are staged
+    // before the call returns.
+    let _ =
+        unsafe { pre.enqueue(|s| driver::memcpy_htod_async(ptr, src.as_ptr().cast(), bytes, s)) }?;
+    Ok(())
+}
+
+/// Copy `src` to the host into `dst`, then wait for the copy to finish.
+pub fn copy_to_host<T: DeviceCopy>(
+    stream: &Stream,
+    src: &(impl ReadBuffer<T> + ?Sized),
+    dst: &mut [T],
+) -> Result<()> {
+    check_len("copy_to_host", dst.len(), src.arg().len)?;
+    // SAFETY: `dst` is writable for its whole length.
+    unsafe {
+        copy_to_host_raw(
+            stream,
+            src.arg(),
+            dst.as_mut_ptr().cast(),
+            byte_len::<T>(dst.len()),
+        )
+    }
+}
+
+/// # Safety
+/// 1. `out` is writable for `bytes` bytes until this call returns.
+unsafe fn copy_to_host_raw(
+    stream: &Stream,
+    arg: crate::buffer::ArgRef<'_>,
+    out: *mut u8,
+    bytes: usize,
+) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let ptr = arg.ptr;
+    let pre = LaunchRecorder::new(stream)
+        .__record(arg, crate::Access::Read)
+        .preflight()?;
+    // SAFETY: the closure reads only the recorded range; obligation 1 covers `out`
+    // until the synchronisation below.
+    let _ = unsafe { pre.enqueue(|s| driver::memcpy_dtoh_async(out, ptr, bytes, s)) }?;
+    stream.synchronize()
+}
+
+fn download_arg<T: DeviceCopy>(stream: &Stream, arg: crate::buffer::ArgRef<'_>) -> Result<Vec<T>> {
+    let mut out: Vec<T> = Vec::with_capacity(arg.len);
+    // SAFETY: the spare capacity holds `arg.len` elements.
+    unsafe { copy_to_host_raw(stream, arg, out.as_mut_ptr().cast(), byte_len::<T>(arg.len)) }?;
+    // SAFETY: the copy above initialised all `arg.len` elements with device data of
+    // type `T`, which is plain data.
+    unsafe { out.set_len(arg.len) };
+    Ok(out)
+}
+
+/// Copy `src` into `dst` on the device, ordered on `stream`.
+pub fn copy_device<T: DeviceCopy>(
+    stream: &Stream,
+    dst: &mut (impl WriteBuffer<T> + ?Sized),
+    src: &(impl ReadBuffer<T> + ?Sized),
+) -> Result<()> {
+    let (d, s_arg) = (dst.arg_mut(), src.arg());
+    check_len("copy_device", d.len, s_arg.len)?;
+    if d.len == 0 {
+        return Ok(());
+    }
+    let (dp, sp, bytes) = (d.ptr, s_arg.ptr, byte_len::<T>(d.len));
+    let pre = LaunchRecorder::new(stream)
+        .__record(s_arg, crate::Access::Read)
+        .__record(d, crate::Access::Write)
+        .preflight()?;
+    // SAFETY: the closure touches exactly the two recorded ranges with the recorded
+    // accesses; the borrow rules make them distinct buffers (a `&mut` and a `&`).
+    let _ = unsafe { pre.enqueue(|s| driver::memcpy_dtod_async(dp, sp, bytes, s)) }?;
+    Ok(())
+}
+
+/// Set every byte of `dst` to `value`, ordered on `stream`.
+pub fn memset_bytes<T: DeviceCopy>(
+    stream: &Stream,
+    dst: &mut (impl WriteBuffer<T> + ?Sized),
+    value: u8,
+) -> Result<()> {
+    let arg = dst.arg_mut();
+    if arg.len == 0 {
+        return Ok(());
+    }
+    let (ptr, bytes) = (arg.ptr, byte_len::<T>(arg.len));
+    let pre = LaunchRecorder::new(stream)
+        .__record(arg, crate::Access::Write)
+        .preflight()?;
+    // SAFETY: the closure writes exactly the recorded range.
+    let _ = unsafe { pre.enqueue(|s| driver::memset_d8_async(ptr, value, bytes, s)) }?;
+    Ok(())
+}
+
+/// Set every element of `dst` to `value`, ordered on `stream`.
+pub fn fill<T: DeviceCopy>(
+    stream: &Stream,
+    dst: &mut (impl WriteBuffer<T> + ?Sized),
+    value: T,
+) -> Result<()> {
+    let arg = dst.arg_mut();
+    if arg.len == 0 {
+        return Ok(());
+    }
+    let (ptr, len) = (arg.ptr, arg.len);
+    let pre = LaunchRecorder::new(stream)
+        .__record(arg, crate::Access::Write)
+        .preflight()?;
+    match memset_pattern(&value) {
+        Some(Pattern::D8(b)) => {
+            // SAFETY: the closure writes exactly the recorded range.
+            let _ = unsafe { pre.enqueue(|s| driver::memset_d8_async(ptr, b, len, s)) }?;
+        }
+        Some(Pattern::D32(w)) if ptr % 4 == 0 => {
+            // SAFETY: the closure writes exactly the recorded range, 4-byte aligned.
+            let _ = unsafe { pre.enqueue(|s| driver::memset_d32_async(ptr, w, len, s)) }?;
+        }
+        _ => {
+            let host = vec![value; len];
+            // SAFETY: as in `copy_from_host`; `host` outlives the staged copy.
+            let _ = unsafe {
+                pre.enqueue(|s| {
+                    driver::memcpy_htod_async(ptr, host.as_ptr().cast(), byte_len::<T>(len), s)
+                })
+            }?;
+        }
+    }
+    Ok(())
+}
+
+enum Pattern {
+    D8(u8),
+    D32(u32),
+}
+
+/// The memset pattern of `value` for the primitive types that have one.
+fn memset_pattern<T: DeviceCopy>(value: &T) -> Option<Pattern> {
+    use std::any::Any;
+    let v: &dyn Any = value;
+    if let Some(&x) = v.downcast_ref::<u8>() {
+        Some(Pattern::D8(x))
+    } else if let Some(&x) = v.downcast_ref::<i8>() {
+        Some(Pattern::D8(x as u8))
+    } else if let Some(&x) = v.downcast_ref::<bool>() {
+        Some(Pattern::D8(x as u8))
+    } else if let Some(&x) = v.downcast_ref::<u32>() {
+        Some(Pattern::D32(x))
+    } else if let Some(&x) = v.downcast_ref::<i32>() {
+        Some(Pattern::D32(x as u32))
+    } else {
+        v.downcast_ref::<f32>().map(|&x| Pattern::D32(x.to_bits()))
+    }
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// Copy the whole buffer to the host, waiting for every write recorded on any stream.
+    pub fn download(&self, stream: &Stream) -> Result<Vec<T>> {
+        download_arg(stream, self.arg())
+    }
+
+    /// Overwrite the buffer with `src` from the host.
+    pub fn copy_from_host(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
+        copy_from_host(stream, self, src)
+    }
+
+    /// Overwrite the buffer with the device data of `src`.
+    pub fn copy_from(
+        &mut self,
+        stream: &Stream,
+        src: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<()> {
+        copy_device(stream, self, src)
+    }
+
+    /// Set every element to `value`.
+    pub fn fill(&mut self, stream: &Stream, value: T) -> Result<()> {
+        fill(stream, self, value)
+    }
+}
+
+impl<T: DeviceCopy> crate::buffer::BufferView<'_, T> {
+    /// Copy the view to the host.
+    pub fn download(&self, stream: &Stream) -> Result<Vec<T>> {
+        download_arg(stream, self.arg())
+    }
+}
+
+impl<T: DeviceCopy> crate::buffer::BufferViewMut<'_, T> {
+    /// Overwrite the view with `src` from the host.
+    pub fn copy_from_host(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
+        copy_from_host(stream, self, src)
+    }
+
+    /// Overwrite the view with the device data of `src`.
+    pub fn copy_from(
+        &mut self,
+        stream: &Stream,
+        src: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<()> {
+        copy_device(stream, self, src)
+    }
+
+    /// Set every element of the view to `value`.
+    pub fn fill(&mut self, stream: &Stream, value: T) -> Result<()> {
+        fill(stream, self, value)
+    }
+}

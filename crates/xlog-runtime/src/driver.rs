@@ -1,0 +1,443 @@
+//! The only module that touches cudarc's `result` and `sys` layers.
+//!
+//! Each function is a thin, documented wrapper over one CUDA driver entry point
+//! that converts the status code into [`Error::Driver`]. Everything above this
+//! module speaks in xlog types; everything that can misuse the driver is here,
+//! where its safety obligations are written down once.
+//!
+//! See the [CUDA driver API](https://docs.nvidia.com/cuda/cuda-driver-api/index.html).
+
+use std::ffi::{c_void, CString};
+use std::sync::OnceLock;
+
+use cudarc::driver::{result, sys};
+
+use crate::error::{Error, Result};
+
+pub(crate) type RawStream = sys::CUstream;
+pub(crate) type RawEvent = sys::CUevent;
+pub(crate) type RawFunction = sys::CUfunction;
+pub(crate) type RawModule = sys::CUmodule;
+
+/// Load `libcuda` and call `cuInit` once per process.
+pub(crate) fn init() -> Result<()> {
+    static INIT: OnceLock<std::result::Result<(), (bool, Option<u32>)>> = OnceLock::new();
+    let outcome = INIT.get_or_init(|| {
+        // SAFETY: probing the shared library has no preconditions; it only dlopens.
+        if !unsafe { sys::is_culib_present() } {
+            return Err((false, None));
+        }
+        result::init().map_err(|e| (true, Some(e.0 as u32)))
+    });
+    match outcome {
+        Ok(()) => Ok(()),
+        Err((false, _)) => Err(Error::NoDriver),
+        Err((true, code)) => Err(Error::Driver {
+            call: "cuInit",
+            message: format!(
+                "the driver refused to initialise (CUresult {}); check that a GPU is visible \
+                 (nvidia-smi) and CUDA_VISIBLE_DEVICES",
+                code.unwrap_or(0)
+            ),
+            code: code.unwrap_or(0),
+            context: None,
+        }),
+    }
+}
+
+/// Number of CUDA devices.
+pub(crate) fn device_count() -> Result<u32> {
+    init()?;
+    result::device::get_count()
+        .map(|c| c as u32)
+        .map_err(|e| Error::driver("cuDeviceGetCount", e))
+}
+
+/// Limits and identity of one device, read once when its context opens.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// Device ordinal.
+    pub ordinal: u32,
+    /// Marketing name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (u32, u32),
+    /// Maximum threads in one block.
+    pub max_threads_per_block: u32,
+    /// Maximum block dimensions.
+    pub max_block_dim: [u32; 3],
+    /// Maximum grid dimensions.
+    pub max_grid_dim: [u32; 3],
+    /// Maximum shared memory per block a kernel may opt into, in bytes.
+    pub max_shared_per_block_optin: u32,
+    /// Shared memory per block without opt-in, in bytes.
+    pub max_shared_per_block: u32,
+    /// Whether `cuMemAllocAsync` is supported.
+    pub memory_pools: bool,
+    /// Total device memory in bytes.
+    pub total_memory: usize,
+}
+
+/// A retained primary context of one device.
+pub(crate) struct Context {
+    device: sys::CUdevice,
+    ctx: sys::CUcontext,
+    pub(crate) info: DeviceInfo,
+}
+
+// SAFETY: a CUDA context handle may be used from any thread once made current there;
+// `bind` makes it current before every use.
+unsafe impl Send for Context {}
+// SAFETY: as for Send; the driver synchronises concurrent use of one context.
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// Retain the primary context of `ordinal` and read its limits.
+    pub(crate) fn open(ordinal: u32) -> Result<Context> {
+        let count = device_count()?;
+        if ordinal >= count {
+            return Err(Error::DeviceOutOfRange { ordinal, count });
+        }
+        let device =
+            result::device::get(ordinal as i32).map_err(|e| Error::driver("cuDeviceGet", e))?;
+        // SAFETY: `device` was returned by cuDeviceGet above.
+        let ctx = unsafe { result::primary_ctx::retain(device) }
+            .map_err(|e| Error::driver("cuDevicePrimaryCtxRetain", e))?;
+        let mut this = Context {
+            device,
+            ctx,
+            info: DeviceInfo {
+                ordinal,
+                name: String::new(),
+                compute_capability: (0, 0),
+                max_threads_per_block: 0,
+                max_block_dim: [0; 3],
+                max_grid_dim: [0; 3],
+                max_shared_per_block_optin: 0,
+                max_shared_per_block: 0,
+                memory_pools: false,
+                total_memory: 0,
+            },
+        };
+        this.bind()?;
+        this.info = this.read_info(ordinal)?;
+        Ok(this)
+    }
+
+    fn read_info(&self, ordinal: u32) -> Result<DeviceInfo> {
+        use sys::CUdevice_attribute as A;
+        let attr = |a: A| -> Result<u32> {
+            // SAFETY: `self.device` is a valid device handle.
+            unsafe { result::device::get_attribute(self.device, a) }
+                .map(|v| v as u32)
+                .map_err(|e| Error::driver("cuDeviceGetAttribute", e))
+        };
+        Ok(DeviceInfo {
+            ordinal,
+            name: result::device::get_name(self.device)
+                .map_err(|e| Error::driver("cuDeviceGetName", e))?,
+            compute_capability: (
+                attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_block_dim: [
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_grid_dim: [
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            max_shared_per_block_optin: attr(
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
+            max_shared_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            memory_pools: attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0,
+            // SAFETY: `self.device` is a valid device handle.
+            total_memory: unsafe { result::device::total_mem(self.device) }
+                .map_err(|e| Error::driver("cuDeviceTotalMem", e))?,
+        })
+    }
+
+    /// Make this context current on the calling thread (a cheap check when it already is).
+    #[inline]
+    pub(crate) fn bind(&self) -> Result<()> {
+        let current =
+            result::ctx::get_current().map_err(|e| Error::driver("cuCtxGetCurrent", e))?;
+        if current != Some(self.ctx) {
+            // SAFETY: `self.ctx` is a retained primary context, alive until `self` drops.
+            unsafe { result::ctx::set_current(self.ctx) }
+                .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        }
+        Ok(())
+    }
+
+    /// Keep freed memory in the device's default pool instead of returning it to
+    /// the OS at every synchronisation, so stream-ordered reuse stays cheap.
+    pub(crate) fn retain_pool_memory(&self) -> Result<()> {
+        // SAFETY: `self.device` is valid; the pool returned is the device's default pool.
+        unsafe {
+            let pool = result::device::get_default_mem_pool(self.device)
+                .map_err(|e| Error::driver("cuDeviceGetDefaultMemPool", e))?;
+            let mut threshold: u64 = u64::MAX;
+            sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut threshold as *mut u64).cast(),
+            )
+            .result()
+            .map_err(|e| Error::driver("cuMemPoolSetAttribute", e))
+        }
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: the context was retained in `open` and is released exactly once.
+        if let Err(e) = unsafe { result::primary_ctx::release(self.device) } {
+            tracing::error!(target: "xlog::driver", "cuDevicePrimaryCtxRelease failed: {e}");
+        }
+    }
+}
+
+/// Create a non-blocking stream in the current context.
+pub(crate) fn stream_create() -> Result<RawStream> {
+    result::stream::create(result::stream::StreamKind::NonBlocking)
+        .map_err(|e| Error::driver("cuStreamCreate", e))
+}
+
+/// # Safety
+/// 1. `s` was created by [`stream_create`] and is not used after this call.
+pub(crate) unsafe fn stream_destroy(s: RawStream) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { result::stream::destroy(s) }.map_err(|e| Error::driver("cuStreamDestroy", e))
+}
+
+/// # Safety
+/// 1. `s` is a live stream of the current context.
+pub(crate) unsafe fn stream_synchronize(s: RawStream) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { result::stream::synchronize(s) }.map_err(|e| Error::driver("cuStreamSynchronize", e))
+}
+
+/// Make `s` wait for the most recent record of `ev`.
+///
+/// # Safety
+/// 1. `s` and `ev` are live handles of the current context.
+pub(crate) unsafe fn stream_wait_event(s: RawStream, ev: RawEvent) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { sys::cuStreamWaitEvent(s, ev, 0) }
+        .result()
+        .map_err(|e| Error::driver("cuStreamWaitEvent", e))
+}
+
+/// Create an event without timing (the cheapest kind to record and wait on).
+pub(crate) fn event_create_untimed() -> Result<RawEvent> {
+    result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+        .map_err(|e| Error::driver("cuEventCreate", e))
+}
+
+/// # Safety
+/// 1. `ev` and `s` are live handles of the current context.
+pub(crate) unsafe fn event_record(ev: RawEvent, s: RawStream) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { result::event::record(ev, s) }.map_err(|e| Error::driver("cuEventRecord", e))
+}
+
+/// # Safety
+/// 1. `ev` is live and not used after this call.
+pub(crate) unsafe fn event_destroy(ev: RawEvent) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { result::event::destroy(ev) }.map_err(|e| Error::driver("cuEventDestroy", e))
+}
+
+/// Stream-ordered allocation from the device's current pool.
+///
+/// # Safety
+/// 1. `s` is a live stream of the current context.
+pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: RawStream) -> Result<u64> {
+    // SAFETY: obligation 1 is the caller's; the memory is returned uninitialised as bytes.
+    unsafe { result::malloc_async(s, bytes) }.map_err(|e| Error::driver("cuMemAllocAsync", e))
+}
+
+/// # Safety
+/// 1. `ptr` came from [`mem_alloc_async`] on this context and is not freed twice.
+/// 2. All work touching `ptr` is ordered before the current tail of `s`.
+pub(crate) unsafe fn mem_free_async(ptr: u64, s: RawStream) -> Result<()> {
+    // SAFETY: obligations 1 and 2 are the caller's.
+    unsafe { result::free_async(ptr, s) }.map_err(|e| Error::driver("cuMemFreeAsync", e))
+}
+
+/// Synchronous allocation (`cuMemAlloc`), the backend compute-sanitizer sees best.
+pub(crate) fn mem_alloc(bytes: usize) -> Result<u64> {
+    // SAFETY: returns fresh memory; no aliasing obligations at allocation.
+    unsafe { result::malloc_sync(bytes) }.map_err(|e| Error::driver("cuMemAlloc", e))
+}
+
+/// # Safety
+/// 1. `ptr` came from [`mem_alloc`] and no queued work touches it any more.
+pub(crate) unsafe fn mem_free(ptr: u64) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { result::free_sync(ptr) }.map_err(|e| Error::driver("cuMemFree", e))
+}
+
+/// # Safety
+/// 1. `dst..dst+len` is device memory owned by the caller, ordered on `s`.
+/// 2. `src` points to `len` readable bytes that stay valid until the copy is staged
+///    (pageable memory: the call returns after staging).
+pub(crate) unsafe fn memcpy_htod_async(
+    dst: u64,
+    src: *const u8,
+    len: usize,
+    s: RawStream,
+) -> Result<()> {
+    // SAFETY: obligations 1 and 2 are the caller's.
+    unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, s) }
+        .result()
+        .map_err(|e| Error::driver("cuMemcpyHtoDAsync", e))
+}
+
+/// # Safety
+/// 1. `src..src+len` is device memory ordered on `s`.
+/// 2. `dst` points to `len` writable bytes that stay valid until `s` is synchronised.
+pub(crate) unsafe fn memcpy_dtoh_async(
+    dst: *mut u8,
+    src: u64,
+    len: usize,
+    s: RawStream,
+) -> Result<()> {
+    // SAFETY: obligations 1 and 2 are the caller's.
+    unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, s) }
+        .result()
+        .map_err(|e| Error::driver("cuMemcpyDtoHAsync", e))
+}
+
+/// # Safety
+/// 1. Both ranges are device memory ordered on `s`; they do not overlap.
+pub(crate) unsafe fn memcpy_dtod_async(dst: u64, src: u64, len: usize, s: RawStream) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { result::memcpy_dtod_async(dst, src, len, s) }
+        .map_err(|e| Error::driver("cuMemcpyDtoDAsync", e))
+}
+
+/// # Safety
+/// 1. `dst..dst+len` is device memory ordered on `s`.
+pub(crate) unsafe fn memset_d8_async(dst: u64, value: u8, len: usize, s: RawStream) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { result::memset_d8_async(dst, value, len, s) }
+        .map_err(|e| Error::driver("cuMemsetD8Async", e))
+}
+
+/// # Safety
+/// 1. `dst..dst+4*count` is 4-byte aligned device memory ordered on `s`.
+pub(crate) unsafe fn memset_d32_async(
+    dst: u64,
+    value: u32,
+    count: usize,
+    s: RawStream,
+) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { sys::cuMemsetD32Async(dst, value, count, s) }
+        .result()
+        .map_err(|e| Error::driver("cuMemsetD32Async", e))
+}
+
+/// Load a module image (NUL-terminated PTX text or a cubin) into the current context.
+pub(crate) fn module_load(image: &[u8]) -> Result<RawModule> {
+    // SAFETY: `image` is a complete PTX (NUL-terminated by the caller) or cubin image
+    // that outlives the call; the driver copies what it keeps.
+    unsafe { result::module::load_data(image.as_ptr().cast()) }
+        .map_err(|e| Error::driver("cuModuleLoadData", e))
+}
+
+/// # Safety
+/// 1. `m` is a loaded module of the current context.
+pub(crate) unsafe fn module_function(m: RawModule, name: &str) -> Result<Option<RawFunction>> {
+    let Ok(cname) = CString::new(name) else {
+        return Ok(None);
+    };
+    // SAFETY: obligation 1 is the caller's.
+    match unsafe { result::module::get_function(m, cname) } {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => Ok(None),
+        Err(e) => Err(Error::driver("cuModuleGetFunction", e)),
+    }
+}
+
+/// Address and size of a module global, if the module defines it.
+///
+/// # Safety
+/// 1. `m` is a loaded module of the current context.
+pub(crate) unsafe fn module_global(m: RawModule, name: &str) -> Result<Option<(u64, usize)>> {
+    let Ok(cname) = CString::new(name) else {
+        return Ok(None);
+    };
+    // SAFETY: obligation 1 is the caller's.
+    match unsafe { result::module::get_global(m, cname) } {
+        Ok(g) => Ok(Some(g)),
+        Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => Ok(None),
+        Err(e) => Err(Error::driver("cuModuleGetGlobal", e)),
+    }
+}
+
+/// # Safety
+/// 1. `m` is loaded and none of its functions is used after this call.
+pub(crate) unsafe fn module_unload(m: RawModule) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { result::module::unload(m) }.map_err(|e| Error::driver("cuModuleUnload", e))
+}
+
+/// Raise a function's dynamic shared memory limit.
+///
+/// # Safety
+/// 1. `f` is a live function of the current context.
+pub(crate) unsafe fn function_set_max_dynamic_shared(f: RawFunction, bytes: u32) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe {
+        sys::cuFuncSetAttribute(
+            f,
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+    }
+    .result()
+    .map_err(|e| Error::driver("cuFuncSetAttribute", e))
+}
+
+/// Enqueue a kernel.
+///
+/// # Safety
+/// 1. `f` is a live function of the current context and `params` holds one pointer
+///    per kernel parameter, each to a value of exactly that parameter's type.
+/// 2. Every device address passed is valid for what the kernel does with it, and
+///    its cross-stream hazards have been fenced on `s`.
+pub(crate) unsafe fn launch_kernel(
+    f: RawFunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_bytes: u32,
+    s: RawStream,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    // SAFETY: obligations 1 and 2 are the caller's.
+    unsafe {
+        sys::cuLaunchKernel(
+            f,
+            grid[0],
+            grid[1],
+            grid[2],
+            block[0],
+            block[1],
+            block[2],
+            shared_bytes,
+            s,
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .map_err(|e| Error::driver("cuLaunchKernel", e))
+}

@@ -1,0 +1,271 @@
+//! The one error type of the runtime.
+//!
+//! Every variant carries the facts a user needs to act: which buffer, kernel,
+//! stream or device, how many bytes were asked for and how many remained. Messages
+//! are lowercase, say what failed, and end with what to do about it.
+
+use crate::resource::Generation;
+
+/// Result alias used throughout xlog.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the runtime.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The CUDA driver library (`libcuda.so`) could not be loaded.
+    #[error(
+        "no CUDA driver found (libcuda.so could not be loaded): install the NVIDIA driver \
+         or run on a machine with a GPU"
+    )]
+    NoDriver,
+
+    /// The driver loaded, but the requested ordinal does not name a device.
+    #[error("device ordinal {ordinal} is out of range: this machine has {count} CUDA device(s)")]
+    DeviceOutOfRange {
+        /// The ordinal asked for.
+        ordinal: u32,
+        /// How many devices the driver reports.
+        count: u32,
+    },
+
+    /// A driver call failed.
+    #[error("CUDA driver call {call} failed: {message}{}", context_suffix(context))]
+    Driver {
+        /// The driver entry point, e.g. `cuMemAllocAsync`.
+        call: &'static str,
+        /// The driver's name and description of the error code.
+        message: String,
+        /// The raw `CUresult` value.
+        code: u32,
+        /// What xlog was doing (a kernel, a buffer), when known.
+        context: Option<String>,
+    },
+
+    /// An allocation would take the runtime past its byte budget.
+    #[error(
+        "allocation of {requested} bytes refused by the budget: {remaining} of {limit} bytes \
+         remain; free buffers, call `reap` to retire pending frees, or raise the budget \
+         (XLOG_BUDGET_BYTES or RuntimeBuilder::budget)"
+    )]
+    BudgetExceeded {
+        /// Bytes the allocation asked for.
+        requested: usize,
+        /// Bytes still available under the budget at the time of the refusal.
+        remaining: usize,
+        /// The budget's limit in bytes.
+        limit: usize,
+    },
+
+    /// An element count times the element size does not fit in `usize`.
+    #[error("a buffer of {len} elements of {elem_size} bytes overflows the address space")]
+    SizeOverflow {
+        /// Requested element count.
+        len: usize,
+        /// Size of one element in bytes.
+        elem_size: usize,
+    },
+
+    /// A block id whose memory was freed (and perhaps reused) was presented.
+    #[error(
+        "stale block handle {ptr:#x} (generation {}) refused: its memory was already freed; \
+         the handle must not be used again",
+        generation.0
+    )]
+    StaleBlock {
+        /// Device address of the stale handle.
+        ptr: u64,
+        /// Generation the handle carried.
+        generation: Generation,
+    },
+
+    /// A buffer or stream of one runtime was used with another.
+    #[error(
+        "{what} belongs to runtime {found} (device {found_device}) but was used with runtime \
+         {expected} (device {expected_device}); allocate it from the runtime that launches"
+    )]
+    WrongRuntime {
+        /// What was mixed up ("buffer", "stream", ...).
+        what: &'static str,
+        /// Id of the runtime that owns the object.
+        found: u64,
+        /// Device of the runtime that owns the object.
+        found_device: u32,
+        /// Id of the runtime in use.
+        expected: u64,
+        /// Device of the runtime in use.
+        expected_device: u32,
+    },
+
+    /// The manual recorder was given memory xlog does not track.
+    #[error(
+        "launch refused: {what} is not tracked by xlog, so its cross-stream hazards cannot be \
+         fenced; allocate it with the runtime, or call `skip_untracked()` on the recorder after \
+         ordering it yourself"
+    )]
+    Untracked {
+        /// Description of the offending argument.
+        what: String,
+    },
+
+    /// The resource stack cannot order frees after stream work, so fencing is impossible.
+    #[error(
+        "launch refused: the resource stack `{resource}` does not order frees after stream work \
+         (it cannot track streams); build the runtime on the async or direct device backend"
+    )]
+    UntrackableResource {
+        /// The resource's description.
+        resource: String,
+    },
+
+    /// A launch configuration is invalid.
+    #[error("invalid launch configuration for `{kernel}`: {reason}")]
+    InvalidLaunch {
+        /// Kernel name.
+        kernel: String,
+        /// What is wrong and what the limit is.
+        reason: String,
+    },
+
+    /// A buffer argument is too short for what the call needs.
+    #[error("{what}: {reason}")]
+    InvalidArgument {
+        /// The call and argument.
+        what: String,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A module does not contain the requested kernel.
+    #[error(
+        "kernel `{kernel}` not found in module `{module}`: check the kernel name and that the \
+         kernel crate was rebuilt for the device"
+    )]
+    KernelNotFound {
+        /// The requested entry point.
+        kernel: String,
+        /// The module's name.
+        module: String,
+    },
+
+    /// A module image could not be loaded.
+    #[error("module `{module}` failed to load on device {device}: {message}")]
+    ModuleLoad {
+        /// The module's name.
+        module: String,
+        /// Device ordinal.
+        device: u32,
+        /// The driver's message.
+        message: String,
+    },
+
+    /// A kernel panicked on the device.
+    #[error("kernel `{kernel}` panicked on the device: {message}")]
+    KernelPanic {
+        /// The kernel that was last launched on the stream.
+        kernel: String,
+        /// The panic message and location, when the device reported them.
+        message: String,
+    },
+
+    /// A fault injected by a test through the runtime's fault hooks.
+    #[error("injected fault at {site}")]
+    InjectedFault {
+        /// Where the fault was injected.
+        site: &'static str,
+    },
+}
+
+fn context_suffix(context: &Option<String>) -> String {
+    match context {
+        Some(c) => format!(" (while {c})"),
+        None => String::new(),
+    }
+}
+
+impl Error {
+    /// Build a [`Error::Driver`] from a cudarc driver error.
+    pub(crate) fn driver(call: &'static str, err: cudarc::driver::DriverError) -> Self {
+        let name = err
+            .error_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| format!("CUresult {}", err.0 as u32));
+        let text = err
+            .error_string()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Error::Driver {
+            call,
+            message: if text.is_empty() {
+                name
+            } else {
+                format!("{name}: {text}")
+            },
+            code: err.0 as u32,
+            context: None,
+        }
+    }
+
+    /// Attach what xlog was doing to a driver error; other variants pass through.
+    pub(crate) fn while_(self, doing: impl FnOnce() -> String) -> Self {
+        match self {
+            Error::Driver {
+                call,
+                message,
+                code,
+                context: None,
+            } => Error::Driver {
+                call,
+                message,
+                code,
+                context: Some(doing()),
+            },
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_message_carries_the_numbers_and_a_fix() {
+        let e = Error::BudgetExceeded {
+            requested: 300,
+            remaining: 100,
+            limit: 1000,
+        };
+        let s = e.to_string();
+        assert!(s.contains("300 bytes"), "{s}");
+        assert!(s.contains("100 of 1000 bytes"), "{s}");
+        assert!(s.contains("XLOG_BUDGET_BYTES"), "{s}");
+        assert!(s.starts_with(char::is_lowercase), "{s}");
+        assert!(!s.ends_with('.'), "{s}");
+    }
+
+    #[test]
+    fn driver_context_is_appended_once() {
+        let e = Error::Driver {
+            call: "cuLaunchKernel",
+            message: "CUDA_ERROR_INVALID_VALUE".into(),
+            code: 1,
+            context: None,
+        }
+        .while_(|| "launching `saxpy`".into())
+        .while_(|| "ignored".into());
+        let s = e.to_string();
+        assert!(s.contains("cuLaunchKernel"), "{s}");
+        assert!(s.ends_with("(while launching `saxpy`)"), "{s}");
+    }
+
+    #[test]
+    fn stale_block_names_the_address() {
+        let s = Error::StaleBlock {
+            ptr: 0x1000,
+            generation: Generation(7),
+        }
+        .to_string();
+        assert!(s.contains("0x1000") && s.contains("generation 7"), "{s}");
+    }
+}

@@ -1,0 +1,181 @@
+//! [`LaunchConfig`]: grid, block and dynamic shared memory, validated against the
+//! device before anything is enqueued.
+
+use crate::driver::DeviceInfo;
+use crate::error::{Error, Result};
+
+/// How many blocks of how many threads a launch runs, and its dynamic shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// Threads per block used by [`LaunchConfig::for_len`].
+    pub const DEFAULT_BLOCK: u32 = 256;
+
+    /// One thread per element for `n` elements, 256 threads a block.
+    ///
+    /// `for_len(0)` has a zero-block grid, which launching refuses: skip the launch
+    /// for empty inputs.
+    pub fn for_len(n: usize) -> Self {
+        Self::for_len_with_block(n, Self::DEFAULT_BLOCK)
+    }
+
+    /// One thread per element for `n` elements with `block` threads a block.
+    pub fn for_len_with_block(n: usize, block: u32) -> Self {
+        let blocks = if block == 0 {
+            0
+        } else {
+            n.div_ceil(block as usize)
+        };
+        LaunchConfig {
+            grid: [u32::try_from(blocks).unwrap_or(u32::MAX), 1, 1],
+            block: [block, 1, 1],
+            shared_bytes: 0,
+        }
+    }
+
+    /// An explicit grid and block.
+    pub fn new(grid: [u32; 3], block: [u32; 3]) -> Self {
+        LaunchConfig {
+            grid,
+            block,
+            shared_bytes: 0,
+        }
+    }
+
+    /// The same configuration with `bytes` of dynamic shared memory per block.
+    pub fn with_shared_bytes(mut self, bytes: u32) -> Self {
+        self.shared_bytes = bytes;
+        self
+    }
+
+    /// Total threads in the launch.
+    pub fn threads(&self) -> u64 {
+        self.grid
+            .iter()
+            .chain(self.block.iter())
+            .map(|&d| d as u64)
+            .product()
+    }
+
+    /// Check the configuration against the device's limits.
+    pub(crate) fn validate(&self, info: &DeviceInfo, kernel: &str) -> Result<()> {
+        let fail = |reason: String| {
+            Err(Error::InvalidLaunch {
+                kernel: kernel.to_owned(),
+                reason,
+            })
+        };
+        const AXES: [&str; 3] = ["x", "y", "z"];
+        for i in 0..3 {
+            if self.grid[i] == 0 {
+                return fail(format!(
+                    "grid dimension {} is 0; a launch needs at least one block (skip the launch for empty inputs)",
+                    AXES[i]
+                ));
+            }
+            if self.block[i] == 0 {
+                return fail(format!(
+                    "block dimension {} is 0; a block needs at least one thread",
+                    AXES[i]
+                ));
+            }
+            if self.grid[i] > info.max_grid_dim[i] {
+                return fail(format!(
+                    "grid dimension {} is {} but the device allows at most {}",
+                    AXES[i], self.grid[i], info.max_grid_dim[i]
+                ));
+            }
+            if self.block[i] > info.max_block_dim[i] {
+                return fail(format!(
+                    "block dimension {} is {} but the device allows at most {}",
+                    AXES[i], self.block[i], info.max_block_dim[i]
+                ));
+            }
+        }
+        let per_block: u64 = self.block.iter().map(|&d| d as u64).product();
+        if per_block > info.max_threads_per_block as u64 {
+            return fail(format!(
+                "a block of {per_block} threads exceeds the device limit of {} threads per block",
+                info.max_threads_per_block
+            ));
+        }
+        if self.shared_bytes > info.max_shared_per_block_optin {
+            return fail(format!(
+                "{} bytes of dynamic shared memory exceed the device limit of {} bytes per block",
+                self.shared_bytes, info.max_shared_per_block_optin
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h100() -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "test".into(),
+            compute_capability: (9, 0),
+            max_threads_per_block: 1024,
+            max_block_dim: [1024, 1024, 64],
+            max_grid_dim: [i32::MAX as u32, 65535, 65535],
+            max_shared_per_block_optin: 232_448,
+            max_shared_per_block: 49_152,
+            memory_pools: true,
+            total_memory: 80 << 30,
+        }
+    }
+
+    #[test]
+    fn for_len_covers_every_element() {
+        assert_eq!(LaunchConfig::for_len(1).grid, [1, 1, 1]);
+        assert_eq!(LaunchConfig::for_len(256).grid, [1, 1, 1]);
+        assert_eq!(LaunchConfig::for_len(257).grid, [2, 1, 1]);
+        assert!(LaunchConfig::for_len(1_000_000).threads() >= 1_000_000);
+    }
+
+    #[test]
+    fn invalid_configurations_are_refused_with_reasons() {
+        let d = h100();
+        let cases = [
+            (LaunchConfig::for_len(0), "grid dimension x is 0"),
+            (
+                LaunchConfig::new([1, 1, 1], [0, 1, 1]),
+                "block dimension x is 0",
+            ),
+            (LaunchConfig::new([1, 1, 1], [2048, 1, 1]), "at most 1024"),
+            (
+                LaunchConfig::new([1, 1, 1], [64, 32, 1]),
+                "2048 threads exceeds",
+            ),
+            (
+                LaunchConfig::new([1, 70_000, 1], [32, 1, 1]),
+                "grid dimension y is 70000",
+            ),
+            (
+                LaunchConfig::for_len(10).with_shared_bytes(300_000),
+                "300000 bytes of dynamic shared memory",
+            ),
+        ];
+        for (cfg, want) in cases {
+            let e = cfg.validate(&d, "k").unwrap_err().to_string();
+            assert!(e.contains(want), "{cfg:?}: {e}");
+            assert!(e.contains("`k`"), "{e}");
+        }
+        LaunchConfig::for_len(1 << 30).validate(&d, "k").unwrap();
+        LaunchConfig::new([4, 4, 4], [8, 8, 16])
+            .with_shared_bytes(100_000)
+            .validate(&d, "k")
+            .unwrap();
+    }
+}

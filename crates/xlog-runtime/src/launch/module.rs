@@ -1,0 +1,229 @@
+//! Modules and functions: loaded once per runtime and cached.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::ModuleImage;
+
+use crate::device::Device;
+use crate::driver::{self, RawFunction, RawModule};
+use crate::error::{Error, Result};
+use crate::stream_pool::Stream;
+
+struct LoadedModule {
+    raw: RawModule,
+    device: Device,
+}
+
+// SAFETY: module handles are plain driver handles, usable from any thread with the
+// context bound.
+unsafe impl Send for LoadedModule {}
+// SAFETY: as above; the driver synchronises concurrent use.
+unsafe impl Sync for LoadedModule {}
+
+impl Drop for LoadedModule {
+    fn drop(&mut self) {
+        if self.device.bind().is_ok() {
+            // SAFETY: the last function referring to this module is gone (each holds an Arc).
+            if let Err(e) = unsafe { driver::module_unload(self.raw) } {
+                tracing::error!(target: "xlog::module", "cuModuleUnload failed: {e}");
+            }
+        }
+    }
+}
+
+/// A module loaded on one device.
+pub struct Module {
+    loaded: Arc<LoadedModule>,
+    name: String,
+    functions: Mutex<HashMap<String, Function>>,
+}
+
+impl fmt::Debug for Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Module").field("name", &self.name).finish()
+    }
+}
+
+impl Module {
+    /// Load PTX text or a cubin image.
+    pub(crate) fn load(device: &Device, name: &str, image: &[u8]) -> Result<Module> {
+        device.bind()?;
+        let mut owned;
+        let bytes = if image.starts_with(b"\x7fELF") || image.ends_with(&[0]) {
+            image
+        } else {
+            owned = Vec::with_capacity(image.len() + 1);
+            owned.extend_from_slice(image);
+            owned.push(0);
+            &owned[..]
+        };
+        let raw = driver::module_load(bytes).map_err(|e| Error::ModuleLoad {
+            module: name.to_owned(),
+            device: device.ordinal(),
+            message: e.to_string(),
+        })?;
+        Ok(Module {
+            loaded: Arc::new(LoadedModule {
+                raw,
+                device: device.clone(),
+            }),
+            name: name.to_owned(),
+            functions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Pick the best image for `device` from a [`ModuleImage`]: a cubin built for
+    /// its exact architecture, else the PTX.
+    pub(crate) fn load_image(device: &Device, image: &ModuleImage) -> Result<Module> {
+        let (major, minor) = device.info().compute_capability;
+        let arch = format!("sm_{major}{minor}");
+        match image.cubins.iter().find(|(a, _)| *a == arch) {
+            Some((_, cubin)) => Module::load(device, image.name, cubin),
+            None => Module::load(device, image.name, image.ptx.as_bytes()),
+        }
+    }
+
+    /// The module's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The kernel entry point `name`, looked up once and cached.
+    pub fn function(&self, name: &str) -> Result<Function> {
+        let mut cache = self.functions.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = cache.get(name) {
+            return Ok(f.clone());
+        }
+        self.loaded.device.bind()?;
+        // SAFETY: the module is loaded on this device's context, bound above.
+        let raw = unsafe { driver::module_function(self.loaded.raw, name) }?.ok_or_else(|| {
+            Error::KernelNotFound {
+                kernel: name.to_owned(),
+                module: self.name.clone(),
+            }
+        })?;
+        let f = Function(Arc::new(FunctionInner {
+            raw,
+            name: Arc::from(name),
+            module: self.loaded.clone(),
+            dynamic_shared_limit: AtomicU32::new(self.loaded.device.info().max_shared_per_block),
+        }));
+        cache.insert(name.to_owned(), f.clone());
+        Ok(f)
+    }
+
+    /// Address and size of the module global `name`, if defined.
+    pub fn global(&self, name: &str) -> Result<Option<(u64, usize)>> {
+        self.loaded.device.bind()?;
+        // SAFETY: the module is loaded on this device's context, bound above.
+        unsafe { driver::module_global(self.loaded.raw, name) }
+    }
+}
+
+struct FunctionInner {
+    raw: RawFunction,
+    name: Arc<str>,
+    module: Arc<LoadedModule>,
+    dynamic_shared_limit: AtomicU32,
+}
+
+// SAFETY: function handles are plain driver handles, valid while the module (held by
+// `module`) is loaded.
+unsafe impl Send for FunctionInner {}
+// SAFETY: as above.
+unsafe impl Sync for FunctionInner {}
+
+/// A kernel entry point of a loaded module. Cheap to clone.
+#[derive(Clone)]
+pub struct Function(Arc<FunctionInner>);
+
+impl fmt::Debug for Function {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Function")
+            .field("name", &self.0.name)
+            .finish()
+    }
+}
+
+impl Function {
+    /// The entry point's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    pub(crate) fn name_arc(&self) -> &Arc<str> {
+        &self.0.name
+    }
+
+    pub(crate) fn device(&self) -> &Device {
+        &self.0.module.device
+    }
+
+    pub(crate) fn raw(&self) -> RawFunction {
+        self.0.raw
+    }
+
+    /// Raise the function's dynamic shared memory limit when a launch needs more
+    /// than the default 48 KiB (validated against the device before this call).
+    pub(crate) fn ensure_dynamic_shared(&self, bytes: u32) -> Result<()> {
+        if bytes <= self.0.dynamic_shared_limit.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // SAFETY: the function is alive (its module is held) and the context is bound
+        // by the caller.
+        unsafe { driver::function_set_max_dynamic_shared(self.0.raw, bytes) }?;
+        self.0
+            .dynamic_shared_limit
+            .fetch_max(bytes, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// A kernel of an embedded module, resolved once per runtime: what generated
+/// launchers keep in a `static`.
+pub struct KernelHandle {
+    image: &'static ModuleImage,
+    name: &'static str,
+    slots: [OnceLock<(u64, Function)>; 4],
+}
+
+impl KernelHandle {
+    /// A handle for kernel `name` of `image`.
+    pub const fn new(image: &'static ModuleImage, name: &'static str) -> Self {
+        KernelHandle {
+            image,
+            name,
+            slots: [const { OnceLock::new() }; 4],
+        }
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The function for the runtime that owns `stream`, loading the module on first use.
+    pub fn function(&self, stream: &Stream) -> Result<std::borrow::Cow<'_, Function>> {
+        let rt = stream.runtime_id();
+        let slot = &self.slots[(rt % self.slots.len() as u64) as usize];
+        if let Some((id, f)) = slot.get() {
+            if *id == rt {
+                return Ok(std::borrow::Cow::Borrowed(f));
+            }
+        }
+        let runtime = stream
+            .shared
+            .runtime
+            .upgrade()
+            .ok_or_else(|| Error::InvalidArgument {
+                what: format!("launching `{}`", self.name),
+                reason: "the stream's runtime has been dropped".into(),
+            })?;
+        let f = runtime.module(self.image)?.function(self.name)?;
+        let _ = slot.set((rt, f.clone()));
+        Ok(std::borrow::Cow::Owned(f))
+    }
+}

@@ -1,0 +1,285 @@
+//! [`LaunchRecorder`]: record → preflight → enqueue + commit, as types.
+//!
+//! ```no_run
+//! # use xlog_runtime::*;
+//! # fn main() -> Result<()> {
+//! # let rt = Runtime::get(0)?;
+//! # let module = rt.load_ptx("m", "")?;
+//! let f = module.function("scale")?;
+//! let s = rt.stream()?;
+//! let x = rt.upload(&[1.0f32; 1024])?;
+//! let mut y = rt.alloc_zeroed::<f32>(1024)?;
+//! let (xp, yp, n) = (x.device_ptr(), y.device_ptr(), 1024u64);
+//! let pre = LaunchRecorder::new(&s).read(&x).write(&mut y).preflight()?;
+//! let mut params = [&xp as *const u64 as *mut _, &yp as *const u64 as *mut _, &n as *const u64 as *mut _];
+//! // SAFETY: `scale(const float*, float*, u64)` takes exactly these three values.
+//! unsafe { pre.launch(&f, LaunchConfig::for_len(1024), &mut params)? };
+//! # Ok(()) }
+//! ```
+//!
+//! Recording after preflight, or launching without preflight, does not compile:
+//!
+//! ```compile_fail
+//! # use xlog_runtime::*;
+//! # fn f(s: &Stream, x: &DeviceBuffer<f32>) -> Result<()> {
+//! let pre = LaunchRecorder::new(s).preflight()?;
+//! pre.read(x); // no `read` on a preflighted recorder
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail
+//! # use xlog_runtime::*;
+//! # fn f(s: &Stream, func: &Function) -> Result<()> {
+//! let rec = LaunchRecorder::new(s);
+//! // SAFETY: none needed, this does not compile.
+//! unsafe { rec.launch(func, LaunchConfig::for_len(1), &mut [])? };
+//! # Ok(()) }
+//! ```
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+
+use crate::DeviceCopy;
+
+use crate::buffer::{ArgRef, BufferCore, ForeignBuffer, ReadBuffer, WriteBuffer};
+use crate::driver::{self, RawStream};
+use crate::error::{Error, Result};
+use crate::launch::{Function, LaunchConfig};
+use crate::stream_pool::Stream;
+use crate::track::{dedup_by_key, Access, UsePoint};
+
+/// Typestate: buffers are being recorded.
+#[derive(Debug)]
+pub struct Recording;
+
+/// Typestate: checked, waits planned, nothing queued yet.
+pub type Preflighted<'a> = LaunchRecorder<'a, Ready>;
+
+/// Typestate marker of [`Preflighted`].
+#[derive(Debug)]
+pub struct Ready;
+
+/// Proof that work was enqueued and committed.
+#[derive(Debug, Clone, Copy)]
+#[must_use]
+pub struct Committed {
+    /// The epoch the work published on its stream.
+    pub epoch: u64,
+}
+
+type Entry<'a> = (crate::resource::BlockId, Access, &'a BufferCore);
+
+/// Records the buffers one piece of work touches, then fences and commits it.
+///
+/// Strict: untracked memory, buffers of another runtime and resource stacks that
+/// cannot order frees are refused at [`preflight`](LaunchRecorder::preflight),
+/// before anything is queued.
+#[must_use = "a recorder does nothing until it is preflighted and launched"]
+pub struct LaunchRecorder<'a, S = Recording> {
+    stream: &'a Stream,
+    entries: Vec<Entry<'a>>,
+    waits: Vec<UsePoint<crate::stream_pool::Stream>>,
+    error: Option<Error>,
+    skip_untracked: bool,
+    _state: PhantomData<S>,
+}
+
+impl<'a> LaunchRecorder<'a, Recording> {
+    /// Start recording work to run on `stream`.
+    #[inline]
+    pub fn new(stream: &'a Stream) -> Self {
+        LaunchRecorder {
+            stream,
+            entries: Vec::with_capacity(4),
+            waits: Vec::new(),
+            error: None,
+            skip_untracked: false,
+            _state: PhantomData,
+        }
+    }
+
+    fn push(mut self, arg: ArgRef<'a>, access: Access) -> Self {
+        self.entries.push((arg.core.id(), access, arg.core));
+        self
+    }
+
+    /// Record a read of `buf`.
+    #[inline]
+    pub fn read<T: DeviceCopy>(self, buf: &'a (impl ReadBuffer<T> + ?Sized)) -> Self {
+        self.push(buf.arg(), Access::Read)
+    }
+
+    /// Record an overwrite of `buf`.
+    #[inline]
+    pub fn write<T: DeviceCopy>(self, buf: &'a mut (impl WriteBuffer<T> + ?Sized)) -> Self {
+        let arg = buf.arg_mut();
+        self.push(arg, Access::Write)
+    }
+
+    /// Record a read-modify-write of `buf`.
+    #[inline]
+    pub fn read_write<T: DeviceCopy>(self, buf: &'a mut (impl WriteBuffer<T> + ?Sized)) -> Self {
+        let arg = buf.arg_mut();
+        self.push(arg, Access::ReadWrite)
+    }
+
+    /// Record an already-taken argument with an access (what generated launchers use).
+    #[doc(hidden)]
+    #[inline]
+    pub fn __record(self, arg: ArgRef<'a>, access: Access) -> Self {
+        self.push(arg, access)
+    }
+
+    /// Record foreign memory. Refused at preflight unless
+    /// [`skip_untracked`](Self::skip_untracked) was called.
+    pub fn foreign<T: DeviceCopy>(mut self, buf: &ForeignBuffer<T>) -> Self {
+        if !self.skip_untracked && self.error.is_none() {
+            self.error = Some(Error::Untracked {
+                what: format!(
+                    "foreign buffer at {:#x} ({} elements)",
+                    buf.device_ptr(),
+                    buf.len()
+                ),
+            });
+        }
+        self
+    }
+
+    /// Accept foreign memory without tracking it.
+    ///
+    /// # Safety
+    /// 1. Every foreign buffer recorded is ordered before this work on the launch
+    ///    stream by the caller (an event wait or a synchronisation), and nothing
+    ///    touches it on another stream while the work runs.
+    pub unsafe fn skip_untracked(mut self) -> Self {
+        self.skip_untracked = true;
+        if matches!(self.error, Some(Error::Untracked { .. })) {
+            self.error = None;
+        }
+        self
+    }
+
+    /// Check everything that can fail and plan the cross-stream waits. Nothing is
+    /// queued: a refusal leaves no state behind.
+    pub fn preflight(mut self) -> Result<Preflighted<'a>> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let rt = self.stream.runtime_id();
+        dedup_by_key(&mut self.entries);
+        let mut waits: Vec<UsePoint<Stream>> = Vec::new();
+        for &(_, access, core) in &self.entries {
+            if core.runtime_id() != rt {
+                return Err(Error::WrongRuntime {
+                    what: "buffer",
+                    found: core.runtime_id(),
+                    found_device: core.id().device,
+                    expected: rt,
+                    expected_device: self.stream.device_ordinal(),
+                });
+            }
+            if !core.runtime.resource.tracks_streams() {
+                return Err(Error::UntrackableResource {
+                    resource: core.runtime.resource.describe(),
+                });
+            }
+            let state = core.track.lock().unwrap_or_else(|p| p.into_inner());
+            for p in state.waits(access, self.stream) {
+                match waits.iter_mut().find(|w| w.stream == p.stream) {
+                    Some(w) => w.epoch = w.epoch.max(p.epoch),
+                    None => waits.push(p.clone()),
+                }
+            }
+        }
+        Ok(LaunchRecorder {
+            stream: self.stream,
+            entries: self.entries,
+            waits,
+            error: None,
+            skip_untracked: self.skip_untracked,
+            _state: PhantomData,
+        })
+    }
+}
+
+impl<'a> LaunchRecorder<'a, Ready> {
+    /// Number of distinct streams this work waits on.
+    pub fn wait_count(&self) -> usize {
+        self.waits.len()
+    }
+
+    /// Queue the planned waits, run `work` to enqueue on the raw stream, and commit.
+    ///
+    /// If `work` fails, nothing is committed and the error is returned; the waits
+    /// already queued only delay the stream.
+    ///
+    /// # Safety
+    /// 1. `work` only touches the recorded buffers, with the recorded accesses, and
+    ///    only on the raw stream it is given.
+    pub unsafe fn enqueue(self, work: impl FnOnce(RawStream) -> Result<()>) -> Result<Committed> {
+        self.stream.bind()?;
+        for w in &self.waits {
+            self.stream.wait_for(w)?;
+        }
+        work(self.stream.raw())?;
+        Ok(self.commit())
+    }
+
+    /// Validate `config`, queue the waits, launch `func` and commit.
+    ///
+    /// # Safety
+    /// 1. `params` holds one pointer per parameter of `func`, each to a value of
+    ///    exactly that parameter's type, alive for the call.
+    /// 2. The kernel only touches the recorded buffers, with the recorded accesses,
+    ///    plus memory it owns.
+    pub unsafe fn launch(
+        self,
+        func: &Function,
+        config: LaunchConfig,
+        params: &mut [*mut c_void],
+    ) -> Result<Committed> {
+        if func.device().ordinal() != self.stream.device_ordinal() {
+            return Err(Error::InvalidLaunch {
+                kernel: func.name().to_owned(),
+                reason: format!(
+                    "the function is loaded on device {} but the stream is on device {}",
+                    func.device().ordinal(),
+                    self.stream.device_ordinal()
+                ),
+            });
+        }
+        config.validate(func.device().info(), func.name())?;
+        self.stream.bind()?;
+        func.ensure_dynamic_shared(config.shared_bytes)?;
+        for w in &self.waits {
+            self.stream.wait_for(w)?;
+        }
+        // SAFETY: obligations 1 and 2 are the caller's; the configuration was
+        // validated and every cross-stream hazard was fenced just above.
+        unsafe {
+            driver::launch_kernel(
+                func.raw(),
+                config.grid,
+                config.block,
+                config.shared_bytes,
+                self.stream.raw(),
+                params,
+            )
+        }
+        .map_err(|e| e.while_(|| format!("launching `{}`", func.name())))?;
+        self.stream.note_kernel(func.name_arc());
+        tracing::trace!(target: "xlog::launch", kernel = func.name(), stream = self.stream.id().0, buffers = self.entries.len(), waits = self.waits.len());
+        Ok(self.commit())
+    }
+
+    fn commit(self) -> Committed {
+        let point = self.stream.publish();
+        for &(_, access, core) in &self.entries {
+            core.track
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .commit(access, point.clone());
+        }
+        Committed { epoch: point.epoch }
+    }
+}

@@ -1,0 +1,73 @@
+//! The xlog host runtime: budgeted, stream-ordered device memory with per-buffer
+//! cross-stream tracking, on the CUDA driver through cudarc.
+//!
+//! Every operation that touches device memory — a kernel launch, a copy, a memset,
+//! a free — records the buffers it uses and how, queues the event waits that use
+//! needs on other streams (*preflight*), enqueues, and records the new use
+//! (*commit*). A forgotten fence cannot happen on the typed path: only the
+//! runtime's allocator makes a [`DeviceBuffer`], and every safe operation on one
+//! goes through [`LaunchRecorder`].
+//!
+//! ```no_run
+//! use xlog_runtime::{Runtime, Result};
+//!
+//! fn main() -> Result<()> {
+//!     let rt = Runtime::get(0)?;
+//!     let (a, b) = (rt.new_stream()?, rt.new_stream()?);
+//!     let mut col = rt.upload_on(&a, &[1u32, 2, 3, 4])?; // written on stream a
+//!     let copy = {
+//!         let mut out = rt.alloc_zeroed_on::<u32>(&b, 4)?;
+//!         out.copy_from(&b, &col)?;                       // b waits for a's upload
+//!         out
+//!     };
+//!     col.fill(&a, 0)?;                                   // a waits for b's read
+//!     assert_eq!(copy.download(&b)?, vec![1, 2, 3, 4]);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Modules
+//! - `resource`: the [`DeviceMemoryResource`] trait, backends and adaptors.
+//! - `track`: access modes and the fencing rules (the protocol is documented there).
+//! - `launch`: [`LaunchConfig`], modules, [`LaunchRecorder`].
+//! - `buffer` / `copy`: [`DeviceBuffer`], views, tracked copies.
+//! - `stream_pool`: [`Stream`] and lazy event fences.
+//! - `runtime`: [`Runtime`] and its builder.
+//! - `driver`: the only module that calls the CUDA driver.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
+
+mod buffer;
+mod copy;
+mod device;
+mod driver;
+mod error;
+mod launch;
+pub mod resource;
+mod runtime;
+mod stream_pool;
+mod track;
+
+pub use buffer::{
+    ArgRef, BufferCore, BufferView, BufferViewMut, DeviceBuffer, ForeignBuffer, ReadBuffer,
+    WriteBuffer,
+};
+pub use copy::{copy_device, copy_from_host, copy_to_host, fill, memset_bytes};
+pub use device::{Device, DeviceInfo};
+pub use error::{Error, Result};
+pub use launch::{
+    Committed, Function, KernelHandle, LaunchConfig, LaunchRecorder, Module, Preflighted, Ready,
+    Recording,
+};
+pub use resource::{AllocStats, AllocTag, BlockId, DeviceBlock, DeviceMemoryResource, Generation};
+pub use runtime::{Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV};
+pub use stream_pool::{Stream, StreamId};
+pub use track::Access;
+mod compat;
+pub use compat::{DeviceCopy, ModuleImage};
+
+/// Items generated code refers to. Not part of the public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::track::Access;
+}

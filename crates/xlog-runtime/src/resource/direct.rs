@@ -1,0 +1,93 @@
+//! [`DirectResource`]: synchronous `cuMemAlloc` / `cuMemFree`, the backend for
+//! compute-sanitizer runs (no pool hides an out-of-bounds access).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::{AllocTag, DeviceBlock, DeviceMemoryResource, LiveBlocks};
+use crate::device::Device;
+use crate::driver;
+use crate::error::{Error, Result};
+use crate::stream_pool::Stream;
+
+/// A backend that allocates with `cuMemAlloc` and frees with `cuMemFree` after
+/// synchronising the free's stream. Slower, but every block is a separate driver
+/// allocation, which is what memory checkers need. Cross-stream fencing still
+/// applies: tracking belongs to buffers, not to the backend.
+pub struct DirectResource {
+    device: Device,
+    live: LiveBlocks,
+    live_bytes: AtomicUsize,
+}
+
+impl DirectResource {
+    /// A backend on `device`.
+    pub fn new(device: &Device) -> DirectResource {
+        DirectResource {
+            device: device.clone(),
+            live: LiveBlocks::default(),
+            live_bytes: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl DeviceMemoryResource for DirectResource {
+    fn allocate(&self, bytes: usize, _stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
+        if bytes == 0 {
+            return Ok(DeviceBlock::new(self.device.ordinal(), 0, 0, tag));
+        }
+        self.device.bind()?;
+        let ptr = driver::mem_alloc(bytes)
+            .map_err(|e| e.while_(|| format!("allocating {bytes} bytes tagged `{tag}`")))?;
+        let block = DeviceBlock::new(self.device.ordinal(), ptr, bytes, tag);
+        self.live.insert(&block);
+        self.live_bytes.fetch_add(bytes, Ordering::AcqRel);
+        Ok(block)
+    }
+
+    unsafe fn deallocate(&self, block: DeviceBlock, stream: &Stream) -> Result<()> {
+        if block.bytes() == 0 {
+            return Ok(());
+        }
+        if !stream.has_device() {
+            return Err(Error::InvalidArgument {
+                what: "DirectResource".into(),
+                reason: format!("{} is a host placeholder, not a CUDA stream", stream.id()),
+            });
+        }
+        self.live.remove(&block)?;
+        // Every use is ordered before the tail of `stream`: once it drains, no work
+        // touches the block and the synchronous free is safe.
+        if let Err(e) = stream.synchronize() {
+            self.live.restore(&block);
+            return Err(e);
+        }
+        // SAFETY: the block is ours (removed from the live set above) and the stream
+        // that orders all its uses has drained.
+        if let Err(e) = unsafe { driver::mem_free(block.ptr()) } {
+            self.live.restore(&block);
+            return Err(e);
+        }
+        self.live_bytes.fetch_sub(block.bytes(), Ordering::AcqRel);
+        Ok(())
+    }
+
+    fn device_ordinal(&self) -> u32 {
+        self.device.ordinal()
+    }
+
+    fn bytes_outstanding(&self) -> usize {
+        self.live_bytes.load(Ordering::Acquire)
+    }
+
+    fn reap_pending(&self) -> Result<usize> {
+        Ok(0)
+    }
+
+    fn tracks_streams(&self) -> bool {
+        true
+    }
+
+    fn describe(&self) -> String {
+        "direct".into()
+    }
+}

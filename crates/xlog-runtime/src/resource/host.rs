@@ -1,0 +1,126 @@
+//! [`HostResource`]: host memory behind the resource trait, for testing adaptors
+//! and accounting without a GPU. It is never device memory and never backs a launch.
+
+use std::alloc::Layout;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::{AllocTag, DeviceBlock, DeviceMemoryResource, LiveBlocks, PendingFrees};
+use crate::error::{Error, Result};
+use crate::stream_pool::Stream;
+
+const ALIGN: usize = 256;
+
+/// Host-memory resource with the same accounting as the device backends: frees
+/// are pending until [`reap_pending`], and failures can be injected.
+///
+/// [`tracks_streams`] is `false`: the runtime refuses to launch on it.
+///
+/// [`reap_pending`]: DeviceMemoryResource::reap_pending
+/// [`tracks_streams`]: DeviceMemoryResource::tracks_streams
+#[derive(Default)]
+pub struct HostResource {
+    device: u32,
+    live: LiveBlocks,
+    live_bytes: AtomicUsize,
+    pending: PendingFrees,
+    fail_allocations: AtomicUsize,
+    fail_reaps: AtomicUsize,
+}
+
+impl HostResource {
+    /// A host resource that reports `device` as its ordinal.
+    pub fn new(device: u32) -> HostResource {
+        HostResource {
+            device,
+            ..Default::default()
+        }
+    }
+
+    /// Make the next `n` allocations fail with [`Error::InjectedFault`].
+    pub fn fail_next_allocations(&self, n: usize) {
+        self.fail_allocations.store(n, Ordering::SeqCst);
+    }
+
+    /// Make the next `n` stream synchronisations during reap fail.
+    pub fn fail_next_reaps(&self, n: usize) {
+        self.fail_reaps.store(n, Ordering::SeqCst);
+    }
+
+    fn take_fault(counter: &AtomicUsize) -> bool {
+        counter
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
+impl DeviceMemoryResource for HostResource {
+    fn allocate(&self, bytes: usize, _stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
+        if bytes == 0 {
+            return Ok(DeviceBlock::new(self.device, 0, 0, tag));
+        }
+        if Self::take_fault(&self.fail_allocations) {
+            return Err(Error::InjectedFault {
+                site: "HostResource::allocate",
+            });
+        }
+        let layout = Layout::from_size_align(bytes, ALIGN).map_err(|_| Error::SizeOverflow {
+            len: bytes,
+            elem_size: 1,
+        })?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            return Err(Error::InvalidArgument {
+                what: "HostResource::allocate".into(),
+                reason: format!("the host allocator refused {bytes} bytes"),
+            });
+        }
+        let block = DeviceBlock::new(self.device, ptr as u64, bytes, tag);
+        self.live.insert(&block);
+        self.live_bytes.fetch_add(bytes, Ordering::AcqRel);
+        Ok(block)
+    }
+
+    unsafe fn deallocate(&self, block: DeviceBlock, stream: &Stream) -> Result<()> {
+        if block.bytes() == 0 {
+            return Ok(());
+        }
+        self.live.remove(&block)?;
+        let layout =
+            Layout::from_size_align(block.bytes(), ALIGN).expect("validated at allocation");
+        // SAFETY: the block was live in this resource, so it came from `alloc` with
+        // this layout and is freed once.
+        unsafe { std::alloc::dealloc(block.ptr() as *mut u8, layout) };
+        self.live_bytes.fetch_sub(block.bytes(), Ordering::AcqRel);
+        self.pending.add(stream, block.bytes());
+        Ok(())
+    }
+
+    fn device_ordinal(&self) -> u32 {
+        self.device
+    }
+
+    fn bytes_outstanding(&self) -> usize {
+        self.live_bytes.load(Ordering::Acquire) + self.pending.bytes()
+    }
+
+    fn reap_pending(&self) -> Result<usize> {
+        self.pending.reap_with(|_| {
+            if Self::take_fault(&self.fail_reaps) {
+                Err(Error::InjectedFault {
+                    site: "HostResource::reap_pending",
+                })
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    fn tracks_streams(&self) -> bool {
+        false
+    }
+
+    fn describe(&self) -> String {
+        "host".into()
+    }
+}

@@ -1,0 +1,205 @@
+//! Device memory resources: the allocator stack every buffer comes from.
+//!
+//! A [`DeviceMemoryResource`] allocates blocks in stream order and frees them in
+//! stream order. Backends talk to the driver ([`AsyncResource`] with
+//! `cuMemAllocAsync` / `cuMemFreeAsync`, [`DirectResource`] with `cuMemAlloc` /
+//! `cuMemFree` for sanitizer runs); adaptors decorate any resource and can be
+//! stacked in any order: [`BudgetAdaptor`] (a global byte budget),
+//! [`StatsAdaptor`] (current / peak / total bytes and counts), [`LoggingAdaptor`]
+//! (CSV lines and `tracing` events). [`HostResource`] allocates host memory so the
+//! adaptors and the accounting can be tested without a GPU; it never backs a launch.
+//!
+//! # The stream-ordered contract
+//!
+//! - `allocate(bytes, stream, tag)` returns memory usable on `stream` once the work
+//!   queued there before the call has run. Other streams must wait for the
+//!   allocation point first; the buffer tracker does that (see `track`).
+//! - `deallocate(block, stream)` releases the block after everything queued on
+//!   `stream` so far. The caller first makes `stream` wait for every use of the
+//!   block on other streams.
+//! - `bytes_outstanding()` counts live blocks plus freed blocks whose stream has
+//!   not been synchronised by a reap yet. `reap_pending()` synchronises those
+//!   streams and stops counting only what it synchronised.
+//! - Zero-byte allocations are legal, return a null block and touch no driver call.
+//! - A block whose memory was freed is stale: presenting it again is refused with
+//!   [`Error::StaleBlock`](crate::Error::StaleBlock) and changes nothing.
+
+mod budget;
+mod direct;
+mod host;
+mod live;
+mod logging;
+mod pending;
+mod stats;
+mod stream_ordered;
+
+pub use budget::{BudgetAdaptor, BudgetHandle};
+pub use direct::DirectResource;
+pub use host::HostResource;
+pub use logging::LoggingAdaptor;
+pub use stats::{AllocStats, StatsAdaptor, StatsHandle};
+pub use stream_ordered::AsyncResource;
+
+pub(crate) use live::LiveBlocks;
+pub(crate) use pending::PendingFrees;
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::stream_pool::Stream;
+
+/// Monotonic allocation number: the same address reused later gets a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Generation(pub u64);
+
+impl Generation {
+    /// A fresh generation, distinct from every other in the process.
+    pub fn next() -> Generation {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Generation(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// A caller-chosen label carried into logs and statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AllocTag(pub &'static str);
+
+impl AllocTag {
+    /// The tag of allocations that named none.
+    pub const UNTAGGED: AllocTag = AllocTag("untagged");
+}
+
+impl fmt::Display for AllocTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// Full identity of a block: device, address and generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BlockId {
+    /// Device ordinal.
+    pub device: u32,
+    /// Device address (0 for zero-byte blocks).
+    pub ptr: u64,
+    /// Allocation generation.
+    pub generation: Generation,
+}
+
+/// One allocation handed out by a resource. Not `Clone`: it is given back once.
+#[derive(Debug)]
+pub struct DeviceBlock {
+    id: BlockId,
+    bytes: usize,
+    tag: AllocTag,
+}
+
+impl DeviceBlock {
+    /// Describe a block a resource has just allocated. Resource implementations
+    /// call this; everyone else receives blocks from a resource.
+    pub fn new(device: u32, ptr: u64, bytes: usize, tag: AllocTag) -> DeviceBlock {
+        DeviceBlock {
+            id: BlockId {
+                device,
+                ptr,
+                generation: Generation::next(),
+            },
+            bytes,
+            tag,
+        }
+    }
+
+    /// The block's identity.
+    pub fn id(&self) -> BlockId {
+        self.id
+    }
+
+    /// Device address.
+    pub fn ptr(&self) -> u64 {
+        self.id.ptr
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The tag it was allocated with.
+    pub fn tag(&self) -> AllocTag {
+        self.tag
+    }
+}
+
+/// A stream-ordered device memory allocator (see the module docs for the contract).
+pub trait DeviceMemoryResource: Send + Sync {
+    /// Allocate `bytes` bytes ordered on `stream`.
+    fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock>;
+
+    /// Give `block` back, ordered after the work queued on `stream` so far.
+    ///
+    /// On error the block is not freed and stays counted as outstanding.
+    ///
+    /// # Safety
+    /// 1. `block` was allocated by this resource (or the resource it decorates).
+    /// 2. Every use of the block's memory on any stream is ordered before the
+    ///    current tail of `stream`, and no later work will touch it.
+    unsafe fn deallocate(&self, block: DeviceBlock, stream: &Stream) -> Result<()>;
+
+    /// The CUDA ordinal this resource allocates on.
+    fn device_ordinal(&self) -> u32;
+
+    /// Live bytes plus freed bytes not yet reaped.
+    fn bytes_outstanding(&self) -> usize;
+
+    /// Synchronise the streams frees were queued on; returns the bytes retired.
+    fn reap_pending(&self) -> Result<usize>;
+
+    /// Whether `deallocate` orders frees after work on its stream and the memory is
+    /// device memory, which the launch path requires to fence streams.
+    fn tracks_streams(&self) -> bool;
+
+    /// A short description of the stack, e.g. `budget(stats(async))`.
+    fn describe(&self) -> String;
+}
+
+macro_rules! forward_resource {
+    ($ty:ty) => {
+        impl<R: DeviceMemoryResource + ?Sized> DeviceMemoryResource for $ty {
+            fn allocate(
+                &self,
+                bytes: usize,
+                stream: &Stream,
+                tag: AllocTag,
+            ) -> Result<DeviceBlock> {
+                (**self).allocate(bytes, stream, tag)
+            }
+            unsafe fn deallocate(&self, block: DeviceBlock, stream: &Stream) -> Result<()> {
+                // SAFETY: the caller's obligations are forwarded unchanged.
+                unsafe { (**self).deallocate(block, stream) }
+            }
+            fn device_ordinal(&self) -> u32 {
+                (**self).device_ordinal()
+            }
+            fn bytes_outstanding(&self) -> usize {
+                (**self).bytes_outstanding()
+            }
+            fn reap_pending(&self) -> Result<usize> {
+                (**self).reap_pending()
+            }
+            fn tracks_streams(&self) -> bool {
+                (**self).tracks_streams()
+            }
+            fn describe(&self) -> String {
+                (**self).describe()
+            }
+        }
+    };
+}
+
+forward_resource!(Arc<R>);
+forward_resource!(Box<R>);
+
+#[cfg(test)]
+mod conformance;

@@ -1,0 +1,120 @@
+//! [`AsyncResource`]: stream-ordered allocation with `cuMemAllocAsync` /
+//! `cuMemFreeAsync` from the device's default memory pool.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::{AllocTag, DeviceBlock, DeviceMemoryResource, LiveBlocks, PendingFrees};
+use crate::device::Device;
+use crate::driver;
+use crate::error::{Error, Result};
+use crate::stream_pool::Stream;
+
+/// The production backend: allocation and free are queued on a stream, so memory
+/// is reused in stream order without synchronising the host.
+///
+/// Freed bytes stay counted as outstanding until [`reap_pending`] synchronises
+/// the stream the free was queued on.
+///
+/// [`reap_pending`]: DeviceMemoryResource::reap_pending
+pub struct AsyncResource {
+    device: Device,
+    live: LiveBlocks,
+    live_bytes: AtomicUsize,
+    pending: PendingFrees,
+}
+
+impl AsyncResource {
+    /// A backend on `device`. Fails if the device has no memory pools.
+    pub fn new(device: &Device) -> Result<AsyncResource> {
+        if !device.info().memory_pools {
+            return Err(Error::InvalidArgument {
+                what: format!("AsyncResource on device {}", device.ordinal()),
+                reason:
+                    "the device does not support stream-ordered memory pools; use DirectResource"
+                        .into(),
+            });
+        }
+        device.bind()?;
+        device.ctx.retain_pool_memory()?;
+        Ok(AsyncResource {
+            device: device.clone(),
+            live: LiveBlocks::default(),
+            live_bytes: AtomicUsize::new(0),
+            pending: PendingFrees::default(),
+        })
+    }
+
+    fn check_stream(&self, stream: &Stream) -> Result<()> {
+        if stream.has_device() {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument {
+                what: "AsyncResource".into(),
+                reason: format!("{} is a host placeholder, not a CUDA stream", stream.id()),
+            })
+        }
+    }
+}
+
+impl DeviceMemoryResource for AsyncResource {
+    fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
+        if bytes == 0 {
+            return Ok(DeviceBlock::new(self.device.ordinal(), 0, 0, tag));
+        }
+        self.check_stream(stream)?;
+        self.device.bind()?;
+        // SAFETY: the stream belongs to this device's context (checked by the runtime)
+        // and is alive for the call.
+        let ptr = unsafe { driver::mem_alloc_async(bytes, stream.raw()) }
+            .map_err(|e| e.while_(|| format!("allocating {bytes} bytes tagged `{tag}`")))?;
+        let block = DeviceBlock::new(self.device.ordinal(), ptr, bytes, tag);
+        self.live.insert(&block);
+        self.live_bytes.fetch_add(bytes, Ordering::AcqRel);
+        Ok(block)
+    }
+
+    unsafe fn deallocate(&self, block: DeviceBlock, stream: &Stream) -> Result<()> {
+        if block.bytes() == 0 {
+            return Ok(());
+        }
+        self.check_stream(stream)?;
+        self.live.remove(&block)?;
+        self.device.bind()?;
+        // SAFETY: the block was live in this resource (checked just above) and the
+        // caller ordered every use before the tail of `stream`.
+        if let Err(e) = unsafe { driver::mem_free_async(block.ptr(), stream.raw()) } {
+            self.live.restore(&block);
+            return Err(e);
+        }
+        self.live_bytes.fetch_sub(block.bytes(), Ordering::AcqRel);
+        self.pending.add(stream, block.bytes());
+        Ok(())
+    }
+
+    fn device_ordinal(&self) -> u32 {
+        self.device.ordinal()
+    }
+
+    fn bytes_outstanding(&self) -> usize {
+        self.live_bytes.load(Ordering::Acquire) + self.pending.bytes()
+    }
+
+    fn reap_pending(&self) -> Result<usize> {
+        self.pending.reap_with(|s| s.synchronize())
+    }
+
+    fn tracks_streams(&self) -> bool {
+        true
+    }
+
+    fn describe(&self) -> String {
+        "async".into()
+    }
+}
+
+impl AsyncResource {
+    /// Whether `id` is a block this resource currently has live.
+    pub fn is_live(&self, id: super::BlockId) -> bool {
+        self.live.contains(id)
+    }
+}

@@ -1,0 +1,427 @@
+//! [`Runtime`]: one device, one resource stack, one stream pool, one module cache.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::{DeviceCopy, ModuleImage};
+
+use crate::buffer::{BufferCore, DeviceBuffer};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::launch::Module;
+use crate::resource::{
+    AllocStats, AllocTag, AsyncResource, BudgetAdaptor, BudgetHandle, DeviceMemoryResource,
+    DirectResource, LoggingAdaptor, StatsAdaptor, StatsHandle,
+};
+use crate::stream_pool::{Stream, StreamPool};
+
+/// Environment variable read by [`Runtime::get`]: the budget in bytes.
+pub const BUDGET_ENV: &str = "XLOG_BUDGET_BYTES";
+/// Environment variable read by [`Runtime::get`]: `async` (default) or `direct`.
+pub const BACKEND_ENV: &str = "XLOG_BACKEND";
+
+/// Which backend allocates device memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// `cuMemAllocAsync` / `cuMemFreeAsync` (the default).
+    Async,
+    /// `cuMemAlloc` / `cuMemFree`: for compute-sanitizer runs.
+    Direct,
+}
+
+pub(crate) struct RuntimeInner {
+    pub(crate) id: u64,
+    pub(crate) device: Device,
+    pub(crate) resource: Box<dyn DeviceMemoryResource>,
+    stats: Option<StatsHandle>,
+    budget: Option<BudgetHandle>,
+    pool: StreamPool,
+    modules: Mutex<HashMap<usize, Arc<Module>>>,
+    drop_errors: AtomicU64,
+}
+
+impl RuntimeInner {
+    pub(crate) fn report_drop_error(&self, doing: &str, e: &Error) {
+        self.drop_errors.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(target: "xlog::runtime", runtime = self.id, "{doing} failed: {e}");
+    }
+
+    pub(crate) fn module(&self, image: &'static ModuleImage) -> Result<Arc<Module>> {
+        let key = image as *const ModuleImage as usize;
+        let mut cache = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = cache.get(&key) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(Module::load_image(&self.device, image)?);
+        cache.insert(key, m.clone());
+        Ok(m)
+    }
+}
+
+/// The runtime of one device: allocator stack, streams, modules.
+///
+/// [`Runtime::get`] returns the shared runtime of an ordinal (created once, even
+/// under concurrent first use); [`Runtime::builder`] and
+/// [`Runtime::with_resource`] make owned runtimes with a chosen stack.
+///
+/// ```no_run
+/// # fn main() -> xlog_runtime::Result<()> {
+/// let rt = xlog_runtime::Runtime::get(0)?;
+/// let s = rt.stream()?;
+/// let mut buf = rt.alloc_zeroed::<u32>(1 << 20)?;
+/// buf.fill(&s, 7)?;
+/// assert!(buf.download(&s)?.iter().all(|&v| v == 7));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<RuntimeInner>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("id", &self.inner.id)
+            .field("device", &self.inner.device.ordinal())
+            .field("resource", &self.inner.resource.describe())
+            .finish()
+    }
+}
+
+fn next_runtime_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Builds an owned [`Runtime`] with a chosen backend and adaptors.
+pub struct RuntimeBuilder {
+    ordinal: u32,
+    backend: Backend,
+    budget: Option<usize>,
+    stats: bool,
+    csv: Option<Box<dyn Write + Send>>,
+    pool_size: usize,
+}
+
+impl RuntimeBuilder {
+    /// The backend (default [`Backend::Async`]).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// A byte budget (default: the device's total memory).
+    pub fn budget(mut self, bytes: usize) -> Self {
+        self.budget = Some(bytes);
+        self
+    }
+
+    /// Whether to keep allocation statistics (default on).
+    pub fn stats(mut self, on: bool) -> Self {
+        self.stats = on;
+        self
+    }
+
+    /// Log every allocation and free as CSV to `sink`.
+    pub fn log_csv(mut self, sink: impl Write + Send + 'static) -> Self {
+        self.csv = Some(Box::new(sink));
+        self
+    }
+
+    /// How many streams [`Runtime::stream`] hands out round-robin (default 16).
+    pub fn pool_size(mut self, n: usize) -> Self {
+        self.pool_size = n;
+        self
+    }
+
+    /// Open the device and compose the stack:
+    /// `budget(stats(logging(backend)))`, leaving out what was not asked for.
+    pub fn build(self) -> Result<Runtime> {
+        let device = Device::open(self.ordinal)?;
+        let base: Box<dyn DeviceMemoryResource> = match self.backend {
+            Backend::Async => Box::new(AsyncResource::new(&device)?),
+            Backend::Direct => Box::new(DirectResource::new(&device)),
+        };
+        let logged: Box<dyn DeviceMemoryResource> = match self.csv {
+            Some(sink) => Box::new(LoggingAdaptor::new(base, sink)),
+            None => base,
+        };
+        let (counted, stats): (Box<dyn DeviceMemoryResource>, _) = if self.stats {
+            let s = StatsAdaptor::new(logged);
+            let h = s.handle();
+            (Box::new(s), Some(h))
+        } else {
+            (logged, None)
+        };
+        let limit = self.budget.unwrap_or(device.info().total_memory);
+        let b = BudgetAdaptor::new(counted, limit);
+        let budget = Some(b.handle());
+        Ok(Runtime::assemble(
+            device,
+            Box::new(b),
+            stats,
+            budget,
+            self.pool_size,
+        ))
+    }
+}
+
+impl Runtime {
+    /// The shared runtime of device `ordinal`, created on first use with the
+    /// default stack: async backend, statistics, and a budget of
+    /// `XLOG_BUDGET_BYTES` (default: the device's memory). `XLOG_BACKEND=direct`
+    /// selects the direct backend (for compute-sanitizer).
+    pub fn get(ordinal: u32) -> Result<Runtime> {
+        static SHARED: OnceLock<Mutex<HashMap<u32, Runtime>>> = OnceLock::new();
+        let map = SHARED.get_or_init(Default::default);
+        let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(rt) = map.get(&ordinal) {
+            return Ok(rt.clone());
+        }
+        let mut b = Runtime::builder(ordinal);
+        if let Ok(v) = std::env::var(BUDGET_ENV) {
+            let bytes = v
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| Error::InvalidArgument {
+                    what: BUDGET_ENV.into(),
+                    reason: format!(
+                        "`{v}` is not a byte count; set it to an integer such as 8589934592"
+                    ),
+                })?;
+            b = b.budget(bytes);
+        }
+        match std::env::var(BACKEND_ENV).as_deref() {
+            Ok("direct") => b = b.backend(Backend::Direct),
+            Ok("async") | Err(_) => {}
+            Ok(other) => {
+                return Err(Error::InvalidArgument {
+                    what: BACKEND_ENV.into(),
+                    reason: format!("`{other}` is not a backend; use `async` or `direct`"),
+                })
+            }
+        }
+        let rt = b.build()?;
+        map.insert(ordinal, rt.clone());
+        Ok(rt)
+    }
+
+    /// A builder for an owned runtime on `ordinal`.
+    pub fn builder(ordinal: u32) -> RuntimeBuilder {
+        RuntimeBuilder {
+            ordinal,
+            backend: Backend::Async,
+            budget: None,
+            stats: true,
+            csv: None,
+            pool_size: 16,
+        }
+    }
+
+    /// An owned runtime over a resource stack composed by the caller.
+    ///
+    /// Launches refuse the stack if it cannot track streams
+    /// ([`DeviceMemoryResource::tracks_streams`]).
+    pub fn with_resource(
+        device: &Device,
+        resource: impl DeviceMemoryResource + 'static,
+    ) -> Result<Runtime> {
+        if resource.device_ordinal() != device.ordinal() {
+            return Err(Error::InvalidArgument {
+                what: "Runtime::with_resource".into(),
+                reason: format!(
+                    "the resource allocates on device {} but the runtime is for device {}",
+                    resource.device_ordinal(),
+                    device.ordinal()
+                ),
+            });
+        }
+        Ok(Runtime::assemble(
+            device.clone(),
+            Box::new(resource),
+            None,
+            None,
+            16,
+        ))
+    }
+
+    fn assemble(
+        device: Device,
+        resource: Box<dyn DeviceMemoryResource>,
+        stats: Option<StatsHandle>,
+        budget: Option<BudgetHandle>,
+        pool_size: usize,
+    ) -> Runtime {
+        Runtime {
+            inner: Arc::new(RuntimeInner {
+                id: next_runtime_id(),
+                device,
+                resource,
+                stats,
+                budget,
+                pool: StreamPool::new(pool_size),
+                modules: Mutex::new(HashMap::new()),
+                drop_errors: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// This runtime's process-unique id.
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// A stream from the pool (round-robin; streams are shared between callers).
+    pub fn stream(&self) -> Result<Stream> {
+        self.inner.pool.pooled(|id| self.make_stream(id))
+    }
+
+    /// A new stream used by nobody else.
+    pub fn new_stream(&self) -> Result<Stream> {
+        self.make_stream(self.inner.pool.next_id())
+    }
+
+    fn make_stream(&self, id: crate::StreamId) -> Result<Stream> {
+        Stream::create(
+            &self.inner.device.ctx,
+            id,
+            self.inner.id,
+            Arc::downgrade(&self.inner),
+        )
+    }
+
+    fn check_stream(&self, stream: &Stream) -> Result<()> {
+        if stream.runtime_id() == self.inner.id {
+            Ok(())
+        } else {
+            Err(Error::WrongRuntime {
+                what: "stream",
+                found: stream.runtime_id(),
+                found_device: stream.device_ordinal(),
+                expected: self.inner.id,
+                expected_device: self.inner.device.ordinal(),
+            })
+        }
+    }
+
+    /// Allocate `len` uninitialised elements on `stream`.
+    ///
+    /// # Safety
+    /// 1. Nothing reads an element (on the device or through a download) before it
+    ///    is written.
+    pub unsafe fn alloc_uninit<T: DeviceCopy>(
+        &self,
+        stream: &Stream,
+        len: usize,
+        tag: AllocTag,
+    ) -> Result<DeviceBuffer<T>> {
+        self.check_stream(stream)?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or(Error::SizeOverflow {
+                len,
+                elem_size: std::mem::size_of::<T>(),
+            })?;
+        let block = self.inner.resource.allocate(bytes, stream, tag)?;
+        let ready = stream.publish();
+        Ok(DeviceBuffer::from_core(
+            BufferCore::new(block, self.inner.clone(), stream.clone(), ready),
+            len,
+        ))
+    }
+
+    /// Allocate `len` zeroed elements (on a pooled stream).
+    pub fn alloc_zeroed<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        self.alloc_zeroed_on(&self.stream()?, len)
+    }
+
+    /// Allocate `len` zeroed elements on `stream`.
+    pub fn alloc_zeroed_on<T: DeviceCopy>(
+        &self,
+        stream: &Stream,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>> {
+        // SAFETY: every byte is written by the memset before anything can read it
+        // (the memset is recorded as a write, fencing all later uses).
+        let mut buf = unsafe { self.alloc_uninit::<T>(stream, len, AllocTag("zeroed")) }?;
+        crate::copy::memset_bytes(stream, &mut buf, 0)?;
+        Ok(buf)
+    }
+
+    /// Copy `host` into a new buffer (on a pooled stream).
+    pub fn upload<T: DeviceCopy>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
+        self.upload_on(&self.stream()?, host)
+    }
+
+    /// Copy `host` into a new buffer, ordered on `stream`.
+    pub fn upload_on<T: DeviceCopy>(&self, stream: &Stream, host: &[T]) -> Result<DeviceBuffer<T>> {
+        // SAFETY: the upload below writes every element before anything can read it.
+        let mut buf = unsafe { self.alloc_uninit::<T>(stream, host.len(), AllocTag("upload")) }?;
+        crate::copy::copy_from_host(stream, &mut buf, host)?;
+        Ok(buf)
+    }
+
+    /// Bytes held: live buffers plus frees not yet reaped.
+    pub fn bytes_outstanding(&self) -> usize {
+        self.inner.resource.bytes_outstanding()
+    }
+
+    /// Synchronise the streams with pending frees; returns the bytes retired.
+    pub fn reap(&self) -> Result<usize> {
+        self.inner.device.bind()?;
+        self.inner.resource.reap_pending()
+    }
+
+    /// Allocation statistics, if the stack keeps them.
+    pub fn stats(&self) -> Option<AllocStats> {
+        self.inner.stats.as_ref().map(StatsHandle::snapshot)
+    }
+
+    /// The statistics handle, to reset windows.
+    pub fn stats_handle(&self) -> Option<&StatsHandle> {
+        self.inner.stats.as_ref()
+    }
+
+    /// The budget, if the stack has one.
+    pub fn budget(&self) -> Option<&BudgetHandle> {
+        self.inner.budget.as_ref()
+    }
+
+    /// The resource stack's description, e.g. `budget(stats(async))`.
+    pub fn describe_resource(&self) -> String {
+        self.inner.resource.describe()
+    }
+
+    /// Failures that happened inside `Drop` (each was also logged with `tracing`).
+    pub fn drop_errors(&self) -> u64 {
+        self.inner.drop_errors.load(Ordering::Relaxed)
+    }
+
+    /// Load an embedded module image (cached: loaded once per runtime).
+    pub fn load_module(&self, image: &'static ModuleImage) -> Result<Arc<Module>> {
+        self.inner.module(image)
+    }
+
+    /// Load PTX text (not cached).
+    pub fn load_ptx(&self, name: &str, ptx: &str) -> Result<Arc<Module>> {
+        Ok(Arc::new(Module::load(
+            &self.inner.device,
+            name,
+            ptx.as_bytes(),
+        )?))
+    }
+
+    /// Wait for all work on the device.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner.device.bind()?;
+        cudarc::driver::result::ctx::synchronize().map_err(|e| Error::driver("cuCtxSynchronize", e))
+    }
+}

@@ -1,0 +1,298 @@
+//! Streams, their epochs, and the pool a runtime hands them out from.
+//!
+//! A [`Stream`] is a non-blocking CUDA stream plus the bookkeeping that turns
+//! `UsePoint`s (stream, epoch) into event waits lazily. Each stream keeps one
+//! event and the epoch it last captured; waiting on a point re-records the event
+//! only when it has not yet captured that point. No lock is shared by all streams:
+//! a waiter locks only the stream it waits on.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use crate::driver::{self, Context, RawEvent, RawStream};
+use crate::error::{Error, Result};
+use crate::track::UsePoint;
+
+/// Identifier of a stream, unique within its runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StreamId(pub u32);
+
+impl fmt::Display for StreamId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "stream#{}", self.0)
+    }
+}
+
+struct Fence {
+    event: Option<RawEvent>,
+    captured: u64,
+}
+
+pub(crate) struct StreamShared {
+    raw: RawStream,
+    id: StreamId,
+    runtime_id: u64,
+    ctx: Option<Arc<Context>>,
+    pub(crate) runtime: Weak<crate::runtime::RuntimeInner>,
+    published: AtomicU64,
+    fence: Mutex<Fence>,
+    last_kernel: Mutex<Option<Arc<str>>>,
+}
+
+// SAFETY: the raw stream and event handles are plain driver handles usable from any
+// thread with the context bound; mutation of `fence` is behind its mutex.
+unsafe impl Send for StreamShared {}
+// SAFETY: as above; all interior mutability is atomics or mutexes.
+unsafe impl Sync for StreamShared {}
+
+impl Drop for StreamShared {
+    fn drop(&mut self) {
+        let Some(ctx) = &self.ctx else { return };
+        if ctx.bind().is_err() {
+            return;
+        }
+        let fence = self.fence.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(ev) = fence.event.take() {
+            // SAFETY: the event belongs to this stream and nobody else holds it.
+            if let Err(e) = unsafe { driver::event_destroy(ev) } {
+                tracing::error!(target: "xlog::stream", "destroying event of {}: {e}", self.id);
+            }
+        }
+        // SAFETY: the last reference to this stream is going away.
+        if let Err(e) = unsafe { driver::stream_destroy(self.raw) } {
+            tracing::error!(target: "xlog::stream", "destroying {}: {e}", self.id);
+        }
+    }
+}
+
+/// A CUDA stream of one runtime. Cheap to clone; clones are the same stream.
+///
+/// Work on one stream runs in order. xlog fences work on different streams
+/// automatically whenever they touch the same buffer.
+#[derive(Clone)]
+pub struct Stream {
+    pub(crate) shared: Arc<StreamShared>,
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream")
+            .field("id", &self.shared.id)
+            .field("runtime", &self.shared.runtime_id)
+            .finish()
+    }
+}
+
+impl PartialEq for Stream {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+}
+
+impl Eq for Stream {}
+
+impl Stream {
+    pub(crate) fn create(
+        ctx: &Arc<Context>,
+        id: StreamId,
+        runtime_id: u64,
+        runtime: Weak<crate::runtime::RuntimeInner>,
+    ) -> Result<Stream> {
+        ctx.bind()?;
+        let raw = driver::stream_create()?;
+        Ok(Stream {
+            shared: Arc::new(StreamShared {
+                raw,
+                id,
+                runtime_id,
+                ctx: Some(ctx.clone()),
+                runtime,
+                published: AtomicU64::new(0),
+                fence: Mutex::new(Fence {
+                    event: None,
+                    captured: 0,
+                }),
+                last_kernel: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// A stream that has no CUDA stream behind it, for exercising resources on the
+    /// host. Never passed to the driver: resources that need one refuse it.
+    pub fn host_placeholder(id: u32) -> Stream {
+        Stream {
+            shared: Arc::new(StreamShared {
+                raw: std::ptr::null_mut(),
+                id: StreamId(id),
+                runtime_id: 0,
+                ctx: None,
+                runtime: Weak::new(),
+                published: AtomicU64::new(0),
+                fence: Mutex::new(Fence {
+                    event: None,
+                    captured: 0,
+                }),
+                last_kernel: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// This stream's id within its runtime.
+    pub fn id(&self) -> StreamId {
+        self.shared.id
+    }
+
+    /// Id of the runtime that owns this stream (0 for host placeholders).
+    pub fn runtime_id(&self) -> u64 {
+        self.shared.runtime_id
+    }
+
+    /// Ordinal of the device the stream runs on (`u32::MAX` for host placeholders).
+    pub fn device_ordinal(&self) -> u32 {
+        self.shared
+            .ctx
+            .as_ref()
+            .map(|c| c.info.ordinal)
+            .unwrap_or(u32::MAX)
+    }
+
+    /// The raw `CUstream`, for calling other CUDA libraries inside
+    /// [`crate::Preflighted::enqueue`]. Null for host placeholders.
+    pub fn raw(&self) -> RawStream {
+        self.shared.raw
+    }
+
+    pub(crate) fn has_device(&self) -> bool {
+        self.shared.ctx.is_some()
+    }
+
+    pub(crate) fn bind(&self) -> Result<()> {
+        match &self.shared.ctx {
+            Some(ctx) => ctx.bind(),
+            None => Ok(()),
+        }
+    }
+
+    /// Block the host until all work queued on this stream has finished.
+    ///
+    /// Wraps [`cuStreamSynchronize`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+    /// A kernel failure surfaces here; the error names the last kernel launched on
+    /// this stream.
+    pub fn synchronize(&self) -> Result<()> {
+        if !self.has_device() {
+            return Ok(());
+        }
+        self.bind()?;
+        // SAFETY: the stream is alive while `self` holds it.
+        unsafe { driver::stream_synchronize(self.raw()) }.map_err(|e| self.explain(e))
+    }
+
+    /// Attach "the last kernel on this stream was X" to a driver error.
+    pub(crate) fn explain(&self, e: Error) -> Error {
+        let last = self
+            .shared
+            .last_kernel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        match last {
+            Some(k) => e.while_(|| {
+                format!(
+                    "synchronising {}; the last kernel launched on it was `{k}`",
+                    self.id()
+                )
+            }),
+            None => e.while_(|| format!("synchronising {}", self.id())),
+        }
+    }
+
+    pub(crate) fn note_kernel(&self, name: &Arc<str>) {
+        let mut last = self
+            .shared
+            .last_kernel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if last.as_ref().map(|k| !Arc::ptr_eq(k, name)).unwrap_or(true) {
+            *last = Some(name.clone());
+        }
+    }
+
+    /// Publish a new point after tracked work was enqueued on this stream.
+    #[inline]
+    pub(crate) fn publish(&self) -> UsePoint<Stream> {
+        let epoch = self.shared.published.fetch_add(1, Ordering::AcqRel) + 1;
+        UsePoint {
+            stream: self.clone(),
+            epoch,
+        }
+    }
+
+    /// Queue on `self` a wait for `point` (a point of another stream).
+    pub(crate) fn wait_for(&self, point: &UsePoint<Stream>) -> Result<()> {
+        let source = &point.stream;
+        if source == self || !self.has_device() {
+            return Ok(());
+        }
+        let mut fence = source
+            .shared
+            .fence
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if fence.captured < point.epoch || fence.event.is_none() {
+            let event = match fence.event {
+                Some(e) => e,
+                None => {
+                    let e = driver::event_create_untimed()?;
+                    fence.event = Some(e);
+                    e
+                }
+            };
+            // Everything published up to `now` was enqueued before this record.
+            let now = source.shared.published.load(Ordering::Acquire);
+            // SAFETY: both handles are alive and belong to the bound context.
+            unsafe { driver::event_record(event, source.raw()) }?;
+            fence.captured = now;
+        }
+        let event = fence.event.expect("event created above");
+        // SAFETY: `self` and the event are alive; the wait uses the latest record,
+        // which captured at least `point.epoch`.
+        unsafe { driver::stream_wait_event(self.raw(), event) }
+    }
+
+    /// Block the host until `point` has completed on its stream.
+    pub(crate) fn host_wait(point: &UsePoint<Stream>) -> Result<()> {
+        point.stream.synchronize()
+    }
+}
+
+/// Streams a runtime hands out round-robin from [`crate::Runtime::stream`].
+pub(crate) struct StreamPool {
+    slots: Box<[OnceLock<Stream>]>,
+    next: AtomicUsize,
+    ids: AtomicU64,
+}
+
+impl StreamPool {
+    pub(crate) fn new(size: usize) -> StreamPool {
+        StreamPool {
+            slots: (0..size.max(1)).map(|_| OnceLock::new()).collect(),
+            next: AtomicUsize::new(0),
+            ids: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn next_id(&self) -> StreamId {
+        StreamId(self.ids.fetch_add(1, Ordering::Relaxed) as u32)
+    }
+
+    pub(crate) fn pooled(&self, make: impl FnOnce(StreamId) -> Result<Stream>) -> Result<Stream> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        if let Some(s) = self.slots[i].get() {
+            return Ok(s.clone());
+        }
+        let s = make(self.next_id())?;
+        // A racing caller may have filled the slot first; use whichever won.
+        Ok(self.slots[i].get_or_init(|| s).clone())
+    }
+}

@@ -1,0 +1,251 @@
+//! Per-buffer use tracking: the rules that make cross-stream hazards impossible
+//! to forget.
+//!
+//! # The protocol
+//!
+//! Every operation that touches device memory (a kernel, a copy, a memset, a free)
+//! goes through the same four verbs:
+//!
+//! - **record**: name each buffer the work touches and its [`Access`]. Uses of one
+//!   buffer collapse to the strongest access, keyed by the buffer's full identity.
+//! - **preflight**: check everything that can fail (runtime, device, strictness,
+//!   launch configuration) and compute the cross-stream waits the access needs.
+//!   Nothing has been queued yet, so a refusal leaves no state behind.
+//! - **enqueue**: queue the waits, then the work, on the launch stream.
+//! - **commit**: publish a new [`UsePoint`] on the launch stream and fold it into
+//!   each buffer's state. Commit cannot fail; it happens in the call that
+//!   enqueued, never in a destructor.
+//!
+//! The allocator adds a fifth verb, **reap**: synchronise the streams that frees
+//! were queued on and stop counting those bytes as outstanding.
+//!
+//! # The state of one buffer
+//!
+//! A [`UseState`] holds the buffer's last write (initially the allocation-ready
+//! point on the allocation stream) and, since that write, the newest read on each
+//! stream. The conflict rule is [`Access`]'s: a read waits on the last write made
+//! on another stream; a write waits on the last write and every outstanding read
+//! made on other streams. Same-stream points are skipped: stream order already
+//! covers them. After the work, a read replaces the read of its stream (keeping
+//! the newest), a write replaces the last write and clears the reads: the writer
+//! already waited on them, so anyone waiting on the writer transitively waits on
+//! them too. Deallocation makes the allocation stream wait on every point before
+//! the free is queued.
+//!
+//! # Points are cheap
+//!
+//! A [`UsePoint`] is a stream and an epoch number, not a CUDA event. Each stream
+//! publishes a strictly increasing epoch after it enqueues tracked work, and keeps
+//! one reusable event that is (re)recorded only when another stream has to wait on
+//! a point it has not yet captured (see `stream.rs`). A launch whose buffers stay
+//! on one stream therefore records no event at all, and one event record serves
+//! every buffer and every waiter that needs the same stream. The price is that a
+//! late waiter may wait on a later point of the producing stream than strictly
+//! necessary; it never waits on an earlier one.
+//!
+//! The state is generic over the stream key so the rules are unit-tested without
+//! a GPU.
+
+/// How an operation uses a buffer.
+///
+/// Conflict rule: a [`Access::Read`] conflicts with earlier writes; a
+/// [`Access::Write`] or [`Access::ReadWrite`] conflicts with earlier writes and
+/// earlier reads. Conflicting uses on different streams are fenced with an event
+/// wait; uses on the same stream are ordered by the stream itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// The work only reads the buffer.
+    Read,
+    /// The work overwrites the buffer without reading it.
+    Write,
+    /// The work reads and writes the buffer.
+    ReadWrite,
+}
+
+impl Access {
+    /// Whether the work reads the buffer's bytes.
+    pub fn reads(self) -> bool {
+        matches!(self, Access::Read | Access::ReadWrite)
+    }
+
+    /// Whether the work writes the buffer's bytes.
+    pub fn writes(self) -> bool {
+        matches!(self, Access::Write | Access::ReadWrite)
+    }
+
+    /// The strongest access that covers both (read + write = read-write).
+    pub fn merge(self, other: Access) -> Access {
+        match (
+            self.reads() || other.reads(),
+            self.writes() || other.writes(),
+        ) {
+            (_, false) => Access::Read,
+            (false, true) => Access::Write,
+            (true, true) => Access::ReadWrite,
+        }
+    }
+}
+
+/// A position in one stream's order: "everything enqueued on `stream` before it
+/// published `epoch`".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct UsePoint<S> {
+    pub(crate) stream: S,
+    pub(crate) epoch: u64,
+}
+
+/// Use state of one buffer (see the module docs).
+#[derive(Debug)]
+pub(crate) struct UseState<S> {
+    last_write: Option<UsePoint<S>>,
+    reads: Vec<UsePoint<S>>,
+}
+
+impl<S: PartialEq + Clone> UseState<S> {
+    /// State of a fresh block whose memory is ready at `ready` (the allocation point).
+    pub(crate) fn ready_at(ready: UsePoint<S>) -> Self {
+        UseState {
+            last_write: Some(ready),
+            reads: Vec::new(),
+        }
+    }
+
+    /// The points work with `access` on stream `on` must wait for.
+    pub(crate) fn waits<'a>(
+        &'a self,
+        access: Access,
+        on: &'a S,
+    ) -> impl Iterator<Item = &'a UsePoint<S>> + 'a {
+        let reads: &[UsePoint<S>] = if access.writes() { &self.reads } else { &[] };
+        self.last_write
+            .iter()
+            .chain(reads.iter())
+            .filter(move |p| p.stream != *on)
+    }
+
+    /// Fold the point of completed-enqueue work into the state.
+    pub(crate) fn commit(&mut self, access: Access, point: UsePoint<S>) {
+        if access.writes() {
+            self.last_write = Some(point);
+            self.reads.clear();
+        } else if let Some(r) = self.reads.iter_mut().find(|r| r.stream == point.stream) {
+            r.epoch = r.epoch.max(point.epoch);
+        } else {
+            self.reads.push(point);
+        }
+    }
+
+    /// Every point still outstanding: what a free must wait for.
+    pub(crate) fn all_points(&self) -> impl Iterator<Item = &UsePoint<S>> {
+        self.last_write.iter().chain(self.reads.iter())
+    }
+}
+
+/// Collapse a list of (key, access) uses into one entry per key with the merged
+/// access, keeping first-seen order.
+pub(crate) fn dedup_by_key<K: PartialEq, V>(entries: &mut Vec<(K, Access, V)>) {
+    let mut i = 0;
+    while i < entries.len() {
+        let mut j = i + 1;
+        while j < entries.len() {
+            if entries[j].0 == entries[i].0 {
+                let (_, a, _) = entries.swap_remove(j);
+                entries[i].1 = entries[i].1.merge(a);
+            } else {
+                j += 1;
+            }
+        }
+        i += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(stream: u32, epoch: u64) -> UsePoint<u32> {
+        UsePoint { stream, epoch }
+    }
+
+    fn waits(s: &UseState<u32>, a: Access, on: u32) -> Vec<UsePoint<u32>> {
+        s.waits(a, &on).cloned().collect()
+    }
+
+    #[test]
+    fn fresh_block_fences_other_streams_on_the_allocation_point() {
+        let s = UseState::ready_at(p(0, 1));
+        assert_eq!(waits(&s, Access::Read, 1), vec![p(0, 1)]);
+        assert_eq!(waits(&s, Access::Write, 2), vec![p(0, 1)]);
+        assert!(
+            waits(&s, Access::ReadWrite, 0).is_empty(),
+            "same stream is ordered"
+        );
+    }
+
+    #[test]
+    fn read_waits_only_on_the_last_write() {
+        let mut s = UseState::ready_at(p(0, 1));
+        s.commit(Access::Read, p(1, 5));
+        s.commit(Access::Read, p(2, 3));
+        assert_eq!(waits(&s, Access::Read, 3), vec![p(0, 1)]);
+    }
+
+    #[test]
+    fn write_waits_on_every_cross_stream_read_and_the_last_write() {
+        let mut s = UseState::ready_at(p(0, 1));
+        s.commit(Access::Read, p(1, 5));
+        s.commit(Access::Read, p(2, 3));
+        let w = waits(&s, Access::Write, 3);
+        assert_eq!(w, vec![p(0, 1), p(1, 5), p(2, 3)]);
+        // A writer on stream 1 skips its own stream's read.
+        assert_eq!(waits(&s, Access::ReadWrite, 1), vec![p(0, 1), p(2, 3)]);
+    }
+
+    #[test]
+    fn one_read_per_stream_keeps_the_newest() {
+        let mut s = UseState::ready_at(p(0, 1));
+        s.commit(Access::Read, p(1, 5));
+        s.commit(Access::Read, p(1, 4));
+        s.commit(Access::Read, p(1, 9));
+        assert_eq!(waits(&s, Access::Write, 2), vec![p(0, 1), p(1, 9)]);
+    }
+
+    #[test]
+    fn write_replaces_last_write_and_clears_reads() {
+        let mut s = UseState::ready_at(p(0, 1));
+        s.commit(Access::Read, p(1, 5));
+        s.commit(Access::Write, p(2, 7));
+        assert_eq!(waits(&s, Access::Write, 3), vec![p(2, 7)]);
+        assert_eq!(s.all_points().count(), 1);
+        s.commit(Access::Read, p(3, 2));
+        assert_eq!(
+            s.all_points().cloned().collect::<Vec<_>>(),
+            vec![p(2, 7), p(3, 2)]
+        );
+    }
+
+    #[test]
+    fn merge_is_the_strongest_access() {
+        use Access::*;
+        assert_eq!(Read.merge(Read), Read);
+        assert_eq!(Read.merge(Write), ReadWrite);
+        assert_eq!(Write.merge(Write), Write);
+        assert_eq!(Write.merge(ReadWrite), ReadWrite);
+        assert_eq!(ReadWrite.merge(Read), ReadWrite);
+    }
+
+    #[test]
+    fn dedup_collapses_same_key_to_strongest_access() {
+        let mut e = vec![
+            ((1u64, 7u64), Access::Read, "a"),
+            ((2, 7), Access::Read, "b"),
+            ((1, 7), Access::Write, "c"),
+            ((1, 8), Access::Write, "same address, other generation"),
+        ];
+        dedup_by_key(&mut e);
+        assert_eq!(e.len(), 3);
+        assert_eq!(e[0].0, (1, 7));
+        assert_eq!(e[0].1, Access::ReadWrite);
+        assert!(e.iter().any(|x| x.0 == (1, 8) && x.1 == Access::Write));
+    }
+}
