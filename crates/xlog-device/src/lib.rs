@@ -1,1 +1,83 @@
-//! xlog-device: placeholder filled by its issue.
+//! The device library of xlog kernels: what `cuda_std` is to Rust-CUDA.
+//!
+//! `xlog-device` is `no_std` and builds for two targets:
+//!
+//! - **`nvptx64-nvidia-cuda`** (pinned nightly, driven by `xlog-build`): the real
+//!   implementation, on `core::arch::nvptx` and inline PTX.
+//! - **the host** (stable): every item type-checks, so host crates compile kernel
+//!   bodies (and their generated launchers) without a GPU. Functions that read
+//!   hardware state (indices, barriers, shuffles, atomics on device memory) panic
+//!   there with "... only runs on the GPU"; pure functions ([`math`]'s software
+//!   routines, [`ThreadIndex`] arithmetic, [`DeviceCopy`]) work. The API is shaped so
+//!   a CPU simulator (indices from thread-local state, barriers across host threads)
+//!   can implement the same functions later.
+//!
+//! A kernel crate calls [`kernel_module!`] once at its root. On the host this defines
+//! `pub static MODULE: ModuleImage` (the PTX that the crate's `build.rs` produced with
+//! `xlog-build`); on the device it links this crate, whose `#[panic_handler]`
+//! reports panics to the host (see [`panic`]).
+//!
+//! ```
+//! use xlog_device::{thread, view::Out};
+//!
+//! /// The body of `#[xlog_kernel(write(out))] fn iota(out: &mut [u32])` after the
+//! /// macro: each thread writes only the element its `ThreadIndex` names.
+//! pub fn iota(out: &mut Out<'_, u32>) {
+//!     let i = thread::index_1d();
+//!     if i < out.len() {
+//!         out[i] = i.get() as u32;
+//!     }
+//! }
+//! ```
+//!
+//! Modules, one per hardware concept:
+//!
+//! | module | what |
+//! | --- | --- |
+//! | [`thread`] | thread / block / grid indices, the [`ThreadIndex`] witness, grid-stride loops |
+//! | [`barrier`] | block barriers, barrier reductions, memory fences |
+//! | [`shared`] | static ([`shared::SharedArray`], [`static_shared!`]) and dynamic shared memory |
+//! | [`warp`] | shuffles, votes, warp barrier |
+//! | [`atomic`] | atomics on 32/64-bit integers and `f32`/`f64` |
+//! | [`math`] | `f32`/`f64` functions with documented accuracy (no libdevice) |
+//! | [`view`] | device-side views of kernel parameters ([`view::Out`], [`view::InOut`]) |
+//! | [`copy`] | [`DeviceCopy`], the plain-device-data trait |
+//! | [`panic`] | the panic record the host reads after a device panic |
+//! | [`module`] | [`ModuleImage`], the compiled module a kernel crate exports |
+
+#![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(asm_experimental_arch, stdarch_nvptx, allow_internal_unstable)
+)]
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+// On the host, hardware functions are stubs that ignore their arguments.
+#![cfg_attr(not(target_arch = "nvptx64"), allow(unused_variables))]
+#![warn(missing_docs)]
+
+#[macro_use]
+mod host;
+
+pub mod atomic;
+pub mod barrier;
+pub mod copy;
+pub mod math;
+pub mod module;
+pub mod panic;
+pub mod shared;
+pub mod thread;
+pub mod view;
+pub mod warp;
+
+pub use copy::DeviceCopy;
+pub use module::ModuleImage;
+pub use thread::{Dim3, ThreadIndex};
+
+/// The names kernels usually need: `use xlog_device::prelude::*;`.
+pub mod prelude {
+    pub use crate::copy::DeviceCopy;
+    pub use crate::thread::{self, ThreadIndex};
+    pub use crate::view::{InOut, Out};
+    pub use crate::{atomic, barrier, math, shared, warp};
+}

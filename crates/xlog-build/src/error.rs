@@ -1,0 +1,218 @@
+//! The one error type of the builder, rendered for a human reading cargo's output.
+//!
+//! A build error always names what failed, the command that failed (so it can be
+//! re-run by hand) and the last lines of that command's stderr. The full output is
+//! never dumped: the key lines of a failing device compilation are re-emitted as
+//! `cargo:warning=` lines (see [`crate::diagnostics`]) and the error keeps a short tail.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// How many trailing stderr lines an error keeps.
+pub(crate) const STDERR_TAIL_LINES: usize = 25;
+
+/// Everything that can stop a device build.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// `rustup` could not be found, so the pinned toolchain cannot be resolved.
+    RustupNotFound {
+        /// The command that installs the toolchain once rustup exists.
+        install_command: String,
+    },
+    /// The pinned toolchain (or one of its components) is missing and could not be
+    /// installed automatically.
+    ToolchainMissing {
+        /// The toolchain that was required, e.g. `nightly-2026-05-20`.
+        toolchain: String,
+        /// What is missing: the toolchain itself or a named component.
+        missing: String,
+        /// The exact command that installs it.
+        install_command: String,
+        /// Why automatic installation did not happen or failed.
+        reason: String,
+    },
+    /// A tool the pipeline needs (`llvm-link`, `opt`, `llc`, `ptxas`) was not found.
+    ToolNotFound {
+        /// The tool's name.
+        tool: String,
+        /// Where it was looked for and how to provide it.
+        hint: String,
+    },
+    /// A command ran and failed.
+    CommandFailed {
+        /// What the command was for ("device compilation of `foo`", "llc").
+        what: String,
+        /// The command line, shell-quoted so it can be pasted.
+        command: String,
+        /// Exit status as text (`exit status: 101`, `signal 9`).
+        status: String,
+        /// The last [`STDERR_TAIL_LINES`] lines of stderr.
+        stderr_tail: String,
+    },
+    /// A command could not even be started.
+    Spawn {
+        /// The command line.
+        command: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// Reading or writing a file failed.
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// What was being done ("write the PTX", "read the link manifest").
+        action: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A setting (builder call or `XLOG_*` variable) has an invalid value.
+    InvalidSetting {
+        /// The setting's name.
+        name: String,
+        /// The rejected value.
+        value: String,
+        /// What is accepted.
+        expected: String,
+    },
+    /// Something the pipeline relies on did not hold (a missing environment variable
+    /// that cargo always sets, a link manifest without an output, ...).
+    Unexpected {
+        /// What was expected and what was seen instead.
+        message: String,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::RustupNotFound { install_command } => write!(
+                f,
+                "rustup was not found (looked at $XLOG_RUSTUP, PATH, $CARGO_HOME/bin and ~/.cargo/bin); \
+                 xlog device builds need the pinned nightly toolchain: install rustup \
+                 (https://rustup.rs), then run `{install_command}`"
+            ),
+            Error::ToolchainMissing {
+                toolchain,
+                missing,
+                install_command,
+                reason,
+            } => write!(
+                f,
+                "the device toolchain `{toolchain}` lacks {missing} ({reason}); \
+                 install it with `{install_command}`"
+            ),
+            Error::ToolNotFound { tool, hint } => write!(f, "`{tool}` was not found: {hint}"),
+            Error::CommandFailed {
+                what,
+                command,
+                status,
+                stderr_tail,
+            } => {
+                write!(f, "{what} failed ({status})\n  command: {command}")?;
+                if !stderr_tail.trim().is_empty() {
+                    write!(f, "\n  stderr (last lines):")?;
+                    for line in stderr_tail.lines() {
+                        write!(f, "\n    {line}")?;
+                    }
+                }
+                Ok(())
+            }
+            Error::Spawn { command, source } => {
+                write!(f, "could not start `{command}`: {source}")
+            }
+            Error::Io {
+                path,
+                action,
+                source,
+            } => write!(f, "could not {action} at {}: {source}", path.display()),
+            Error::InvalidSetting {
+                name,
+                value,
+                expected,
+            } => write!(f, "invalid value {value:?} for {name}: expected {expected}"),
+            Error::Unexpected { message } => write!(f, "{message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Spawn { source, .. } | Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Keeps the last `n` lines of `text`, prefixed with a marker when lines were dropped.
+pub(crate) fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= n {
+        return lines.join("\n");
+    }
+    let dropped = lines.len() - n;
+    let mut out = format!("[... {dropped} earlier lines omitted ...]");
+    for line in &lines[dropped..] {
+        out.push('\n');
+        out.push_str(line);
+    }
+    out
+}
+
+pub(crate) fn io_error(path: impl Into<PathBuf>, action: &str, source: std::io::Error) -> Error {
+    Error::Io {
+        path: path.into(),
+        action: action.to_string(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_keeps_short_text_whole() {
+        assert_eq!(tail("a\nb", 5), "a\nb");
+    }
+
+    #[test]
+    fn tail_marks_dropped_lines() {
+        let text = (0..10)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(tail(&text, 3), "[... 7 earlier lines omitted ...]\n7\n8\n9");
+    }
+
+    #[test]
+    fn command_failure_names_command_status_and_tail() {
+        let err = Error::CommandFailed {
+            what: "device compilation of `k`".into(),
+            command: "cargo rustc --target nvptx64-nvidia-cuda".into(),
+            status: "exit status: 101".into(),
+            stderr_tail: "error: aborting".into(),
+        };
+        let text = err.to_string();
+        assert!(text.starts_with("device compilation of `k` failed (exit status: 101)"));
+        assert!(text.contains("command: cargo rustc --target nvptx64-nvidia-cuda"));
+        assert!(text.contains("    error: aborting"));
+    }
+
+    #[test]
+    fn missing_toolchain_message_carries_the_install_command() {
+        let err = Error::ToolchainMissing {
+            toolchain: "nightly-2026-05-20".into(),
+            missing: "the component `rust-src`".into(),
+            install_command: "rustup toolchain install nightly-2026-05-20 --profile minimal --component rust-src,llvm-tools".into(),
+            reason: "XLOG_NO_AUTO_INSTALL is set".into(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "the device toolchain `nightly-2026-05-20` lacks the component `rust-src` \
+             (XLOG_NO_AUTO_INSTALL is set); install it with `rustup toolchain install \
+             nightly-2026-05-20 --profile minimal --component rust-src,llvm-tools`"
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! Atomic read-modify-write operations on device memory (global or shared).
+//!
+//! The equivalents of CUDA's `atomicAdd`, `atomicMin`, `atomicMax`, `atomicExch` and
+//! `atomicCAS`: relaxed ordering, device (GPU) scope, on 32- and 64-bit integers;
+//! `fetch_add` and `swap` also on `f32` and `f64`
+//! ([PTX `atom`](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-atom)).
+//! Pointers may be generic addresses of global or shared memory. Combine with
+//! [`crate::barrier`] fences when other memory must be ordered around them.
+//!
+//! Integer operations go through `core::sync::atomic` (which LLVM lowers to `atom`);
+//! float addition uses `atom.add.f32` / `atom.add.f64` directly.
+//!
+//! # Safety (all functions)
+//!
+//! 1. `ptr` is non-null, aligned for `T`, and points to device memory valid for
+//!    reads and writes for the duration of the call;
+//! 2. every concurrent access to `*ptr` (from any thread, including the host or other
+//!    kernels) is atomic.
+
+#[cfg(target_arch = "nvptx64")]
+use core::sync::atomic::Ordering::Relaxed;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Types with atomic add: `u32`, `i32`, `u64`, `i64`, `f32`, `f64`.
+pub trait AtomicAdd: Copy + sealed::Sealed {
+    #[doc(hidden)]
+    unsafe fn __fetch_add(ptr: *mut Self, v: Self) -> Self;
+    #[doc(hidden)]
+    unsafe fn __swap(ptr: *mut Self, v: Self) -> Self;
+}
+
+/// Integers with the full set of atomics: `u32`, `i32`, `u64`, `i64`.
+pub trait AtomicInt: AtomicAdd {
+    #[doc(hidden)]
+    unsafe fn __fetch_min(ptr: *mut Self, v: Self) -> Self;
+    #[doc(hidden)]
+    unsafe fn __fetch_max(ptr: *mut Self, v: Self) -> Self;
+    #[doc(hidden)]
+    unsafe fn __fetch_and(ptr: *mut Self, v: Self) -> Self;
+    #[doc(hidden)]
+    unsafe fn __fetch_or(ptr: *mut Self, v: Self) -> Self;
+    #[doc(hidden)]
+    unsafe fn __fetch_xor(ptr: *mut Self, v: Self) -> Self;
+    #[doc(hidden)]
+    unsafe fn __compare_exchange(ptr: *mut Self, current: Self, new: Self) -> Result<Self, Self>;
+}
+
+macro_rules! atomic_int {
+    ($($t:ty => $atomic:ident),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl AtomicAdd for $t {
+            #[inline(always)]
+            unsafe fn __fetch_add(ptr: *mut Self, v: Self) -> Self {
+                device_only!("atomic::fetch_add", {
+                    // SAFETY: the caller upholds the module's obligations, which are
+                    // `from_ptr`'s (aligned, valid, only accessed atomically).
+                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_add(v, Relaxed)
+                })
+            }
+            #[inline(always)]
+            unsafe fn __swap(ptr: *mut Self, v: Self) -> Self {
+                device_only!("atomic::swap", {
+                    // SAFETY: as in `__fetch_add`.
+                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.swap(v, Relaxed)
+                })
+            }
+        }
+        impl AtomicInt for $t {
+            #[inline(always)]
+            unsafe fn __fetch_min(ptr: *mut Self, v: Self) -> Self {
+                device_only!("atomic::fetch_min", {
+                    // SAFETY: as in `__fetch_add`.
+                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_min(v, Relaxed)
+                })
+            }
+            #[inline(always)]
+            unsafe fn __fetch_max(ptr: *mut Self, v: Self) -> Self {
+                device_only!("atomic::fetch_max", {
+                    // SAFETY: as in `__fetch_add`.
+                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_max(v, Relaxed)
+                })
+            }
+            #[inline(always)]
+            unsafe fn __fetch_and(ptr: *mut Self, v: Self) -> Self {
+                device_only!("atomic::fetch_and", {
+                    // SAFETY: as in `__fetch_add`.
+                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_and(v, Relaxed)
+                })
+            }
+            #[inline(always)]
+            unsafe fn __fetch_or(ptr: *mut Self, v: Self) -> Self {
+                device_only!("atomic::fetch_or", {
+                    // SAFETY: as in `__fetch_add`.
+                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_or(v, Relaxed)
+                })
+            }
+            #[inline(always)]
+            unsafe fn __fetch_xor(ptr: *mut Self, v: Self) -> Self {
+                device_only!("atomic::fetch_xor", {
+                    // SAFETY: as in `__fetch_add`.
+                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_xor(v, Relaxed)
+                })
+            }
+            #[inline(always)]
+            unsafe fn __compare_exchange(ptr: *mut Self, current: Self, new: Self) -> Result<Self, Self> {
+                device_only!("atomic::compare_exchange", {
+                    // SAFETY: as in `__fetch_add`.
+                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }
+                        .compare_exchange(current, new, Relaxed, Relaxed)
+                })
+            }
+        }
+    )*};
+}
+
+atomic_int!(u32 => AtomicU32, i32 => AtomicI32, u64 => AtomicU64, i64 => AtomicI64);
+
+macro_rules! atomic_float {
+    ($($t:ty, $bits:ty, $atomic:ident, $add:literal, $reg:ident);*) => {$(
+        impl sealed::Sealed for $t {}
+        impl AtomicAdd for $t {
+            #[inline(always)]
+            unsafe fn __fetch_add(ptr: *mut Self, v: Self) -> Self {
+                device_only!("atomic::fetch_add", {
+                    let r: $t;
+                    // SAFETY: the caller upholds the module's obligations: `ptr` is a
+                    // valid, aligned address of global or shared memory, and other
+                    // accesses are atomic.
+                    unsafe {
+                        core::arch::asm!($add, r = out($reg) r, p = in(reg64) ptr, v = in($reg) v, options(nostack))
+                    };
+                    r
+                })
+            }
+            #[inline(always)]
+            unsafe fn __swap(ptr: *mut Self, v: Self) -> Self {
+                device_only!("atomic::swap", {
+                    // SAFETY: as in `__fetch_add`; same-size integer atomics on the bits.
+                    let old = unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) }
+                        .swap(v.to_bits(), Relaxed);
+                    <$t>::from_bits(old)
+                })
+            }
+        }
+    )*};
+}
+
+atomic_float!(
+    f32, u32, AtomicU32, "atom.add.f32 {r}, [{p}], {v};", reg32;
+    f64, u64, AtomicU64, "atom.add.f64 {r}, [{p}], {v};", reg64
+);
+
+/// `atomicAdd`: adds `v` to `*ptr` (integers wrap), returning the old value.
+///
+/// # Safety
+///
+/// See the module docs.
+#[inline(always)]
+pub unsafe fn fetch_add<T: AtomicAdd>(ptr: *mut T, v: T) -> T {
+    // SAFETY: forwarded obligations.
+    unsafe { T::__fetch_add(ptr, v) }
+}
+
+/// `atomicExch`: stores `v`, returning the old value.
+///
+/// # Safety
+///
+/// See the module docs.
+#[inline(always)]
+pub unsafe fn swap<T: AtomicAdd>(ptr: *mut T, v: T) -> T {
+    // SAFETY: forwarded obligations.
+    unsafe { T::__swap(ptr, v) }
+}
+
+/// `atomicMin`: stores `min(*ptr, v)`, returning the old value.
+///
+/// # Safety
+///
+/// See the module docs.
+#[inline(always)]
+pub unsafe fn fetch_min<T: AtomicInt>(ptr: *mut T, v: T) -> T {
+    // SAFETY: forwarded obligations.
+    unsafe { T::__fetch_min(ptr, v) }
+}
+
+/// `atomicMax`: stores `max(*ptr, v)`, returning the old value.
+///
+/// # Safety
+///
+/// See the module docs.
+#[inline(always)]
+pub unsafe fn fetch_max<T: AtomicInt>(ptr: *mut T, v: T) -> T {
+    // SAFETY: forwarded obligations.
+    unsafe { T::__fetch_max(ptr, v) }
+}
+
+/// `atomicAnd`: stores `*ptr & v`, returning the old value.
+///
+/// # Safety
+///
+/// See the module docs.
+#[inline(always)]
+pub unsafe fn fetch_and<T: AtomicInt>(ptr: *mut T, v: T) -> T {
+    // SAFETY: forwarded obligations.
+    unsafe { T::__fetch_and(ptr, v) }
+}
+
+/// `atomicOr`: stores `*ptr | v`, returning the old value.
+///
+/// # Safety
+///
+/// See the module docs.
+#[inline(always)]
+pub unsafe fn fetch_or<T: AtomicInt>(ptr: *mut T, v: T) -> T {
+    // SAFETY: forwarded obligations.
+    unsafe { T::__fetch_or(ptr, v) }
+}
+
+/// `atomicXor`: stores `*ptr ^ v`, returning the old value.
+///
+/// # Safety
+///
+/// See the module docs.
+#[inline(always)]
+pub unsafe fn fetch_xor<T: AtomicInt>(ptr: *mut T, v: T) -> T {
+    // SAFETY: forwarded obligations.
+    unsafe { T::__fetch_xor(ptr, v) }
+}
+
+/// `atomicCAS`: stores `new` if `*ptr == current`. `Ok(old)` when it did, `Err(old)`
+/// with the value found otherwise.
+///
+/// # Safety
+///
+/// See the module docs.
+#[inline(always)]
+pub unsafe fn compare_exchange<T: AtomicInt>(ptr: *mut T, current: T, new: T) -> Result<T, T> {
+    // SAFETY: forwarded obligations.
+    unsafe { T::__compare_exchange(ptr, current, new) }
+}

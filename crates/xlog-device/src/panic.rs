@@ -1,0 +1,302 @@
+//! Device panics: what the panic handler records for the host, and where.
+//!
+//! A panic in a kernel (an out-of-bounds index, an `unwrap` on `None`, an explicit
+//! `panic!`) runs this crate's `#[panic_handler]` (feature `panic-handler`, on by
+//! default). It cannot unwind; it reports and then executes PTX `trap`, so the launch
+//! fails with `CUDA_ERROR_ILLEGAL_INSTRUCTION` instead of hanging or returning
+//! garbage.
+//!
+//! # The record and how the host reads it
+//!
+//! A `trap` leaves the CUDA context unusable: after it, no device memory can be
+//! read. So the report goes to **host** memory. Each module that links this crate
+//! defines the device global
+//!
+//! ```text
+//! .visible .global .align 8 .u64 __xlog_panic_sink;   // PANIC_SINK_SYMBOL, initially 0
+//! ```
+//!
+//! The runtime allocates a [`PanicRecord`] in page-locked, device-mapped host memory
+//! (`cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP)`), zeroes it, and stores its device
+//! address into `__xlog_panic_sink` (`cuModuleGetGlobal` + a copy) after loading the
+//! module. When a launch fails, it reads the record from the host side, which works
+//! whatever state the context is in. When the sink is 0 the handler only traps.
+//! xlog-build never internalizes the symbol, so `cuModuleGetGlobal` finds it in every
+//! module that links xlog-device.
+//!
+//! The first panicking thread claims the record (`state` 0 → 1 with an atomic
+//! compare-and-swap), fills it, issues `membar.sys`, sets `state` to 2, issues
+//! `membar.sys` again, and traps. Other panicking threads only trap. The host should
+//! trust the fields only when `state == 2`.
+//!
+//! What is recorded: the source location (always) and the message when it is a
+//! static string (`panic!("literal")`, `expect("literal")`). Formatted messages
+//! (index-out-of-bounds details, `panic!("{x}")`) keep their location and get the
+//! message `<formatted message omitted>`: formatting would pull `core::fmt` into
+//! every kernel that can panic, costing registers and code size.
+
+/// The name of the device global holding the address of the host's [`PanicRecord`].
+pub const PANIC_SINK_SYMBOL: &str = "__xlog_panic_sink";
+
+/// Bytes of the source file path kept in a [`PanicRecord`] (longer paths keep their
+/// tail, the part that names the file).
+pub const FILE_CAPACITY: usize = 208;
+/// Bytes of the message kept in a [`PanicRecord`].
+pub const MESSAGE_CAPACITY: usize = 256;
+
+/// [`PanicRecord::state`]: nothing recorded.
+pub const STATE_EMPTY: u32 = 0;
+/// [`PanicRecord::state`]: a thread is writing the record.
+pub const STATE_WRITING: u32 = 1;
+/// [`PanicRecord::state`]: the record is complete.
+pub const STATE_COMPLETE: u32 = 2;
+
+/// What the device panic handler writes for the host; 512 bytes, `#[repr(C)]`.
+///
+/// Zero-initialise it before the launch (all-zero is [`STATE_EMPTY`]).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct PanicRecord {
+    /// [`STATE_EMPTY`], [`STATE_WRITING`] or [`STATE_COMPLETE`].
+    pub state: u32,
+    /// Source line of the panic.
+    pub line: u32,
+    /// Source column of the panic.
+    pub column: u32,
+    /// Valid bytes in [`file`](Self::file).
+    pub file_len: u32,
+    /// Valid bytes in [`message`](Self::message).
+    pub message_len: u32,
+    /// 1 when the file path was cut to its last [`FILE_CAPACITY`] bytes, or the
+    /// message to its first [`MESSAGE_CAPACITY`] bytes (bit 0: file, bit 1: message).
+    pub truncated: u32,
+    /// `threadIdx` (x, y, z) of the panicking thread.
+    pub thread: [u32; 3],
+    /// `blockIdx` (x, y, z) of the panicking thread.
+    pub block: [u32; 3],
+    /// UTF-8 bytes of the source path.
+    pub file: [u8; FILE_CAPACITY],
+    /// UTF-8 bytes of the message.
+    pub message: [u8; MESSAGE_CAPACITY],
+}
+
+const _: () = assert!(core::mem::size_of::<PanicRecord>() == 512);
+
+impl PanicRecord {
+    /// An empty record.
+    pub const fn new() -> Self {
+        PanicRecord {
+            state: STATE_EMPTY,
+            line: 0,
+            column: 0,
+            file_len: 0,
+            message_len: 0,
+            truncated: 0,
+            thread: [0; 3],
+            block: [0; 3],
+            file: [0; FILE_CAPACITY],
+            message: [0; MESSAGE_CAPACITY],
+        }
+    }
+
+    /// Whether a panic was fully recorded.
+    pub fn is_complete(&self) -> bool {
+        self.state == STATE_COMPLETE
+    }
+
+    /// The recorded file path (lossy: a cut may split a UTF-8 sequence).
+    pub fn file(&self) -> &str {
+        utf8_prefix(&self.file[..(self.file_len as usize).min(FILE_CAPACITY)])
+    }
+
+    /// The recorded message.
+    pub fn message(&self) -> &str {
+        utf8_prefix(&self.message[..(self.message_len as usize).min(MESSAGE_CAPACITY)])
+    }
+}
+
+impl Default for PanicRecord {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for PanicRecord {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PanicRecord")
+            .field("state", &self.state)
+            .field("file", &self.file())
+            .field("line", &self.line)
+            .field("column", &self.column)
+            .field("message", &self.message())
+            .field("thread", &self.thread)
+            .field("block", &self.block)
+            .finish()
+    }
+}
+
+impl core::fmt::Display for PanicRecord {
+    /// `kernel panicked at src/lib.rs:10:5 (block (0, 0, 0), thread (3, 0, 0)): message`
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "kernel panicked at {}:{}:{} (block ({}, {}, {}), thread ({}, {}, {})): {}",
+            self.file(),
+            self.line,
+            self.column,
+            self.block[0],
+            self.block[1],
+            self.block[2],
+            self.thread[0],
+            self.thread[1],
+            self.thread[2],
+            self.message()
+        )
+    }
+}
+
+/// The longest valid UTF-8 prefix of `bytes` (a cut may split a sequence; a
+/// leading partial sequence from a tail-cut path is skipped as well).
+fn utf8_prefix(bytes: &[u8]) -> &str {
+    let start = bytes
+        .iter()
+        .position(|b| (*b & 0xC0) != 0x80)
+        .unwrap_or(bytes.len());
+    let bytes = &bytes[start..];
+    match core::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => {
+            let valid = &bytes[..e.valid_up_to()];
+            // SAFETY: `valid_up_to` bytes were just validated as UTF-8.
+            unsafe { core::str::from_utf8_unchecked(valid) }
+        }
+    }
+}
+
+/// The message recorded for formatted panics.
+pub const FORMATTED_MESSAGE: &str = "<formatted message omitted>";
+
+#[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
+mod handler {
+    use super::*;
+    use core::arch::asm;
+    use core::panic::PanicInfo;
+    use core::ptr::{addr_of_mut, write_volatile};
+    use core::sync::atomic::{AtomicU32, Ordering};
+
+    /// Address of the host's [`PanicRecord`], or 0. Written by the host only.
+    #[no_mangle]
+    #[used]
+    static mut __xlog_panic_sink: u64 = 0;
+
+    #[panic_handler]
+    fn panic(info: &PanicInfo<'_>) -> ! {
+        // SAFETY: a plain read of a device global that only the host writes, between
+        // launches; volatile so the load is never assumed.
+        let sink = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(__xlog_panic_sink)) };
+        if sink != 0 {
+            // SAFETY: a non-zero sink is the device address of a zeroed, live
+            // PanicRecord the runtime mapped for this purpose (module docs).
+            unsafe { record(sink as *mut PanicRecord, info) };
+        }
+        // SAFETY: `trap` aborts the kernel; nothing after it runs.
+        unsafe { asm!("trap;", options(noreturn, nostack)) }
+    }
+
+    /// Fills the record, if this thread is the first to panic.
+    ///
+    /// # Safety
+    ///
+    /// 1. `rec` points to a live, suitably aligned `PanicRecord` in memory the device
+    ///    can write (mapped host memory), initialised to zero by the host.
+    #[inline(never)]
+    #[cold]
+    unsafe fn record(rec: *mut PanicRecord, info: &PanicInfo<'_>) {
+        // SAFETY: obligation 1: `state` is an aligned u32 inside the record; every
+        // concurrent accessor uses atomics on it.
+        let state = unsafe { AtomicU32::from_ptr(addr_of_mut!((*rec).state)) };
+        if state
+            .compare_exchange(
+                STATE_EMPTY,
+                STATE_WRITING,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return;
+        }
+        let (t, b) = (crate::thread::thread_idx(), crate::thread::block_idx());
+        let (file, line, column) = match info.location() {
+            Some(l) => (l.file(), l.line(), l.column()),
+            None => ("<unknown>", 0, 0),
+        };
+        let message = info.message().as_str().unwrap_or(FORMATTED_MESSAGE);
+        let file_bytes = file.as_bytes();
+        let file_cut = file_bytes.len().saturating_sub(FILE_CAPACITY);
+        let file_bytes = &file_bytes[file_cut..];
+        let msg_bytes = &message.as_bytes()[..message.len().min(MESSAGE_CAPACITY)];
+        let truncated =
+            u32::from(file_cut > 0) | (u32::from(message.len() > MESSAGE_CAPACITY) << 1);
+        // SAFETY: this thread won the claim, so it alone writes the record's other
+        // fields (obligation 1 makes them valid to write); the copies stay within
+        // the arrays' capacities.
+        unsafe {
+            write_volatile(addr_of_mut!((*rec).line), line);
+            write_volatile(addr_of_mut!((*rec).column), column);
+            write_volatile(addr_of_mut!((*rec).thread), [t.x, t.y, t.z]);
+            write_volatile(addr_of_mut!((*rec).block), [b.x, b.y, b.z]);
+            write_volatile(addr_of_mut!((*rec).truncated), truncated);
+            let file_dst = addr_of_mut!((*rec).file) as *mut u8;
+            for (k, byte) in file_bytes.iter().enumerate() {
+                write_volatile(file_dst.add(k), *byte);
+            }
+            write_volatile(addr_of_mut!((*rec).file_len), file_bytes.len() as u32);
+            let msg_dst = addr_of_mut!((*rec).message) as *mut u8;
+            for (k, byte) in msg_bytes.iter().enumerate() {
+                write_volatile(msg_dst.add(k), *byte);
+            }
+            write_volatile(addr_of_mut!((*rec).message_len), msg_bytes.len() as u32);
+            asm!("membar.sys;", options(nostack));
+        }
+        state.store(STATE_COMPLETE, Ordering::Relaxed);
+        // SAFETY: a system-scope fence has no preconditions.
+        unsafe { asm!("membar.sys;", options(nostack)) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn record_reads_back() {
+        let mut r = PanicRecord::new();
+        assert!(!r.is_complete());
+        r.state = STATE_COMPLETE;
+        r.file[..10].copy_from_slice(b"src/lib.rs");
+        r.file_len = 10;
+        r.message[..4].copy_from_slice(b"boom");
+        r.message_len = 4;
+        r.line = 7;
+        r.column = 9;
+        r.thread = [3, 0, 0];
+        assert!(r.is_complete());
+        assert_eq!(
+            r.to_string(),
+            "kernel panicked at src/lib.rs:7:9 (block (0, 0, 0), thread (3, 0, 0)): boom"
+        );
+    }
+
+    #[test]
+    fn cut_utf8_is_tolerated() {
+        let bytes = "é/x.rs".as_bytes();
+        assert_eq!(utf8_prefix(&bytes[1..]), "/x.rs");
+        assert_eq!(utf8_prefix(&bytes[..1]), "");
+        let mut r = PanicRecord::new();
+        r.file_len = 9999;
+        assert_eq!(r.file().len(), FILE_CAPACITY);
+    }
+}

@@ -1,0 +1,65 @@
+//! CI check (no GPU): the embedded module defines every kernel, and `ptxas`
+//! validates it for sm_80 and sm_90 without register spills.
+//!
+//! Needs `ptxas`: `pip install nvidia-cuda-nvcc` (or set XLOG_PTXAS). Without it the
+//! test fails with that instruction; it never passes silently.
+
+use xlog_device_kernels::{KERNELS, MODULE, PANICKING_KERNELS};
+
+#[test]
+fn module_defines_exactly_the_listed_kernels() {
+    let mut expected: Vec<&str> = KERNELS.to_vec();
+    expected.sort_unstable();
+    let mut found: Vec<&str> = MODULE.kernels.to_vec();
+    found.sort_unstable();
+    assert_eq!(found, expected);
+    assert_eq!(MODULE.name, "xlog-device-kernels");
+}
+
+#[test]
+fn ptx_has_the_expected_shape() {
+    let ptx = MODULE.ptx;
+    assert!(ptx.contains(".target sm_80"), "default arch is sm_80");
+    assert!(ptx.contains(".address_size 64"));
+    // The panic record pointer stays visible for cuModuleGetGlobal.
+    assert!(
+        ptx.contains(".visible .global .align 8 .b8 __xlog_panic_sink[8]"),
+        "panic sink missing"
+    );
+    // Dynamic and static shared memory declarations.
+    assert!(ptx.contains(".extern .shared .align 16 .b8 __xlog_dynamic_shared[];"));
+    assert!(ptx.contains("__xlog_shared_xlog_device_kernels_TILE_"));
+    // Barriers use the non-aligned form (robust to duplication into branches).
+    assert!(ptx.contains("barrier.sync 0;"));
+    // Internalization: only kernels are visible functions.
+    assert!(
+        !ptx.contains(".visible .func"),
+        "a device function escaped internalization"
+    );
+}
+
+#[test]
+fn ptxas_accepts_the_module_for_sm80_and_sm90_without_spills() {
+    let reports = xlog_build::ptxas::check_module(
+        MODULE.name,
+        MODULE.ptx,
+        &["sm_80", "sm_90"],
+        PANICKING_KERNELS,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for report in &reports {
+        for kernel in KERNELS {
+            let f = report
+                .functions
+                .iter()
+                .find(|f| f.name == *kernel)
+                .unwrap_or_else(|| {
+                    panic!(
+                        "ptxas -arch={} did not report kernel `{kernel}`",
+                        report.arch
+                    )
+                });
+            assert!(f.is_entry, "`{kernel}` is not an entry point");
+        }
+    }
+}
