@@ -1,16 +1,38 @@
 //! The set of blocks a backend has handed out, keyed by full identity.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 
 use super::{BlockId, DeviceBlock};
 use crate::error::{Error, Result};
 
+/// Device addresses are already well spread; a multiplicative hash is enough and
+/// keeps the allocation path cheap.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher>>;
+
 /// Live blocks of one backend. Refuses a block whose generation does not match
 /// the one live at its address (a stale or forged handle) without changing anything.
 #[derive(Default)]
 pub(crate) struct LiveBlocks {
-    map: Mutex<HashMap<u64, (BlockId, usize)>>,
+    map: Mutex<AddressMap<(BlockId, usize)>>,
 }
 
 impl LiveBlocks {
@@ -51,7 +73,7 @@ impl LiveBlocks {
             .unwrap_or(false)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (BlockId, usize)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, AddressMap<(BlockId, usize)>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

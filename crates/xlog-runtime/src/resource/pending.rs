@@ -1,11 +1,10 @@
 //! Pending-free accounting: bytes freed on a stream but not yet known to be free.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::error::Result;
-use crate::stream_pool::{Stream, StreamId};
+use crate::stream_pool::Stream;
 
 /// Freed-but-not-reaped bytes, per stream.
 ///
@@ -14,7 +13,8 @@ use crate::stream_pool::{Stream, StreamId};
 /// entirely after (and kept for the next reap), never split.
 #[derive(Default)]
 pub(crate) struct PendingFrees {
-    per_stream: Mutex<HashMap<StreamId, (Stream, usize)>>,
+    // A handful of streams at most: a vector beats a hash map here.
+    per_stream: Mutex<Vec<(Stream, usize)>>,
     total: AtomicUsize,
 }
 
@@ -24,9 +24,7 @@ impl PendingFrees {
             return;
         }
         let mut map = self.per_stream.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(stream.id())
-            .or_insert_with(|| (stream.clone(), 0))
-            .1 += bytes;
+        bump(&mut map, stream, bytes);
         self.total.fetch_add(bytes, Ordering::AcqRel);
     }
 
@@ -40,7 +38,7 @@ impl PendingFrees {
     pub(crate) fn reap_with(&self, mut sync: impl FnMut(&Stream) -> Result<()>) -> Result<usize> {
         let drained: Vec<(Stream, usize)> = {
             let mut map = self.per_stream.lock().unwrap_or_else(|p| p.into_inner());
-            map.drain().map(|(_, v)| v).collect()
+            std::mem::take(&mut *map)
         };
         let mut retired = 0usize;
         let mut iter = drained.into_iter();
@@ -57,7 +55,7 @@ impl PendingFrees {
         if let Some((err, stream, bytes)) = failure {
             let mut map = self.per_stream.lock().unwrap_or_else(|p| p.into_inner());
             for (s, b) in std::iter::once((stream, bytes)).chain(iter) {
-                map.entry(s.id()).or_insert_with(|| (s.clone(), 0)).1 += b;
+                bump(&mut map, &s, b);
             }
             self.total.fetch_sub(retired, Ordering::AcqRel);
             return Err(err);
@@ -69,7 +67,14 @@ impl PendingFrees {
     #[cfg(test)]
     pub(crate) fn per_stream_total(&self) -> usize {
         let map = self.per_stream.lock().unwrap();
-        map.values().map(|(_, b)| *b).sum()
+        map.iter().map(|(_, b)| *b).sum()
+    }
+}
+
+fn bump(map: &mut Vec<(Stream, usize)>, stream: &Stream, bytes: usize) {
+    match map.iter_mut().find(|(s, _)| s == stream) {
+        Some((_, b)) => *b += bytes,
+        None => map.push((stream.clone(), bytes)),
     }
 }
 

@@ -1,0 +1,37 @@
+//! Allocation + free through the default stack (budget(stats(async))) vs raw
+//! `cuMemAllocAsync` / `cuMemFreeAsync` on the same stream. SPEC §7: ≤ 1.3×.
+
+mod support;
+
+use cudarc::driver::{result, sys};
+use xlog_runtime::{AllocTag, Runtime};
+
+fn main() {
+    support::header("allocation + free, host cost per pair (median of 60 alternating batches of 2000)");
+    let rt = Runtime::get(0).unwrap();
+    let s = rt.new_stream().unwrap();
+    for &bytes in &[256usize, 64 << 10, 16 << 20] {
+        let (xlog, raw) = support::compare(
+            60,
+            2000,
+            || {
+                // SAFETY: the buffer is dropped unread.
+                let b = unsafe { rt.alloc_uninit::<u8>(&s, bytes, AllocTag("bench")) }.unwrap();
+                drop(b);
+            },
+            || {
+                // SAFETY: a fresh pool allocation freed at once on the same stream.
+                unsafe {
+                    let p = result::malloc_async(s.raw(), bytes).unwrap();
+                    result::free_async(p, s.raw()).unwrap();
+                }
+            },
+            || {
+                rt.reap().unwrap();
+                // SAFETY: the stream is alive.
+                unsafe { sys::cuStreamSynchronize(s.raw()) }.result().unwrap();
+            },
+        );
+        support::row(&format!("alloc+free {bytes} B"), xlog, raw, "raw cuMemAllocAsync/cuMemFreeAsync", "ns", "≤ 1.3");
+    }
+}

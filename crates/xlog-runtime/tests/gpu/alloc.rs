@@ -1,0 +1,77 @@
+use xlog_runtime::{AllocTag, Device, Error, Runtime};
+
+use crate::common::*;
+
+#[test]
+fn device_accounting_counts_live_then_pending_then_nothing() {
+    let rt = Runtime::builder(0).backend(backend()).build().unwrap();
+    let s = rt.new_stream().unwrap();
+    assert_eq!(rt.bytes_outstanding(), 0);
+    let a = rt.alloc_zeroed_on::<u32>(&s, 1 << 20).unwrap();
+    let b = rt.upload_on(&s, &[1u64; 1000]).unwrap();
+    assert_eq!(rt.bytes_outstanding(), (4 << 20) + 8000);
+    let st = rt.stats().unwrap();
+    assert_eq!((st.current_bytes, st.current_count), ((4 << 20) + 8000, 2));
+    drop(a);
+    drop(b);
+    rt.reap().unwrap();
+    assert_eq!(rt.bytes_outstanding(), 0);
+    let st = rt.stats().unwrap();
+    assert_eq!((st.current_bytes, st.peak_bytes, st.total_count), (0, (4 << 20) + 8000, 2));
+    assert_eq!(rt.drop_errors(), 0);
+}
+
+#[test]
+fn budget_refusal_on_device_changes_nothing() {
+    let rt = Runtime::builder(0).backend(backend()).budget(1 << 20).build().unwrap();
+    let s = rt.new_stream().unwrap();
+    let keep = rt.alloc_zeroed_on::<u8>(&s, 600 << 10).unwrap();
+    let before = (rt.bytes_outstanding(), rt.stats().unwrap());
+    // SAFETY: the refused buffer never exists.
+    let err = unsafe { rt.alloc_uninit::<u8>(&s, 500 << 10, AllocTag("too-big")) }.unwrap_err();
+    match err {
+        Error::BudgetExceeded {
+            requested,
+            remaining,
+            limit,
+        } => assert_eq!((requested, remaining, limit), (500 << 10, (1 << 20) - (600 << 10), 1 << 20)),
+        e => panic!("expected a budget refusal, got {e}"),
+    }
+    assert_eq!((rt.bytes_outstanding(), rt.stats().unwrap()), before);
+    drop(keep);
+    rt.reap().unwrap();
+    assert_eq!(rt.budget().unwrap().used(), 0);
+    // After the free, the same request fits.
+    let again = rt.alloc_zeroed_on::<u8>(&s, 500 << 10).unwrap();
+    assert_eq!(again.len(), 500 << 10);
+}
+
+#[test]
+fn zero_length_buffers_work_everywhere() {
+    let rt = rt();
+    let s = rt.stream().unwrap();
+    let mut z = rt.upload_on::<f32>(&s, &[]).unwrap();
+    assert!(z.is_empty());
+    assert_eq!(z.download(&s).unwrap(), Vec::<f32>::new());
+    z.fill(&s, 1.0).unwrap();
+    let z2 = rt.alloc_zeroed::<f32>(0).unwrap();
+    z.copy_from(&s, &z2).unwrap();
+}
+
+#[test]
+fn bad_ordinal_is_a_clear_error() {
+    let count = Device::count().unwrap();
+    match Runtime::get(count + 3) {
+        Err(Error::DeviceOutOfRange { ordinal, count: c }) => assert_eq!((ordinal, c), (count + 3, count)),
+        other => panic!("expected DeviceOutOfRange, got {other:?}"),
+    }
+}
+
+#[test]
+fn size_overflow_is_refused_before_the_driver() {
+    let rt = rt();
+    let s = rt.stream().unwrap();
+    // SAFETY: the buffer is never created.
+    let e = unsafe { rt.alloc_uninit::<u64>(&s, usize::MAX / 2, AllocTag::UNTAGGED) }.unwrap_err();
+    assert!(matches!(e, Error::SizeOverflow { .. }), "{e}");
+}

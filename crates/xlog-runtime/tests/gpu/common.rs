@@ -1,0 +1,67 @@
+use std::ffi::c_void;
+
+use xlog_runtime::{Backend, LaunchConfig, LaunchRecorder, ModuleImage, Runtime, Stream};
+
+pub static KERNELS: ModuleImage = ModuleImage {
+    name: "runtime-test-kernels",
+    ptx: include_str!("kernels.ptx"),
+    cubins: &[],
+};
+
+/// The shared runtime of device 0. Panics (fails the test) without a device.
+pub fn rt() -> Runtime {
+    Runtime::get(0).unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
+}
+
+/// The backend the suite runs on (`XLOG_BACKEND`).
+pub fn backend() -> Backend {
+    match std::env::var("XLOG_BACKEND").as_deref() {
+        Ok("direct") => Backend::Direct,
+        _ => Backend::Async,
+    }
+}
+
+pub fn param<T>(v: &T) -> *mut c_void {
+    v as *const T as *mut c_void
+}
+
+/// Deterministic pseudo-random u32s.
+pub fn random_u32(seed: u64, n: usize) -> Vec<u32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 16) as u32
+        })
+        .collect()
+}
+
+/// `dst = src` after sleeping about `spins` microseconds per thread, on `s`.
+pub fn slow_copy(
+    rt: &Runtime,
+    s: &Stream,
+    src: &xlog_runtime::DeviceBuffer<u32>,
+    dst: &mut xlog_runtime::DeviceBuffer<u32>,
+    spins: u32,
+) {
+    let f = rt.load_module(&KERNELS).unwrap().function("slow_copy").unwrap();
+    let (sp, dp, n) = (src.device_ptr(), dst.device_ptr(), src.len() as u64);
+    let pre = LaunchRecorder::new(s).read(src).write(dst).preflight().unwrap();
+    let mut params = [param(&sp), param(&dp), param(&n), param(&spins)];
+    // SAFETY: slow_copy(u64 src, u64 dst, u64 n, u32 spins) matches the params;
+    // it reads `src` and writes `dst`, both recorded.
+    let _ = unsafe { pre.launch(&f, LaunchConfig::for_len(src.len()), &mut params) }.unwrap();
+}
+
+/// `dst = value` after sleeping about `spins` microseconds per thread, on `s`.
+pub fn slow_fill(rt: &Runtime, s: &Stream, dst: &mut xlog_runtime::DeviceBuffer<u32>, value: u32, spins: u32) {
+    let f = rt.load_module(&KERNELS).unwrap().function("slow_fill").unwrap();
+    let (dp, n) = (dst.device_ptr(), dst.len() as u64);
+    let pre = LaunchRecorder::new(s).write(dst).preflight().unwrap();
+    let mut params = [param(&dp), param(&n), param(&value), param(&spins)];
+    // SAFETY: slow_fill(u64 dst, u64 n, u32 value, u32 spins) matches the params;
+    // it writes `dst`, recorded.
+    let _ = unsafe { pre.launch(&f, LaunchConfig::for_len(n as usize), &mut params) }.unwrap();
+}

@@ -1,0 +1,50 @@
+use std::sync::Barrier;
+
+use xlog_runtime::Runtime;
+
+#[test]
+fn runtime_creation_raced_from_16_threads_creates_one() {
+    let barrier = Barrier::new(16);
+    let ids: Vec<u64> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..16)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    Runtime::get(0).expect("device 0").id()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(ids.windows(2).all(|w| w[0] == w[1]), "{ids:?}");
+}
+
+#[test]
+fn default_stack_tracks_streams_and_has_a_budget_and_stats() {
+    let rt = crate::common::rt();
+    let d = rt.describe_resource();
+    assert!(d.starts_with("budget(stats("), "{d}");
+    assert!(rt.budget().unwrap().limit() > 0);
+    assert!(rt.stats().is_some());
+}
+
+#[test]
+fn threads_allocate_and_launch_on_shared_buffers() {
+    let rt = crate::common::rt();
+    let shared = rt.upload(&crate::common::random_u32(9, 4096)).unwrap();
+    let want = shared.download(&rt.stream().unwrap()).unwrap();
+    std::thread::scope(|sc| {
+        for _ in 0..16 {
+            let (rt, shared, want) = (&rt, &shared, &want);
+            sc.spawn(move || {
+                let s = rt.new_stream().unwrap();
+                for _ in 0..20 {
+                    let mut out = rt.alloc_zeroed_on::<u32>(&s, 4096).unwrap();
+                    crate::common::slow_copy(rt, &s, shared, &mut out, 0);
+                    assert_eq!(&out.download(&s).unwrap(), want);
+                }
+            });
+        }
+    });
+    rt.reap().unwrap();
+}
