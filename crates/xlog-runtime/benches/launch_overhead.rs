@@ -16,6 +16,7 @@ static KERNELS: ModuleImage = ModuleImage {
     name: "bench-kernels",
     ptx: include_str!("../tests/gpu/kernels.ptx"),
     cubins: &[],
+    kernels: &[],
 };
 
 const N: u64 = 1024;

@@ -63,8 +63,7 @@ pub use resource::{AllocStats, AllocTag, BlockId, DeviceBlock, DeviceMemoryResou
 pub use runtime::{Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV};
 pub use stream_pool::{Stream, StreamId};
 pub use track::Access;
-mod compat;
-pub use compat::{DeviceCopy, ModuleImage};
+pub use xlog_device::{DeviceCopy, ModuleImage};
 
 /// Items generated code refers to. Not part of the public API.
 #[doc(hidden)]

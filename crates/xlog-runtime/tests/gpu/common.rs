@@ -6,6 +6,7 @@ pub static KERNELS: ModuleImage = ModuleImage {
     name: "runtime-test-kernels",
     ptx: include_str!("kernels.ptx"),
     cubins: &[],
+    kernels: &[],
 };
 
 /// The shared runtime of device 0. Panics (fails the test) without a device.
