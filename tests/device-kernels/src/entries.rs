@@ -478,6 +478,43 @@ pub unsafe extern "gpu-kernel" fn block_barrier_reductions(
     }
 }
 
+/// 1D launch, even block size up to 1024: the rust-lang/rust#137086 shape, one
+/// condition tested before and after a barrier. Even threads store `x[i]`, odd
+/// threads `2 * x[i]`; after the barrier each thread reads its pair partner's slot:
+/// `out[i] = 2 * x[i + 1]` for even `i`, `x[i - 1]` for odd `i` (wrapping).
+/// tests/ptx.rs checks the barrier was not duplicated into the branches.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn barrier_between_branches(
+    input: *const u32,
+    n: usize,
+    out: *mut u32,
+    out_len: usize,
+) {
+    let pairs = static_shared!(PAIRS: [u32; 1024]);
+    let tid = block_thread_index();
+    let i = index_1d().get();
+    let even = tid % 2 == 0;
+    // SAFETY: module obligations; `tid < 1024`; every slot is written by one thread
+    // before the barrier and read by another after it.
+    unsafe {
+        let v = if i < n { *input.add(i) } else { 0 };
+        if even {
+            pairs.write(tid, v);
+        } else {
+            pairs.write(tid, v.wrapping_mul(2));
+        }
+        barrier::sync_threads();
+        let r = if even {
+            pairs.read(tid + 1)
+        } else {
+            pairs.read(tid - 1)
+        };
+        if i < out_len {
+            *out.add(i) = r;
+        }
+    }
+}
+
 /// 1D launch, block size up to 1024: each block reverses its chunk through a static
 /// shared array.
 #[no_mangle]

@@ -36,6 +36,7 @@ pub const KERNELS: &[&str] = &[
     "block_reduce_warp",
     "block_scan_inclusive",
     "block_barrier_reductions",
+    "barrier_between_branches",
     "static_shared_reverse",
     "math_f32",
     "math_f64",

@@ -631,6 +631,31 @@ mod blocks {
     }
 
     #[test]
+    fn barrier_between_branches_exchanges_pairs() -> TestResult {
+        let g = gpu()?;
+        for bs in (1..=32).map(|k| 32 * k).chain([2, 6, 100, 1022]) {
+            let n = 16 * bs as usize;
+            let x = input(60 + bs as u64, n);
+            let out = run_in_out(
+                &g,
+                "barrier_between_branches",
+                LaunchConfig::for_len_with_block(n, bs),
+                &x,
+                &vec![0u32; n],
+            )?;
+            for i in 0..n {
+                let want = if i % 2 == 0 {
+                    x[i + 1].wrapping_mul(2)
+                } else {
+                    x[i - 1]
+                };
+                assert_eq!(out[i], want, "block size {bs}, element {i}");
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
     fn static_shared_array_reverses_each_block() -> TestResult {
         let g = gpu()?;
         for bs in [1u32, 32, 100, 512, 1024] {

@@ -63,3 +63,32 @@ fn ptxas_accepts_the_module_for_sm80_and_sm90_without_spills() {
         }
     }
 }
+
+/// The body of kernel `name` in `ptx`: from its `.entry` line to the next entry.
+fn kernel_body<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let start = ptx
+        .find(&format!(".entry {name}("))
+        .unwrap_or_else(|| panic!("no kernel `{name}` in the PTX"));
+    let rest = &ptx[start + 1..];
+    let end = rest.find(".entry ").unwrap_or(rest.len());
+    &rest[..end]
+}
+
+#[test]
+fn barriers_are_not_duplicated_into_branches() {
+    // rust-lang/rust#137086: jump threading can copy the code around a barrier into
+    // both arms of a branch. With the guard, each kernel keeps one barrier per
+    // source barrier.
+    for (kernel, barriers) in [
+        ("barrier_between_branches", 1),
+        ("static_shared_reverse", 1),
+        ("block_reduce_warp", 1),
+    ] {
+        let body = kernel_body(MODULE.ptx, kernel);
+        let found = body.matches("barrier.sync").count() + body.matches("bar.sync").count();
+        assert_eq!(
+            found, barriers,
+            "`{kernel}` has {found} barrier instructions"
+        );
+    }
+}
