@@ -7,7 +7,7 @@
 //! prominently (and also for successful builds of workspace crates).
 
 /// The most diagnostics re-emitted for one build; the rest are counted.
-pub(crate) const MAX_DIAGNOSTICS: usize = 20;
+pub const MAX_DIAGNOSTICS: usize = 20;
 
 /// One condensed rustc diagnostic.
 #[derive(Debug, Clone, PartialEq, Eq)]

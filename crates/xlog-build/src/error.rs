@@ -47,7 +47,7 @@ pub enum Error {
         command: String,
         /// Exit status as text (`exit status: 101`, `signal 9`).
         status: String,
-        /// The last [`STDERR_TAIL_LINES`] lines of stderr.
+        /// The last lines of stderr (25 at most).
         stderr_tail: String,
     },
     /// A command could not even be started.

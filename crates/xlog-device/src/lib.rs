@@ -15,7 +15,7 @@
 //! A kernel crate calls [`kernel_module!`] once at its root. On the host this defines
 //! `pub static MODULE: ModuleImage` (the PTX that the crate's `build.rs` produced with
 //! `xlog-build`); on the device it links this crate, whose `#[panic_handler]`
-//! reports panics to the host (see [`panic`]).
+//! reports panics to the host (see [`panic`](mod@panic)).
 //!
 //! ```
 //! use xlog_device::{thread, view::Out};
@@ -42,7 +42,7 @@
 //! | [`math`] | `f32`/`f64` functions with documented accuracy (no libdevice) |
 //! | [`view`] | device-side views of kernel parameters ([`view::Out`], [`view::InOut`]) |
 //! | [`copy`] | [`DeviceCopy`], the plain-device-data trait |
-//! | [`panic`] | the panic record the host reads after a device panic |
+//! | [`panic`](mod@panic) | the panic record the host reads after a device panic |
 //! | [`module`] | [`ModuleImage`], the compiled module a kernel crate exports |
 
 #![no_std]

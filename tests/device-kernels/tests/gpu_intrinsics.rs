@@ -3,7 +3,8 @@
 //! --features gpu --test gpu_intrinsics`. Without a device every test fails (a skip is
 //! never a pass).
 //!
-//! Launches are manual (`LaunchRecorder` + raw parameter pointers): these kernels
+//! The module is `MODULE` (loaded once per runtime by `load_module`). Launches are
+//! manual (`LaunchRecorder` + raw parameter pointers): these kernels
 //! are hand-written entry points, not `#[xlog_kernel]` functions.
 //!
 //! The block reduction and scan tests run every block size from 32 to 1024 (and
@@ -76,7 +77,7 @@ struct Gpu {
 
 fn gpu() -> Result<Gpu, Box<dyn std::error::Error>> {
     let rt = Runtime::get(0).map_err(|e| format!("the GPU suite needs a CUDA device: {e}"))?;
-    let module = rt.load_ptx(MODULE.name, MODULE.ptx)?;
+    let module = rt.load_module(&MODULE)?;
     let stream = rt.stream()?;
     Ok(Gpu { rt, module, stream })
 }
