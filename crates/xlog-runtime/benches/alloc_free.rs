@@ -7,7 +7,9 @@ use cudarc::driver::{result, sys};
 use xlog_runtime::{AllocTag, Runtime};
 
 fn main() {
-    support::header("allocation + free, host cost per pair (median of 60 alternating batches of 2000)");
+    support::header(
+        "allocation + free, host cost per pair (median of 60 alternating batches of 2000)",
+    );
     let rt = Runtime::get(0).unwrap();
     let s = rt.new_stream().unwrap();
     for &bytes in &[256usize, 64 << 10, 16 << 20] {
@@ -29,9 +31,18 @@ fn main() {
             || {
                 rt.reap().unwrap();
                 // SAFETY: the stream is alive.
-                unsafe { sys::cuStreamSynchronize(s.raw()) }.result().unwrap();
+                unsafe { sys::cuStreamSynchronize(s.raw()) }
+                    .result()
+                    .unwrap();
             },
         );
-        support::row(&format!("alloc+free {bytes} B"), xlog, raw, "raw cuMemAllocAsync/cuMemFreeAsync", "ns", "≤ 1.3");
+        support::row(
+            &format!("alloc+free {bytes} B"),
+            xlog,
+            raw,
+            "raw cuMemAllocAsync/cuMemFreeAsync",
+            "ns",
+            "≤ 1.3",
+        );
     }
 }

@@ -10,7 +10,9 @@ use std::ffi::c_void;
 use std::time::Instant;
 
 use cudarc::driver::{sys, CudaContext, LaunchConfig as CuConfig, PushKernelArg};
-use xlog_runtime::{DeviceBuffer, Function, LaunchConfig, LaunchRecorder, ModuleImage, Runtime, Stream};
+use xlog_runtime::{
+    DeviceBuffer, Function, LaunchConfig, LaunchRecorder, ModuleImage, Runtime, Stream,
+};
 
 static KERNELS: ModuleImage = ModuleImage {
     name: "bench-kernels",
@@ -25,24 +27,55 @@ fn p<T>(v: &T) -> *mut c_void {
     v as *const T as *mut c_void
 }
 
-fn xlog_launch(f: &Function, s: &Stream, a: &DeviceBuffer<u32>, b: &DeviceBuffer<u32>, c: &mut DeviceBuffer<u32>) {
+fn xlog_launch(
+    f: &Function,
+    s: &Stream,
+    a: &DeviceBuffer<u32>,
+    b: &DeviceBuffer<u32>,
+    c: &mut DeviceBuffer<u32>,
+) {
     let (ap, bp, cp) = (a.device_ptr(), b.device_ptr(), c.device_ptr());
-    let pre = LaunchRecorder::new(s).read(a).read(b).write(c).preflight().unwrap();
+    let pre = LaunchRecorder::new(s)
+        .read(a)
+        .read(b)
+        .write(c)
+        .preflight()
+        .unwrap();
     let mut params = [p(&ap), p(&bp), p(&cp), p(&N)];
     // SAFETY: empty3(u64, u64, u64, u64) touches nothing.
-    let _ = unsafe { pre.launch(f, LaunchConfig::new([1, 1, 1], [32, 1, 1]), &mut params) }.unwrap();
+    let _ =
+        unsafe { pre.launch(f, LaunchConfig::new([1, 1, 1], [32, 1, 1]), &mut params) }.unwrap();
 }
 
 fn raw_launch(f: sys::CUfunction, s: sys::CUstream, ptrs: &[u64; 3]) {
     let mut params = [p(&ptrs[0]), p(&ptrs[1]), p(&ptrs[2]), p(&N)];
     // SAFETY: empty3 takes four u64 values; it touches nothing.
-    unsafe { sys::cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut()) }
-        .result()
-        .unwrap();
+    unsafe {
+        sys::cuLaunchKernel(
+            f,
+            1,
+            1,
+            1,
+            32,
+            1,
+            1,
+            0,
+            s,
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .unwrap();
 }
 
 /// Launches per second from `threads` threads, each on its own stream.
-fn throughput(threads: usize, per_thread: usize, launch: impl Fn(usize) + Sync, sync: impl Fn(usize) + Sync) -> f64 {
+fn throughput(
+    threads: usize,
+    per_thread: usize,
+    launch: impl Fn(usize) + Sync,
+    sync: impl Fn(usize) + Sync,
+) -> f64 {
     let barrier = std::sync::Barrier::new(threads + 1);
     let (launch, sync, barrier) = (&launch, &sync, &barrier);
     let start = std::thread::scope(|sc| {
@@ -65,9 +98,15 @@ fn throughput(threads: usize, per_thread: usize, launch: impl Fn(usize) + Sync, 
 }
 
 fn main() {
-    support::header("launch host cost, 3 buffers (median of 100 alternating batches of 500 launches)");
+    support::header(
+        "launch host cost, 3 buffers (median of 100 alternating batches of 500 launches)",
+    );
     let rt = Runtime::get(0).unwrap();
-    let f = rt.load_module(&KERNELS).unwrap().function("empty3").unwrap();
+    let f = rt
+        .load_module(&KERNELS)
+        .unwrap()
+        .function("empty3")
+        .unwrap();
     let (s1, s2) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
     let a = rt.alloc_zeroed_on::<u32>(&s1, N as usize).unwrap();
     let b = rt.alloc_zeroed_on::<u32>(&s1, N as usize).unwrap();
@@ -76,7 +115,9 @@ fn main() {
 
     let ctx = CudaContext::new(0).unwrap();
     let module = ctx
-        .load_module(cudarc::nvrtc::Ptx::from_src(include_str!("../tests/gpu/kernels.ptx")))
+        .load_module(cudarc::nvrtc::Ptx::from_src(include_str!(
+            "../tests/gpu/kernels.ptx"
+        )))
         .unwrap();
     let cu_f = module.load_function("empty3").unwrap();
     let raw_f: sys::CUfunction = cu_f.cu_function();
@@ -104,7 +145,14 @@ fn main() {
         || raw_launch(raw_f, s1.raw(), &ptrs),
         sync_all,
     );
-    support::row("same stream vs raw", xlog_same, raw_same, "raw cuLaunchKernel", "ns", "≤ 1.2");
+    support::row(
+        "same stream vs raw",
+        xlog_same,
+        raw_same,
+        "raw cuLaunchKernel",
+        "ns",
+        "≤ 1.2",
+    );
 
     let (xlog_same, cudarc_same) = support::compare(
         100,
@@ -118,7 +166,14 @@ fn main() {
         },
         sync_all,
     );
-    support::row("same stream vs cudarc", xlog_same, cudarc_same, "cudarc launch_builder", "ns", "—");
+    support::row(
+        "same stream vs cudarc",
+        xlog_same,
+        cudarc_same,
+        "cudarc launch_builder",
+        "ns",
+        "—",
+    );
 
     // Cross-stream: alternate streams so every launch must fence the previous one.
     let (mut flip_x, mut flip_c) = (false, false);
@@ -139,11 +194,23 @@ fn main() {
         },
         sync_all,
     );
-    support::row("cross-stream vs cudarc", xlog_cross, cudarc_cross, "cudarc launch_builder", "ns", "< 1.0");
+    support::row(
+        "cross-stream vs cudarc",
+        xlog_cross,
+        cudarc_cross,
+        "cudarc launch_builder",
+        "ns",
+        "< 1.0",
+    );
 
     // Throughput: 8 threads on 8 streams vs 1 thread, for xlog and for raw launches.
     let per_thread = 20_000usize;
-    let sets: Vec<(Stream, DeviceBuffer<u32>, DeviceBuffer<u32>, std::sync::Mutex<DeviceBuffer<u32>>)> = (0..8)
+    let sets: Vec<(
+        Stream,
+        DeviceBuffer<u32>,
+        DeviceBuffer<u32>,
+        std::sync::Mutex<DeviceBuffer<u32>>,
+    )> = (0..8)
         .map(|_| {
             let s = rt.new_stream().unwrap();
             let a = rt.alloc_zeroed_on::<u32>(&s, N as usize).unwrap();
@@ -153,7 +220,16 @@ fn main() {
             (s, a, b, std::sync::Mutex::new(c))
         })
         .collect();
-    let raw_ptrs: Vec<[u64; 3]> = sets.iter().map(|(_, a, b, c)| [a.device_ptr(), b.device_ptr(), c.lock().unwrap().device_ptr()]).collect();
+    let raw_ptrs: Vec<[u64; 3]> = sets
+        .iter()
+        .map(|(_, a, b, c)| {
+            [
+                a.device_ptr(),
+                b.device_ptr(),
+                c.lock().unwrap().device_ptr(),
+            ]
+        })
+        .collect();
     // Each thread locks only its own output buffer's mutex (uncontended), to get `&mut`.
     let xlog_tp = |threads| {
         throughput(

@@ -78,9 +78,10 @@ impl BufferCore {
             // The free cannot be ordered on the device; order it on the host instead.
             self.runtime.report_drop_error("fencing a free", &e);
             if let Err(e) = state.all_points().try_for_each(Stream::host_wait) {
+                // Not deallocating leaks the memory: the only safe outcome when its
+                // users cannot be awaited.
                 self.runtime
                     .report_drop_error("synchronising before a free; the block is leaked", &e);
-                std::mem::forget(block);
                 return;
             }
         }

@@ -52,7 +52,10 @@ pub fn header(title: &str) {
     println!();
     println!(
         "device: {} (sm_{}{}), {}",
-        info.name, info.compute_capability.0, info.compute_capability.1, std::env::consts::ARCH
+        info.name,
+        info.compute_capability.0,
+        info.compute_capability.1,
+        std::env::consts::ARCH
     );
     println!();
     println!("| scenario | xlog | peer | peer name | ratio (xlog/peer) | target |");

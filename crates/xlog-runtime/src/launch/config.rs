@@ -74,29 +74,29 @@ impl LaunchConfig {
             })
         };
         const AXES: [&str; 3] = ["x", "y", "z"];
-        for i in 0..3 {
+        for (i, axis) in AXES.iter().enumerate() {
             if self.grid[i] == 0 {
                 return fail(format!(
                     "grid dimension {} is 0; a launch needs at least one block (skip the launch for empty inputs)",
-                    AXES[i]
+                    axis
                 ));
             }
             if self.block[i] == 0 {
                 return fail(format!(
                     "block dimension {} is 0; a block needs at least one thread",
-                    AXES[i]
+                    axis
                 ));
             }
             if self.grid[i] > info.max_grid_dim[i] {
                 return fail(format!(
                     "grid dimension {} is {} but the device allows at most {}",
-                    AXES[i], self.grid[i], info.max_grid_dim[i]
+                    axis, self.grid[i], info.max_grid_dim[i]
                 ));
             }
             if self.block[i] > info.max_block_dim[i] {
                 return fail(format!(
                     "block dimension {} is {} but the device allows at most {}",
-                    AXES[i], self.block[i], info.max_block_dim[i]
+                    axis, self.block[i], info.max_block_dim[i]
                 ));
             }
         }

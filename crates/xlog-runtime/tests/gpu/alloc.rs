@@ -17,13 +17,20 @@ fn device_accounting_counts_live_then_pending_then_nothing() {
     rt.reap().unwrap();
     assert_eq!(rt.bytes_outstanding(), 0);
     let st = rt.stats().unwrap();
-    assert_eq!((st.current_bytes, st.peak_bytes, st.total_count), (0, (4 << 20) + 8000, 2));
+    assert_eq!(
+        (st.current_bytes, st.peak_bytes, st.total_count),
+        (0, (4 << 20) + 8000, 2)
+    );
     assert_eq!(rt.drop_errors(), 0);
 }
 
 #[test]
 fn budget_refusal_on_device_changes_nothing() {
-    let rt = Runtime::builder(0).backend(backend()).budget(1 << 20).build().unwrap();
+    let rt = Runtime::builder(0)
+        .backend(backend())
+        .budget(1 << 20)
+        .build()
+        .unwrap();
     let s = rt.new_stream().unwrap();
     let keep = rt.alloc_zeroed_on::<u8>(&s, 600 << 10).unwrap();
     let before = (rt.bytes_outstanding(), rt.stats().unwrap());
@@ -34,7 +41,10 @@ fn budget_refusal_on_device_changes_nothing() {
             requested,
             remaining,
             limit,
-        } => assert_eq!((requested, remaining, limit), (500 << 10, (1 << 20) - (600 << 10), 1 << 20)),
+        } => assert_eq!(
+            (requested, remaining, limit),
+            (500 << 10, (1 << 20) - (600 << 10), 1 << 20)
+        ),
         e => panic!("expected a budget refusal, got {e}"),
     }
     assert_eq!((rt.bytes_outstanding(), rt.stats().unwrap()), before);
@@ -62,7 +72,9 @@ fn zero_length_buffers_work_everywhere() {
 fn bad_ordinal_is_a_clear_error() {
     let count = Device::count().unwrap();
     match Runtime::get(count + 3) {
-        Err(Error::DeviceOutOfRange { ordinal, count: c }) => assert_eq!((ordinal, c), (count + 3, count)),
+        Err(Error::DeviceOutOfRange { ordinal, count: c }) => {
+            assert_eq!((ordinal, c), (count + 3, count))
+        }
         other => panic!("expected DeviceOutOfRange, got {other:?}"),
     }
 }

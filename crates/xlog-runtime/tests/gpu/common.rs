@@ -11,7 +11,8 @@ pub static KERNELS: ModuleImage = ModuleImage {
 
 /// The shared runtime of device 0. Panics (fails the test) without a device.
 pub fn rt() -> Runtime {
-    Runtime::get(0).unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
+    Runtime::get(0)
+        .unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
 }
 
 /// The backend the suite runs on (`XLOG_BACKEND`).
@@ -47,9 +48,17 @@ pub fn slow_copy(
     dst: &mut xlog_runtime::DeviceBuffer<u32>,
     spins: u32,
 ) {
-    let f = rt.load_module(&KERNELS).unwrap().function("slow_copy").unwrap();
+    let f = rt
+        .load_module(&KERNELS)
+        .unwrap()
+        .function("slow_copy")
+        .unwrap();
     let (sp, dp, n) = (src.device_ptr(), dst.device_ptr(), src.len() as u64);
-    let pre = LaunchRecorder::new(s).read(src).write(dst).preflight().unwrap();
+    let pre = LaunchRecorder::new(s)
+        .read(src)
+        .write(dst)
+        .preflight()
+        .unwrap();
     let mut params = [param(&sp), param(&dp), param(&n), param(&spins)];
     // SAFETY: slow_copy(u64 src, u64 dst, u64 n, u32 spins) matches the params;
     // it reads `src` and writes `dst`, both recorded.
@@ -57,8 +66,18 @@ pub fn slow_copy(
 }
 
 /// `dst = value` after sleeping about `spins` microseconds per thread, on `s`.
-pub fn slow_fill(rt: &Runtime, s: &Stream, dst: &mut xlog_runtime::DeviceBuffer<u32>, value: u32, spins: u32) {
-    let f = rt.load_module(&KERNELS).unwrap().function("slow_fill").unwrap();
+pub fn slow_fill(
+    rt: &Runtime,
+    s: &Stream,
+    dst: &mut xlog_runtime::DeviceBuffer<u32>,
+    value: u32,
+    spins: u32,
+) {
+    let f = rt
+        .load_module(&KERNELS)
+        .unwrap()
+        .function("slow_fill")
+        .unwrap();
     let (dp, n) = (dst.device_ptr(), dst.len() as u64);
     let pre = LaunchRecorder::new(s).write(dst).preflight().unwrap();
     let mut params = [param(&dp), param(&n), param(&value), param(&spins)];

@@ -47,7 +47,9 @@ fn device_to_device_and_views() {
     assert_eq!(dst.download(&s).unwrap(), want);
 
     // Host into a view, view to host, fill a view.
-    dst.slice_mut(9_000..).copy_from_host(&s, &[7; 1_000]).unwrap();
+    dst.slice_mut(9_000..)
+        .copy_from_host(&s, &[7; 1_000])
+        .unwrap();
     assert_eq!(dst.slice(9_000..).download(&s).unwrap(), vec![7; 1_000]);
     dst.slice_mut(100..200).fill(&s, 1).unwrap();
     let got = dst.download(&s).unwrap();

@@ -10,7 +10,11 @@ const SLOW: u32 = 20_000; // about 20 ms per thread
 #[test]
 fn two_readers_on_two_streams_then_a_writer_on_a_third() {
     let rt = rt();
-    let (a, b, c) = (rt.new_stream().unwrap(), rt.new_stream().unwrap(), rt.new_stream().unwrap());
+    let (a, b, c) = (
+        rt.new_stream().unwrap(),
+        rt.new_stream().unwrap(),
+        rt.new_stream().unwrap(),
+    );
     let host = random_u32(3, N);
     let mut x = rt.upload_on(&a, &host).unwrap();
     a.synchronize().unwrap();
@@ -21,7 +25,11 @@ fn two_readers_on_two_streams_then_a_writer_on_a_third() {
     slow_copy(&rt, &a, &x, &mut out_a, SLOW);
     slow_copy(&rt, &b, &x, &mut out_b, 0);
     x.fill(&c, 0xFFFF_FFFF).unwrap();
-    assert_eq!(out_a.download(&a).unwrap(), host, "the slow reader saw the writer's data");
+    assert_eq!(
+        out_a.download(&a).unwrap(),
+        host,
+        "the slow reader saw the writer's data"
+    );
     assert_eq!(out_b.download(&b).unwrap(), host);
     assert!(x.download(&c).unwrap().iter().all(|&v| v == 0xFFFF_FFFF));
 }
@@ -45,7 +53,10 @@ fn a_write_waits_for_an_earlier_write_on_another_stream() {
     a.synchronize().unwrap();
     slow_fill(&rt, &a, &mut x, 1, SLOW);
     x.fill(&b, 2).unwrap();
-    assert!(x.download(&b).unwrap().iter().all(|&v| v == 2), "the earlier slow write landed last");
+    assert!(
+        x.download(&b).unwrap().iter().all(|&v| v == 2),
+        "the earlier slow write landed last"
+    );
 }
 
 #[test]
@@ -58,14 +69,18 @@ fn a_free_waits_for_a_reader_on_another_stream() {
     let mut out = rt.alloc_zeroed_on::<u32>(&b, N).unwrap();
     slow_copy(&rt, &b, &x, &mut out, SLOW);
     drop(x); // freed on a while b still reads it
-    // Reuse the memory on a at once; without the fence the reader would see this.
+             // Reuse the memory on a at once; without the fence the reader would see this.
     let mut scribble = Vec::new();
     for _ in 0..4 {
         let mut y = rt.alloc_zeroed_on::<u32>(&a, N).unwrap();
         y.fill(&a, 0xBAD0_BAD0).unwrap();
         scribble.push(y);
     }
-    assert_eq!(out.download(&b).unwrap(), host, "the reader saw memory reused after the free");
+    assert_eq!(
+        out.download(&b).unwrap(),
+        host,
+        "the reader saw memory reused after the free"
+    );
     drop(scribble);
     rt.synchronize().unwrap();
 }
@@ -88,9 +103,21 @@ fn same_stream_work_records_no_fence() {
     let s = rt.new_stream().unwrap();
     let x = rt.upload_on(&s, &[1u32; 64]).unwrap();
     let mut y = rt.alloc_zeroed_on::<u32>(&s, 64).unwrap();
-    let pre = xlog_runtime::LaunchRecorder::new(&s).read(&x).write(&mut y).preflight().unwrap();
+    let pre = xlog_runtime::LaunchRecorder::new(&s)
+        .read(&x)
+        .write(&mut y)
+        .preflight()
+        .unwrap();
     assert_eq!(pre.wait_count(), 0);
     let other = rt.new_stream().unwrap();
-    let pre = xlog_runtime::LaunchRecorder::new(&other).read(&x).write(&mut y).preflight().unwrap();
-    assert_eq!(pre.wait_count(), 1, "one wait per source stream, shared by both buffers");
+    let pre = xlog_runtime::LaunchRecorder::new(&other)
+        .read(&x)
+        .write(&mut y)
+        .preflight()
+        .unwrap();
+    assert_eq!(
+        pre.wait_count(),
+        1,
+        "one wait per source stream, shared by both buffers"
+    );
 }

@@ -7,13 +7,27 @@ use crate::common::*;
 fn manual_launch_of_hand_written_ptx() {
     let rt = rt();
     let s = rt.stream().unwrap();
-    let f = rt.load_module(&KERNELS).unwrap().function("scale_add").unwrap();
-    let x: Vec<f32> = random_u32(6, 50_000).iter().map(|&v| (v % 1000) as f32).collect();
-    let y0: Vec<f32> = random_u32(7, 50_000).iter().map(|&v| (v % 1000) as f32).collect();
+    let f = rt
+        .load_module(&KERNELS)
+        .unwrap()
+        .function("scale_add")
+        .unwrap();
+    let x: Vec<f32> = random_u32(6, 50_000)
+        .iter()
+        .map(|&v| (v % 1000) as f32)
+        .collect();
+    let y0: Vec<f32> = random_u32(7, 50_000)
+        .iter()
+        .map(|&v| (v % 1000) as f32)
+        .collect();
     let xb = rt.upload_on(&s, &x).unwrap();
     let mut yb = rt.upload_on(&s, &y0).unwrap();
     let (xp, yp, n, a) = (xb.device_ptr(), yb.device_ptr(), x.len() as u64, 2.0f32);
-    let pre = LaunchRecorder::new(&s).read(&xb).read_write(&mut yb).preflight().unwrap();
+    let pre = LaunchRecorder::new(&s)
+        .read(&xb)
+        .read_write(&mut yb)
+        .preflight()
+        .unwrap();
     let mut params = [param(&xp), param(&yp), param(&n), param(&a)];
     // SAFETY: scale_add(u64 x, u64 y, u64 n, f32 a); reads x, reads and writes y.
     let c = unsafe { pre.launch(&f, LaunchConfig::for_len(x.len()), &mut params) }.unwrap();
@@ -28,7 +42,11 @@ fn manual_launch_of_hand_written_ptx() {
 fn invalid_configurations_are_refused_before_anything_is_queued() {
     let rt = rt();
     let s = rt.new_stream().unwrap();
-    let f = rt.load_module(&KERNELS).unwrap().function("slow_fill").unwrap();
+    let f = rt
+        .load_module(&KERNELS)
+        .unwrap()
+        .function("slow_fill")
+        .unwrap();
     let mut y = rt.alloc_zeroed_on::<u32>(&s, 16).unwrap();
     s.synchronize().unwrap();
     let max_shared = rt.device().info().max_shared_per_block_optin;
@@ -42,7 +60,10 @@ fn invalid_configurations_are_refused_before_anything_is_queued() {
         let mut params = [param(&dp), param(&n), param(&v), param(&spins)];
         // SAFETY: matching parameter list; the launch is refused anyway.
         let e = unsafe { pre.launch(&f, cfg, &mut params) }.unwrap_err();
-        assert!(matches!(e, Error::InvalidLaunch { ref kernel, .. } if kernel == "slow_fill"), "{e}");
+        assert!(
+            matches!(e, Error::InvalidLaunch { ref kernel, .. } if kernel == "slow_fill"),
+            "{e}"
+        );
     }
     // Nothing ran and nothing was committed: y is still zero and same-stream clean.
     assert!(y.download(&s).unwrap().iter().all(|&v| v == 0));
@@ -51,9 +72,16 @@ fn invalid_configurations_are_refused_before_anything_is_queued() {
 #[test]
 fn missing_kernel_names_kernel_and_module() {
     let rt = rt();
-    let e = rt.load_module(&KERNELS).unwrap().function("no_such_kernel").unwrap_err();
+    let e = rt
+        .load_module(&KERNELS)
+        .unwrap()
+        .function("no_such_kernel")
+        .unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("no_such_kernel") && msg.contains("runtime-test-kernels"), "{msg}");
+    assert!(
+        msg.contains("no_such_kernel") && msg.contains("runtime-test-kernels"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -62,15 +90,25 @@ fn buffers_of_another_runtime_are_refused() {
     let other = Runtime::builder(0).backend(backend()).build().unwrap();
     let s = rt.stream().unwrap();
     let foreign_rt_buf = other.upload(&[1u32, 2, 3]).unwrap();
-    let e = LaunchRecorder::new(&s).read(&foreign_rt_buf).preflight().err().unwrap();
-    assert!(matches!(e, Error::WrongRuntime { what: "buffer", .. }), "{e}");
+    let e = LaunchRecorder::new(&s)
+        .read(&foreign_rt_buf)
+        .preflight()
+        .err()
+        .unwrap();
+    assert!(
+        matches!(e, Error::WrongRuntime { what: "buffer", .. }),
+        "{e}"
+    );
     // Copies go through the same check.
     let mut mine = rt.alloc_zeroed::<u32>(3).unwrap();
     let e = mine.copy_from(&s, &foreign_rt_buf).unwrap_err();
     assert!(matches!(e, Error::WrongRuntime { .. }), "{e}");
     // Allocating with another runtime's stream is refused too.
     let e = other.upload_on(&s, &[1u32]).unwrap_err();
-    assert!(matches!(e, Error::WrongRuntime { what: "stream", .. }), "{e}");
+    assert!(
+        matches!(e, Error::WrongRuntime { what: "stream", .. }),
+        "{e}"
+    );
 }
 
 #[test]
@@ -80,12 +118,18 @@ fn foreign_memory_is_refused_unless_skipped_explicitly() {
     let owner = rt.upload(&[0u32; 8]).unwrap();
     // SAFETY: `owner` outlives `f` and nobody else touches it.
     let f = unsafe { xlog_runtime::ForeignBuffer::<u32>::from_raw(owner.device_ptr(), 8, 0) };
-    let e = LaunchRecorder::new(&s).foreign(&f).preflight().err().unwrap();
+    let e = LaunchRecorder::new(&s)
+        .foreign(&f)
+        .preflight()
+        .err()
+        .unwrap();
     assert!(matches!(e, Error::Untracked { .. }), "{e}");
     assert!(e.to_string().contains("skip_untracked"), "{e}");
     // SAFETY: the foreign memory is ordered (the upload was synchronised) and unused elsewhere.
     s.synchronize().unwrap();
-    let pre = unsafe { LaunchRecorder::new(&s).skip_untracked() }.foreign(&f).preflight();
+    let pre = unsafe { LaunchRecorder::new(&s).skip_untracked() }
+        .foreign(&f)
+        .preflight();
     assert!(pre.is_ok());
 }
 
@@ -95,8 +139,13 @@ fn a_stack_that_cannot_track_streams_is_refused_before_launch() {
     let host_rt = Runtime::with_resource(&device, HostResource::new(device.ordinal())).unwrap();
     let s = host_rt.new_stream().unwrap();
     // SAFETY: never read.
-    let buf = unsafe { host_rt.alloc_uninit::<u32>(&s, 16, xlog_runtime::AllocTag::UNTAGGED) }.unwrap();
-    let e = LaunchRecorder::new(&s).read(&buf).preflight().err().unwrap();
+    let buf =
+        unsafe { host_rt.alloc_uninit::<u32>(&s, 16, xlog_runtime::AllocTag::UNTAGGED) }.unwrap();
+    let e = LaunchRecorder::new(&s)
+        .read(&buf)
+        .preflight()
+        .err()
+        .unwrap();
     assert!(matches!(e, Error::UntrackableResource { .. }), "{e}");
     assert!(e.to_string().contains("host"), "{e}");
 }

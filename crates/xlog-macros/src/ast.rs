@@ -1,0 +1,182 @@
+//! The kernel function, parsed into what expansion needs.
+
+use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
+
+use crate::attr::Mode;
+use crate::ctxt::Ctxt;
+
+/// What a parameter is, from its type alone.
+#[derive(Clone, Debug)]
+pub enum Shape {
+    /// `&[T]` (`mutable == false`) or `&mut [T]`.
+    Slice { elem: Box<Type>, mutable: bool },
+    /// A value passed by copy.
+    Scalar,
+}
+
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub ident: Ident,
+    pub ty: Type,
+    pub shape: Shape,
+    /// Filled in by `check`: the access mode of a slice.
+    pub mode: Option<Mode>,
+}
+
+pub struct Kernel {
+    pub item: ItemFn,
+    pub params: Vec<Param>,
+    pub is_unsafe: bool,
+}
+
+impl Kernel {
+    pub fn name(&self) -> &Ident {
+        &self.item.sig.ident
+    }
+}
+
+const FIX_SIG: &str = "a kernel is a plain `fn name(params) { .. }`";
+
+/// Parse the signature, reporting everything a kernel cannot be.
+pub fn parse(cx: &Ctxt, item: ItemFn) -> Kernel {
+    let sig = &item.sig;
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        cx.error_spanned_by(
+            &sig.generics,
+            format!("kernels cannot be generic: one entry point is compiled per kernel; {FIX_SIG} with concrete types (write one kernel per element type)"),
+        );
+    }
+    if let Some(a) = &sig.asyncness {
+        cx.error_spanned_by(a, format!("kernels cannot be `async`; {FIX_SIG}"));
+    }
+    if let Some(c) = &sig.constness {
+        cx.error_spanned_by(c, format!("kernels cannot be `const`; {FIX_SIG}"));
+    }
+    if let Some(abi) = &sig.abi {
+        cx.error_spanned_by(
+            abi,
+            "remove the ABI: #[xlog_kernel] emits the `gpu-kernel` entry point itself",
+        );
+    }
+    if let Some(v) = &sig.variadic {
+        cx.error_spanned_by(v, format!("kernels cannot be variadic; {FIX_SIG}"));
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        let unit = matches!(&**ty, Type::Tuple(t) if t.elems.is_empty());
+        if !unit {
+            cx.error_spanned_by(
+                ty,
+                "kernels cannot return a value: write results into a `write(..)` or `read_write(..)` slice parameter",
+            );
+        }
+    }
+    let mut params = Vec::new();
+    for arg in &sig.inputs {
+        match arg {
+            FnArg::Receiver(r) => {
+                cx.error_spanned_by(r, "kernels are free functions; remove `self`")
+            }
+            FnArg::Typed(pt) => {
+                let ident = match &*pt.pat {
+                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        pi.ident.clone()
+                    }
+                    other => {
+                        cx.error_spanned_by(
+                            other,
+                            "kernel parameters must be plain names (`x: &[f32]`), not patterns",
+                        );
+                        continue;
+                    }
+                };
+                if let Some(shape) = shape_of(cx, &ident, &pt.ty) {
+                    params.push(Param {
+                        ident,
+                        ty: (*pt.ty).clone(),
+                        shape,
+                        mode: None,
+                    });
+                }
+            }
+        }
+    }
+    Kernel {
+        is_unsafe: sig.unsafety.is_some(),
+        params,
+        item,
+    }
+}
+
+/// Classify a parameter type, refusing what can never be device data.
+fn shape_of(cx: &Ctxt, ident: &Ident, ty: &Type) -> Option<Shape> {
+    match ty {
+        Type::Reference(r) => match &*r.elem {
+            Type::Slice(s) => {
+                if let Some(lt) = &r.lifetime {
+                    cx.error_spanned_by(
+                        lt,
+                        "remove the lifetime: kernel slices borrow for the whole launch",
+                    );
+                }
+                Some(Shape::Slice {
+                    elem: s.elem.clone(),
+                    mutable: r.mutability.is_some(),
+                })
+            }
+            other => {
+                cx.error_spanned_by(
+                    ty,
+                    format!(
+                        "`{ident}`: only slices may be passed by reference; pass `{}` by value (it must be `DeviceCopy`) or use a slice `&[{}]`",
+                        quote::quote!(#other),
+                        quote::quote!(#other)
+                    ),
+                );
+                None
+            }
+        },
+        Type::Ptr(_) => {
+            cx.error_spanned_by(
+                ty,
+                format!("`{ident}`: raw pointers are not kernel parameters; declare a slice `&[T]` or `&mut [T]` with an access mode (unsafe kernels reach raw pointers through the write handle's `as_mut_ptr`)"),
+            );
+            None
+        }
+        Type::Path(p) => {
+            let last = p
+                .path
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            let host_only = [
+                "String", "Vec", "Box", "Rc", "Arc", "HashMap", "BTreeMap", "VecDeque", "Cow",
+                "RefCell", "Mutex",
+            ];
+            if host_only.contains(&last.as_str()) {
+                cx.error_spanned_by(
+                    ty,
+                    format!("`{ident}`: `{last}` owns host memory and cannot cross to the device; use a slice parameter with an access mode, or a `DeviceCopy` value"),
+                );
+                None
+            } else {
+                Some(Shape::Scalar)
+            }
+        }
+        Type::Array(_) | Type::Paren(_) | Type::Group(_) => Some(Shape::Scalar),
+        Type::Tuple(t) if t.elems.is_empty() => {
+            cx.error_spanned_by(
+                ty,
+                format!("`{ident}`: a `()` parameter carries nothing; remove it"),
+            );
+            None
+        }
+        _ => {
+            cx.error_spanned_by(
+                ty,
+                format!("`{ident}`: this type cannot be a kernel parameter; use `&[T]` / `&mut [T]` with an access mode, or a `DeviceCopy` value (primitives, arrays, `#[derive(DeviceCopy)]` structs)"),
+            );
+            None
+        }
+    }
+}

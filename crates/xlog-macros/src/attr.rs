@@ -1,0 +1,136 @@
+//! Parses the attribute arguments: `read(..)`, `write(..)`, `read_write(..)`.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Ident, Meta, Token};
+
+use crate::ctxt::Ctxt;
+use crate::symbol::{CRATE, READ, READ_WRITE, SYNTAX, WRITE};
+
+/// How a kernel uses a slice parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+impl Mode {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Mode::Read => READ,
+            Mode::Write => WRITE,
+            Mode::ReadWrite => READ_WRITE,
+        }
+    }
+
+    pub fn writes(self) -> bool {
+        !matches!(self, Mode::Read)
+    }
+}
+
+/// One `mode(ident)` entry.
+#[derive(Clone, Debug)]
+pub struct Decl {
+    pub mode: Mode,
+    pub ident: Ident,
+}
+
+#[derive(Debug)]
+pub struct Attr {
+    pub decls: Vec<Decl>,
+    /// Path of the `xlog` facade in generated code (`crate = ::my::xlog`).
+    pub krate: syn::Path,
+}
+
+pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
+    let mut attr = Attr {
+        decls: Vec::new(),
+        krate: syn::parse_quote!(::xlog),
+    };
+    let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
+        Ok(m) => m,
+        Err(e) => {
+            cx.syn_error(syn::Error::new(e.span(), format!("{e}; expected {SYNTAX}")));
+            return attr;
+        }
+    };
+    for meta in metas {
+        match &meta {
+            Meta::List(list) => {
+                let mode = match list.path.get_ident().map(Ident::to_string).as_deref() {
+                    Some(READ) => Mode::Read,
+                    Some(WRITE) => Mode::Write,
+                    Some(READ_WRITE) => Mode::ReadWrite,
+                    _ => {
+                        cx.error_spanned_by(
+                            &list.path,
+                            format!("unknown access mode; expected `read`, `write` or `read_write`: {SYNTAX}"),
+                        );
+                        continue;
+                    }
+                };
+                match list.parse_args_with(Punctuated::<Ident, Token![,]>::parse_terminated) {
+                    Ok(idents) if !idents.is_empty() => {
+                        attr.decls.extend(idents.into_iter().map(|ident| Decl { mode, ident }))
+                    }
+                    Ok(_) => cx.error_spanned_by(list, format!("`{}()` names no parameter: {SYNTAX}", mode.keyword())),
+                    Err(e) => cx.syn_error(syn::Error::new(
+                        e.span(),
+                        format!("expected parameter names separated by commas in `{}(..)`", mode.keyword()),
+                    )),
+                }
+            }
+            Meta::NameValue(nv) if nv.path.is_ident(CRATE) => match &nv.value {
+                syn::Expr::Path(p) => attr.krate = p.path.clone(),
+                other => cx.error_spanned_by(other, "expected a path, e.g. `crate = ::xlog`"),
+            },
+            other => cx.error_spanned_by(
+                other,
+                format!("unexpected argument; expected `read(..)`, `write(..)` or `read_write(..)`: {SYNTAX}"),
+            ),
+        }
+    }
+    let _ = Span::call_site();
+    attr
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    #[test]
+    fn parses_modes_in_order() {
+        let cx = Ctxt::default();
+        let a = parse(&cx, quote!(read(x, z), read_write(y), write(out)));
+        cx.check().unwrap();
+        let got: Vec<_> = a
+            .decls
+            .iter()
+            .map(|d| (d.mode, d.ident.to_string()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Mode::Read, "x".into()),
+                (Mode::Read, "z".into()),
+                (Mode::ReadWrite, "y".into()),
+                (Mode::Write, "out".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn every_bad_entry_is_reported() {
+        let cx = Ctxt::default();
+        parse(&cx, quote!(reed(x), write(), read(1)));
+        let e = cx.check().unwrap_err();
+        let msgs: Vec<String> = e.into_iter().map(|e| e.to_string()).collect();
+        assert_eq!(msgs.len(), 3, "{msgs:?}");
+        assert!(msgs[0].contains("unknown access mode"));
+        assert!(msgs[1].contains("names no parameter"));
+        assert!(msgs[2].contains("parameter names"));
+    }
+}

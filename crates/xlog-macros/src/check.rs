@@ -1,0 +1,79 @@
+//! Rules that span the attribute and the signature.
+
+use std::collections::HashMap;
+
+use crate::ast::{Kernel, Shape};
+use crate::attr::{Attr, Mode};
+use crate::ctxt::Ctxt;
+
+/// Bind every access declaration to its parameter and check modes against types.
+pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &mut Kernel) {
+    let names: Vec<String> = kernel.params.iter().map(|p| p.ident.to_string()).collect();
+    let mut seen: HashMap<String, Mode> = HashMap::new();
+    for decl in &attr.decls {
+        let name = decl.ident.to_string();
+        if let Some(first) = seen.get(&name) {
+            let msg = if *first == decl.mode {
+                format!(
+                    "`{name}` is listed twice in `{}(..)`; list it once",
+                    decl.mode.keyword()
+                )
+            } else {
+                format!(
+                    "`{name}` is listed in both `{}(..)` and `{}(..)`; a parameter has exactly one access mode (use `read_write({name})` for one the kernel reads and writes)",
+                    first.keyword(),
+                    decl.mode.keyword()
+                )
+            };
+            cx.error_spanned_by(&decl.ident, msg);
+            continue;
+        }
+        seen.insert(name.clone(), decl.mode);
+        let Some(param) = kernel.params.iter_mut().find(|p| p.ident == decl.ident) else {
+            let known = if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            };
+            cx.error_spanned_by(
+                &decl.ident,
+                format!(
+                    "unknown parameter `{name}` in `{}(..)`; the kernel's parameters are: {known}",
+                    decl.mode.keyword()
+                ),
+            );
+            continue;
+        };
+        match &param.shape {
+            Shape::Scalar => cx.error_spanned_by(
+                &decl.ident,
+                format!("`{name}` is passed by value; access modes are only for slice parameters (`&[T]`, `&mut [T]`)"),
+            ),
+            Shape::Slice { mutable, .. } => {
+                if decl.mode.writes() && !mutable {
+                    cx.error_spanned_by(
+                        &param.ty,
+                        format!("`{name}` is declared `{}({name})` but has type `&[T]`; write it as `{name}: &mut [T]`, or declare `read({name})`", decl.mode.keyword()),
+                    );
+                } else if !decl.mode.writes() && *mutable {
+                    cx.error_spanned_by(
+                        &param.ty,
+                        format!("`{name}` is declared `read({name})` but has type `&mut [T]`; write it as `{name}: &[T]`, or declare `write({name})` / `read_write({name})`"),
+                    );
+                }
+                param.mode = Some(decl.mode);
+            }
+        }
+    }
+    for param in &kernel.params {
+        if matches!(param.shape, Shape::Slice { .. })
+            && !seen.contains_key(&param.ident.to_string())
+        {
+            let n = &param.ident;
+            cx.error_spanned_by(
+                &param.ident,
+                format!("slice parameter `{n}` needs an access mode: add `read({n})`, `write({n})` or `read_write({n})` to #[xlog_kernel(..)]"),
+            );
+        }
+    }
+}

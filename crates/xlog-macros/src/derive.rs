@@ -1,0 +1,83 @@
+//! `#[derive(DeviceCopy)]`: opt a `#[repr(C)]` struct into plain device data.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields};
+
+use crate::ctxt::Ctxt;
+
+pub fn derive(input: DeriveInput) -> TokenStream {
+    let cx = Ctxt::default();
+    let krate: syn::Path = syn::parse_quote!(::xlog);
+    let fields = match &input.data {
+        Data::Struct(s) => Some(&s.fields),
+        Data::Enum(e) => {
+            cx.error_spanned_by(
+                e.enum_token,
+                "DeviceCopy cannot be derived for enums: an invalid discriminant written by a kernel would be undefined behaviour on the host; use a #[repr(C)] struct with an integer tag",
+            );
+            None
+        }
+        Data::Union(u) => {
+            cx.error_spanned_by(
+                u.union_token,
+                "DeviceCopy cannot be derived for unions; use a #[repr(C)] struct",
+            );
+            None
+        }
+    };
+    let repr_ok = input.attrs.iter().any(|a| {
+        a.path().is_ident("repr") && {
+            let mut ok = false;
+            let _ = a.parse_nested_meta(|m| {
+                ok |= m.path.is_ident("C") || m.path.is_ident("transparent");
+                Ok(())
+            });
+            ok
+        }
+    });
+    if !repr_ok {
+        cx.error_spanned_by(
+            &input.ident,
+            "DeviceCopy needs a fixed layout shared by host and device: add #[repr(C)] (or #[repr(transparent)])",
+        );
+    }
+    if let Err(e) = cx.check() {
+        return e.to_compile_error();
+    }
+    let name = &input.ident;
+    let (impl_g, ty_g, where_c) = input.generics.split_for_impl();
+    let checks = fields.into_iter().flat_map(|f| match f {
+        Fields::Named(n) => n.named.iter().collect::<Vec<_>>(),
+        Fields::Unnamed(u) => u.unnamed.iter().collect(),
+        Fields::Unit => Vec::new(),
+    });
+    let checks = checks.map(|f| {
+        let ty = &f.ty;
+        quote_spanned!(ty.span()=> #krate::__private::assert_device_copy::<#ty>();)
+    });
+    let bounds = input.generics.type_params().map(|t| {
+        let id = &t.ident;
+        quote!(#id: #krate::__private::device::DeviceCopy)
+    });
+    let where_extra = if input.generics.type_params().next().is_some() {
+        match where_c {
+            Some(w) => quote!(#w, #(#bounds),*),
+            None => quote!(where #(#bounds),*),
+        }
+    } else {
+        quote!(#where_c)
+    };
+    quote! {
+        // SAFETY: #[repr(C)]/#[repr(transparent)] was checked above, and every field is
+        // asserted `DeviceCopy` below, so the struct holds no pointers and has one layout.
+        unsafe impl #impl_g #krate::__private::device::DeviceCopy for #name #ty_g #where_extra {}
+        const _: () = {
+            #[allow(dead_code)]
+            fn __xlog_check #impl_g () #where_extra {
+                #(#checks)*
+            }
+        };
+    }
+}

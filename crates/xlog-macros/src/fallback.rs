@@ -1,0 +1,29 @@
+//! On error: the diagnostics plus a stub launcher, so callers see one error, not a cascade.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::ItemFn;
+
+pub fn stub(item: &ItemFn, krate: &syn::Path, errors: TokenStream) -> TokenStream {
+    let name = &item.sig.ident;
+    let vis = &item.vis;
+    let args = item.sig.inputs.iter().enumerate().map(|(i, _)| {
+        let id = quote::format_ident!("__a{}", i);
+        quote!(#id: impl ::core::marker::Sized)
+    });
+    quote! {
+        #errors
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(dead_code, unused_variables)]
+        #vis mod #name {
+            #[allow(clippy::too_many_arguments)]
+            pub fn launch(
+                __stream: &#krate::__private::rt::Stream,
+                __config: #krate::__private::rt::LaunchConfig,
+                #(#args),*
+            ) -> #krate::__private::rt::Result<()> {
+                ::core::unreachable!("#[xlog_kernel] failed to expand")
+            }
+        }
+    }
+}
