@@ -47,6 +47,14 @@ fn xlog_launch(
         unsafe { pre.launch(f, LaunchConfig::new([1, 1, 1], [32, 1, 1]), &mut params) }.unwrap();
 }
 
+/// One thread's stream and buffers; the output behind an (uncontended) mutex for `&mut`.
+type ThreadSet = (
+    Stream,
+    DeviceBuffer<u32>,
+    DeviceBuffer<u32>,
+    std::sync::Mutex<DeviceBuffer<u32>>,
+);
+
 fn raw_launch(f: sys::CUfunction, s: sys::CUstream, ptrs: &[u64; 3]) {
     let mut params = [p(&ptrs[0]), p(&ptrs[1]), p(&ptrs[2]), p(&N)];
     // SAFETY: empty3 takes four u64 values; it touches nothing.
@@ -205,12 +213,7 @@ fn main() {
 
     // Throughput: 8 threads on 8 streams vs 1 thread, for xlog and for raw launches.
     let per_thread = 20_000usize;
-    let sets: Vec<(
-        Stream,
-        DeviceBuffer<u32>,
-        DeviceBuffer<u32>,
-        std::sync::Mutex<DeviceBuffer<u32>>,
-    )> = (0..8)
+    let sets: Vec<ThreadSet> = (0..8)
         .map(|_| {
             let s = rt.new_stream().unwrap();
             let a = rt.alloc_zeroed_on::<u32>(&s, N as usize).unwrap();

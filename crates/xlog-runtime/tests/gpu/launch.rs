@@ -125,8 +125,8 @@ fn foreign_memory_is_refused_unless_skipped_explicitly() {
         .unwrap();
     assert!(matches!(e, Error::Untracked { .. }), "{e}");
     assert!(e.to_string().contains("skip_untracked"), "{e}");
-    // SAFETY: the foreign memory is ordered (the upload was synchronised) and unused elsewhere.
     s.synchronize().unwrap();
+    // SAFETY: the foreign memory is ordered (the upload was synchronised) and unused elsewhere.
     let pre = unsafe { LaunchRecorder::new(&s).skip_untracked() }
         .foreign(&f)
         .preflight();
