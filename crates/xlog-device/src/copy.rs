@@ -21,6 +21,11 @@
 ///    alignment and field offsets;
 /// 3. it has no drop glue and every bit pattern the host or a kernel writes is a
 ///    valid value for the reader (for `bool`, only 0 and 1 are ever written).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not plain device data (`DeviceCopy`)",
+    label = "kernel parameters and buffer elements must be `DeviceCopy`",
+    note = "use a primitive, an array, or a `#[repr(C)]` struct with `#[derive(DeviceCopy)]`; pointers, references and host-owning types (String, Vec, Box) cannot cross to the device"
+)]
 pub unsafe trait DeviceCopy: Copy + 'static {}
 
 macro_rules! impl_device_copy {

@@ -37,7 +37,7 @@ pub fn derive(input: DeriveInput) -> TokenStream {
             ok
         }
     });
-    if !repr_ok {
+    if !repr_ok && matches!(input.data, Data::Struct(_)) {
         cx.error_spanned_by(
             &input.ident,
             "DeviceCopy needs a fixed layout shared by host and device: add #[repr(C)] (or #[repr(transparent)])",

@@ -348,12 +348,22 @@ mod sealed {
 ///
 /// Sealed: only runtime-allocated memory implements it, so no launcher accepts
 /// untracked or foreign memory.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed where a kernel reads `{T}`",
+    label = "expected a `DeviceBuffer<{T}>` or a view of one",
+    note = "launchers take only memory allocated by an xlog runtime (`DeviceBuffer<T>`, `buf.slice(..)`, `buf.slice_mut(..)`) with the kernel's element type; foreign memory goes through `LaunchRecorder::skip_untracked`"
+)]
 pub trait ReadBuffer<T: DeviceCopy>: sealed::Sealed {
     /// The tracked location of the argument.
     fn arg(&self) -> ArgRef<'_>;
 }
 
 /// Something a kernel may write: a buffer or a mutable view of one.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed where a kernel writes `{T}`",
+    label = "expected `&mut DeviceBuffer<{T}>` or a mutable view (`buf.slice_mut(..)`)",
+    note = "written arguments must be borrowed mutably from runtime-allocated memory; a read view (`buf.slice(..)`) cannot be written"
+)]
 pub trait WriteBuffer<T: DeviceCopy>: ReadBuffer<T> {
     /// The tracked location of the argument, borrowed mutably.
     fn arg_mut(&mut self) -> ArgRef<'_>;

@@ -42,8 +42,7 @@ pub fn device_param_type(attr: &Attr, p: &crate::ast::Param) -> TokenStream {
         (Shape::Slice { elem, .. }, Some(Mode::ReadWrite)) => {
             quote!(&mut #k::__private::device::InOut<'_, #elem>)
         }
-        (Shape::Slice { elem, .. }, _) => quote!(&[#elem]),
-        (Shape::Scalar, _) => {
+        (Shape::Slice { .. }, _) | (Shape::Scalar, _) => {
             let ty = &p.ty;
             quote!(#ty)
         }

@@ -1,0 +1,10 @@
+//! One parameter listed under two access modes.
+#![allow(dead_code, unused_variables)]
+use xlog::prelude::*;
+
+static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+
+#[xlog_kernel(read(x), write(x))]
+pub fn k(x: &mut [f32]) {}
+
+fn main() {}

@@ -1,0 +1,10 @@
+//! read() on a &mut [T] parameter.
+#![allow(dead_code, unused_variables)]
+use xlog::prelude::*;
+
+static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+
+#[xlog_kernel(read(x))]
+pub fn k(x: &mut [f32]) {}
+
+fn main() {}

@@ -1,0 +1,10 @@
+//! A slice parameter with no access mode.
+#![allow(dead_code, unused_variables)]
+use xlog::prelude::*;
+
+static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+
+#[xlog_kernel(read(x))]
+pub fn k(x: &[f32], out: &mut [f32]) {}
+
+fn main() {}

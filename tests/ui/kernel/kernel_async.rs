@@ -1,0 +1,10 @@
+//! An async kernel.
+#![allow(dead_code, unused_variables)]
+use xlog::prelude::*;
+
+static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+
+#[xlog_kernel(read(x))]
+pub async fn k(x: &[f32]) {}
+
+fn main() {}

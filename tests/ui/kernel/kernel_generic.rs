@@ -1,0 +1,10 @@
+//! A generic kernel.
+#![allow(dead_code, unused_variables)]
+use xlog::prelude::*;
+
+static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+
+#[xlog_kernel(read(x))]
+pub fn k<T: Copy>(x: &[T]) {}
+
+fn main() {}

@@ -1,0 +1,10 @@
+//! A raw pointer in a safe kernel.
+#![allow(dead_code, unused_variables)]
+use xlog::prelude::*;
+
+static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+
+#[xlog_kernel()]
+pub fn k(p: *mut f32) {}
+
+fn main() {}

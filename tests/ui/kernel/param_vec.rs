@@ -1,0 +1,10 @@
+//! A Vec parameter.
+#![allow(dead_code, unused_variables)]
+use xlog::prelude::*;
+
+static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+
+#[xlog_kernel()]
+pub fn k(v: Vec<f32>) {}
+
+fn main() {}

@@ -1,0 +1,14 @@
+//! Launching from a recorder that was never preflighted.
+#![allow(dead_code, unused_variables)]
+use xlog::prelude::*;
+
+static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+
+fn call(s: &Stream, f: &xlog::Function, x: &DeviceBuffer<f32>) -> xlog::Result<()> {
+    let rec = xlog::LaunchRecorder::new(s).read(x);
+    // SAFETY: does not compile.
+    let _ = unsafe { rec.launch(f, LaunchConfig::for_len(1), &mut []) }?;
+    Ok(())
+}
+
+fn main() {}

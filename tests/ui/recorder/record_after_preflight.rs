@@ -1,0 +1,13 @@
+//! Recording a buffer after preflight.
+#![allow(dead_code, unused_variables)]
+use xlog::prelude::*;
+
+static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+
+fn call(s: &Stream, x: &DeviceBuffer<f32>) -> xlog::Result<()> {
+    let pre = xlog::LaunchRecorder::new(s).preflight()?;
+    let _ = pre.read(x);
+    Ok(())
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+//! Touching a buffer while a recorder holds its write borrow.
+#![allow(dead_code, unused_variables)]
+use xlog::prelude::*;
+
+static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+
+fn call(s: &Stream, y: &mut DeviceBuffer<f32>) -> xlog::Result<()> {
+    let rec = xlog::LaunchRecorder::new(s).write(y);
+    y.fill(s, 1.0)?;
+    let _ = rec.preflight()?;
+    Ok(())
+}
+
+fn main() {}
