@@ -15,6 +15,8 @@ mkdir -p "$bundle/bin"
 # package:features pairs whose GPU suites and benches go into the bundle.
 suites=(
   "xlog-runtime:gpu-tests"
+  "xlog-kernels:gpu-tests"
+  "xlog-device-kernels:gpu"
 )
 for entry in "${suites[@]}"; do
   pkg=${entry%%:*}
@@ -41,5 +43,13 @@ for line in sys.stdin:
     print("bundled", name)
 ' "$bundle" "$pkg" "$mode"
   done
+done
+# Example applications, run by run.sh as-is.
+for example in saxpy pipeline; do
+  if cargo metadata --no-deps --format-version 1 | grep -q "\"name\":\"$example\""; then
+    cargo build -p "$example" --profile gpu --quiet
+    cp "target/gpu/$example" "$bundle/bin/example-$example"
+    echo "bundled example-$example"
+  fi
 done
 du -sh "$bundle"

@@ -49,6 +49,17 @@ for t in "$bin"/test-*; do
   [ "$rc" -eq 0 ] || status=1
 done
 
+for e in "$bin"/example-*; do
+  [ -e "$e" ] || continue
+  name=$(basename "$e")
+  timeout 120 "$e" >"$out/.ex.log" 2>&1
+  rc=$?
+  echo "| $name | $([ $rc -eq 0 ] && echo 1 || echo 0) | $([ $rc -eq 0 ] && echo 0 || echo 1) | $rc |" >>"$summary"
+  { echo "===== $name (exit $rc)"; cat "$out/.ex.log"; } >>"$out/tests.log"
+  rm -f "$out/.ex.log"
+  [ "$rc" -eq 0 ] || status=1
+done
+
 if [ "${XLOG_SKIP_SANITIZER:-0}" != 1 ]; then
   { echo; echo "| sanitizer (direct backend) | suite | errors | exit |"; echo "| --- | --- | --- | --- |"; } >>"$summary"
   for tool in memcheck racecheck synccheck initcheck; do
@@ -56,10 +67,11 @@ if [ "${XLOG_SKIP_SANITIZER:-0}" != 1 ]; then
       [ -e "$t" ] || continue
       name=$(basename "$t")
       log=$out/.san.log
-      # Skipped under the sanitizers: the test that provokes a driver API error on
-      # purpose (memcheck reports it), and the 16-thread launch test, whose
-      # concurrency racecheck cannot follow ("failed to track a kernel launch").
-      skips=(--skip missing_kernel_names_kernel_and_module)
+      # Skipped under the sanitizers: tests that fail on purpose (a driver API error,
+      # device panics that trap), which the tools rightly report, and the 16-thread
+      # launch test, whose concurrency racecheck cannot follow ("failed to track a
+      # kernel launch").
+      skips=(--skip missing_kernel_names_kernel_and_module --skip panic)
       [ "$tool" = racecheck ] && skips+=(--skip threads_allocate_and_launch_on_shared_buffers)
       XLOG_BACKEND=direct timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 99 \
         "$t" --test-threads=1 "${skips[@]}" >"$log" 2>&1

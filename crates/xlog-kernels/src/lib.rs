@@ -1,1 +1,31 @@
-//! xlog-kernels: placeholder filled by its issue.
+//! GPU kernels written in Rust with `#[xlog_kernel]`, with host APIs that allocate
+//! their outputs from the runtime.
+//!
+//! The first family is elementwise over `f32`, `f64`, `i32`, `u32` and `u64`:
+//! [`fill`], [`copy`], [`cast_f32`] / [`cast_f64`], [`scale`], [`axpy`], and the binary [`add`],
+//! [`sub`], [`mul`], [`min`], [`max`]. Each host function launches on the stream it
+//! is given; xlog fences its inputs against work on other streams. The typed
+//! launchers themselves are in [`elementwise`] (`elementwise::f32::add::launch`).
+//!
+//! ```no_run
+//! # fn main() -> xlog::Result<()> {
+//! let rt = xlog::Runtime::get(0)?;
+//! let s = rt.stream()?;
+//! let x = rt.upload(&[1.0f32, 2.0, 3.0])?;
+//! let y = rt.upload(&[10.0f32, 20.0, 30.0])?;
+//! let z = xlog_kernels::add(&s, &x, &y)?;
+//! assert_eq!(z.download(&s)?, vec![11.0, 22.0, 33.0]);
+//! # Ok(()) }
+//! ```
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
+
+xlog::kernel_module!();
+
+pub mod elementwise;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host;
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;

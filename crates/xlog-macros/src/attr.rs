@@ -6,7 +6,7 @@ use syn::punctuated::Punctuated;
 use syn::{Ident, Meta, Token};
 
 use crate::ctxt::Ctxt;
-use crate::symbol::{CRATE, READ, READ_WRITE, SYNTAX, WRITE};
+use crate::symbol::{CRATE, READ, READ_WRITE, SUFFIX, SYNTAX, WRITE};
 
 /// How a kernel uses a slice parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,12 +42,17 @@ pub struct Attr {
     pub decls: Vec<Decl>,
     /// Path of the `xlog` facade in generated code (`crate = ::my::xlog`).
     pub krate: syn::Path,
+    /// Appended to the exported entry-point symbol (`suffix = f32` exports
+    /// `add_f32` for `fn add`), so kernels of one name in several modules do not
+    /// clash in the PTX module.
+    pub suffix: Option<Ident>,
 }
 
 pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
     let mut attr = Attr {
         decls: Vec::new(),
         krate: syn::parse_quote!(::xlog),
+        suffix: None,
     };
     let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
         Ok(m) => m,
@@ -82,6 +87,10 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                     )),
                 }
             }
+            Meta::NameValue(nv) if nv.path.is_ident(SUFFIX) => match &nv.value {
+                syn::Expr::Path(p) if p.path.get_ident().is_some() => attr.suffix = p.path.get_ident().cloned(),
+                other => cx.error_spanned_by(other, "expected an identifier, e.g. `suffix = f32`"),
+            },
             Meta::NameValue(nv) if nv.path.is_ident(CRATE) => match &nv.value {
                 syn::Expr::Path(p) => attr.krate = p.path.clone(),
                 other => cx.error_spanned_by(other, "expected a path, e.g. `crate = ::xlog`"),

@@ -4,6 +4,7 @@ pub const READ: &str = "read";
 pub const WRITE: &str = "write";
 pub const READ_WRITE: &str = "read_write";
 pub const CRATE: &str = "crate";
+pub const SUFFIX: &str = "suffix";
 
 /// The accepted syntax, quoted in diagnostics.
 pub const SYNTAX: &str = "#[xlog_kernel(read(a, ..), write(b, ..), read_write(c, ..))]";

@@ -356,6 +356,17 @@ mod sealed {
 pub trait ReadBuffer<T: DeviceCopy>: sealed::Sealed {
     /// The tracked location of the argument.
     fn arg(&self) -> ArgRef<'_>;
+
+    /// The argument as a read view.
+    fn as_view(&self) -> BufferView<'_, T> {
+        let a = self.arg();
+        BufferView {
+            core: a.core,
+            ptr: a.ptr,
+            len: a.len,
+            _t: PhantomData,
+        }
+    }
 }
 
 /// Something a kernel may write: a buffer or a mutable view of one.
@@ -367,6 +378,17 @@ pub trait ReadBuffer<T: DeviceCopy>: sealed::Sealed {
 pub trait WriteBuffer<T: DeviceCopy>: ReadBuffer<T> {
     /// The tracked location of the argument, borrowed mutably.
     fn arg_mut(&mut self) -> ArgRef<'_>;
+
+    /// The argument as a mutable view.
+    fn as_view_mut(&mut self) -> BufferViewMut<'_, T> {
+        let a = self.arg_mut();
+        BufferViewMut {
+            core: a.core,
+            ptr: a.ptr,
+            len: a.len,
+            _t: PhantomData,
+        }
+    }
 }
 
 impl<T: DeviceCopy> DeviceBuffer<T> {

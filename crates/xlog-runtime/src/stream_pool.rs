@@ -138,6 +138,19 @@ impl Stream {
         }
     }
 
+    /// The runtime that owns this stream.
+    pub fn runtime(&self) -> Result<crate::Runtime> {
+        self.shared
+            .runtime
+            .upgrade()
+            .map(|inner| crate::Runtime { inner })
+            .ok_or_else(|| Error::InvalidArgument {
+                what: format!("{}", self.id()),
+                reason: "the stream's runtime has been dropped (or this is a host placeholder)"
+                    .into(),
+            })
+    }
+
     /// This stream's id within its runtime.
     pub fn id(&self) -> StreamId {
         self.shared.id

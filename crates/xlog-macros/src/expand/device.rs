@@ -8,7 +8,7 @@ use crate::attr::{Attr, Mode};
 
 pub fn entry(attr: &Attr, kernel: &Kernel) -> TokenStream {
     let k = &attr.krate;
-    let name = kernel.name();
+    let name = super::symbol(attr, kernel);
     let body = super::body_ident(kernel);
     let mut abi_params = Vec::new();
     let mut setup = Vec::new();

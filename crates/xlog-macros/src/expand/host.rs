@@ -11,7 +11,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
     let k = &attr.krate;
     let rt = quote!(#k::__private::rt);
     let name = kernel.name();
-    let name_str = name.to_string();
+    let name_str = super::symbol(attr, kernel).to_string();
     let vis = &kernel.item.vis;
     let unsafety = &kernel.item.sig.unsafety;
     let docs: Vec<_> = kernel

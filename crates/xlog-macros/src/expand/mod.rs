@@ -28,6 +28,14 @@ pub fn expand(attr: &Attr, kernel: &Kernel) -> TokenStream {
     }
 }
 
+/// The exported entry-point symbol: the function's name, plus `_suffix` if given.
+pub fn symbol(attr: &Attr, kernel: &Kernel) -> syn::Ident {
+    match &attr.suffix {
+        Some(s) => format_ident!("{}_{}", kernel.name(), s),
+        None => kernel.name().clone(),
+    }
+}
+
 pub fn body_ident(kernel: &Kernel) -> syn::Ident {
     format_ident!("__xlog_body_{}", kernel.name())
 }

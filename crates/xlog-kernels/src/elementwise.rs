@@ -1,0 +1,156 @@
+//! The elementwise kernels, one module per element type (a kernel is one concrete
+//! entry point, so the family is stamped out per type).
+
+macro_rules! elementwise {
+    ($m:ident, $t:ident, min = $min:expr, max = $max:expr) => {
+        #[doc = concat!("Elementwise kernels over `", stringify!($t), "`; entry points end in `_", stringify!($m), "`.")]
+        pub mod $m {
+            use xlog::prelude::*;
+
+            /// `out[i] = value`.
+            #[xlog_kernel(write(out), suffix = $m)]
+            pub fn fill(out: &mut [$t], value: $t) {
+                let i = thread::index_1d();
+                if let Some(o) = out.get_mut(i) {
+                    *o = value;
+                }
+            }
+
+            /// `out[i] = x[i]`.
+            #[xlog_kernel(read(x), write(out), suffix = $m)]
+            pub fn copy(x: &[$t], out: &mut [$t]) {
+                let i = thread::index_1d();
+                if i < x.len() && i < out.len() {
+                    out[i] = x[i.get()];
+                }
+            }
+
+            /// `out[i] = x[i] as f32`.
+            #[xlog_kernel(read(x), write(out), suffix = $m)]
+            pub fn cast_f32(x: &[$t], out: &mut [f32]) {
+                let i = thread::index_1d();
+                if i < x.len() && i < out.len() {
+                    out[i] = x[i.get()] as f32;
+                }
+            }
+
+            /// `out[i] = x[i] as f64`.
+            #[xlog_kernel(read(x), write(out), suffix = $m)]
+            pub fn cast_f64(x: &[$t], out: &mut [f64]) {
+                let i = thread::index_1d();
+                if i < x.len() && i < out.len() {
+                    out[i] = x[i.get()] as f64;
+                }
+            }
+
+            /// `out[i] = a * x[i]` (wrapping for integers).
+            #[xlog_kernel(read(x), write(out), suffix = $m)]
+            pub fn scale(x: &[$t], out: &mut [$t], a: $t) {
+                let i = thread::index_1d();
+                if i < x.len() && i < out.len() {
+                    out[i] = super::ops::mul(a, x[i.get()]);
+                }
+            }
+
+            /// `y[i] = a * x[i] + y[i]` (wrapping for integers).
+            #[xlog_kernel(read(x), read_write(y), suffix = $m)]
+            pub fn axpy(a: $t, x: &[$t], y: &mut [$t]) {
+                let i = thread::index_1d();
+                if i < x.len() && i < y.len() {
+                    y[i] = super::ops::add(super::ops::mul(a, x[i.get()]), y[i]);
+                }
+            }
+
+            elementwise!(@binary $m, $t, add, "`out[i] = x[i] + y[i]` (wrapping for integers).", |a, b| super::ops::add(a, b));
+            elementwise!(@binary $m, $t, sub, "`out[i] = x[i] - y[i]` (wrapping for integers).", |a, b| super::ops::sub(a, b));
+            elementwise!(@binary $m, $t, mul, "`out[i] = x[i] * y[i]` (wrapping for integers).", |a, b| super::ops::mul(a, b));
+            elementwise!(@binary $m, $t, min, "`out[i] = min(x[i], y[i])`.", $min);
+            elementwise!(@binary $m, $t, max, "`out[i] = max(x[i], y[i])`.", $max);
+        }
+    };
+    (@binary $m:ident, $t:ident, $name:ident, $doc:literal, $op:expr) => {
+        #[doc = $doc]
+        #[xlog_kernel(read(x, y), write(out), suffix = $m)]
+        pub fn $name(x: &[$t], y: &[$t], out: &mut [$t]) {
+            let i = thread::index_1d();
+            if i < x.len() && i < y.len() && i < out.len() {
+                let op: fn($t, $t) -> $t = $op;
+                out[i] = op(x[i.get()], y[i.get()]);
+            }
+        }
+    };
+}
+
+/// Arithmetic that is wrapping for integers and IEEE for floats, so the same
+/// kernel text serves every element type.
+mod ops {
+    pub trait Arith: Copy {
+        fn add(self, o: Self) -> Self;
+        fn sub(self, o: Self) -> Self;
+        fn mul(self, o: Self) -> Self;
+    }
+    macro_rules! int {
+        ($($t:ty),*) => {$(
+            impl Arith for $t {
+                #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+                #[inline(always)] fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+                #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            }
+        )*};
+    }
+    macro_rules! float {
+        ($($t:ty),*) => {$(
+            impl Arith for $t {
+                #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+                #[inline(always)] fn sub(self, o: Self) -> Self { self - o }
+                #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            }
+        )*};
+    }
+    int!(i32, u32, u64);
+    float!(f32, f64);
+
+    #[inline(always)]
+    pub fn add<T: Arith>(a: T, b: T) -> T {
+        a.add(b)
+    }
+    #[inline(always)]
+    pub fn sub<T: Arith>(a: T, b: T) -> T {
+        a.sub(b)
+    }
+    #[inline(always)]
+    pub fn mul<T: Arith>(a: T, b: T) -> T {
+        a.mul(b)
+    }
+}
+
+elementwise!(
+    f32,
+    f32,
+    min = |a: f32, b: f32| a.min(b),
+    max = |a: f32, b: f32| a.max(b)
+);
+elementwise!(
+    f64,
+    f64,
+    min = |a: f64, b: f64| a.min(b),
+    max = |a: f64, b: f64| a.max(b)
+);
+elementwise!(
+    i32,
+    i32,
+    min = |a: i32, b: i32| a.min(b),
+    max = |a: i32, b: i32| a.max(b)
+);
+elementwise!(
+    u32,
+    u32,
+    min = |a: u32, b: u32| a.min(b),
+    max = |a: u32, b: u32| a.max(b)
+);
+elementwise!(
+    u64,
+    u64,
+    min = |a: u64, b: u64| a.min(b),
+    max = |a: u64, b: u64| a.max(b)
+);

@@ -1,0 +1,271 @@
+//! Host APIs: validate lengths, allocate outputs from the stream's runtime, launch.
+
+use xlog::{
+    AllocTag, BufferView, BufferViewMut, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result,
+    Stream, WriteBuffer,
+};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The binary operations of the elementwise family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binary {
+    /// `x + y` (wrapping for integers).
+    Add,
+    /// `x - y` (wrapping for integers).
+    Sub,
+    /// `x * y` (wrapping for integers).
+    Mul,
+    /// `min(x, y)`.
+    Min,
+    /// `max(x, y)`.
+    Max,
+}
+
+/// Element types the elementwise family is compiled for: `f32`, `f64`, `i32`,
+/// `u32`, `u64`.
+pub trait Element: xlog::DeviceCopy + sealed::Sealed {
+    #[doc(hidden)]
+    fn __fill(s: &Stream, out: &mut BufferViewMut<'_, Self>, value: Self) -> Result<()>;
+    #[doc(hidden)]
+    fn __copy(
+        s: &Stream,
+        x: &BufferView<'_, Self>,
+        out: &mut BufferViewMut<'_, Self>,
+    ) -> Result<()>;
+    #[doc(hidden)]
+    fn __cast_f32(
+        s: &Stream,
+        x: &BufferView<'_, Self>,
+        out: &mut BufferViewMut<'_, f32>,
+    ) -> Result<()>;
+    #[doc(hidden)]
+    fn __cast_f64(
+        s: &Stream,
+        x: &BufferView<'_, Self>,
+        out: &mut BufferViewMut<'_, f64>,
+    ) -> Result<()>;
+    #[doc(hidden)]
+    fn __scale(
+        s: &Stream,
+        x: &BufferView<'_, Self>,
+        out: &mut BufferViewMut<'_, Self>,
+        a: Self,
+    ) -> Result<()>;
+    #[doc(hidden)]
+    fn __axpy(
+        s: &Stream,
+        a: Self,
+        x: &BufferView<'_, Self>,
+        y: &mut BufferViewMut<'_, Self>,
+    ) -> Result<()>;
+    #[doc(hidden)]
+    fn __binary(
+        s: &Stream,
+        op: Binary,
+        x: &BufferView<'_, Self>,
+        y: &BufferView<'_, Self>,
+        out: &mut BufferViewMut<'_, Self>,
+    ) -> Result<()>;
+}
+
+macro_rules! element {
+    ($m:ident, $t:ty) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            fn __fill(s: &Stream, out: &mut BufferViewMut<'_, Self>, value: Self) -> Result<()> {
+                crate::elementwise::$m::fill::launch(s, cfg(out.len()), out, value)
+            }
+            fn __copy(
+                s: &Stream,
+                x: &BufferView<'_, Self>,
+                out: &mut BufferViewMut<'_, Self>,
+            ) -> Result<()> {
+                crate::elementwise::$m::copy::launch(s, cfg(x.len()), x, out)
+            }
+            fn __cast_f32(
+                s: &Stream,
+                x: &BufferView<'_, Self>,
+                out: &mut BufferViewMut<'_, f32>,
+            ) -> Result<()> {
+                crate::elementwise::$m::cast_f32::launch(s, cfg(x.len()), x, out)
+            }
+            fn __cast_f64(
+                s: &Stream,
+                x: &BufferView<'_, Self>,
+                out: &mut BufferViewMut<'_, f64>,
+            ) -> Result<()> {
+                crate::elementwise::$m::cast_f64::launch(s, cfg(x.len()), x, out)
+            }
+            fn __scale(
+                s: &Stream,
+                x: &BufferView<'_, Self>,
+                out: &mut BufferViewMut<'_, Self>,
+                a: Self,
+            ) -> Result<()> {
+                crate::elementwise::$m::scale::launch(s, cfg(x.len()), x, out, a)
+            }
+            fn __axpy(
+                s: &Stream,
+                a: Self,
+                x: &BufferView<'_, Self>,
+                y: &mut BufferViewMut<'_, Self>,
+            ) -> Result<()> {
+                crate::elementwise::$m::axpy::launch(s, cfg(x.len()), a, x, y)
+            }
+            fn __binary(
+                s: &Stream,
+                op: Binary,
+                x: &BufferView<'_, Self>,
+                y: &BufferView<'_, Self>,
+                out: &mut BufferViewMut<'_, Self>,
+            ) -> Result<()> {
+                use crate::elementwise::$m as k;
+                let c = cfg(x.len());
+                match op {
+                    Binary::Add => k::add::launch(s, c, x, y, out),
+                    Binary::Sub => k::sub::launch(s, c, x, y, out),
+                    Binary::Mul => k::mul::launch(s, c, x, y, out),
+                    Binary::Min => k::min::launch(s, c, x, y, out),
+                    Binary::Max => k::max::launch(s, c, x, y, out),
+                }
+            }
+        }
+    };
+}
+
+element!(f32, f32);
+element!(f64, f64);
+element!(i32, i32);
+element!(u32, u32);
+element!(u64, u64);
+
+fn cfg(n: usize) -> LaunchConfig {
+    LaunchConfig::for_len(n)
+}
+
+fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
+    if a == b {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            what: what.to_owned(),
+            reason: format!("inputs have {a} and {b} elements; pass views of equal length"),
+        })
+    }
+}
+
+/// An output of `len` elements on `s`'s runtime, to be fully written by `write`.
+fn output<U: xlog::DeviceCopy>(
+    s: &Stream,
+    len: usize,
+    tag: &'static str,
+    write: impl FnOnce(&mut BufferViewMut<'_, U>) -> Result<()>,
+) -> Result<DeviceBuffer<U>> {
+    let rt = s.runtime()?;
+    // SAFETY: `write` launches a kernel that writes every element (one thread per
+    // element) before anything else can read the buffer: later uses are fenced on
+    // that launch. For `len == 0` there is nothing to read.
+    let mut out = unsafe { rt.alloc_uninit::<U>(s, len, AllocTag(tag)) }?;
+    if len > 0 {
+        write(&mut out.as_view_mut())?;
+    }
+    Ok(out)
+}
+
+/// A new buffer of `len` copies of `value`.
+pub fn fill<T: Element>(s: &Stream, len: usize, value: T) -> Result<DeviceBuffer<T>> {
+    output(s, len, "xlog-kernels::fill", |o| T::__fill(s, o, value))
+}
+
+/// A copy of `x`.
+pub fn copy<T: Element>(s: &Stream, x: &(impl ReadBuffer<T> + ?Sized)) -> Result<DeviceBuffer<T>> {
+    let x = x.as_view();
+    output(s, x.len(), "xlog-kernels::copy", |o| T::__copy(s, &x, o))
+}
+
+/// `x` converted to `f32` with `as`.
+pub fn cast_f32<T: Element>(
+    s: &Stream,
+    x: &(impl ReadBuffer<T> + ?Sized),
+) -> Result<DeviceBuffer<f32>> {
+    let x = x.as_view();
+    output(s, x.len(), "xlog-kernels::cast", |o| {
+        T::__cast_f32(s, &x, o)
+    })
+}
+
+/// `x` converted to `f64` with `as`.
+pub fn cast_f64<T: Element>(
+    s: &Stream,
+    x: &(impl ReadBuffer<T> + ?Sized),
+) -> Result<DeviceBuffer<f64>> {
+    let x = x.as_view();
+    output(s, x.len(), "xlog-kernels::cast", |o| {
+        T::__cast_f64(s, &x, o)
+    })
+}
+
+/// `a * x` (wrapping for integers).
+pub fn scale<T: Element>(
+    s: &Stream,
+    x: &(impl ReadBuffer<T> + ?Sized),
+    a: T,
+) -> Result<DeviceBuffer<T>> {
+    let x = x.as_view();
+    output(s, x.len(), "xlog-kernels::scale", |o| {
+        T::__scale(s, &x, o, a)
+    })
+}
+
+/// `y = a * x + y` in place (wrapping for integers).
+pub fn axpy<T: Element>(
+    s: &Stream,
+    a: T,
+    x: &(impl ReadBuffer<T> + ?Sized),
+    y: &mut (impl WriteBuffer<T> + ?Sized),
+) -> Result<()> {
+    let (x, mut y) = (x.as_view(), y.as_view_mut());
+    same_len("xlog_kernels::axpy", x.len(), y.len())?;
+    if x.is_empty() {
+        return Ok(());
+    }
+    T::__axpy(s, a, &x, &mut y)
+}
+
+/// `op(x, y)` elementwise into a new buffer.
+pub fn binary<T: Element>(
+    s: &Stream,
+    op: Binary,
+    x: &(impl ReadBuffer<T> + ?Sized),
+    y: &(impl ReadBuffer<T> + ?Sized),
+) -> Result<DeviceBuffer<T>> {
+    let (x, y) = (x.as_view(), y.as_view());
+    same_len("xlog_kernels::binary", x.len(), y.len())?;
+    output(s, x.len(), "xlog-kernels::binary", |o| {
+        T::__binary(s, op, &x, &y, o)
+    })
+}
+
+macro_rules! binary_fn {
+    ($($name:ident => $op:ident, $doc:literal;)*) => {$(
+        #[doc = $doc]
+        pub fn $name<T: Element>(
+            s: &Stream,
+            x: &(impl ReadBuffer<T> + ?Sized),
+            y: &(impl ReadBuffer<T> + ?Sized),
+        ) -> Result<DeviceBuffer<T>> {
+            binary(s, Binary::$op, x, y)
+        }
+    )*};
+}
+
+binary_fn! {
+    add => Add, "`x + y` elementwise (wrapping for integers).";
+    sub => Sub, "`x - y` elementwise (wrapping for integers).";
+    mul => Mul, "`x * y` elementwise (wrapping for integers).";
+    min => Min, "`min(x, y)` elementwise.";
+    max => Max, "`max(x, y)` elementwise.";
+}
