@@ -34,7 +34,8 @@ for line in sys.stdin:
     if m.get("reason") != "compiler-artifact" or not m.get("executable"):
         continue
     kind = m["target"]["kind"][0]
-    if mode == "test" and kind != "test":
+    # Only the opt-in GPU suites (targets named gpu*); CPU tests run in CI.
+    if mode == "test" and (kind != "test" or not m["target"]["name"].startswith("gpu")):
         continue
     if mode == "bench" and kind != "bench":
         continue

@@ -5,7 +5,8 @@
 #   tests.log    full output of every suite
 #   sanitizer.log full output of every sanitizer pass
 #   bench.md     benchmark tables
-# Exit status: non-zero if any suite or sanitizer pass failed.
+# XLOG_PHASES (default "tests sanitizer bench") selects what runs, so a long run can
+# be split across calls. Exit status: non-zero if any suite or sanitizer pass failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:-gpu-out}}
@@ -14,6 +15,8 @@ bin=.gpu-bundle/bin
 export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH
 status=0
+phases=" ${XLOG_PHASES:-tests sanitizer bench} "
+has() { [[ "$phases" == *" $1 "* ]]; }
 summary=$out/summary.md
 {
   echo "# GPU run $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -37,6 +40,7 @@ PY
 }
 
 for t in "$bin"/test-*; do
+  has tests || break
   [ -e "$t" ] || continue
   name=$(basename "$t")
   log=$out/.$name.log
@@ -50,6 +54,7 @@ for t in "$bin"/test-*; do
 done
 
 for e in "$bin"/example-*; do
+  has tests || break
   [ -e "$e" ] || continue
   name=$(basename "$e")
   timeout 120 "$e" >"$out/.ex.log" 2>&1
@@ -60,7 +65,7 @@ for e in "$bin"/example-*; do
   [ "$rc" -eq 0 ] || status=1
 done
 
-if [ "${XLOG_SKIP_SANITIZER:-0}" != 1 ]; then
+if has sanitizer; then
   { echo; echo "| sanitizer (direct backend) | suite | errors | exit |"; echo "| --- | --- | --- | --- |"; } >>"$summary"
   for tool in memcheck racecheck synccheck initcheck; do
     for t in "$bin"/test-*; do
@@ -86,6 +91,7 @@ if [ "${XLOG_SKIP_SANITIZER:-0}" != 1 ]; then
 fi
 
 for b in "$bin"/bench-*; do
+  has bench || break
   [ -e "$b" ] || continue
   { echo; timeout 300 "$b" --bench 2>&1; } >>"$out/bench.md" || status=1
 done

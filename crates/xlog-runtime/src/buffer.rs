@@ -71,9 +71,14 @@ impl BufferCore {
         };
         let stream = &self.alloc_stream;
         let state = self.track.get_mut().unwrap_or_else(|p| p.into_inner());
-        let ordered = stream
-            .bind()
-            .and_then(|()| state.all_points().try_for_each(|p| stream.wait_for(p)));
+        // Same-stream points need no wait (and no driver call); bind only for others.
+        let ordered = state
+            .all_points()
+            .filter(|p| p.stream != *stream)
+            .try_for_each(|p| {
+                stream.bind()?;
+                stream.wait_for(p)
+            });
         if let Err(e) = ordered {
             // The free cannot be ordered on the device; order it on the host instead.
             self.runtime.report_drop_error("fencing a free", &e);

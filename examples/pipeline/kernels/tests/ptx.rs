@@ -1,0 +1,13 @@
+//! CI check (no GPU): this kernel crate's PTX passes ptxas for sm_80 and sm_90 with
+//! no register spills, and defines every kernel it declares.
+
+#[test]
+fn ptxas_accepts_every_kernel_without_spills() {
+    let m = &pipeline_kernels::MODULE;
+    assert!(!m.kernels.is_empty(), "the module defines no kernel");
+    let reports = xlog_build::ptxas::check_module(m.name, m.ptx, &["sm_80", "sm_90"], &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    for r in &reports {
+        assert_eq!(r.functions.len(), m.kernels.len(), "ptxas -arch={}", r.arch);
+    }
+}
