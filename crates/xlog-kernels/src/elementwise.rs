@@ -2,7 +2,7 @@
 //! entry point, so the family is stamped out per type).
 
 macro_rules! elementwise {
-    ($m:ident, $t:ident, min = $min:expr, max = $max:expr) => {
+    ($m:ident, $t:ident, min = $min:path, max = $max:path) => {
         #[doc = concat!("Elementwise kernels over `", stringify!($t), "`; entry points end in `_", stringify!($m), "`.")]
         pub mod $m {
             use xlog::prelude::*;
@@ -61,21 +61,20 @@ macro_rules! elementwise {
                 }
             }
 
-            elementwise!(@binary $m, $t, add, "`out[i] = x[i] + y[i]` (wrapping for integers).", |a, b| super::ops::add(a, b));
-            elementwise!(@binary $m, $t, sub, "`out[i] = x[i] - y[i]` (wrapping for integers).", |a, b| super::ops::sub(a, b));
-            elementwise!(@binary $m, $t, mul, "`out[i] = x[i] * y[i]` (wrapping for integers).", |a, b| super::ops::mul(a, b));
+            elementwise!(@binary $m, $t, add, "`out[i] = x[i] + y[i]` (wrapping for integers).", super::ops::add);
+            elementwise!(@binary $m, $t, sub, "`out[i] = x[i] - y[i]` (wrapping for integers).", super::ops::sub);
+            elementwise!(@binary $m, $t, mul, "`out[i] = x[i] * y[i]` (wrapping for integers).", super::ops::mul);
             elementwise!(@binary $m, $t, min, "`out[i] = min(x[i], y[i])`.", $min);
             elementwise!(@binary $m, $t, max, "`out[i] = max(x[i], y[i])`.", $max);
         }
     };
-    (@binary $m:ident, $t:ident, $name:ident, $doc:literal, $op:expr) => {
+    (@binary $m:ident, $t:ident, $name:ident, $doc:literal, $op:path) => {
         #[doc = $doc]
         #[xlog_kernel(read(x, y), write(out), suffix = $m)]
         pub fn $name(x: &[$t], y: &[$t], out: &mut [$t]) {
             let i = thread::index_1d();
             if i < x.len() && i < y.len() && i < out.len() {
-                let op: fn($t, $t) -> $t = $op;
-                out[i] = op(x[i.get()], y[i.get()]);
+                out[i] = $op(x[i.get()], y[i.get()]);
             }
         }
     };
@@ -124,33 +123,8 @@ mod ops {
     }
 }
 
-elementwise!(
-    f32,
-    f32,
-    min = |a: f32, b: f32| a.min(b),
-    max = |a: f32, b: f32| a.max(b)
-);
-elementwise!(
-    f64,
-    f64,
-    min = |a: f64, b: f64| a.min(b),
-    max = |a: f64, b: f64| a.max(b)
-);
-elementwise!(
-    i32,
-    i32,
-    min = |a: i32, b: i32| a.min(b),
-    max = |a: i32, b: i32| a.max(b)
-);
-elementwise!(
-    u32,
-    u32,
-    min = |a: u32, b: u32| a.min(b),
-    max = |a: u32, b: u32| a.max(b)
-);
-elementwise!(
-    u64,
-    u64,
-    min = |a: u64, b: u64| a.min(b),
-    max = |a: u64, b: u64| a.max(b)
-);
+elementwise!(f32, f32, min = f32::min, max = f32::max);
+elementwise!(f64, f64, min = f64::min, max = f64::max);
+elementwise!(i32, i32, min = i32::min, max = i32::max);
+elementwise!(u32, u32, min = u32::min, max = u32::max);
+elementwise!(u64, u64, min = u64::min, max = u64::max);

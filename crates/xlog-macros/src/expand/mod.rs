@@ -61,12 +61,19 @@ fn body_fn(attr: &Attr, kernel: &Kernel) -> TokenStream {
     let name = body_ident(kernel);
     let unsafety = &kernel.item.sig.unsafety;
     let block = &kernel.item.block;
+    // The user's own attributes (lints, cfgs) apply to the body they wrote.
+    let attrs = kernel
+        .item
+        .attrs
+        .iter()
+        .filter(|a| !a.path().is_ident("doc"));
     let params = kernel.params.iter().map(|p| {
         let id = &p.ident;
         let ty = device_param_type(attr, p);
         quote_spanned!(p.ty.span()=> #id: #ty)
     });
     quote! {
+        #(#attrs)*
         #[inline(always)]
         #[allow(dead_code, non_snake_case, clippy::too_many_arguments)]
         #unsafety fn #name(#(#params),*) #block
