@@ -81,7 +81,9 @@ if has sanitizer; then
       XLOG_BACKEND=direct timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 99 \
         "$t" --test-threads=1 "${skips[@]}" >"$log" 2>&1
       rc=$?
-      errs=$(grep -Eo "ERROR SUMMARY: [0-9]+" "$log" | tail -1 | grep -Eo "[0-9]+" || echo "?")
+      # memcheck/synccheck/initcheck print "ERROR SUMMARY: N errors"; racecheck prints
+      # "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)".
+      errs=$(grep -Eo "ERROR SUMMARY: [0-9]+|\(([0-9]+) errors" "$log" | tail -1 | grep -Eo "[0-9]+" || echo "?")
       echo "| $tool | $name | $errs | $rc |" >>"$summary"
       { echo "===== $tool $name (exit $rc)"; cat "$log"; } >>"$out/sanitizer.log"
       rm -f "$log"
