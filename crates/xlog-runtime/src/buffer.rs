@@ -72,10 +72,12 @@ impl BufferCore {
         let stream = &self.alloc_stream;
         let state = self.track.get_mut().unwrap_or_else(|p| p.into_inner());
         // Same-stream points need no wait (and no driver call); bind only for others.
+        let fence = crate::fencing_enabled();
         let ordered = state
             .all_points()
-            .filter(|p| p.stream != *stream)
+            .filter(|p| fence && p.stream != *stream)
             .try_for_each(|p| {
+                crate::fault_point!(DeallocWait, "a wait before a free");
                 stream.bind()?;
                 stream.wait_for(p)
             });

@@ -50,6 +50,7 @@ impl fmt::Debug for Module {
 impl Module {
     /// Load PTX text or a cubin image.
     pub(crate) fn load(device: &Device, name: &str, image: &[u8]) -> Result<Module> {
+        crate::fault_point!(ModuleLoad, "cuModuleLoadData");
         device.bind()?;
         let mut owned;
         let bytes = if image.starts_with(b"\x7fELF") || image.ends_with(&[0]) {

@@ -191,6 +191,9 @@ impl<'a> LaunchRecorder<'a, Recording> {
                 }
             }
         }
+        if !crate::fencing_enabled() {
+            waits.clear();
+        }
         Ok(LaunchRecorder {
             stream: self.stream,
             entries: self.entries,
@@ -251,6 +254,7 @@ impl<'a> LaunchRecorder<'a, Ready> {
         config.validate(func.device().info(), func.name())?;
         self.stream.bind()?;
         func.ensure_dynamic_shared(config.shared_bytes)?;
+        crate::fault_point!(Launch, "cuLaunchKernel");
         for w in &self.waits {
             self.stream.wait_for(w)?;
         }

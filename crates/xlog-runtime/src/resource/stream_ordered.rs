@@ -100,7 +100,10 @@ impl DeviceMemoryResource for AsyncResource {
     }
 
     fn reap_pending(&self) -> Result<usize> {
-        self.pending.reap_with(|s| s.synchronize())
+        self.pending.reap_with(|s| {
+            crate::fault_point!(Reap, "the stream synchronisation of a reap");
+            s.synchronize()
+        })
     }
 
     fn tracks_streams(&self) -> bool {
