@@ -17,6 +17,7 @@ suites=(
   "xlog-runtime:gpu-tests"
   "xlog-kernels:gpu-tests"
   "xlog-device-kernels:gpu"
+  "xlog-stress:gpu-tests"
 )
 for entry in "${suites[@]}"; do
   pkg=${entry%%:*}

@@ -416,3 +416,13 @@ mod tests {
         let _ = index_1d();
     }
 }
+
+/// Suspend this thread for about `ns` nanoseconds (PTX `nanosleep`, sm_70+; the
+/// hardware may sleep anywhere in `[0, 2·ns]`). For tests and back-off loops.
+#[inline(always)]
+pub fn sleep_ns(ns: u32) {
+    device_only!("thread::sleep_ns", {
+        // SAFETY: `nanosleep` only delays the calling thread; it touches no memory.
+        unsafe { core::arch::asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack)) }
+    })
+}

@@ -98,10 +98,15 @@ impl<R: DeviceMemoryResource> DeviceMemoryResource for StatsAdaptor<R> {
         let block = self.upstream.allocate(bytes, stream, tag)?;
         let c = &self.counters;
         let now = c.current_bytes.fetch_add(bytes, Ordering::AcqRel) + bytes;
-        c.peak_bytes.fetch_max(now, Ordering::AcqRel);
+        // Peaks rarely move in steady state: a load avoids a read-modify-write.
+        if now > c.peak_bytes.load(Ordering::Relaxed) {
+            c.peak_bytes.fetch_max(now, Ordering::AcqRel);
+        }
         c.total_bytes.fetch_add(bytes, Ordering::AcqRel);
         let n = c.current_count.fetch_add(1, Ordering::AcqRel) + 1;
-        c.peak_count.fetch_max(n, Ordering::AcqRel);
+        if n > c.peak_count.load(Ordering::Relaxed) {
+            c.peak_count.fetch_max(n, Ordering::AcqRel);
+        }
         c.total_count.fetch_add(1, Ordering::AcqRel);
         Ok(block)
     }

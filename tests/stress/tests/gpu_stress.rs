@@ -1,0 +1,699 @@
+//! Reliability suite (opt-in: `--features gpu-tests`; fails without a device).
+//!
+//! - `stress`: random multi-stream programs (16 streams, 64 buffer slots of random
+//!   sizes, kernels with random read / write / read-write sets, copies, uploads,
+//!   fills, frees and re-allocations, issued from several host threads) run through
+//!   xlog and checked byte for byte against a CPU model. Reproducible by seed; a
+//!   failing seed is shrunk and the minimal failing program printed.
+//! - `stress_has_teeth`: the same with fencing switched off must report mismatches.
+//! - `sixteen_threads_share_a_budgeted_runtime`, `injected_faults_leave_the_runtime_usable`.
+//!
+//! Scale with XLOG_STRESS_SEEDS, XLOG_STRESS_OPS, XLOG_STRESS_THREADS.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use xlog::{AllocTag, DeviceBuffer, Error, LaunchConfig, Runtime, Stream};
+use xlog_runtime::testing::{self, Site};
+use xlog_stress::{at, mix, mix_rw, mix_w};
+
+/// Tests here flip process-wide switches: they run one at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn rt() -> Runtime {
+    Runtime::get(0)
+        .unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
+}
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Rng(u64);
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+fn host_data(seed: u64, len: usize) -> Vec<u32> {
+    let mut r = Rng::new(seed);
+    (0..len).map(|_| r.next() as u32).collect()
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Alloc {
+        slot: usize,
+        len: usize,
+        stream: usize,
+        upload_seed: Option<u64>,
+    },
+    Free {
+        slot: usize,
+    },
+    Kernel {
+        rw: bool,
+        a: usize,
+        b: usize,
+        out: usize,
+        salt: u32,
+        spin_ns: u32,
+        stream: usize,
+    },
+    Copy {
+        src: usize,
+        dst: usize,
+        stream: usize,
+    },
+    Upload {
+        slot: usize,
+        off: usize,
+        len: usize,
+        seed: u64,
+        stream: usize,
+    },
+    Fill {
+        slot: usize,
+        off: usize,
+        len: usize,
+        value: u32,
+        stream: usize,
+    },
+    Download {
+        slot: usize,
+        stream: usize,
+    },
+}
+
+struct Shape {
+    streams: usize,
+    slots: usize,
+    max_len: usize,
+    slow_percent: u64,
+}
+
+const SHAPE: Shape = Shape {
+    streams: 16,
+    slots: 64,
+    max_len: 4096,
+    slow_percent: 5,
+};
+
+fn generate(seed: u64, ops: usize, shape: &Shape) -> Vec<Op> {
+    let mut r = Rng::new(seed);
+    let mut prog = Vec::with_capacity(ops + shape.slots);
+    for slot in 0..shape.slots {
+        let len = if r.chance(3) {
+            0
+        } else {
+            1 + r.below(shape.max_len)
+        };
+        prog.push(Op::Alloc {
+            slot,
+            len,
+            stream: r.below(shape.streams),
+            upload_seed: Some(r.next()),
+        });
+    }
+    for _ in 0..ops {
+        let stream = r.below(shape.streams);
+        let slot = r.below(shape.slots);
+        let op = match r.below(100) {
+            0..=3 => Op::Alloc {
+                slot,
+                len: if r.chance(5) {
+                    0
+                } else {
+                    1 + r.below(shape.max_len)
+                },
+                stream,
+                upload_seed: if r.chance(50) { Some(r.next()) } else { None },
+            },
+            4..=6 => Op::Free { slot },
+            7..=64 => {
+                let (a, b) = (r.below(shape.slots), r.below(shape.slots));
+                let spin_ns = if r.chance(shape.slow_percent) {
+                    20_000 + r.below(200_000) as u32
+                } else {
+                    0
+                };
+                Op::Kernel {
+                    rw: r.chance(50),
+                    a,
+                    b,
+                    out: slot,
+                    salt: r.next() as u32,
+                    spin_ns,
+                    stream,
+                }
+            }
+            65..=79 => Op::Copy {
+                src: r.below(shape.slots),
+                dst: slot,
+                stream,
+            },
+            80..=87 => {
+                let (off, len) = (r.below(shape.max_len), 1 + r.below(256));
+                Op::Upload {
+                    slot,
+                    off,
+                    len,
+                    seed: r.next(),
+                    stream,
+                }
+            }
+            88..=96 => {
+                let (off, len) = (r.below(shape.max_len), 1 + r.below(shape.max_len));
+                Op::Fill {
+                    slot,
+                    off,
+                    len,
+                    value: r.next() as u32,
+                    stream,
+                }
+            }
+            _ => Op::Download { slot, stream },
+        };
+        prog.push(op);
+    }
+    prog
+}
+
+/// Fields are read through `Debug` in failure reports.
+#[derive(Debug)]
+#[allow(dead_code)]
+struct Mismatch {
+    op: usize,
+    slot: usize,
+    index: usize,
+    got: u32,
+    want: u32,
+}
+
+/// Clamp a view `[off, off+len)` to a buffer of `n` elements.
+fn clamp(off: usize, len: usize, n: usize) -> (usize, usize) {
+    let start = off.min(n);
+    (start, len.min(n - start))
+}
+
+struct Outcome {
+    mismatches: Vec<Mismatch>,
+    checked_words: usize,
+}
+
+/// Run `prog` on the GPU through xlog, op `i` issued by host thread `i % threads`
+/// permuted by `seed`, in program order; compare every download with the model.
+fn execute(rt: &Runtime, streams: &[Stream], prog: &[Op], threads: usize, seed: u64) -> Outcome {
+    let slots = prog
+        .iter()
+        .filter_map(|o| match o {
+            Op::Alloc { slot, .. } => Some(*slot + 1),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+        .max(SHAPE.slots);
+    let gpu: Mutex<Vec<Option<DeviceBuffer<u32>>>> = Mutex::new((0..slots).map(|_| None).collect());
+    let model: Mutex<Vec<Option<Vec<u32>>>> = Mutex::new(vec![None; slots]);
+    let mismatches = Mutex::new(Vec::new());
+    let checked = AtomicUsize::new(0);
+    let ticket = AtomicUsize::new(0);
+    let mut owner = Rng::new(seed ^ 0xA5A5);
+    let owners: Vec<usize> = prog.iter().map(|_| owner.below(threads)).collect();
+
+    let compare = |op: usize, slot: usize, got: &[u32], want: &[u32]| {
+        checked.fetch_add(want.len(), Ordering::Relaxed);
+        if got.len() != want.len() {
+            mismatches.lock().unwrap().push(Mismatch {
+                op,
+                slot,
+                index: usize::MAX,
+                got: got.len() as u32,
+                want: want.len() as u32,
+            });
+        } else if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+            mismatches.lock().unwrap().push(Mismatch {
+                op,
+                slot,
+                index: i,
+                got: got[i],
+                want: want[i],
+            });
+        }
+    };
+
+    let step = |i: usize| {
+        let mut g = gpu.lock().unwrap();
+        let mut m = model.lock().unwrap();
+        match prog[i] {
+            Op::Alloc {
+                slot,
+                len,
+                stream,
+                upload_seed,
+            } => {
+                g[slot] = None; // free first, in stream order
+                let s = &streams[stream];
+                match upload_seed {
+                    Some(seed) => {
+                        let data = host_data(seed, len);
+                        g[slot] = Some(rt.upload_on(s, &data).unwrap());
+                        m[slot] = Some(data);
+                    }
+                    None => {
+                        g[slot] = Some(rt.alloc_zeroed_on::<u32>(s, len).unwrap());
+                        m[slot] = Some(vec![0; len]);
+                    }
+                }
+            }
+            Op::Free { slot } => {
+                g[slot] = None;
+                m[slot] = None;
+            }
+            Op::Kernel {
+                rw,
+                a,
+                b,
+                out,
+                salt,
+                spin_ns,
+                stream,
+            } => {
+                if out == a || out == b || g[out].is_none() || g[a].is_none() || g[b].is_none() {
+                    return;
+                }
+                let n = m[out].as_ref().unwrap().len();
+                if n == 0 {
+                    return;
+                }
+                let mut o = g[out].take().unwrap();
+                let (ga, gb) = (g[a].as_ref().unwrap(), g[b].as_ref().unwrap());
+                let cfg = LaunchConfig::for_len(n);
+                let s = &streams[stream];
+                if rw {
+                    mix_rw::launch(s, cfg, ga, gb, &mut o, salt, spin_ns).unwrap();
+                } else {
+                    mix_w::launch(s, cfg, ga, gb, &mut o, salt, spin_ns).unwrap();
+                }
+                g[out] = Some(o);
+                let (ma, mb) = (m[a].clone().unwrap(), m[b].clone().unwrap());
+                let mo = m[out].as_mut().unwrap();
+                for (idx, v) in mo.iter_mut().enumerate() {
+                    let x = mix(at(&ma, idx), at(&mb, idx), salt);
+                    *v = if rw { x ^ v.rotate_left(5) } else { x };
+                }
+            }
+            Op::Copy { src, dst, stream } => {
+                if src == dst || g[src].is_none() || g[dst].is_none() {
+                    return;
+                }
+                let n = m[src]
+                    .as_ref()
+                    .unwrap()
+                    .len()
+                    .min(m[dst].as_ref().unwrap().len());
+                let mut d = g[dst].take().unwrap();
+                d.slice_mut(0..n)
+                    .copy_from(&streams[stream], &g[src].as_ref().unwrap().slice(0..n))
+                    .unwrap();
+                g[dst] = Some(d);
+                let from = m[src].as_ref().unwrap()[..n].to_vec();
+                m[dst].as_mut().unwrap()[..n].copy_from_slice(&from);
+            }
+            Op::Upload {
+                slot,
+                off,
+                len,
+                seed,
+                stream,
+            } => {
+                let Some(buf) = g[slot].as_mut() else { return };
+                let (start, n) = clamp(off, len, buf.len());
+                let data = host_data(seed, n);
+                buf.slice_mut(start..start + n)
+                    .copy_from_host(&streams[stream], &data)
+                    .unwrap();
+                m[slot].as_mut().unwrap()[start..start + n].copy_from_slice(&data);
+            }
+            Op::Fill {
+                slot,
+                off,
+                len,
+                value,
+                stream,
+            } => {
+                let Some(buf) = g[slot].as_mut() else { return };
+                let (start, n) = clamp(off, len, buf.len());
+                buf.slice_mut(start..start + n)
+                    .fill(&streams[stream], value)
+                    .unwrap();
+                m[slot].as_mut().unwrap()[start..start + n].fill(value);
+            }
+            Op::Download { slot, stream } => {
+                let Some(buf) = g[slot].as_ref() else { return };
+                let got = buf.download(&streams[stream]).unwrap();
+                compare(i, slot, &got, m[slot].as_ref().unwrap());
+            }
+        }
+    };
+
+    std::thread::scope(|sc| {
+        for t in 0..threads {
+            let (owners, ticket, step) = (&owners, &ticket, &step);
+            sc.spawn(move || {
+                for i in (0..prog.len()).filter(|&i| owners[i] == t) {
+                    while ticket.load(Ordering::Acquire) != i {
+                        std::thread::yield_now();
+                    }
+                    step(i);
+                    ticket.store(i + 1, Ordering::Release);
+                }
+            });
+        }
+    });
+
+    // Final check of every live buffer, each downloaded on a random stream.
+    let g = gpu.into_inner().unwrap();
+    let m = model.into_inner().unwrap();
+    let mut r = Rng::new(seed ^ 0x5A5A);
+    for slot in 0..slots {
+        if let (Some(buf), Some(want)) = (&g[slot], &m[slot]) {
+            let got = buf.download(&streams[r.below(streams.len())]).unwrap();
+            compare(prog.len(), slot, &got, want);
+        }
+    }
+    drop(g);
+    Outcome {
+        mismatches: mismatches.into_inner().unwrap(),
+        checked_words: checked.into_inner(),
+    }
+}
+
+/// Shrink a failing program: cut everything after the first mismatch, then drop
+/// chunks of operations while the program still fails. Bounded by `budget` runs.
+fn shrink(
+    rt: &Runtime,
+    streams: &[Stream],
+    mut prog: Vec<Op>,
+    first_bad: usize,
+    mut budget: usize,
+) -> Vec<Op> {
+    prog.truncate((first_bad + 1).min(prog.len()));
+    prog.push(Op::Download { slot: 0, stream: 0 });
+    let fails = |p: &[Op]| !execute(rt, streams, p, 1, 7).mismatches.is_empty();
+    let mut chunk = prog.len() / 2;
+    while chunk >= 1 && budget > 0 {
+        let mut i = 0;
+        while i < prog.len() && budget > 0 {
+            let mut candidate = prog.clone();
+            candidate.drain(i..(i + chunk).min(candidate.len()));
+            budget -= 1;
+            if !candidate.is_empty() && fails(&candidate) {
+                prog = candidate;
+            } else {
+                i += chunk;
+            }
+        }
+        chunk /= 2;
+    }
+    prog
+}
+
+struct Totals {
+    ops: usize,
+    words: usize,
+    mismatches: usize,
+}
+
+fn run_seeds(
+    rt: &Runtime,
+    seeds: std::ops::Range<u64>,
+    ops: usize,
+    threads: usize,
+    shape: &Shape,
+    report: bool,
+) -> Totals {
+    let streams: Vec<Stream> = (0..shape.streams)
+        .map(|_| rt.new_stream().unwrap())
+        .collect();
+    let mut t = Totals {
+        ops: 0,
+        words: 0,
+        mismatches: 0,
+    };
+    for seed in seeds {
+        let prog = generate(seed, ops, shape);
+        let out = execute(rt, &streams, &prog, threads, seed);
+        t.ops += prog.len();
+        t.words += out.checked_words;
+        t.mismatches += out.mismatches.len();
+        if report && !out.mismatches.is_empty() {
+            let first = out.mismatches.iter().map(|m| m.op).min().unwrap();
+            eprintln!(
+                "seed {seed}: {} mismatches, first {:?}",
+                out.mismatches.len(),
+                out.mismatches[0]
+            );
+            let minimal = shrink(rt, &streams, prog, first, 300);
+            eprintln!(
+                "seed {seed}: minimal failing program ({} ops):",
+                minimal.len()
+            );
+            for (i, op) in minimal.iter().enumerate() {
+                eprintln!("  {i:4}: {op:?}");
+            }
+        }
+    }
+    rt.reap().unwrap();
+    t
+}
+
+#[test]
+fn stress() {
+    let _g = serial();
+    let rt = rt();
+    let (seeds, ops, threads) = (
+        env("XLOG_STRESS_SEEDS", 4) as u64,
+        env("XLOG_STRESS_OPS", 5_000),
+        env("XLOG_STRESS_THREADS", 4),
+    );
+    let t0 = std::time::Instant::now();
+    let t = run_seeds(&rt, 0..seeds, ops, threads, &SHAPE, true);
+    println!(
+        "stress: seeds={seeds} ops={} streams={} slots={} threads={threads} words_compared={} mismatches={} in {:.1}s",
+        t.ops,
+        SHAPE.streams,
+        SHAPE.slots,
+        t.words,
+        t.mismatches,
+        t0.elapsed().as_secs_f64()
+    );
+    assert_eq!(
+        t.mismatches, 0,
+        "the fenced stress saw hazards (seeds printed above)"
+    );
+    assert_eq!(rt.drop_errors(), 0);
+}
+
+#[test]
+fn stress_has_teeth() {
+    let _g = serial();
+    let rt = rt();
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            testing::set_fencing(true);
+        }
+    }
+    let _restore = Restore;
+    testing::set_fencing(false);
+    let shape = Shape {
+        slow_percent: 40,
+        ..SHAPE
+    };
+    let t = run_seeds(&rt, 1000..1003, 1_500, 2, &shape, false);
+    testing::set_fencing(true);
+    rt.synchronize().unwrap();
+    println!(
+        "teeth: fencing off, ops={} mismatches={}",
+        t.ops, t.mismatches
+    );
+    assert!(
+        t.mismatches > 0,
+        "with fencing disabled the stress must observe hazards; it saw none, so it cannot see them"
+    );
+}
+
+#[test]
+fn sixteen_threads_share_a_budgeted_runtime() {
+    let _g = serial();
+    const LIMIT: usize = 8 << 20;
+    let rt = Runtime::builder(0).budget(LIMIT).build().unwrap();
+    let shared = rt.upload(&host_data(1, 1 << 16)).unwrap();
+    let want_first = mix(at(&host_data(1, 1 << 16), 0), 0, 9);
+    let refusals = AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        for t in 0..16u64 {
+            let (rt, shared, refusals) = (&rt, &shared, &refusals);
+            sc.spawn(move || {
+                let s = rt.new_stream().unwrap();
+                let mut r = Rng::new(t + 1);
+                let mut held = Vec::new();
+                for _ in 0..200 {
+                    let len = 1 + r.below(256 << 10);
+                    // SAFETY: fully written by mix_w below before any read.
+                    match unsafe { rt.alloc_uninit::<u32>(&s, len, AllocTag("contention")) } {
+                        Ok(mut b) => {
+                            let empty = rt.upload_on::<u32>(&s, &[]).unwrap();
+                            mix_w::launch(
+                                &s,
+                                LaunchConfig::for_len(len),
+                                shared,
+                                &empty,
+                                &mut b,
+                                9,
+                                0,
+                            )
+                            .unwrap();
+                            held.push(b);
+                        }
+                        Err(Error::BudgetExceeded {
+                            limit,
+                            remaining,
+                            requested,
+                        }) => {
+                            assert_eq!((limit, requested), (LIMIT, len * 4));
+                            assert!(remaining < requested);
+                            refusals.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => panic!("unexpected error under contention: {e}"),
+                    }
+                    let used = rt.budget().unwrap().used();
+                    assert!(used <= LIMIT, "budget exceeded: {used} > {LIMIT}");
+                    if !held.is_empty() && (held.len() > 3 || r.chance(30)) {
+                        let b = held.swap_remove(0);
+                        assert_eq!(b.slice(0..1).download(&s).unwrap()[0], want_first);
+                    }
+                }
+            });
+        }
+    });
+    assert!(
+        refusals.load(Ordering::Relaxed) > 0,
+        "the test must reach the limit"
+    );
+    drop(shared);
+    rt.reap().unwrap();
+    assert_eq!(rt.bytes_outstanding(), 0);
+    assert_eq!(rt.budget().unwrap().used(), 0);
+    assert_eq!(rt.drop_errors(), 0);
+    println!(
+        "contention: 16 threads, limit {LIMIT} B, {} clean refusals",
+        refusals.load(Ordering::Relaxed)
+    );
+}
+
+#[test]
+fn injected_faults_leave_the_runtime_usable() {
+    let _g = serial();
+    let rt = Runtime::builder(0).build().unwrap();
+    let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
+    let x = rt.upload_on(&a, &host_data(2, 4096)).unwrap();
+    let empty = rt.upload_on::<u32>(&a, &[]).unwrap();
+    let mut out = rt.alloc_zeroed_on::<u32>(&a, 4096).unwrap();
+    let cfg = LaunchConfig::for_len(4096);
+
+    // Module load fails once (this runtime has not loaded the module yet), then works.
+    testing::inject(Site::ModuleLoad, 1);
+    let e = mix_w::launch(&b, cfg, &x, &empty, &mut out, 1, 0).unwrap_err();
+    assert!(matches!(e, Error::InjectedFault { .. }), "{e}");
+    assert!(
+        out.download(&a).unwrap().iter().all(|&v| v == 0),
+        "nothing ran"
+    );
+
+    // A launch fails once: nothing enqueued, nothing committed, then it works.
+    testing::inject(Site::Launch, 1);
+    let outstanding = rt.bytes_outstanding();
+    assert!(matches!(
+        mix_w::launch(&b, cfg, &x, &empty, &mut out, 1, 0),
+        Err(Error::InjectedFault { .. })
+    ));
+    assert_eq!(rt.bytes_outstanding(), outstanding);
+    mix_w::launch(&b, cfg, &x, &empty, &mut out, 1, 0).unwrap();
+    let want: Vec<u32> = host_data(2, 4096).iter().map(|&v| mix(v, 0, 1)).collect();
+    assert_eq!(out.download(&a).unwrap(), want);
+
+    // A pre-free wait fails: the free falls back to a host synchronisation, the
+    // failure is counted, and the slow reader on b still sees intact data.
+    let victim = rt.upload_on(&a, &host_data(3, 1 << 16)).unwrap();
+    let mut seen = rt.alloc_zeroed_on::<u32>(&b, 1 << 16).unwrap();
+    mix_w::launch(
+        &b,
+        LaunchConfig::for_len(1 << 16),
+        &victim,
+        &empty,
+        &mut seen,
+        5,
+        50_000,
+    )
+    .unwrap();
+    testing::inject(Site::DeallocWait, 1);
+    let errors = rt.drop_errors();
+    drop(victim);
+    assert_eq!(
+        rt.drop_errors(),
+        errors + 1,
+        "the failed wait is reported where it happens"
+    );
+    let mut scribble = rt.alloc_zeroed_on::<u32>(&a, 1 << 16).unwrap();
+    scribble.fill(&a, 0xDEAD).unwrap();
+    let want: Vec<u32> = host_data(3, 1 << 16)
+        .iter()
+        .map(|&v| mix(v, 0, 5))
+        .collect();
+    assert_eq!(seen.download(&b).unwrap(), want);
+
+    // A reap fails part-way: bytes stay counted, the next reap retires them.
+    drop(scribble);
+    drop(seen);
+    testing::inject(Site::Reap, 1);
+    let before = rt.bytes_outstanding();
+    assert!(rt.reap().is_err());
+    assert_eq!(
+        rt.bytes_outstanding(),
+        before,
+        "a failed reap retires nothing it did not synchronise"
+    );
+    rt.reap().unwrap();
+    drop((x, empty, out));
+    rt.reap().unwrap();
+    assert_eq!(rt.bytes_outstanding(), 0);
+    for site in [
+        Site::Reap,
+        Site::DeallocWait,
+        Site::ModuleLoad,
+        Site::Launch,
+    ] {
+        assert_eq!(testing::pending(site), 0);
+    }
+}
