@@ -1,8 +1,6 @@
 //! [`DirectResource`]: synchronous `cuMemAlloc` / `cuMemFree`, the backend for
 //! compute-sanitizer runs (no pool hides an out-of-bounds access).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use super::{AllocTag, DeviceBlock, DeviceMemoryResource, LiveBlocks};
 use crate::device::Device;
 use crate::driver;
@@ -16,7 +14,6 @@ use crate::stream_pool::Stream;
 pub struct DirectResource {
     device: Device,
     live: LiveBlocks,
-    live_bytes: AtomicUsize,
 }
 
 impl DirectResource {
@@ -25,7 +22,6 @@ impl DirectResource {
         DirectResource {
             device: device.clone(),
             live: LiveBlocks::default(),
-            live_bytes: AtomicUsize::new(0),
         }
     }
 }
@@ -40,7 +36,6 @@ impl DeviceMemoryResource for DirectResource {
             .map_err(|e| e.while_(|| format!("allocating {bytes} bytes tagged `{tag}`")))?;
         let block = DeviceBlock::new(self.device.ordinal(), ptr, bytes, tag);
         self.live.insert(&block);
-        self.live_bytes.fetch_add(bytes, Ordering::AcqRel);
         Ok(block)
     }
 
@@ -67,7 +62,6 @@ impl DeviceMemoryResource for DirectResource {
             self.live.restore(&block);
             return Err(e);
         }
-        self.live_bytes.fetch_sub(block.bytes(), Ordering::AcqRel);
         Ok(())
     }
 
@@ -76,7 +70,7 @@ impl DeviceMemoryResource for DirectResource {
     }
 
     fn bytes_outstanding(&self) -> usize {
-        self.live_bytes.load(Ordering::Acquire)
+        self.live.bytes()
     }
 
     fn reap_pending(&self) -> Result<usize> {

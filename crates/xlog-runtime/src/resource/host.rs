@@ -21,7 +21,6 @@ const ALIGN: usize = 256;
 pub struct HostResource {
     device: u32,
     live: LiveBlocks,
-    live_bytes: AtomicUsize,
     pending: PendingFrees,
     fail_allocations: AtomicUsize,
     fail_reaps: AtomicUsize,
@@ -77,7 +76,6 @@ impl DeviceMemoryResource for HostResource {
         }
         let block = DeviceBlock::new(self.device, ptr as u64, bytes, tag);
         self.live.insert(&block);
-        self.live_bytes.fetch_add(bytes, Ordering::AcqRel);
         Ok(block)
     }
 
@@ -91,7 +89,6 @@ impl DeviceMemoryResource for HostResource {
         // SAFETY: the block was live in this resource, so it came from `alloc` with
         // this layout and is freed once.
         unsafe { std::alloc::dealloc(block.ptr() as *mut u8, layout) };
-        self.live_bytes.fetch_sub(block.bytes(), Ordering::AcqRel);
         self.pending.add(stream, block.bytes());
         Ok(())
     }
@@ -101,7 +98,7 @@ impl DeviceMemoryResource for HostResource {
     }
 
     fn bytes_outstanding(&self) -> usize {
-        self.live_bytes.load(Ordering::Acquire) + self.pending.bytes()
+        self.live.bytes() + self.pending.bytes()
     }
 
     fn reap_pending(&self) -> Result<usize> {

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::{BlockId, DeviceBlock};
@@ -30,9 +31,11 @@ type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher>>;
 
 /// Live blocks of one backend. Refuses a block whose generation does not match
 /// the one live at its address (a stale or forged handle) without changing anything.
+/// Also counts their bytes, so backends need no second counter to keep in step.
 #[derive(Default)]
 pub(crate) struct LiveBlocks {
     map: Mutex<AddressMap<(BlockId, usize)>>,
+    bytes: AtomicUsize,
 }
 
 impl LiveBlocks {
@@ -41,6 +44,12 @@ impl LiveBlocks {
             return;
         }
         self.lock().insert(block.ptr(), (block.id(), block.bytes()));
+        self.bytes.fetch_add(block.bytes(), Ordering::AcqRel);
+    }
+
+    /// Bytes of the blocks currently live.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Acquire)
     }
 
     /// Remove `block` if it is the live block at its address.
@@ -52,6 +61,7 @@ impl LiveBlocks {
         match map.get(&block.ptr()) {
             Some((id, bytes)) if *id == block.id() && *bytes == block.bytes() => {
                 map.remove(&block.ptr());
+                self.bytes.fetch_sub(block.bytes(), Ordering::AcqRel);
                 Ok(())
             }
             _ => Err(Error::StaleBlock {

@@ -97,21 +97,7 @@ impl<R: DeviceMemoryResource> DeviceMemoryResource for LoggingAdaptor<R> {
         r
     }
 
-    fn device_ordinal(&self) -> u32 {
-        self.upstream.device_ordinal()
-    }
-
-    fn bytes_outstanding(&self) -> usize {
-        self.upstream.bytes_outstanding()
-    }
-
-    fn reap_pending(&self) -> Result<usize> {
-        self.upstream.reap_pending()
-    }
-
-    fn tracks_streams(&self) -> bool {
-        self.upstream.tracks_streams()
-    }
+    super::forward_to_upstream!();
 
     fn describe(&self) -> String {
         format!("logging({})", self.upstream.describe())

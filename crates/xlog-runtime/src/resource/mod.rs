@@ -198,6 +198,28 @@ macro_rules! forward_resource {
     };
 }
 
+/// The trait methods an adaptor passes to `self.upstream` unchanged.
+macro_rules! forward_to_upstream {
+    () => {
+        fn device_ordinal(&self) -> u32 {
+            self.upstream.device_ordinal()
+        }
+
+        fn bytes_outstanding(&self) -> usize {
+            self.upstream.bytes_outstanding()
+        }
+
+        fn reap_pending(&self) -> Result<usize> {
+            self.upstream.reap_pending()
+        }
+
+        fn tracks_streams(&self) -> bool {
+            self.upstream.tracks_streams()
+        }
+    };
+}
+pub(crate) use forward_to_upstream;
+
 forward_resource!(Arc<R>);
 forward_resource!(Box<R>);
 

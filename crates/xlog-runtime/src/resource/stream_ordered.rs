@@ -1,8 +1,6 @@
 //! [`AsyncResource`]: stream-ordered allocation with `cuMemAllocAsync` /
 //! `cuMemFreeAsync` from the device's default memory pool.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use super::{AllocTag, DeviceBlock, DeviceMemoryResource, LiveBlocks, PendingFrees};
 use crate::device::Device;
 use crate::driver;
@@ -19,7 +17,6 @@ use crate::stream_pool::Stream;
 pub struct AsyncResource {
     device: Device,
     live: LiveBlocks,
-    live_bytes: AtomicUsize,
     pending: PendingFrees,
 }
 
@@ -39,7 +36,6 @@ impl AsyncResource {
         Ok(AsyncResource {
             device: device.clone(),
             live: LiveBlocks::default(),
-            live_bytes: AtomicUsize::new(0),
             pending: PendingFrees::default(),
         })
     }
@@ -69,7 +65,6 @@ impl DeviceMemoryResource for AsyncResource {
             .map_err(|e| e.while_(|| format!("allocating {bytes} bytes tagged `{tag}`")))?;
         let block = DeviceBlock::new(self.device.ordinal(), ptr, bytes, tag);
         self.live.insert(&block);
-        self.live_bytes.fetch_add(bytes, Ordering::AcqRel);
         Ok(block)
     }
 
@@ -86,7 +81,6 @@ impl DeviceMemoryResource for AsyncResource {
             self.live.restore(&block);
             return Err(e);
         }
-        self.live_bytes.fetch_sub(block.bytes(), Ordering::AcqRel);
         self.pending.add(stream, block.bytes());
         Ok(())
     }
@@ -96,7 +90,7 @@ impl DeviceMemoryResource for AsyncResource {
     }
 
     fn bytes_outstanding(&self) -> usize {
-        self.live_bytes.load(Ordering::Acquire) + self.pending.bytes()
+        self.live.bytes() + self.pending.bytes()
     }
 
     fn reap_pending(&self) -> Result<usize> {
