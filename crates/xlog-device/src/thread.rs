@@ -339,6 +339,16 @@ pub(crate) fn witness(i: usize) -> ThreadIndex {
     ThreadIndex(i)
 }
 
+/// Suspend this thread for about `ns` nanoseconds (PTX `nanosleep`, sm_70+; the
+/// hardware may sleep anywhere in `[0, 2·ns]`). For tests and back-off loops.
+#[inline(always)]
+pub fn sleep_ns(ns: u32) {
+    device_only!("thread::sleep_ns", {
+        // SAFETY: `nanosleep` only delays the calling thread; it touches no memory.
+        unsafe { core::arch::asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack)) }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -415,14 +425,4 @@ mod tests {
     fn host_indices_are_unsupported() {
         let _ = index_1d();
     }
-}
-
-/// Suspend this thread for about `ns` nanoseconds (PTX `nanosleep`, sm_70+; the
-/// hardware may sleep anywhere in `[0, 2·ns]`). For tests and back-off loops.
-#[inline(always)]
-pub fn sleep_ns(ns: u32) {
-    device_only!("thread::sleep_ns", {
-        // SAFETY: `nanosleep` only delays the calling thread; it touches no memory.
-        unsafe { core::arch::asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack)) }
-    })
 }

@@ -390,6 +390,41 @@ pub(crate) unsafe fn module_unload(m: RawModule) -> Result<()> {
     unsafe { result::module::unload(m) }.map_err(|e| Error::driver("cuModuleUnload", e))
 }
 
+/// Zeroed, page-locked host memory mapped into the device's address space; returns
+/// the host pointer and the device address of the same bytes.
+pub(crate) fn host_alloc_mapped(bytes: usize) -> Result<(*mut u8, u64)> {
+    // SAFETY: a fresh allocation of `bytes` bytes, zeroed before anyone can see it;
+    // the device alias is queried for exactly that allocation.
+    unsafe {
+        let host = result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP)
+            .map_err(|e| Error::driver("cuMemHostAlloc", e))?
+            .cast::<u8>();
+        std::ptr::write_bytes(host, 0, bytes);
+        let mut dev: sys::CUdeviceptr = 0;
+        if let Err(e) = sys::cuMemHostGetDevicePointer_v2(&mut dev, host.cast(), 0).result() {
+            let _ = result::free_host(host.cast());
+            return Err(Error::driver("cuMemHostGetDevicePointer", e));
+        }
+        Ok((host, dev))
+    }
+}
+
+/// # Safety
+/// 1. `host` came from [`host_alloc_mapped`] and nothing uses it any more.
+pub(crate) unsafe fn host_free(host: *mut u8) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { result::free_host(host.cast()) }.map_err(|e| Error::driver("cuMemFreeHost", e))
+}
+
+/// Synchronous host-to-device copy (module globals at load time).
+///
+/// # Safety
+/// 1. `dst..dst+src.len()` is device memory nothing else is using.
+pub(crate) unsafe fn memcpy_htod_sync(dst: u64, src: &[u8]) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's; `src` is a live slice.
+    unsafe { result::memcpy_htod_sync(dst, src) }.map_err(|e| Error::driver("cuMemcpyHtoD", e))
+}
+
 /// Raise a function's dynamic shared memory limit.
 ///
 /// # Safety

@@ -49,6 +49,12 @@ impl RuntimeInner {
         tracing::error!(target: "xlog::runtime", runtime = self.id, "{doing} failed: {e}");
     }
 
+    /// The first panic recorded by any module this runtime loaded.
+    pub(crate) fn recorded_panic(&self) -> Option<String> {
+        let cache = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        cache.values().find_map(|m| m.recorded_panic())
+    }
+
     pub(crate) fn module(&self, image: &'static ModuleImage) -> Result<Arc<Module>> {
         let key = image as *const ModuleImage as usize;
         let mut cache = self.modules.lock().unwrap_or_else(|p| p.into_inner());

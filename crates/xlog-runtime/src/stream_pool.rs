@@ -201,22 +201,34 @@ impl Stream {
         unsafe { driver::stream_synchronize(self.raw()) }.map_err(|e| self.explain(e))
     }
 
-    /// Attach "the last kernel on this stream was X" to a driver error.
-    pub(crate) fn explain(&self, e: Error) -> Error {
-        let last = self
+    /// Turn a failed synchronisation into [`Error::KernelPanic`] when a kernel of a
+    /// module loaded by this stream's runtime recorded a panic.
+    fn explain(&self, e: Error) -> Error {
+        let kernel = self
             .shared
             .last_kernel
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        match last {
-            Some(k) => e.while_(|| {
+        let panic = self
+            .shared
+            .runtime
+            .upgrade()
+            .and_then(|rt| rt.recorded_panic());
+        match (panic, kernel) {
+            (Some(message), kernel) => Error::KernelPanic {
+                kernel: kernel
+                    .map(|k| k.to_string())
+                    .unwrap_or_else(|| "<unknown>".into()),
+                message,
+            },
+            (None, Some(k)) => e.while_(|| {
                 format!(
                     "synchronising {}; the last kernel launched on it was `{k}`",
                     self.id()
                 )
             }),
-            None => e.while_(|| format!("synchronising {}", self.id())),
+            (None, None) => e.while_(|| format!("synchronising {}", self.id())),
         }
     }
 

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::ModuleImage;
+use xlog_device::panic::{PanicRecord, PANIC_SINK_SYMBOL};
 
 use crate::device::Device;
 use crate::driver::{self, RawFunction, RawModule};
@@ -15,6 +16,9 @@ use crate::stream_pool::Stream;
 struct LoadedModule {
     raw: RawModule,
     device: Device,
+    /// Mapped host memory the module's panic handler writes into (see
+    /// `xlog_device::panic`), when the module has a panic sink.
+    panic_record: Option<*mut u8>,
 }
 
 // SAFETY: module handles are plain driver handles, usable from any thread with the
@@ -26,6 +30,13 @@ unsafe impl Sync for LoadedModule {}
 impl Drop for LoadedModule {
     fn drop(&mut self) {
         if self.device.bind().is_ok() {
+            if let Some(record) = self.panic_record.take() {
+                // SAFETY: the record was allocated at load; the module (its only
+                // writer) is unloaded right after, with no kernel of it running.
+                if let Err(e) = unsafe { driver::host_free(record) } {
+                    tracing::error!(target: "xlog::module", "freeing a panic record failed: {e}");
+                }
+            }
             // SAFETY: the last function referring to this module is gone (each holds an Arc).
             if let Err(e) = unsafe { driver::module_unload(self.raw) } {
                 tracing::error!(target: "xlog::module", "cuModuleUnload failed: {e}");
@@ -66,11 +77,14 @@ impl Module {
             device: device.ordinal(),
             message: e.to_string(),
         })?;
+        let mut loaded = LoadedModule {
+            raw,
+            device: device.clone(),
+            panic_record: None,
+        };
+        loaded.panic_record = install_panic_record(&loaded)?;
         Ok(Module {
-            loaded: Arc::new(LoadedModule {
-                raw,
-                device: device.clone(),
-            }),
+            loaded: Arc::new(loaded),
             name: name.to_owned(),
             functions: Mutex::new(HashMap::new()),
         })
@@ -116,12 +130,42 @@ impl Module {
         Ok(f)
     }
 
+    /// The panic a kernel of this module recorded, if any: `kernel panicked at
+    /// file:line:col (block .., thread ..): message`.
+    pub fn recorded_panic(&self) -> Option<String> {
+        let record = self.loaded.panic_record?;
+        // SAFETY: the record is mapped host memory of the right size, alive while the
+        // module is; the device writes it only before trapping, so a volatile read
+        // sees either the empty state or the complete record.
+        let rec = unsafe { std::ptr::read_volatile(record.cast::<PanicRecord>()) };
+        rec.is_complete().then(|| rec.to_string())
+    }
+
     /// Address and size of the module global `name`, if defined.
     pub fn global(&self, name: &str) -> Result<Option<(u64, usize)>> {
         self.loaded.device.bind()?;
         // SAFETY: the module is loaded on this device's context, bound above.
         unsafe { driver::module_global(self.loaded.raw, name) }
     }
+}
+
+/// Point the module's panic sink at a fresh mapped record, when it has one.
+fn install_panic_record(m: &LoadedModule) -> Result<Option<*mut u8>> {
+    // SAFETY: the module is loaded on the bound context.
+    let Some((sink, size)) = (unsafe { driver::module_global(m.raw, PANIC_SINK_SYMBOL) })? else {
+        return Ok(None);
+    };
+    if size != 8 {
+        return Ok(None);
+    }
+    let (host, dev) = driver::host_alloc_mapped(std::mem::size_of::<PanicRecord>())?;
+    // SAFETY: `sink` is the module's 8-byte global, unused until a kernel runs.
+    if let Err(e) = unsafe { driver::memcpy_htod_sync(sink, &dev.to_ne_bytes()) } {
+        // SAFETY: nothing refers to the record yet.
+        let _ = unsafe { driver::host_free(host) };
+        return Err(e);
+    }
+    Ok(Some(host))
 }
 
 struct FunctionInner {
