@@ -12,12 +12,18 @@ pub fn saxpy(a: f32, x: &[f32], y: &mut InOut<'_, f32>) {
     }
 }
 
-/// `out[index_1d()] = index_1d()` for any launch shape: the host checks that the
+/// `out[linear_index()] = linear_index()` for any launch shape: the host checks that the
 /// values form the permutation `0..total_threads()`.
-pub fn thread_indices(out: &mut Out<'_, u64>) {
-    let i = thread::index_1d();
-    if let Some(slot) = out.get_mut(i) {
-        *slot = i.get() as u64;
+///
+/// # Safety
+/// 1. `out.len()` equals the launch's total thread count (any shape: the linear
+///    index is unique, but it is not a `ThreadIndex` witness outside 1-D launches).
+pub unsafe fn thread_indices(out: &mut Out<'_, u64>) {
+    let i = thread::linear_index();
+    if i < out.len() {
+        // SAFETY: `linear_index` is unique per thread for every launch shape, so no
+        // two threads write one element; `i < len`.
+        unsafe { *out.as_mut_ptr().add(i) = i as u64 };
     }
 }
 

@@ -38,7 +38,8 @@ pub unsafe extern "gpu-kernel" fn saxpy(
 pub unsafe extern "gpu-kernel" fn thread_indices(out: *mut u64, out_len: usize) {
     // SAFETY: module obligations.
     let mut out = unsafe { Out::__from_raw_parts(out, out_len) };
-    crate::bodies::thread_indices(&mut out);
+    // SAFETY: the host launches `out_len` threads in total (the kernel's contract).
+    unsafe { crate::bodies::thread_indices(&mut out) };
 }
 
 /// Block size a multiple of 32, `n` = total threads. Writes four outputs per thread:

@@ -89,8 +89,9 @@ pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
         "Launch `{name_str}` on `stream`: records each buffer's access, queues the \
          cross-stream waits it needs, enqueues, and commits, all before returning.\n\n\
          | parameter | access | fencing |\n| --- | --- | --- |\n{table}\n\
-         Errors before anything is queued: invalid `config`, buffers of another runtime, \
-         a module that fails to load."
+         Errors before anything is queued: an invalid or multi-dimensional `config` \
+         (typed launches are one-dimensional, see `LaunchConfig::for_len`), buffers of \
+         another runtime, a module that fails to load."
     );
     let safety_doc = if kernel.is_unsafe {
         quote! {
@@ -106,7 +107,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
         // for the device (scalars by value, each slice as a u64 address and a usize
         // length, in declaration order), and every slice was recorded with its
         // declared access.
-        let _ = unsafe { __pre.launch(&__f, __config, &mut __params) }?;
+        let _ = unsafe { __pre.__launch_1d(&__f, __config, &mut __params) }?;
     };
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]

@@ -56,6 +56,12 @@ impl LaunchConfig {
         self
     }
 
+    /// Whether grid and block are one-dimensional (extent 1 in y and z), the shape
+    /// typed launchers require so each thread's `ThreadIndex` is unique.
+    pub fn is_one_dimensional(&self) -> bool {
+        self.grid[1] == 1 && self.grid[2] == 1 && self.block[1] == 1 && self.block[2] == 1
+    }
+
     /// Total threads in the launch.
     pub fn threads(&self) -> u64 {
         self.grid
