@@ -6,7 +6,7 @@ use syn::punctuated::Punctuated;
 use syn::{Ident, Meta, Token};
 
 use crate::ctxt::Ctxt;
-use crate::symbol::{CRATE, READ, READ_WRITE, SUFFIX, SYNTAX, WRITE};
+use crate::symbol::{BLOCK, CRATE, READ, READ_WRITE, SHARED, SUFFIX, SYNTAX, WRITE};
 
 /// How a kernel uses a slice parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +46,11 @@ pub struct Attr {
     /// `add_f32` for `fn add`), so kernels of one name in several modules do not
     /// clash in the PTX module.
     pub suffix: Option<Ident>,
+    /// A block size the kernel relies on (`block = 256`): launches with another
+    /// block size are refused.
+    pub block: Option<u32>,
+    /// Dynamic shared memory the kernel needs per block (`shared = 4096`).
+    pub shared: Option<u32>,
 }
 
 pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
@@ -53,6 +58,8 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
         decls: Vec::new(),
         krate: syn::parse_quote!(::xlog),
         suffix: None,
+        block: None,
+        shared: None,
     };
     let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
         Ok(m) => m,
@@ -87,6 +94,16 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                     )),
                 }
             }
+            Meta::NameValue(nv) if nv.path.is_ident(BLOCK) => {
+                match int_value(&nv.value) {
+                    Some(n) if (1..=1024).contains(&n) => attr.block = Some(n as u32),
+                    _ => cx.error_spanned_by(&nv.value, "`block` is the threads per block the kernel needs: an integer from 1 to 1024, e.g. `block = 256`"),
+                }
+            }
+            Meta::NameValue(nv) if nv.path.is_ident(SHARED) => match int_value(&nv.value) {
+                Some(n) if n <= u32::MAX as u64 => attr.shared = Some(n as u32),
+                _ => cx.error_spanned_by(&nv.value, "`shared` is the dynamic shared memory per block in bytes: an integer, e.g. `shared = 4096`"),
+            },
             Meta::NameValue(nv) if nv.path.is_ident(SUFFIX) => match &nv.value {
                 syn::Expr::Path(p) if p.path.get_ident().is_some() => attr.suffix = p.path.get_ident().cloned(),
                 other => cx.error_spanned_by(other, "expected an identifier, e.g. `suffix = f32`"),
@@ -103,6 +120,16 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
     }
     let _ = Span::call_site();
     attr
+}
+
+fn int_value(e: &syn::Expr) -> Option<u64> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse().ok(),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -129,6 +156,21 @@ mod tests {
                 (Mode::Write, "out".into())
             ]
         );
+    }
+
+    #[test]
+    fn parses_launch_settings() {
+        let cx = Ctxt::default();
+        let a = parse(
+            &cx,
+            quote!(read(x), block = 128, shared = 4096, suffix = f32),
+        );
+        cx.check().unwrap();
+        assert_eq!((a.block, a.shared), (Some(128), Some(4096)));
+        assert_eq!(a.suffix.unwrap().to_string(), "f32");
+        let cx = Ctxt::default();
+        parse(&cx, quote!(block = 2048, shared = x));
+        assert_eq!(cx.check().unwrap_err().into_iter().count(), 2);
     }
 
     #[test]

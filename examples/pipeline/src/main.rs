@@ -19,7 +19,7 @@ fn round(rt: &Runtime, s: &[Stream; 5], n: usize, seed: u32) -> xlog::Result<usi
     produce::launch(a, cfg, &mut col, seed)?; // A writes
     modulo::launch(b, cfg, &col, &mut m)?; // B waits for A, reads
     shift::launch(c, cfg, &col, &mut h, 7)?; // C waits for A, reads
-    flip::launch(d, cfg, &mut col, 0xFFFF_0000)?; // D waits for A, B and C
+    flip::launch(d, flip::config(n), &mut col, 0xFFFF_0000)?; // D waits for A, B and C
     let got_col = col.download(e)?; // E waits for D
     let (got_m, got_h) = (m.download(e)?, h.download(e)?);
 

@@ -25,7 +25,7 @@ pub fn all(p: Params, n: u32, flag: bool, x: &[f32], out: &mut [f32], acc: &mut 
 
 /// # Safety
 /// `n <= out.len()`.
-#[xlog_kernel(write(out))]
+#[xlog_kernel(write(out), block = 128, shared = 512)]
 pub unsafe fn raw(out: &mut [u32], n: usize) {
     let i = thread::index_1d().get();
     if i < n {
@@ -45,7 +45,7 @@ fn call(rt: &Runtime, s: &Stream) -> xlog::Result<()> {
     all::launch(s, LaunchConfig::for_len(4), p, 4, true, &x.slice(4..), &mut head, &mut acc)?;
     let mut ints = rt.alloc_zeroed::<u32>(8)?;
     // SAFETY: n == len.
-    unsafe { raw::launch(s, LaunchConfig::for_len(8), &mut ints, 8)? };
+    unsafe { raw::launch(s, raw::config(8), &mut ints, 8)? };
     Ok(())
 }
 

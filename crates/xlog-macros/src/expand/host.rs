@@ -102,6 +102,14 @@ pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
     } else {
         quote!()
     };
+    let block = match attr.block {
+        Some(b) => quote!(::core::option::Option::Some(#b)),
+        None => quote!(::core::option::Option::None),
+    };
+    let shared = match attr.shared {
+        Some(b) => quote!(::core::option::Option::Some(#b)),
+        None => quote!(::core::option::Option::None),
+    };
     let launch_call = quote! {
         // SAFETY: `__params` mirrors the entry point that the same expansion emitted
         // for the device (scalars by value, each slice as a u64 address and a usize
@@ -118,6 +126,12 @@ pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
             #[allow(unused_imports)]
             use super::*;
 
+            /// A one-dimensional configuration covering `len` elements, with the block
+            /// size and dynamic shared memory this kernel declares (defaults otherwise).
+            pub fn config(len: usize) -> #rt::LaunchConfig {
+                #rt::LaunchConfig::__for_kernel(len, #block, #shared)
+            }
+
             #[doc(hidden)]
             pub static __KERNEL: #rt::KernelHandle = #rt::KernelHandle::new(&crate::MODULE, #name_str);
 
@@ -129,6 +143,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
                 __config: #rt::LaunchConfig,
                 #(#args),*
             ) -> #rt::Result<()> {
+                let __config = #rt::LaunchConfig::__with_kernel_settings(__config, #name_str, #block, #shared)?;
                 let __f = __KERNEL.function(__stream)?;
                 #(#takes)*
                 let __pre = #rt::LaunchRecorder::new(__stream) #(#records)* .preflight()?;

@@ -62,6 +62,51 @@ impl LaunchConfig {
         self.grid[1] == 1 && self.grid[2] == 1 && self.block[1] == 1 && self.block[2] == 1
     }
 
+    /// What a generated `config(len)` returns: `for_len` with the kernel's declared
+    /// block size and dynamic shared memory.
+    #[doc(hidden)]
+    pub fn __for_kernel(len: usize, block: Option<u32>, shared: Option<u32>) -> Self {
+        Self::for_len_with_block(len, block.unwrap_or(Self::DEFAULT_BLOCK))
+            .with_shared_bytes(shared.unwrap_or(0))
+    }
+
+    /// Apply a kernel's declared settings to a caller's configuration: a declared
+    /// block size must match; declared shared memory fills in a zero and must not
+    /// exceed what the caller gave otherwise.
+    #[doc(hidden)]
+    pub fn __with_kernel_settings(
+        mut self,
+        kernel: &str,
+        block: Option<u32>,
+        shared: Option<u32>,
+    ) -> Result<Self> {
+        if let Some(b) = block {
+            if self.block != [b, 1, 1] {
+                return Err(Error::InvalidLaunch {
+                    kernel: kernel.to_owned(),
+                    reason: format!(
+                        "the kernel is declared with `block = {b}` but the configuration has block {:?}; use `{kernel}::config(len)` or a block of [{b}, 1, 1]",
+                        self.block
+                    ),
+                });
+            }
+        }
+        if let Some(need) = shared {
+            if self.shared_bytes == 0 {
+                self.shared_bytes = need;
+            } else if self.shared_bytes < need {
+                return Err(Error::InvalidLaunch {
+                    kernel: kernel.to_owned(),
+                    reason: format!(
+                        "the kernel is declared with `shared = {need}` but the configuration gives {} bytes of dynamic shared memory",
+                        self.shared_bytes
+                    ),
+                });
+            }
+        }
+        Ok(self)
+    }
+
     /// Total threads in the launch.
     pub fn threads(&self) -> u64 {
         self.grid
@@ -148,6 +193,40 @@ mod tests {
         assert_eq!(LaunchConfig::for_len(256).grid, [1, 1, 1]);
         assert_eq!(LaunchConfig::for_len(257).grid, [2, 1, 1]);
         assert!(LaunchConfig::for_len(1_000_000).threads() >= 1_000_000);
+    }
+
+    #[test]
+    fn kernel_settings_fix_the_block_and_fill_in_shared_memory() {
+        let c = LaunchConfig::__for_kernel(1000, Some(128), Some(512));
+        assert_eq!(
+            (c.grid, c.block, c.shared_bytes),
+            ([8, 1, 1], [128, 1, 1], 512)
+        );
+        let c = LaunchConfig::for_len_with_block(1000, 128);
+        assert_eq!(
+            c.__with_kernel_settings("k", Some(128), Some(512))
+                .unwrap()
+                .shared_bytes,
+            512
+        );
+        let e = LaunchConfig::for_len(1000)
+            .__with_kernel_settings("k", Some(128), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("block = 128") && e.contains("k::config(len)"),
+            "{e}"
+        );
+        let e = c
+            .with_shared_bytes(100)
+            .__with_kernel_settings("k", None, Some(512))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("shared = 512") && e.contains("100 bytes"), "{e}");
+        assert_eq!(
+            LaunchConfig::__for_kernel(10, None, None),
+            LaunchConfig::for_len(10)
+        );
     }
 
     #[test]

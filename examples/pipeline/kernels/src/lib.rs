@@ -40,8 +40,9 @@ pub fn shift(col: &[u32], out: &mut [u32], shift: u32) {
     }
 }
 
-/// `col[i] = col[i] ^ mask` (the overwriter reads and writes in place).
-#[xlog_kernel(read_write(col))]
+/// `col[i] = col[i] ^ mask` (the overwriter reads and writes in place). Declared
+/// with a fixed block size to show the setting: launch it with `flip::config(n)`.
+#[xlog_kernel(read_write(col), block = 128)]
 pub fn flip(col: &mut [u32], mask: u32) {
     let i = thread::index_1d();
     if i < col.len() {

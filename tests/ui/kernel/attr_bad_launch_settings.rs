@@ -1,0 +1,10 @@
+//! Launch settings out of range.
+#![allow(dead_code, unused_variables)]
+use xlog::prelude::*;
+
+static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+
+#[xlog_kernel(write(out), block = 2048, shared = -1)]
+pub fn k(out: &mut [f32]) {}
+
+fn main() {}
