@@ -20,7 +20,8 @@
 ///    `#[repr(transparent)]` or a primitive), so host and device agree on size,
 ///    alignment and field offsets;
 /// 3. it has no drop glue and every bit pattern the host or a kernel writes is a
-///    valid value for the reader (for `bool`, only 0 and 1 are ever written).
+///    valid value for the reader (for `bool`, only 0 and 1 are ever written);
+/// 4. the all-zero bit pattern is a valid value (the runtime zero-fills buffers).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not plain device data (`DeviceCopy`)",
     label = "kernel parameters and buffer elements must be `DeviceCopy`",

@@ -64,7 +64,7 @@ fn main() {
 
     let ctx = CudaContext::new(0).unwrap();
     let module = ctx
-        .load_module(cudarc::nvrtc::Ptx::from_src(xlog_kernels::MODULE.ptx))
+        .load_module(cudarc::nvrtc::Ptx::from_src(xlog_kernels::MODULE.ptx()))
         .unwrap();
     let f = module.load_function("add_f32").unwrap();
     let (cs1, cs2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());

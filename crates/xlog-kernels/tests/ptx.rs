@@ -15,7 +15,7 @@ fn module_defines_every_kernel_for_every_type() {
         .flat_map(|op| TYPES.iter().map(move |t| format!("{op}_{t}")))
         .collect();
     want.sort();
-    let mut got: Vec<String> = MODULE.kernels.iter().map(|s| s.to_string()).collect();
+    let mut got: Vec<String> = MODULE.kernels().iter().map(|s| s.to_string()).collect();
     got.sort();
     assert_eq!(got, want);
 }
@@ -23,13 +23,13 @@ fn module_defines_every_kernel_for_every_type() {
 #[test]
 fn ptxas_accepts_every_kernel_without_spills() {
     let reports =
-        xlog_build::ptxas::check_module(MODULE.name, MODULE.ptx, &["sm_80", "sm_90"], &[])
+        xlog_build::ptxas::check_module(MODULE.name(), MODULE.ptx(), &["sm_80", "sm_90"], &[])
             .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(reports.len(), 2);
     for r in &reports {
         assert_eq!(
             r.functions.len(),
-            MODULE.kernels.len(),
+            MODULE.kernels().len(),
             "ptxas -arch={} saw every kernel",
             r.arch
         );

@@ -119,7 +119,12 @@ pub fn copy_device<T: DeviceCopy>(
 }
 
 /// Set every byte of `dst` to `value`, ordered on `stream`.
-pub fn memset_bytes<T: DeviceCopy>(
+///
+/// # Safety
+/// 1. `value` repeated over `size_of::<T>()` bytes is a valid `T` (any byte is for
+///    integers and floats; only 0 and 1 are for `bool`). Zero is always valid for
+///    `DeviceCopy` types.
+pub unsafe fn memset_bytes<T: DeviceCopy>(
     stream: &Stream,
     dst: &mut (impl WriteBuffer<T> + ?Sized),
     value: u8,

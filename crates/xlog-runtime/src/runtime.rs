@@ -358,7 +358,9 @@ impl Runtime {
         // SAFETY: every byte is written by the memset before anything can read it
         // (the memset is recorded as a write, fencing all later uses).
         let mut buf = unsafe { self.alloc_uninit::<T>(stream, len, AllocTag("zeroed")) }?;
-        crate::copy::memset_bytes(stream, &mut buf, 0)?;
+        // SAFETY: all-zero bytes are a valid value of every `DeviceCopy` type
+        // (obligation 4 of the trait).
+        unsafe { crate::copy::memset_bytes(stream, &mut buf, 0) }?;
         Ok(buf)
     }
 

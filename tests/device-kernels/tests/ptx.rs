@@ -10,15 +10,15 @@ use xlog_device_kernels::{KERNELS, MODULE, PANICKING_KERNELS};
 fn module_defines_exactly_the_listed_kernels() {
     let mut expected: Vec<&str> = KERNELS.to_vec();
     expected.sort_unstable();
-    let mut found: Vec<&str> = MODULE.kernels.to_vec();
+    let mut found: Vec<&str> = MODULE.kernels().to_vec();
     found.sort_unstable();
     assert_eq!(found, expected);
-    assert_eq!(MODULE.name, "xlog-device-kernels");
+    assert_eq!(MODULE.name(), "xlog-device-kernels");
 }
 
 #[test]
 fn ptx_has_the_expected_shape() {
-    let ptx = MODULE.ptx;
+    let ptx = MODULE.ptx();
     assert!(ptx.contains(".target sm_80"), "default arch is sm_80");
     assert!(ptx.contains(".address_size 64"));
     // The panic record pointer stays visible for cuModuleGetGlobal.
@@ -41,8 +41,8 @@ fn ptx_has_the_expected_shape() {
 #[test]
 fn ptxas_accepts_the_module_for_sm80_and_sm90_without_spills() {
     let reports = xlog_build::ptxas::check_module(
-        MODULE.name,
-        MODULE.ptx,
+        MODULE.name(),
+        MODULE.ptx(),
         &["sm_80", "sm_90"],
         PANICKING_KERNELS,
     )
@@ -84,7 +84,7 @@ fn barriers_are_not_duplicated_into_branches() {
         ("static_shared_reverse", 1),
         ("block_reduce_warp", 1),
     ] {
-        let body = kernel_body(MODULE.ptx, kernel);
+        let body = kernel_body(MODULE.ptx(), kernel);
         let found = body.matches("barrier.sync").count() + body.matches("bar.sync").count();
         assert_eq!(
             found, barriers,

@@ -2,7 +2,8 @@
 #![allow(dead_code, unused_variables)]
 use xlog::prelude::*;
 
-static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+// SAFETY: never launched.
+static MODULE: xlog::ModuleImage = unsafe { xlog::ModuleImage::from_ptx("ui", "") };
 
 #[derive(Clone, Copy)]
 pub struct Pair { pub a: f32, pub b: f32 }

@@ -2,7 +2,8 @@
 #![allow(dead_code, unused_variables)]
 use xlog::prelude::*;
 
-static MODULE: xlog::ModuleImage = xlog::ModuleImage::from_ptx("ui", "");
+// SAFETY: never launched.
+static MODULE: xlog::ModuleImage = unsafe { xlog::ModuleImage::from_ptx("ui", "") };
 
 fn call(rt: &Runtime, s: &Stream) -> xlog::Result<()> {
     let x = rt.upload(&[1.0f32; 4])?;

@@ -95,9 +95,9 @@ impl Module {
     pub(crate) fn load_image(device: &Device, image: &ModuleImage) -> Result<Module> {
         let (major, minor) = device.info().compute_capability;
         let arch = format!("sm_{major}{minor}");
-        match image.cubins.iter().find(|(a, _)| *a == arch) {
-            Some((_, cubin)) => Module::load(device, image.name, cubin),
-            None => Module::load(device, image.name, image.ptx.as_bytes()),
+        match image.cubins().iter().find(|(a, _)| *a == arch) {
+            Some((_, cubin)) => Module::load(device, image.name(), cubin),
+            None => Module::load(device, image.name(), image.ptx().as_bytes()),
         }
     }
 

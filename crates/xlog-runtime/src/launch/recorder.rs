@@ -67,7 +67,8 @@ pub struct Committed {
     pub epoch: u64,
 }
 
-type Entry<'a> = (crate::resource::BlockId, Access, &'a BufferCore);
+/// A recorded use: identity, access, the buffer, and the state version preflight saw.
+type Entry<'a> = (crate::resource::BlockId, Access, &'a BufferCore, u64);
 
 /// Records the buffers one piece of work touches, then fences and commits it.
 ///
@@ -99,7 +100,7 @@ impl<'a> LaunchRecorder<'a, Recording> {
     }
 
     fn push(mut self, arg: ArgRef<'a>, access: Access) -> Self {
-        self.entries.push((arg.core.id(), access, arg.core));
+        self.entries.push((arg.core.id(), access, arg.core, 0));
         self
     }
 
@@ -168,7 +169,8 @@ impl<'a> LaunchRecorder<'a, Recording> {
         let rt = self.stream.runtime_id();
         dedup_by_key(&mut self.entries);
         let mut waits: Vec<UsePoint<Stream>> = Vec::new();
-        for &(_, access, core) in &self.entries {
+        for (_, access, core, version) in self.entries.iter_mut() {
+            let (access, core) = (*access, *core);
             if core.runtime_id() != rt {
                 return Err(Error::WrongRuntime {
                     what: "buffer",
@@ -184,6 +186,7 @@ impl<'a> LaunchRecorder<'a, Recording> {
                 });
             }
             let state = core.track.lock().unwrap_or_else(|p| p.into_inner());
+            *version = state.version();
             for p in state.waits(access, self.stream) {
                 match waits.iter_mut().find(|w| w.stream == p.stream) {
                     Some(w) => w.epoch = w.epoch.max(p.epoch),
@@ -312,11 +315,12 @@ impl<'a> LaunchRecorder<'a, Ready> {
 
     fn commit(self) -> Committed {
         let point = self.stream.publish();
-        for &(_, access, core) in &self.entries {
-            core.track
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .commit(access, point.clone());
+        for &(_, access, core, planned) in &self.entries {
+            core.track.lock().unwrap_or_else(|p| p.into_inner()).commit(
+                access,
+                point.clone(),
+                planned,
+            );
         }
         Committed { epoch: point.epoch }
     }

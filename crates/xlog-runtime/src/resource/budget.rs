@@ -92,7 +92,9 @@ impl<R: DeviceMemoryResource> BudgetAdaptor<R> {
     }
 }
 
-impl<R: DeviceMemoryResource> DeviceMemoryResource for BudgetAdaptor<R> {
+// SAFETY: allocation and free are forwarded to `upstream` unchanged (a refused
+// allocation never reaches it), so upstream's guarantees hold for this adaptor.
+unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for BudgetAdaptor<R> {
     fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         self.reserve(bytes)?;
         self.upstream

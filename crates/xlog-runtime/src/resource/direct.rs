@@ -26,7 +26,8 @@ impl DirectResource {
     }
 }
 
-impl DeviceMemoryResource for DirectResource {
+// SAFETY: blocks come from `cuMemAlloc` on this device and are freed with `cuMemFree` only after the free stream is synchronised.
+unsafe impl DeviceMemoryResource for DirectResource {
     fn allocate(&self, bytes: usize, _stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         if bytes == 0 {
             return Ok(DeviceBlock::new(self.device.ordinal(), 0, 0, tag));

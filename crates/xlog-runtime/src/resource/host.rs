@@ -52,7 +52,8 @@ impl HostResource {
     }
 }
 
-impl DeviceMemoryResource for HostResource {
+// SAFETY: `tracks_streams` is false, so the runtime never passes its host blocks to the device (clause 3).
+unsafe impl DeviceMemoryResource for HostResource {
     fn allocate(&self, bytes: usize, _stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         if bytes == 0 {
             return Ok(DeviceBlock::new(self.device, 0, 0, tag));

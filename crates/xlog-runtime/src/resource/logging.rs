@@ -69,7 +69,9 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-impl<R: DeviceMemoryResource> DeviceMemoryResource for LoggingAdaptor<R> {
+// SAFETY: allocation and free are forwarded to `upstream` unchanged (a refused
+// allocation never reaches it), so upstream's guarantees hold for this adaptor.
+unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for LoggingAdaptor<R> {
     fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         match self.upstream.allocate(bytes, stream, tag) {
             Ok(block) => {

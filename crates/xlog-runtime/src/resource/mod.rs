@@ -133,7 +133,24 @@ impl DeviceBlock {
 }
 
 /// A stream-ordered device memory allocator (see the module docs for the contract).
-pub trait DeviceMemoryResource: Send + Sync {
+///
+/// # Safety
+///
+/// The runtime hands blocks of a resource to kernels and copies, so implementing the
+/// trait promises:
+///
+/// 1. When [`tracks_streams`](Self::tracks_streams) returns `true`, every block
+///    `allocate` returns addresses at least `bytes` bytes of device memory on
+///    [`device_ordinal`](Self::device_ordinal), usable on `stream` after the work
+///    queued there before the call, and not handed out again until it has been given
+///    back with `deallocate`.
+/// 2. `deallocate(block, stream)` frees the memory only after the work queued on
+///    `stream` before the call has finished.
+/// 3. A resource that cannot keep 1 and 2 returns `false` from `tracks_streams`; the
+///    runtime then never passes its blocks to the device.
+///
+/// Adaptors that forward to a resource that keeps the contract keep it too.
+pub unsafe trait DeviceMemoryResource: Send + Sync {
     /// Allocate `bytes` bytes ordered on `stream`.
     fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock>;
 
@@ -166,7 +183,8 @@ pub trait DeviceMemoryResource: Send + Sync {
 
 macro_rules! forward_resource {
     ($ty:ty) => {
-        impl<R: DeviceMemoryResource + ?Sized> DeviceMemoryResource for $ty {
+        // SAFETY: every method forwards to a resource that keeps the contract.
+        unsafe impl<R: DeviceMemoryResource + ?Sized> DeviceMemoryResource for $ty {
             fn allocate(
                 &self,
                 bytes: usize,

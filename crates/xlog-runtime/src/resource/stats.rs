@@ -93,7 +93,9 @@ impl<R: DeviceMemoryResource> StatsAdaptor<R> {
     }
 }
 
-impl<R: DeviceMemoryResource> DeviceMemoryResource for StatsAdaptor<R> {
+// SAFETY: allocation and free are forwarded to `upstream` unchanged (a refused
+// allocation never reaches it), so upstream's guarantees hold for this adaptor.
+unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for StatsAdaptor<R> {
     fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         let block = self.upstream.allocate(bytes, stream, tag)?;
         let c = &self.counters;

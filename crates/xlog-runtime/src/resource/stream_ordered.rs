@@ -52,7 +52,8 @@ impl AsyncResource {
     }
 }
 
-impl DeviceMemoryResource for AsyncResource {
+// SAFETY: blocks come from `cuMemAllocAsync` on the given stream of this device, and `cuMemFreeAsync` frees them in stream order.
+unsafe impl DeviceMemoryResource for AsyncResource {
     fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         if bytes == 0 {
             return Ok(DeviceBlock::new(self.device.ordinal(), 0, 0, tag));

@@ -29,7 +29,11 @@
 //! covers them. After the work, a read replaces the read of its stream (keeping
 //! the newest), a write replaces the last write and clears the reads: the writer
 //! already waited on them, so anyone waiting on the writer transitively waits on
-//! them too. Deallocation makes the allocation stream wait on every point before
+//! them too. Two writers preflighted before either committed (disjoint mutable
+//! views used from two threads) did not wait on each other: the later commit then
+//! keeps the earlier one's point instead of replacing it, dropping only points it
+//! certainly follows (its own stream's earlier ones); a version number tells commit
+//! whether anything was committed since its preflight. Deallocation makes the allocation stream wait on every point before
 //! the free is queued.
 //!
 //! # Points are cheap
@@ -37,7 +41,7 @@
 //! A [`UsePoint`] is a stream and an epoch number, not a CUDA event. Each stream
 //! publishes a strictly increasing epoch after it enqueues tracked work, and keeps
 //! one reusable event that is (re)recorded only when another stream has to wait on
-//! a point it has not yet captured (see `stream.rs`). A launch whose buffers stay
+//! a point it has not yet captured (see `stream_pool.rs`). A launch whose buffers stay
 //! on one stream therefore records no event at all, and one event record serves
 //! every buffer and every waiter that needs the same stream. The price is that a
 //! late waiter may wait on a later point of the producing stream than strictly
@@ -95,19 +99,33 @@ pub(crate) struct UsePoint<S> {
 }
 
 /// Use state of one buffer (see the module docs).
+///
+/// `writes` usually holds one point. It holds more only when two pieces of work
+/// that write the buffer (through disjoint mutable views, from two threads) were
+/// preflighted before either committed: then neither waited on the other, and the
+/// state must keep both for later users and for the free.
 #[derive(Debug)]
 pub(crate) struct UseState<S> {
-    last_write: Option<UsePoint<S>>,
+    writes: Vec<UsePoint<S>>,
     reads: Vec<UsePoint<S>>,
+    /// Bumped by every commit; preflight remembers it so commit can tell whether
+    /// the state it planned against is still the whole state.
+    version: u64,
 }
 
 impl<S: PartialEq + Clone> UseState<S> {
     /// State of a fresh block whose memory is ready at `ready` (the allocation point).
     pub(crate) fn ready_at(ready: UsePoint<S>) -> Self {
         UseState {
-            last_write: Some(ready),
+            writes: vec![ready],
             reads: Vec::new(),
+            version: 0,
         }
+    }
+
+    /// The version a preflight plans against.
+    pub(crate) fn version(&self) -> u64 {
+        self.version
     }
 
     /// The points work with `access` on stream `on` must wait for.
@@ -117,39 +135,52 @@ impl<S: PartialEq + Clone> UseState<S> {
         on: &'a S,
     ) -> impl Iterator<Item = &'a UsePoint<S>> + 'a {
         let reads: &[UsePoint<S>] = if access.writes() { &self.reads } else { &[] };
-        self.last_write
+        self.writes
             .iter()
             .chain(reads.iter())
             .filter(move |p| p.stream != *on)
     }
 
-    /// Fold the point of completed-enqueue work into the state.
-    pub(crate) fn commit(&mut self, access: Access, point: UsePoint<S>) {
+    /// Fold the point of completed-enqueue work, preflighted against `planned`
+    /// (the version it saw), into the state.
+    pub(crate) fn commit(&mut self, access: Access, point: UsePoint<S>, planned: u64) {
         if access.writes() {
-            self.last_write = Some(point);
-            self.reads.clear();
+            if planned == self.version {
+                // The work waited on every point there is (or follows it on its own
+                // stream): the new write subsumes them all.
+                self.writes.clear();
+                self.reads.clear();
+            } else {
+                // Other work committed after this one's preflight: keep its points.
+                // Only earlier points of the same stream are certainly subsumed.
+                let subsumed = |p: &UsePoint<S>| p.stream == point.stream && p.epoch <= point.epoch;
+                self.writes.retain(|p| !subsumed(p));
+                self.reads.retain(|p| !subsumed(p));
+            }
+            self.writes.push(point);
         } else if let Some(r) = self.reads.iter_mut().find(|r| r.stream == point.stream) {
             r.epoch = r.epoch.max(point.epoch);
         } else {
             self.reads.push(point);
         }
+        self.version += 1;
     }
 
     /// Every point still outstanding: what a free must wait for.
     pub(crate) fn all_points(&self) -> impl Iterator<Item = &UsePoint<S>> {
-        self.last_write.iter().chain(self.reads.iter())
+        self.writes.iter().chain(self.reads.iter())
     }
 }
 
 /// Collapse a list of (key, access) uses into one entry per key with the merged
 /// access, keeping first-seen order.
-pub(crate) fn dedup_by_key<K: PartialEq, V>(entries: &mut Vec<(K, Access, V)>) {
+pub(crate) fn dedup_by_key<K: PartialEq, V, W>(entries: &mut Vec<(K, Access, V, W)>) {
     let mut i = 0;
     while i < entries.len() {
         let mut j = i + 1;
         while j < entries.len() {
             if entries[j].0 == entries[i].0 {
-                let (_, a, _) = entries.swap_remove(j);
+                let (_, a, _, _) = entries.swap_remove(j);
                 entries[i].1 = entries[i].1.merge(a);
             } else {
                 j += 1;
@@ -171,6 +202,17 @@ mod tests {
         s.waits(a, &on).cloned().collect()
     }
 
+    /// Commit as a preflight-then-commit with nothing in between would.
+    trait Seq {
+        fn seq(&mut self, a: Access, p: UsePoint<u32>);
+    }
+    impl Seq for UseState<u32> {
+        fn seq(&mut self, a: Access, p: UsePoint<u32>) {
+            let v = self.version();
+            self.commit(a, p, v);
+        }
+    }
+
     #[test]
     fn fresh_block_fences_other_streams_on_the_allocation_point() {
         let s = UseState::ready_at(p(0, 1));
@@ -185,16 +227,16 @@ mod tests {
     #[test]
     fn read_waits_only_on_the_last_write() {
         let mut s = UseState::ready_at(p(0, 1));
-        s.commit(Access::Read, p(1, 5));
-        s.commit(Access::Read, p(2, 3));
+        s.seq(Access::Read, p(1, 5));
+        s.seq(Access::Read, p(2, 3));
         assert_eq!(waits(&s, Access::Read, 3), vec![p(0, 1)]);
     }
 
     #[test]
     fn write_waits_on_every_cross_stream_read_and_the_last_write() {
         let mut s = UseState::ready_at(p(0, 1));
-        s.commit(Access::Read, p(1, 5));
-        s.commit(Access::Read, p(2, 3));
+        s.seq(Access::Read, p(1, 5));
+        s.seq(Access::Read, p(2, 3));
         let w = waits(&s, Access::Write, 3);
         assert_eq!(w, vec![p(0, 1), p(1, 5), p(2, 3)]);
         // A writer on stream 1 skips its own stream's read.
@@ -204,24 +246,61 @@ mod tests {
     #[test]
     fn one_read_per_stream_keeps_the_newest() {
         let mut s = UseState::ready_at(p(0, 1));
-        s.commit(Access::Read, p(1, 5));
-        s.commit(Access::Read, p(1, 4));
-        s.commit(Access::Read, p(1, 9));
+        s.seq(Access::Read, p(1, 5));
+        s.seq(Access::Read, p(1, 4));
+        s.seq(Access::Read, p(1, 9));
         assert_eq!(waits(&s, Access::Write, 2), vec![p(0, 1), p(1, 9)]);
     }
 
     #[test]
     fn write_replaces_last_write_and_clears_reads() {
         let mut s = UseState::ready_at(p(0, 1));
-        s.commit(Access::Read, p(1, 5));
-        s.commit(Access::Write, p(2, 7));
+        s.seq(Access::Read, p(1, 5));
+        s.seq(Access::Write, p(2, 7));
         assert_eq!(waits(&s, Access::Write, 3), vec![p(2, 7)]);
         assert_eq!(s.all_points().count(), 1);
-        s.commit(Access::Read, p(3, 2));
+        s.seq(Access::Read, p(3, 2));
         assert_eq!(
             s.all_points().cloned().collect::<Vec<_>>(),
             vec![p(2, 7), p(3, 2)]
         );
+    }
+
+    #[test]
+    fn writes_preflighted_together_keep_each_other() {
+        // Two writers (disjoint views, two threads) both preflight against v0.
+        let mut s = UseState::ready_at(p(0, 1));
+        let v = s.version();
+        s.commit(Access::Write, p(1, 5), v);
+        s.commit(Access::Write, p(2, 3), v);
+        // The second commit must not drop the first writer's point.
+        assert_eq!(waits(&s, Access::Read, 3), vec![p(1, 5), p(2, 3)]);
+        assert_eq!(
+            s.all_points().count(),
+            2,
+            "the ready point both writers waited on is gone"
+        );
+        // A later sequential write subsumes everything again.
+        s.seq(Access::Write, p(3, 9));
+        assert_eq!(s.all_points().cloned().collect::<Vec<_>>(), vec![p(3, 9)]);
+    }
+
+    #[test]
+    fn a_read_committed_during_a_write_is_kept() {
+        let mut s = UseState::ready_at(p(0, 1));
+        let v = s.version();
+        s.commit(Access::Read, p(1, 4), v); // a reader of another half commits first
+        s.commit(Access::Write, p(2, 6), v); // the writer planned before that read
+        assert_eq!(waits(&s, Access::Write, 3), vec![p(0, 1), p(2, 6), p(1, 4)]);
+    }
+
+    #[test]
+    fn same_stream_earlier_points_are_subsumed_even_when_concurrent() {
+        let mut s = UseState::ready_at(p(0, 1));
+        let v = s.version();
+        s.commit(Access::Write, p(1, 5), v);
+        s.commit(Access::Write, p(1, 7), v);
+        assert_eq!(waits(&s, Access::Write, 2), vec![p(1, 7)]);
     }
 
     #[test]
@@ -237,10 +316,10 @@ mod tests {
     #[test]
     fn dedup_collapses_same_key_to_strongest_access() {
         let mut e = vec![
-            ((1u64, 7u64), Access::Read, "a"),
-            ((2, 7), Access::Read, "b"),
-            ((1, 7), Access::Write, "c"),
-            ((1, 8), Access::Write, "same address, other generation"),
+            ((1u64, 7u64), Access::Read, "a", ()),
+            ((2, 7), Access::Read, "b", ()),
+            ((1, 7), Access::Write, "c", ()),
+            ((1, 8), Access::Write, "same address, other generation", ()),
         ];
         dedup_by_key(&mut e);
         assert_eq!(e.len(), 3);

@@ -23,7 +23,8 @@ fn fill_and_memset_cover_every_pattern() {
     let mut b = rt.alloc_zeroed_on::<u8>(&s, 77).unwrap();
     b.fill(&s, 9).unwrap();
     assert_eq!(b.download(&s).unwrap(), vec![9u8; 77]);
-    xlog_runtime::memset_bytes(&s, &mut b, 0xFF).unwrap();
+    // SAFETY: every byte pattern is a valid u8.
+    unsafe { xlog_runtime::memset_bytes(&s, &mut b, 0xFF) }.unwrap();
     assert_eq!(b.download(&s).unwrap(), vec![0xFFu8; 77]);
 }
 
