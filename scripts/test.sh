@@ -8,25 +8,38 @@
 # and the docs. GPU suites are separate and opt-in (scripts/gpu/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+UI_TOOLCHAIN=1.95.0
+NVCC_WHEEL=13.5.37
 
 echo "== toolchains"
-rustup component add clippy rustfmt >/dev/null 2>&1 || true
+rustup component add clippy rustfmt
 rustup toolchain install nightly-2026-05-20 --profile minimal --component rust-src,llvm-tools
+# The compile-fail snapshots are rustc's exact output: they run on the toolchain
+# that produced them (see crates/xlog-macros/tests/compiletest.rs).
+rustup toolchain install "$UI_TOOLCHAIN" --profile minimal
+
 echo "== ptxas"
-python3 -m pip install --quiet --disable-pip-version-check nvidia-cuda-nvcc
-ptxas_path=$(python3 - <<'PY'
-import glob, os, nvidia
-for base in nvidia.__path__:
-    for p in sorted(glob.glob(os.path.join(base, "*", "bin", "ptxas"))):
-        print(p)
-        raise SystemExit
-PY
-)
+# ptxas comes from NVIDIA's PyPI wheel, installed into a private virtualenv so a
+# system Python that refuses global installs (PEP 668) is no obstacle.
+tools=target/xlog-tools
+if [ ! -x "$tools/venv/bin/python" ]; then
+  rm -rf "$tools/venv"
+  python3 -m venv "$tools/venv" 2>/dev/null || rm -rf "$tools/venv"
+fi
+if [ -x "$tools/venv/bin/python" ]; then
+  "$tools/venv/bin/python" -m pip install --quiet --disable-pip-version-check "nvidia-cuda-nvcc==$NVCC_WHEEL"
+else
+  # No venv module: unpack the wheel into a folder of our own instead.
+  python3 -m pip install --quiet --disable-pip-version-check --target "$tools/pkgs" "nvidia-cuda-nvcc==$NVCC_WHEEL" ||
+    python3 -m pip install --quiet --disable-pip-version-check --break-system-packages --target "$tools/pkgs" "nvidia-cuda-nvcc==$NVCC_WHEEL"
+fi
+ptxas_path=$(find "$tools" -path '*/bin/ptxas' -type f 2>/dev/null | head -1)
 if [ -z "$ptxas_path" ]; then
-  echo "ptxas not found after installing nvidia-cuda-nvcc" >&2
+  echo "ptxas not found after installing nvidia-cuda-nvcc==$NVCC_WHEEL" >&2
   exit 1
 fi
-export XLOG_PTXAS="$ptxas_path"
+chmod +x "$ptxas_path"
+export XLOG_PTXAS="$PWD/$ptxas_path"
 "$XLOG_PTXAS" --version | tail -1
 
 echo "== fmt"
@@ -37,3 +50,5 @@ echo "== docs"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== tests"
 cargo test --workspace
+echo "== compile-fail suite (rustc $UI_TOOLCHAIN)"
+cargo "+$UI_TOOLCHAIN" test -p xlog-macros --test compiletest -- --ignored

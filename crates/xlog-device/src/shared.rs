@@ -23,8 +23,9 @@
 //!
 //! The handles themselves are plain addresses and safe to copy. Every access is
 //! `unsafe` with the obligations above, because nothing in the type system can tell
-//! which thread last wrote an element; a safe block-level API (reductions, scans) is
-//! built on top, with its own barriers.
+//! which thread last wrote an element. Safe block-wide reductions exist as barrier
+//! reductions in [`barrier`](crate::barrier); safe shared-memory reductions and
+//! scans are not written yet.
 
 use core::marker::PhantomData;
 

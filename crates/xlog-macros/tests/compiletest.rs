@@ -1,15 +1,18 @@
 //! The compile-fail suite of SPEC §5 (fixtures in the workspace's `tests/ui/`).
 //!
 //! The `.stderr` snapshots are rustc's exact output, which changes between
-//! compiler releases, so the suite is pinned to the toolchain that produced them
-//! (stable 1.95, the version CI runs). On another compiler it fails with
-//! instructions instead of comparing against foreign snapshots: regenerate with
-//! `TRYBUILD=overwrite cargo test -p xlog-macros --test compiletest` and review
+//! compiler releases, so the suite is pinned to the toolchain that produced them,
+//! rustc 1.95. It is `#[ignore]`d in a plain `cargo test` (which may run on any
+//! stable) and run by `scripts/test.sh` as
+//! `cargo +1.95.0 test -p xlog-macros --test compiletest -- --ignored`. Run on
+//! another compiler it fails with instructions instead of comparing against foreign
+//! snapshots: regenerate with `TRYBUILD=overwrite` on the new toolchain and review
 //! every diff.
 
 const SNAPSHOT_RUSTC: &str = "rustc 1.95.";
 
 #[test]
+#[ignore = "pinned to rustc 1.95: run by scripts/test.sh with cargo +1.95.0 -- --ignored"]
 fn ui() {
     let version =
         std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))

@@ -203,6 +203,11 @@ impl Drop for Context {
     }
 }
 
+/// Wait for all work in the current context.
+pub(crate) fn ctx_synchronize() -> Result<()> {
+    result::ctx::synchronize().map_err(|e| Error::driver("cuCtxSynchronize", e))
+}
+
 /// Create a non-blocking stream in the current context.
 pub(crate) fn stream_create() -> Result<RawStream> {
     result::stream::create(result::stream::StreamKind::NonBlocking)

@@ -430,6 +430,6 @@ impl Runtime {
     /// Wait for all work on the device.
     pub fn synchronize(&self) -> Result<()> {
         self.inner.device.bind()?;
-        cudarc::driver::result::ctx::synchronize().map_err(|e| Error::driver("cuCtxSynchronize", e))
+        crate::driver::ctx_synchronize()
     }
 }

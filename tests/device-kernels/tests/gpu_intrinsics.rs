@@ -10,7 +10,6 @@
 //! The block reduction and scan tests run every block size from 32 to 1024 (and
 //! odd sizes for the kernels that allow them): they are the regression test for the
 //! barrier miscompilation rust-lang/rust#137086 that xlog-build guards against.
-#![cfg(feature = "gpu")]
 
 use std::ffi::c_void;
 use std::sync::Arc;
