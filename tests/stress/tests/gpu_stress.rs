@@ -2,16 +2,19 @@
 //!
 //! - `stress`: random multi-stream programs (16 streams, 64 buffer slots of random
 //!   sizes, kernels with random read / write / read-write sets, copies, uploads,
-//!   fills, frees and re-allocations, issued from several host threads) run through
-//!   xlog and checked byte for byte against a CPU model. Reproducible by seed; a
+//!   fills, frees and re-allocations, writes to the two halves of one buffer from two
+//!   threads at once) issued concurrently from several host threads — every
+//!   operation waits only for earlier ones that touch the same buffer, one of them
+//!   writing — run through xlog and checked word for word against a program-order
+//!   CPU model. Reproducible by seed; a
 //!   failing seed is shrunk and the minimal failing program printed.
 //! - `stress_has_teeth`: the same with fencing switched off must report mismatches.
 //! - `sixteen_threads_share_a_budgeted_runtime`, `injected_faults_leave_the_runtime_usable`.
 //!
 //! Scale with XLOG_STRESS_SEEDS, XLOG_STRESS_OPS, XLOG_STRESS_THREADS.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, RwLock};
 
 use xlog::{AllocTag, DeviceBuffer, Error, LaunchConfig, Runtime, Stream};
 use xlog_runtime::testing::{self, Site};
@@ -78,6 +81,14 @@ enum Op {
         salt: u32,
         spin_ns: u32,
         stream: usize,
+    },
+    /// Two host threads at once, each launching on its own half of `out`
+    /// (`split_at_mut`) on its own stream: concurrent commits to one buffer.
+    Halves {
+        a: usize,
+        out: usize,
+        salt: u32,
+        streams: (usize, usize),
     },
     Copy {
         src: usize,
@@ -166,7 +177,13 @@ fn generate(seed: u64, ops: usize, shape: &Shape) -> Vec<Op> {
                     stream,
                 }
             }
-            65..=79 => Op::Copy {
+            65..=69 => Op::Halves {
+                a: r.below(shape.slots),
+                out: slot,
+                salt: r.next() as u32,
+                streams: (stream, r.below(shape.streams)),
+            },
+            70..=79 => Op::Copy {
                 src: r.below(shape.slots),
                 dst: slot,
                 stream,
@@ -220,23 +237,174 @@ struct Outcome {
     checked_words: usize,
 }
 
-/// Run `prog` on the GPU through xlog, op `i` issued by host thread `i % threads`
-/// permuted by `seed`, in program order; compare every download with the model.
+impl Op {
+    /// The slots an operation touches, and whether it writes each.
+    fn slots(&self) -> Vec<(usize, bool)> {
+        match *self {
+            Op::Alloc { slot, .. } | Op::Free { slot } => vec![(slot, true)],
+            Op::Kernel { a, b, out, .. } => vec![(a, false), (b, false), (out, true)],
+            Op::Halves { a, out, .. } => vec![(a, false), (out, true)],
+            Op::Copy { src, dst, .. } => vec![(src, false), (dst, true)],
+            Op::Upload { slot, .. } | Op::Fill { slot, .. } => vec![(slot, true)],
+            Op::Download { slot, .. } => vec![(slot, false)],
+        }
+    }
+}
+
+/// The CPU model, run once in program order: which operations take effect and what
+/// each download (and the end state) must see.
+struct Expected {
+    effective: Vec<bool>,
+    downloads: Vec<Option<Vec<u32>>>,
+    end: Vec<Option<Vec<u32>>>,
+}
+
+fn model(prog: &[Op], slots: usize) -> Expected {
+    let mut m: Vec<Option<Vec<u32>>> = vec![None; slots];
+    let mut effective = vec![true; prog.len()];
+    let mut downloads = vec![None; prog.len()];
+    let mix_into = |out: &mut [u32], a: &[u32], b: &[u32], salt: u32, rw: bool| {
+        for (idx, v) in out.iter_mut().enumerate() {
+            let x = mix(at(a, idx), at(b, idx), salt);
+            *v = if rw { x ^ v.rotate_left(5) } else { x };
+        }
+    };
+    for (i, op) in prog.iter().enumerate() {
+        match *op {
+            Op::Alloc {
+                slot,
+                len,
+                upload_seed,
+                ..
+            } => {
+                m[slot] = Some(match upload_seed {
+                    Some(seed) => host_data(seed, len),
+                    None => vec![0; len],
+                })
+            }
+            Op::Free { slot } => m[slot] = None,
+            Op::Kernel {
+                rw,
+                a,
+                b,
+                out,
+                salt,
+                ..
+            } => {
+                let ok = out != a
+                    && out != b
+                    && m[a].is_some()
+                    && m[b].is_some()
+                    && m[out].as_ref().is_some_and(|o| !o.is_empty());
+                effective[i] = ok;
+                if ok {
+                    let (ma, mb) = (m[a].clone().unwrap(), m[b].clone().unwrap());
+                    mix_into(m[out].as_mut().unwrap(), &ma, &mb, salt, rw);
+                }
+            }
+            Op::Halves { a, out, salt, .. } => {
+                let ok =
+                    out != a && m[a].is_some() && m[out].as_ref().is_some_and(|o| o.len() >= 2);
+                effective[i] = ok;
+                if ok {
+                    let ma = m[a].clone().unwrap();
+                    let o = m[out].as_mut().unwrap();
+                    let mid = o.len() / 2;
+                    let (l, r) = o.split_at_mut(mid);
+                    mix_into(l, &ma, &[], salt, false);
+                    mix_into(r, &ma, &[], salt ^ 1, false);
+                }
+            }
+            Op::Copy { src, dst, .. } => {
+                let ok = src != dst && m[src].is_some() && m[dst].is_some();
+                effective[i] = ok;
+                if ok {
+                    let n = m[src]
+                        .as_ref()
+                        .unwrap()
+                        .len()
+                        .min(m[dst].as_ref().unwrap().len());
+                    let from = m[src].as_ref().unwrap()[..n].to_vec();
+                    m[dst].as_mut().unwrap()[..n].copy_from_slice(&from);
+                }
+            }
+            Op::Upload {
+                slot,
+                off,
+                len,
+                seed,
+                ..
+            } => {
+                effective[i] = m[slot].is_some();
+                if let Some(buf) = m[slot].as_mut() {
+                    let (start, n) = clamp(off, len, buf.len());
+                    buf[start..start + n].copy_from_slice(&host_data(seed, n));
+                }
+            }
+            Op::Fill {
+                slot,
+                off,
+                len,
+                value,
+                ..
+            } => {
+                effective[i] = m[slot].is_some();
+                if let Some(buf) = m[slot].as_mut() {
+                    let (start, n) = clamp(off, len, buf.len());
+                    buf[start..start + n].fill(value);
+                }
+            }
+            Op::Download { slot, .. } => {
+                effective[i] = m[slot].is_some();
+                downloads[i] = m[slot].clone();
+            }
+        }
+    }
+    Expected {
+        effective,
+        downloads,
+        end: m,
+    }
+}
+
+/// Run `prog` on the GPU through xlog from `threads` host threads. Each operation
+/// belongs to a random thread and starts once every earlier operation it conflicts
+/// with (same slot, one of them writing) has finished, so independent operations —
+/// and reads of one buffer — are issued concurrently, and the outcome still equals
+/// the program-order CPU model. Every download is compared with that model.
 fn execute(rt: &Runtime, streams: &[Stream], prog: &[Op], threads: usize, seed: u64) -> Outcome {
     let slots = prog
         .iter()
-        .filter_map(|o| match o {
-            Op::Alloc { slot, .. } => Some(*slot + 1),
-            _ => None,
-        })
+        .flat_map(|o| o.slots())
+        .map(|(s, _)| s + 1)
         .max()
         .unwrap_or(0)
         .max(SHAPE.slots);
-    let gpu: Mutex<Vec<Option<DeviceBuffer<u32>>>> = Mutex::new((0..slots).map(|_| None).collect());
-    let model: Mutex<Vec<Option<Vec<u32>>>> = Mutex::new(vec![None; slots]);
+    let want = model(prog, slots);
+    let gpu: Vec<RwLock<Option<DeviceBuffer<u32>>>> =
+        (0..slots).map(|_| RwLock::new(None)).collect();
+    // Predecessors: the last earlier writer of each slot, and for a writer every
+    // reader since that writer.
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); prog.len()];
+    let mut last_write: Vec<Option<usize>> = vec![None; slots];
+    let mut reads_since: Vec<Vec<usize>> = vec![Vec::new(); slots];
+    for (i, op) in prog.iter().enumerate() {
+        for (slot, writes) in op.slots() {
+            preds[i].extend(last_write[slot]);
+            if writes {
+                preds[i].append(&mut reads_since[slot]);
+                last_write[slot] = Some(i);
+            } else {
+                reads_since[slot].push(i);
+            }
+        }
+        preds[i].sort_unstable();
+        preds[i].dedup();
+        preds[i].retain(|&p| p != i);
+    }
+    let done: Vec<AtomicBool> = prog.iter().map(|_| AtomicBool::new(false)).collect();
     let mismatches = Mutex::new(Vec::new());
     let checked = AtomicUsize::new(0);
-    let ticket = AtomicUsize::new(0);
     let mut owner = Rng::new(seed ^ 0xA5A5);
     let owners: Vec<usize> = prog.iter().map(|_| owner.below(threads)).collect();
 
@@ -260,10 +428,13 @@ fn execute(rt: &Runtime, streams: &[Stream], prog: &[Op], threads: usize, seed: 
             });
         }
     };
+    let read = |slot: usize| gpu[slot].read().unwrap_or_else(|p| p.into_inner());
+    let write = |slot: usize| gpu[slot].write().unwrap_or_else(|p| p.into_inner());
 
     let step = |i: usize| {
-        let mut g = gpu.lock().unwrap();
-        let mut m = model.lock().unwrap();
+        if !want.effective[i] {
+            return;
+        }
         match prog[i] {
             Op::Alloc {
                 slot,
@@ -271,24 +442,15 @@ fn execute(rt: &Runtime, streams: &[Stream], prog: &[Op], threads: usize, seed: 
                 stream,
                 upload_seed,
             } => {
-                g[slot] = None; // free first, in stream order
+                let mut g = write(slot);
+                *g = None; // free first, in stream order
                 let s = &streams[stream];
-                match upload_seed {
-                    Some(seed) => {
-                        let data = host_data(seed, len);
-                        g[slot] = Some(rt.upload_on(s, &data).unwrap());
-                        m[slot] = Some(data);
-                    }
-                    None => {
-                        g[slot] = Some(rt.alloc_zeroed_on::<u32>(s, len).unwrap());
-                        m[slot] = Some(vec![0; len]);
-                    }
-                }
+                *g = Some(match upload_seed {
+                    Some(seed) => rt.upload_on(s, &host_data(seed, len)).unwrap(),
+                    None => rt.alloc_zeroed_on::<u32>(s, len).unwrap(),
+                });
             }
-            Op::Free { slot } => {
-                g[slot] = None;
-                m[slot] = None;
-            }
+            Op::Free { slot } => *write(slot) = None,
             Op::Kernel {
                 rw,
                 a,
@@ -298,46 +460,67 @@ fn execute(rt: &Runtime, streams: &[Stream], prog: &[Op], threads: usize, seed: 
                 spin_ns,
                 stream,
             } => {
-                if out == a || out == b || g[out].is_none() || g[a].is_none() || g[b].is_none() {
-                    return;
-                }
-                let n = m[out].as_ref().unwrap().len();
-                if n == 0 {
-                    return;
-                }
-                let mut o = g[out].take().unwrap();
-                let (ga, gb) = (g[a].as_ref().unwrap(), g[b].as_ref().unwrap());
-                let cfg = LaunchConfig::for_len(n);
-                let s = &streams[stream];
+                // Locks in slot order; `a == b` is one read lock.
+                let ga = read(a);
+                let gb = if b == a { None } else { Some(read(b)) };
+                let mut o = write(out);
+                let (ga, o) = (ga.as_ref().unwrap(), o.as_mut().unwrap());
+                let gb = gb.as_ref().map(|g| g.as_ref().unwrap()).unwrap_or(ga);
+                let (s, cfg) = (&streams[stream], LaunchConfig::for_len(o.len()));
                 if rw {
-                    mix_rw::launch(s, cfg, ga, gb, &mut o, salt, spin_ns).unwrap();
+                    mix_rw::launch(s, cfg, ga, gb, o, salt, spin_ns).unwrap();
                 } else {
-                    mix_w::launch(s, cfg, ga, gb, &mut o, salt, spin_ns).unwrap();
-                }
-                g[out] = Some(o);
-                let (ma, mb) = (m[a].clone().unwrap(), m[b].clone().unwrap());
-                let mo = m[out].as_mut().unwrap();
-                for (idx, v) in mo.iter_mut().enumerate() {
-                    let x = mix(at(&ma, idx), at(&mb, idx), salt);
-                    *v = if rw { x ^ v.rotate_left(5) } else { x };
+                    mix_w::launch(s, cfg, ga, gb, o, salt, spin_ns).unwrap();
                 }
             }
+            Op::Halves {
+                a,
+                out,
+                salt,
+                streams: (s1, s2),
+            } => {
+                let ga = read(a);
+                let mut o = write(out);
+                let (ga, o) = (ga.as_ref().unwrap(), o.as_mut().unwrap());
+                let rt_empty = rt.upload_on::<u32>(&streams[s1], &[]).unwrap();
+                let mid = o.len() / 2;
+                let (mut l, mut r) = o.slice_mut(..).split_at_mut(mid);
+                let (empty, ga) = (&rt_empty, &*ga);
+                std::thread::scope(|sc| {
+                    sc.spawn(|| {
+                        mix_w::launch(
+                            &streams[s1],
+                            LaunchConfig::for_len(l.len()),
+                            ga,
+                            empty,
+                            &mut l,
+                            salt,
+                            20_000,
+                        )
+                        .unwrap()
+                    });
+                    sc.spawn(|| {
+                        mix_w::launch(
+                            &streams[s2],
+                            LaunchConfig::for_len(r.len()),
+                            ga,
+                            empty,
+                            &mut r,
+                            salt ^ 1,
+                            0,
+                        )
+                        .unwrap()
+                    });
+                });
+            }
             Op::Copy { src, dst, stream } => {
-                if src == dst || g[src].is_none() || g[dst].is_none() {
-                    return;
-                }
-                let n = m[src]
-                    .as_ref()
-                    .unwrap()
-                    .len()
-                    .min(m[dst].as_ref().unwrap().len());
-                let mut d = g[dst].take().unwrap();
-                d.slice_mut(0..n)
-                    .copy_from(&streams[stream], &g[src].as_ref().unwrap().slice(0..n))
+                let gs = read(src);
+                let mut gd = write(dst);
+                let (gs, gd) = (gs.as_ref().unwrap(), gd.as_mut().unwrap());
+                let n = gs.len().min(gd.len());
+                gd.slice_mut(0..n)
+                    .copy_from(&streams[stream], &gs.slice(0..n))
                     .unwrap();
-                g[dst] = Some(d);
-                let from = m[src].as_ref().unwrap()[..n].to_vec();
-                m[dst].as_mut().unwrap()[..n].copy_from_slice(&from);
             }
             Op::Upload {
                 slot,
@@ -346,13 +529,12 @@ fn execute(rt: &Runtime, streams: &[Stream], prog: &[Op], threads: usize, seed: 
                 seed,
                 stream,
             } => {
-                let Some(buf) = g[slot].as_mut() else { return };
+                let mut g = write(slot);
+                let buf = g.as_mut().unwrap();
                 let (start, n) = clamp(off, len, buf.len());
-                let data = host_data(seed, n);
                 buf.slice_mut(start..start + n)
-                    .copy_from_host(&streams[stream], &data)
+                    .copy_from_host(&streams[stream], &host_data(seed, n))
                     .unwrap();
-                m[slot].as_mut().unwrap()[start..start + n].copy_from_slice(&data);
             }
             Op::Fill {
                 slot,
@@ -361,47 +543,51 @@ fn execute(rt: &Runtime, streams: &[Stream], prog: &[Op], threads: usize, seed: 
                 value,
                 stream,
             } => {
-                let Some(buf) = g[slot].as_mut() else { return };
+                let mut g = write(slot);
+                let buf = g.as_mut().unwrap();
                 let (start, n) = clamp(off, len, buf.len());
                 buf.slice_mut(start..start + n)
                     .fill(&streams[stream], value)
                     .unwrap();
-                m[slot].as_mut().unwrap()[start..start + n].fill(value);
             }
             Op::Download { slot, stream } => {
-                let Some(buf) = g[slot].as_ref() else { return };
-                let got = buf.download(&streams[stream]).unwrap();
-                compare(i, slot, &got, m[slot].as_ref().unwrap());
+                let got = read(slot)
+                    .as_ref()
+                    .unwrap()
+                    .download(&streams[stream])
+                    .unwrap();
+                compare(i, slot, &got, want.downloads[i].as_ref().unwrap());
             }
         }
     };
 
     std::thread::scope(|sc| {
         for t in 0..threads {
-            let (owners, ticket, step) = (&owners, &ticket, &step);
+            let (owners, done, preds, step) = (&owners, &done, &preds, &step);
             sc.spawn(move || {
                 for i in (0..prog.len()).filter(|&i| owners[i] == t) {
-                    while ticket.load(Ordering::Acquire) != i {
-                        std::thread::yield_now();
+                    for &p in &preds[i] {
+                        while !done[p].load(Ordering::Acquire) {
+                            std::thread::yield_now();
+                        }
                     }
                     step(i);
-                    ticket.store(i + 1, Ordering::Release);
+                    done[i].store(true, Ordering::Release);
                 }
             });
         }
     });
 
     // Final check of every live buffer, each downloaded on a random stream.
-    let g = gpu.into_inner().unwrap();
-    let m = model.into_inner().unwrap();
     let mut r = Rng::new(seed ^ 0x5A5A);
     for slot in 0..slots {
-        if let (Some(buf), Some(want)) = (&g[slot], &m[slot]) {
+        let g = read(slot);
+        if let (Some(buf), Some(w)) = (g.as_ref(), &want.end[slot]) {
             let got = buf.download(&streams[r.below(streams.len())]).unwrap();
-            compare(prog.len(), slot, &got, want);
+            compare(prog.len(), slot, &got, w);
         }
     }
-    drop(g);
+    drop(gpu);
     Outcome {
         mismatches: mismatches.into_inner().unwrap(),
         checked_words: checked.into_inner(),
