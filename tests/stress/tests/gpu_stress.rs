@@ -485,7 +485,7 @@ fn execute(rt: &Runtime, streams: &[Stream], prog: &[Op], threads: usize, seed: 
                 let rt_empty = rt.upload_on::<u32>(&streams[s1], &[]).unwrap();
                 let mid = o.len() / 2;
                 let (mut l, mut r) = o.slice_mut(..).split_at_mut(mid);
-                let (empty, ga) = (&rt_empty, &*ga);
+                let empty = &rt_empty;
                 std::thread::scope(|sc| {
                     sc.spawn(|| {
                         mix_w::launch(
