@@ -463,26 +463,33 @@ impl<T: DeviceCopy> WriteBuffer<T> for BufferViewMut<'_, T> {
 /// Device memory xlog did not allocate (from another library, DLPack, Arrow).
 ///
 /// No launcher accepts it. The manual recorder refuses it unless told, unsafely,
-/// that the caller has ordered it ([`crate::LaunchRecorder::skip_untracked`]).
+/// that the caller has ordered it ([`crate::LaunchRecorder::skip_untracked`]); then
+/// the work waits for the point the buffer was declared ready at.
 #[derive(Debug)]
 pub struct ForeignBuffer<T> {
     ptr: u64,
     len: usize,
     device: u32,
+    ready: UsePoint<Stream>,
     _t: PhantomData<*mut T>,
 }
 
 impl<T: DeviceCopy> ForeignBuffer<T> {
-    /// Wrap foreign device memory.
+    /// Wrap foreign device memory that is ready for work queued on `ready_on`
+    /// after this call (the stream its producer used, or one that waited on the
+    /// producer's event).
     ///
     /// # Safety
     /// 1. `ptr` addresses `len` elements of `T` on device `device`, valid for as
     ///    long as this value lives.
-    pub unsafe fn from_raw(ptr: u64, len: usize, device: u32) -> Self {
+    /// 2. Everything that produced the memory is ordered before work queued on
+    ///    `ready_on` from now on.
+    pub unsafe fn from_raw(ptr: u64, len: usize, device: u32, ready_on: &Stream) -> Self {
         ForeignBuffer {
             ptr,
             len,
             device,
+            ready: ready_on.publish(),
             _t: PhantomData,
         }
     }
@@ -501,5 +508,8 @@ impl<T: DeviceCopy> ForeignBuffer<T> {
     /// Device ordinal.
     pub fn device(&self) -> u32 {
         self.device
+    }
+    pub(crate) fn ready(&self) -> &UsePoint<Stream> {
+        &self.ready
     }
 }

@@ -134,7 +134,19 @@ impl<'a> LaunchRecorder<'a, Recording> {
     /// Record foreign memory. Refused at preflight unless
     /// [`skip_untracked`](Self::skip_untracked) was called.
     pub fn foreign<T: DeviceCopy>(mut self, buf: &ForeignBuffer<T>) -> Self {
-        if !self.skip_untracked && self.error.is_none() {
+        if self.error.is_some() {
+            return self;
+        }
+        if buf.device() != self.stream.device_ordinal() {
+            self.error = Some(Error::InvalidArgument {
+                what: format!("foreign buffer at {:#x}", buf.device_ptr()),
+                reason: format!(
+                    "it is on device {} but the work runs on device {}",
+                    buf.device(),
+                    self.stream.device_ordinal()
+                ),
+            });
+        } else if !self.skip_untracked {
             self.error = Some(Error::Untracked {
                 what: format!(
                     "foreign buffer at {:#x} ({} elements)",
@@ -142,6 +154,8 @@ impl<'a> LaunchRecorder<'a, Recording> {
                     buf.len()
                 ),
             });
+        } else {
+            self.waits.push(buf.ready().clone());
         }
         self
     }
@@ -169,6 +183,15 @@ impl<'a> LaunchRecorder<'a, Recording> {
         let rt = self.stream.runtime_id();
         dedup_by_key(&mut self.entries);
         let mut waits: Vec<UsePoint<Stream>> = Vec::new();
+        // Ready points of foreign buffers accepted with `skip_untracked`.
+        for p in self.waits.drain(..) {
+            if p.stream != *self.stream {
+                match waits.iter_mut().find(|w| w.stream == p.stream) {
+                    Some(w) => w.epoch = w.epoch.max(p.epoch),
+                    None => waits.push(p),
+                }
+            }
+        }
         for (_, access, core, version) in self.entries.iter_mut() {
             let (access, core) = (*access, *core);
             if core.runtime_id() != rt {

@@ -7,8 +7,14 @@ use xlog_runtime::{Backend, LaunchConfig, LaunchRecorder, ModuleImage, Runtime, 
 pub static KERNELS: ModuleImage =
     unsafe { ModuleImage::from_ptx("runtime-test-kernels", include_str!("kernels.ptx")) };
 
+/// Set in a child process by `hazard_tests_have_teeth`: run with fencing disabled.
+pub const UNFENCED_ENV: &str = "XLOG_TEST_UNFENCED";
+
 /// The shared runtime of device 0. Panics (fails the test) without a device.
 pub fn rt() -> Runtime {
+    if std::env::var_os(UNFENCED_ENV).is_some() {
+        xlog_runtime::testing::set_fencing(false);
+    }
     Runtime::get(0)
         .unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
 }

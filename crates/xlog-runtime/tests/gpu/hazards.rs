@@ -121,3 +121,27 @@ fn same_stream_work_records_no_fence() {
         "one wait per source stream, shared by both buffers"
     );
 }
+
+/// Each hazard test above must fail when fencing is disabled, or it could not see
+/// the hazard it guards. Runs them in a child process (fencing is process-wide).
+#[test]
+fn hazard_tests_have_teeth() {
+    let exe = std::env::current_exe().unwrap();
+    for name in [
+        "two_readers_on_two_streams_then_a_writer_on_a_third",
+        "a_write_then_a_read_on_another_stream",
+        "a_write_waits_for_an_earlier_write_on_another_stream",
+        "a_fresh_allocation_is_fenced_for_other_streams",
+    ] {
+        let out = std::process::Command::new(&exe)
+            .args(["--exact", &format!("hazards::{name}"), "--test-threads=1"])
+            .env(crate::common::UNFENCED_ENV, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("1 failed"),
+            "`{name}` passed with fencing disabled: it cannot see its hazard\n{text}"
+        );
+    }
+}

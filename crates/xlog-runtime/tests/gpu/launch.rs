@@ -114,10 +114,13 @@ fn buffers_of_another_runtime_are_refused() {
 #[test]
 fn foreign_memory_is_refused_unless_skipped_explicitly() {
     let rt = rt();
-    let s = rt.stream().unwrap();
-    let owner = rt.upload(&[0u32; 8]).unwrap();
-    // SAFETY: `owner` outlives `f` and nobody else touches it.
-    let f = unsafe { xlog_runtime::ForeignBuffer::<u32>::from_raw(owner.device_ptr(), 8, 0) };
+    let (producer, s) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
+    let owner = rt.upload_on(&producer, &[0u32; 8]).unwrap();
+    // SAFETY: `owner` outlives `f`; its upload is queued on `producer`, the stream
+    // named as the one after which the memory is ready.
+    let f = unsafe {
+        xlog_runtime::ForeignBuffer::<u32>::from_raw(owner.device_ptr(), 8, 0, &producer)
+    };
     let e = LaunchRecorder::new(&s)
         .foreign(&f)
         .preflight()
@@ -125,12 +128,28 @@ fn foreign_memory_is_refused_unless_skipped_explicitly() {
         .unwrap();
     assert!(matches!(e, Error::Untracked { .. }), "{e}");
     assert!(e.to_string().contains("skip_untracked"), "{e}");
-    s.synchronize().unwrap();
-    // SAFETY: the foreign memory is ordered (the upload was synchronised) and unused elsewhere.
+    // SAFETY: the foreign memory is ordered by its ready point and unused elsewhere.
     let pre = unsafe { LaunchRecorder::new(&s).skip_untracked() }
         .foreign(&f)
-        .preflight();
-    assert!(pre.is_ok());
+        .preflight()
+        .unwrap();
+    assert_eq!(
+        pre.wait_count(),
+        1,
+        "the work waits for the stream the buffer is ready on"
+    );
+    // A foreign buffer of another device is refused even when skipping.
+    // SAFETY: never used: refused at preflight.
+    let other = unsafe {
+        xlog_runtime::ForeignBuffer::<u32>::from_raw(owner.device_ptr(), 8, 7, &producer)
+    };
+    // SAFETY: refused before anything is queued.
+    let e = unsafe { LaunchRecorder::new(&s).skip_untracked() }
+        .foreign(&other)
+        .preflight()
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("device 7"), "{e}");
 }
 
 #[test]
