@@ -82,7 +82,11 @@ impl Module {
             device: device.clone(),
             panic_record: None,
         };
-        loaded.panic_record = install_panic_record(&loaded)?;
+        // Query the sink only when the image names it: a failed cuModuleGetGlobal is
+        // a driver API error that compute-sanitizer reports.
+        if image.windows(PANIC_SINK_SYMBOL.len()).any(|w| w == PANIC_SINK_SYMBOL.as_bytes()) {
+            loaded.panic_record = install_panic_record(&loaded)?;
+        }
         Ok(Module {
             loaded: Arc::new(loaded),
             name: name.to_owned(),
