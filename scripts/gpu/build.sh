@@ -23,7 +23,8 @@ for entry in "${suites[@]}"; do
   pkg=${entry%%:*}
   feat=${entry#*:}
   for mode in test bench; do
-    cargo "$mode" -p "$pkg" --features "$feat" --profile gpu --no-run --message-format=json 2>/dev/null |
+    # Build errors go to stderr; only the JSON artifact lines are parsed.
+    cargo "$mode" -p "$pkg" --features "$feat" --profile gpu --no-run --message-format=json |
       python3 -c '
 import json, shutil, sys, os
 bundle, pkg, mode = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -48,10 +49,18 @@ for line in sys.stdin:
 done
 # Example applications, run by run.sh as-is.
 for example in saxpy pipeline; do
-  if cargo metadata --no-deps --format-version 1 | grep -q "\"name\":\"$example\""; then
-    cargo build -p "$example" --profile gpu --quiet
-    cp "target/gpu/$example" "$bundle/bin/example-$example"
-    echo "bundled example-$example"
-  fi
+  cargo build -p "$example" --profile gpu --message-format=json |
+    python3 -c '
+import json, shutil, sys
+bundle, name = sys.argv[1], sys.argv[2]
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == name:
+        shutil.copy(m["executable"], bundle + "/bin/example-" + name)
+        print("bundled example-" + name)
+' "$bundle" "$example"
 done
 du -sh "$bundle"
