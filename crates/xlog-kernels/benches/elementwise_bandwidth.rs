@@ -107,13 +107,13 @@ fn main() {
         .unwrap()
         .load_function("saxpy")
         .unwrap();
-    let mut cuda_f = || {
+    let launch_raw = |func: &cudarc::driver::CudaFunction| {
         let mut params = [p(&a), p(&xp), p(&nn), p(&yp), p(&nn)];
         // SAFETY: saxpy(float, const float*, u64, float*, u64) over live buffers of n
         // elements, on the stream that owns them (synchronised above).
         unsafe {
             sys::cuLaunchKernel(
-                f.cu_function(),
+                func.cu_function(),
                 cfg.grid[0],
                 1,
                 1,
@@ -129,27 +129,8 @@ fn main() {
         .result()
         .unwrap();
     };
-    let mut cuda_unfused_f = || {
-        let mut params = [p(&a), p(&xp), p(&nn), p(&yp), p(&nn)];
-        // SAFETY: as for `cuda_f`.
-        unsafe {
-            sys::cuLaunchKernel(
-                f_unfused.cu_function(),
-                cfg.grid[0],
-                1,
-                1,
-                cfg.block[0],
-                1,
-                1,
-                0,
-                s.raw(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        }
-        .result()
-        .unwrap();
-    };
+    let mut cuda_f = || launch_raw(&f);
+    let mut cuda_unfused_f = || launch_raw(&f_unfused);
     let mut copy_f = || {
         z.copy_from(&s, &x).unwrap();
     };
