@@ -84,7 +84,10 @@ impl Module {
         };
         // Query the sink only when the image names it: a failed cuModuleGetGlobal is
         // a driver API error that compute-sanitizer reports.
-        if image.windows(PANIC_SINK_SYMBOL.len()).any(|w| w == PANIC_SINK_SYMBOL.as_bytes()) {
+        if image
+            .windows(PANIC_SINK_SYMBOL.len())
+            .any(|w| w == PANIC_SINK_SYMBOL.as_bytes())
+        {
             loaded.panic_record = install_panic_record(&loaded)?;
         }
         Ok(Module {
