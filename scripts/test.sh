@@ -50,5 +50,7 @@ echo "== docs"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== tests"
 cargo test --workspace
+# The same kernel crate with a feature on: the device build must see it too.
+cargo test -p xlog-abi-kernels --features wide
 echo "== compile-fail suite (rustc $UI_TOOLCHAIN)"
 cargo "+$UI_TOOLCHAIN" test -p xlog-macros --test compiletest -- --ignored

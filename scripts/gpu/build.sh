@@ -18,6 +18,7 @@ suites=(
   "xlog-kernels:gpu-tests"
   "xlog-device-kernels:gpu"
   "xlog-stress:gpu-tests"
+  "xlog-abi-kernels:gpu-tests"
 )
 for entry in "${suites[@]}"; do
   pkg=${entry%%:*}

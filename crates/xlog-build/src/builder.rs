@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::abi::{self, KernelAbi};
 use crate::command;
 use crate::diagnostics;
 use crate::error::{io_error, tail, Error, STDERR_TAIL_LINES};
+use crate::features;
 use crate::link::{self, LinkInputs, LlvmOptions};
 use crate::ptxas;
 use crate::toolchain::{Toolchain, PINNED_TOOLCHAIN};
@@ -66,6 +68,19 @@ pub const ENV_KNOBS: &[&str] = &[
 ///
 /// Settings are resolved as: `XLOG_*` environment variable, else the builder call,
 /// else the default. See `docs/toolchain.md` for the whole pipeline.
+///
+/// # Features
+///
+/// The device build of the crate running the build script gets exactly the cargo
+/// features the host build has (`--no-default-features --features <host set>`,
+/// `default` included when it is on), so `cfg(feature = ..)` selects the same
+/// code on both sides. A feature that enables a host-only dependency must
+/// therefore declare that dependency under
+/// `[target.'cfg(not(target_arch = "nvptx64"))'.dependencies]`.
+/// [`feature`](Self::feature) adds to that set and
+/// [`no_default_features`](Self::no_default_features) removes `default` from it.
+/// With [`kernel_crate`](Self::kernel_crate), nothing is forwarded: the host's
+/// features belong to another crate.
 #[derive(Debug, Clone)]
 pub struct Builder {
     kernel_crate: Option<PathBuf>,
@@ -93,8 +108,9 @@ impl Default for Builder {
 pub struct Output {
     /// `$OUT_DIR/xlog-module.ptx`.
     pub ptx: PathBuf,
-    /// The kernel entry points found in the PTX.
-    pub kernels: Vec<String>,
+    /// The kernel entry points found in the PTX, in order, each with its ABI
+    /// descriptor (checked against the entry's parameters).
+    pub kernels: Vec<KernelAbi>,
     /// `(arch, path)` of each cubin compiled.
     pub cubins: Vec<(String, PathBuf)>,
 }
@@ -138,7 +154,9 @@ impl Builder {
 
     /// Builds the kernel crate at `dir` (its `Cargo.toml`'s directory) instead of the
     /// crate running the build script: for an application that embeds another
-    /// crate's kernels.
+    /// crate's kernels. The build script's own features are then not forwarded
+    /// (they belong to another crate); that crate's device build uses its default
+    /// features plus [`feature`](Self::feature).
     pub fn kernel_crate(mut self, dir: impl Into<PathBuf>) -> Self {
         self.kernel_crate = Some(dir.into());
         self
@@ -178,13 +196,17 @@ impl Builder {
         self
     }
 
-    /// Enable a cargo feature of the kernel crate in the device build.
+    /// Enable a cargo feature of the kernel crate in the device build, in addition to
+    /// the features forwarded from the host build (see [`Builder`]'s "Features").
     pub fn feature(mut self, feature: impl Into<String>) -> Self {
         self.features.push(feature.into());
         self
     }
 
-    /// Build the kernel crate without its default features.
+    /// Build the kernel crate without its default features. For the crate running
+    /// the build script this removes the feature `default` from the forwarded set;
+    /// features that `default` enabled on the host stay on, since cargo reports the
+    /// resolved set, not how it was requested.
     pub fn no_default_features(mut self) -> Self {
         self.no_default_features = true;
         self
@@ -254,9 +276,11 @@ impl Builder {
         }
 
         let lib_source = fs::read_to_string(kernel_dir.join("src/lib.rs")).unwrap_or_default();
-        let settings = self.settings(&lib_source, &EnvReader::process())?;
         let manifest_text = fs::read_to_string(&manifest)
             .map_err(|e| io_error(&manifest, "read the kernel crate's manifest", e))?;
+        // No `rerun-if-env-changed` for the feature variables: cargo reruns a build
+        // script whenever its package's feature set changes.
+        let settings = self.settings(&lib_source, &manifest_text, &EnvReader::process())?;
         let lib_name = lib_name(&manifest_text).ok_or_else(|| Error::Unexpected {
             message: format!("no package or lib name in {}", manifest.display()),
         })?;
@@ -277,10 +301,14 @@ impl Builder {
             .env("CARGO_ENCODED_RUSTFLAGS", encoded_rustflags(&settings))
             .env(GUARD_VAR, "1")
             .env("CARGO_TERM_COLOR", "never");
-        let what = format!(
-            "device compilation of `{lib_name}` ({DEVICE_TARGET}, {})",
+        let mut what = format!(
+            "device compilation of `{lib_name}` ({DEVICE_TARGET}, {}",
             settings.arch
         );
+        if !settings.features.is_empty() {
+            what.push_str(&format!(", features {}", settings.features.join(",")));
+        }
+        what.push(')');
         compile_device(&mut cmd, &what)?;
 
         let artifacts = target_dir
@@ -297,7 +325,9 @@ impl Builder {
         let work = artifacts.join("xlog-link").join(&lib_name);
         let cache = target_dir.join("xlog-rlib-cache");
         let ptx = link::link(&toolchain, &inputs, &opts, &work, &cache)?;
-        let kernels = link::ptx_entries(&ptx);
+        // Fails on an entry whose parameters differ from its descriptor, before
+        // anything is written.
+        let kernels = abi::kernel_abis(&ptx)?;
 
         let ptx_path = out_dir.join(format!("{MODULE_STEM}.ptx"));
         write_if_changed(&ptx_path, ptx.as_bytes())?;
@@ -329,7 +359,13 @@ impl Builder {
     }
 
     /// Applies the environment to the builder's settings and validates them.
-    pub(crate) fn settings(&self, lib_source: &str, env: &EnvReader) -> Result<Settings, Error> {
+    /// `manifest` is the kernel crate's `Cargo.toml` text.
+    pub(crate) fn settings(
+        &self,
+        lib_source: &str,
+        manifest: &str,
+        env: &EnvReader,
+    ) -> Result<Settings, Error> {
         let arch = env
             .get("XLOG_DEVICE_ARCH")
             .unwrap_or_else(|| self.arch.clone());
@@ -373,6 +409,7 @@ impl Builder {
                 expected: "a cargo profile name such as release or dev".into(),
             });
         }
+        let (features, no_default_features) = self.device_features(manifest, env)?;
         Ok(Settings {
             toolchain: env
                 .get("XLOG_DEVICE_TOOLCHAIN")
@@ -382,16 +419,41 @@ impl Builder {
             cubin_archs,
             profile,
             rustflags,
-            features: self.features.clone(),
-            no_default_features: self.no_default_features,
+            features,
+            no_default_features,
             inject_no_std: self.inject_crate_attrs && !lib_source.contains("no_std"),
             inject_abi_feature: self.inject_crate_attrs && !lib_source.contains("abi_gpu_kernel"),
             auto_install: self.auto_install && env.get("XLOG_NO_AUTO_INSTALL").is_none(),
         })
     }
+
+    /// The `--features` list and `--no-default-features` flag of the device build:
+    /// the host's features plus [`Builder::feature`] for the crate running the build
+    /// script, the builder's own settings for [`Builder::kernel_crate`].
+    fn device_features(
+        &self,
+        manifest: &str,
+        env: &EnvReader,
+    ) -> Result<(Vec<String>, bool), Error> {
+        if self.kernel_crate.is_some() {
+            return Ok((self.features.clone(), self.no_default_features));
+        }
+        let mut features = features::host_features(env, manifest)?;
+        if self.no_default_features {
+            features.retain(|f| f != "default");
+        }
+        for f in &self.features {
+            if !features.contains(f) {
+                features.push(f.clone());
+            }
+        }
+        Ok((features, true))
+    }
 }
 
-/// Reads `XLOG_*` settings; a seam so tests need not touch the process environment.
+/// Reads the `XLOG_*` settings and the feature variables cargo sets for build
+/// scripts (`CARGO_CFG_FEATURE`, `CARGO_FEATURE_*`); a seam so tests need not touch
+/// the process environment.
 pub(crate) struct EnvReader {
     vars: Vec<(String, String)>,
 }
@@ -400,7 +462,11 @@ impl EnvReader {
     pub(crate) fn process() -> Self {
         EnvReader {
             vars: env::vars()
-                .filter(|(k, _)| k.starts_with("XLOG_"))
+                .filter(|(k, _)| {
+                    k.starts_with("XLOG_")
+                        || k.starts_with("CARGO_FEATURE_")
+                        || k == "CARGO_CFG_FEATURE"
+                })
                 .collect(),
         }
     }
@@ -415,12 +481,23 @@ impl EnvReader {
         }
     }
 
-    fn get(&self, name: &str) -> Option<String> {
+    pub(crate) fn get(&self, name: &str) -> Option<String> {
         self.vars
             .iter()
             .rev()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.clone())
+    }
+
+    /// The variables whose name starts with `prefix`, as `(name, value)`.
+    pub(crate) fn with_prefix<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        self.vars
+            .iter()
+            .filter(move |(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
     }
 }
 
@@ -703,10 +780,18 @@ pub(crate) fn cubins_source(cubins: &[(String, PathBuf)]) -> String {
     s
 }
 
-/// The Rust expression `kernel_module!` includes for the kernel name table.
-pub(crate) fn kernels_source(kernels: &[String]) -> String {
-    let names: Vec<String> = kernels.iter().map(|k| format!("{k:?}")).collect();
-    format!("&[{}]", names.join(", "))
+/// The Rust expression `kernel_module!` includes for the kernel table, of type
+/// `&'static [(&'static str, &'static [u64])]`: each entry point with its ABI
+/// descriptor words (`&[]` for an entry without one).
+pub(crate) fn kernels_source(kernels: &[KernelAbi]) -> String {
+    let entries: Vec<String> = kernels
+        .iter()
+        .map(|k| {
+            let words: Vec<String> = k.words.iter().map(|w| format!("{w:#018x}u64")).collect();
+            format!("({:?}, &[{}])", k.name, words.join(", "))
+        })
+        .collect();
+    format!("&[{}]", entries.join(", "))
 }
 
 fn write_stub(out_dir: &Path) -> Result<Output, Error> {
@@ -740,7 +825,7 @@ mod tests {
     use super::*;
 
     fn settings(vars: &[(&str, &str)]) -> Result<Settings, Error> {
-        Builder::new().settings("", &EnvReader::from(vars))
+        Builder::new().settings("", "", &EnvReader::from(vars))
     }
 
     #[test]
@@ -769,7 +854,7 @@ mod tests {
             ("XLOG_NO_AUTO_INSTALL", "1"),
             ("XLOG_DEVICE_PROFILE", "dev"),
         ]);
-        let s = b.settings("", &env).unwrap();
+        let s = b.settings("", "", &env).unwrap();
         assert_eq!(s.arch, "sm_90");
         assert_eq!(s.ptx_version, Some(78));
         assert_eq!(s.cubin_archs, ["sm_80", "sm_90a"]);
@@ -799,13 +884,14 @@ mod tests {
         let s = Builder::new()
             .settings(
                 "#![no_std]\n#![feature(abi_gpu_kernel)]",
+                "",
                 &EnvReader::from(&[]),
             )
             .unwrap();
         assert!(!s.inject_no_std && !s.inject_abi_feature);
         let s = Builder::new()
             .inject_crate_attrs(false)
-            .settings("", &EnvReader::from(&[]))
+            .settings("", "", &EnvReader::from(&[]))
             .unwrap();
         assert!(!s.inject_no_std && !s.inject_abi_feature);
     }
@@ -904,8 +990,77 @@ mod tests {
     }
 
     #[test]
+    fn host_features_are_forwarded_exactly() {
+        let env = EnvReader::from(&[
+            ("CARGO_CFG_FEATURE", "default,wide"),
+            ("CARGO_FEATURE_DEFAULT", "1"),
+            ("CARGO_FEATURE_WIDE", "1"),
+        ]);
+        let s = Builder::new().settings("", "", &env).unwrap();
+        assert_eq!(s.features, ["default", "wide"]);
+        assert!(s.no_default_features);
+
+        // Explicit features add to the set; no_default_features drops `default`.
+        let s = Builder::new()
+            .feature("extra")
+            .feature("wide")
+            .no_default_features()
+            .settings("", "", &env)
+            .unwrap();
+        assert_eq!(s.features, ["wide", "extra"]);
+        assert!(s.no_default_features);
+
+        // A host build without any feature: none on the device either.
+        let s = Builder::new()
+            .settings("", "", &EnvReader::from(&[]))
+            .unwrap();
+        assert!(s.features.is_empty() && s.no_default_features);
+    }
+
+    #[test]
+    fn another_crates_build_gets_no_forwarded_features() {
+        let env = EnvReader::from(&[("CARGO_CFG_FEATURE", "default,wide")]);
+        let s = Builder::new()
+            .kernel_crate("/elsewhere")
+            .settings("", "", &env)
+            .unwrap();
+        assert!(s.features.is_empty() && !s.no_default_features);
+        let s = Builder::new()
+            .kernel_crate("/elsewhere")
+            .feature("x")
+            .no_default_features()
+            .settings("", "", &env)
+            .unwrap();
+        assert_eq!(s.features, ["x"]);
+        assert!(s.no_default_features);
+    }
+
+    #[test]
+    fn older_cargo_features_map_through_the_manifest() {
+        let env = EnvReader::from(&[("CARGO_FEATURE_FAST_MATH", "1")]);
+        let s = Builder::new()
+            .settings("", "[features]\nfast-math = []\n", &env)
+            .unwrap();
+        assert_eq!(s.features, ["fast-math"]);
+    }
+
+    #[test]
     fn generated_tables() {
-        assert_eq!(kernels_source(&["a".into(), "b".into()]), "&[\"a\", \"b\"]");
+        let table = [
+            KernelAbi {
+                name: "a".into(),
+                words: vec![(1 << 56) | 1, 0x0200_0400_0000_0004, 0xdead_beef],
+            },
+            KernelAbi {
+                name: "b".into(),
+                words: vec![],
+            },
+        ];
+        assert_eq!(
+            kernels_source(&table),
+            "&[(\"a\", &[0x0100000000000001u64, 0x0200040000000004u64, 0x00000000deadbeefu64]), \
+             (\"b\", &[])]"
+        );
         assert_eq!(kernels_source(&[]), "&[]");
         assert_eq!(
             cubins_source(&[("sm_90".into(), PathBuf::from("/o/m.sm_90.cubin"))]),

@@ -75,6 +75,26 @@ pub enum Error {
         /// What is accepted.
         expected: String,
     },
+    /// A kernel's PTX entry point does not declare the parameters its ABI descriptor
+    /// says the host launcher passes, so a launch would copy the wrong bytes.
+    AbiMismatch {
+        /// The entry point.
+        kernel: String,
+        /// Zero-based index of the Rust parameter where the lists diverge (the
+        /// parameter count when the PTX declares more parameters than described).
+        parameter: usize,
+        /// What the launcher passes there, per the descriptor.
+        expected: String,
+        /// What the PTX declares there.
+        found: String,
+    },
+    /// A kernel's ABI descriptor global (`__xlog_abi_<entry>`) could not be read.
+    InvalidAbiDescriptor {
+        /// The entry point the descriptor names.
+        kernel: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Something the pipeline relies on did not hold (a missing environment variable
     /// that cargo always sets, a link manifest without an output, ...).
     Unexpected {
@@ -131,6 +151,23 @@ impl fmt::Display for Error {
                 value,
                 expected,
             } => write!(f, "invalid value {value:?} for {name}: expected {expected}"),
+            Error::AbiMismatch {
+                kernel,
+                parameter,
+                expected,
+                found,
+            } => write!(
+                f,
+                "kernel `{kernel}`, parameter {parameter}: the launcher passes {expected}, but \
+                 the PTX entry declares {found}; the device build lowered this parameter \
+                 differently from what `#[xlog_kernel]` described, so no launch can be sound: \
+                 use a plain `#[repr(C)]` type of non-zero size for by-value parameters, and \
+                 report it if it still happens"
+            ),
+            Error::InvalidAbiDescriptor { kernel, reason } => write!(
+                f,
+                "the ABI descriptor of kernel `{kernel}` in the PTX is unreadable: {reason}"
+            ),
             Error::Unexpected { message } => write!(f, "{message}"),
         }
     }

@@ -21,13 +21,21 @@
 //!    -Zbuild-std=core` on the kernel crate in a scrubbed environment, with
 //!    [`BARRIER_GUARD_FLAG`] and `-Ctarget-cpu`, in a separate target directory shared
 //!    by all profiles, with [`GUARD_VAR`] set so the crate's own build script does
-//!    nothing there;
-//! 3. link the recorded bitcode, internalizing everything but the kernels;
-//! 4. write `$OUT_DIR/xlog-module.ptx` (plus optional cubins from `ptxas`) and the two
-//!    small tables `xlog_device::kernel_module!` includes.
+//!    nothing there, forwarding the cargo features the host build enabled for the
+//!    crate (see [`Builder`]);
+//! 3. link the recorded bitcode, internalizing everything but the kernels and their
+//!    ABI descriptors;
+//! 4. read each kernel's ABI descriptor from the PTX and check it against the
+//!    entry's parameters ([`kernel_abis`]), failing the build on a mismatch;
+//! 5. write `$OUT_DIR/xlog-module.ptx` (plus optional cubins from `ptxas`) and the two
+//!    small tables `xlog_device::kernel_module!` includes: the cubins, and the
+//!    kernels with their descriptors.
 //!
 //! Modules:
-//! - [`Builder`] and its [`Output`] (the `builder` module);
+//! - [`Builder`] and its [`Output`] (the `builder` module), with the feature
+//!   forwarding of the `features` module;
+//! - [`kernel_abis`] and [`KernelAbi`]: the kernel table and its ABI check (the `abi`
+//!   module, whose docs give the descriptor format);
 //! - [`toolchain`]: the pinned nightly and its LLVM tools;
 //! - [`ptxas`]: finding ptxas, cubins, and the spill check CI runs;
 //! - [`diagnostics`]: condensing device compiler output into `cargo:warning` lines;
@@ -38,14 +46,17 @@
 #![allow(clippy::needless_doctest_main)]
 #![warn(missing_docs)]
 
+mod abi;
 mod builder;
 mod command;
 pub mod diagnostics;
 mod error;
+mod features;
 mod link;
 pub mod ptxas;
 pub mod toolchain;
 
+pub use abi::{kernel_abis, KernelAbi, ABI_SYMBOL_PREFIX, ABI_VERSION};
 pub use builder::{
     Builder, Output, BARRIER_GUARD_FLAG, DEFAULT_ARCH, DEVICE_TARGET, ENV_KNOBS, GUARD_VAR,
     MODULE_STEM,

@@ -15,7 +15,8 @@
 //!    modification time);
 //! 2. `llvm-link` the crate's objects and all members into one module;
 //! 3. `opt -passes=internalize,globaldce,default<O3>` keeping only the exported
-//!    symbols (the `#[no_mangle]` kernel entry points) and [`PANIC_SINK_SYMBOL`];
+//!    symbols (the `#[no_mangle]` kernel entry points and ABI descriptors),
+//!    [`PANIC_SINK_SYMBOL`] and every `__xlog_abi_*` descriptor;
 //! 4. check that no undefined function is left (a `libm` call, say), naming it;
 //! 5. `llc -mcpu=sm_XX [-mattr=+ptxNN]` to PTX.
 
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::UNIX_EPOCH;
 
+use crate::abi::ABI_SYMBOL_PREFIX;
 use crate::command;
 use crate::error::{io_error, Error};
 use crate::toolchain::Toolchain;
@@ -176,11 +178,16 @@ pub(crate) fn opt_pipeline(opt_level: Option<&str>) -> String {
     }
 }
 
-/// The symbols `opt` keeps external.
+/// The symbols `opt` keeps external: rustc's exports, the panic sink, and every
+/// kernel ABI descriptor (a glob, which `--internalize-public-api-list` accepts), so
+/// a descriptor survives even if rustc stopped listing exported statics.
 pub(crate) fn public_api(exports: &[String]) -> String {
+    let abi_glob = format!("{ABI_SYMBOL_PREFIX}*");
     let mut keep: Vec<&str> = exports.iter().map(String::as_str).collect();
-    if !keep.contains(&PANIC_SINK_SYMBOL) {
-        keep.push(PANIC_SINK_SYMBOL);
+    for always in [PANIC_SINK_SYMBOL, abi_glob.as_str()] {
+        if !keep.contains(&always) {
+            keep.push(always);
+        }
     }
     keep.join(",")
 }
@@ -326,16 +333,17 @@ fn extract_rlib(tc: &Toolchain, rlib: &Path, cache: &Path) -> Result<Vec<PathBuf
 
 /// Names of the `.entry` functions (kernels) in PTX text, in order.
 pub fn ptx_entries(ptx: &str) -> Vec<String> {
-    ptx.lines()
-        .filter_map(|l| {
-            let l = l.trim_start();
-            let rest = l
-                .strip_prefix(".visible .entry ")
-                .or_else(|| l.strip_prefix(".entry "))?;
-            let name = rest.split(['(', ' ']).next()?.trim();
-            (!name.is_empty()).then(|| name.to_string())
-        })
-        .collect()
+    ptx.lines().filter_map(entry_name).collect()
+}
+
+/// The kernel name when `line` opens a `.entry`.
+pub(crate) fn entry_name(line: &str) -> Option<String> {
+    let l = line.trim_start();
+    let rest = l
+        .strip_prefix(".visible .entry ")
+        .or_else(|| l.strip_prefix(".entry "))?;
+    let name = rest.split(['(', ' ']).next()?.trim();
+    (!name.is_empty()).then(|| name.to_string())
 }
 
 #[cfg(test)]
@@ -394,12 +402,15 @@ mod tests {
     }
 
     #[test]
-    fn the_panic_sink_is_always_kept() {
+    fn the_panic_sink_and_descriptors_are_always_kept() {
         assert_eq!(
             public_api(&["a".into(), "b".into()]),
-            "a,b,__xlog_panic_sink"
+            "a,b,__xlog_panic_sink,__xlog_abi_*"
         );
-        assert_eq!(public_api(&[PANIC_SINK_SYMBOL.into()]), "__xlog_panic_sink");
+        assert_eq!(
+            public_api(&[PANIC_SINK_SYMBOL.into()]),
+            "__xlog_panic_sink,__xlog_abi_*"
+        );
     }
 
     #[test]

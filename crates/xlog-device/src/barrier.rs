@@ -9,8 +9,15 @@
 //! the same id, otherwise the block waits forever: never call one on a path only some
 //! threads take.
 //!
-//! Barriers and fences are ordinary (safe) functions: misuse hangs a kernel but
-//! cannot corrupt memory.
+//! Each kind of barrier has its own hardware barrier: [`sync_threads`] uses barrier 0,
+//! [`sync_threads_count`] 1, [`sync_threads_and`] 2 and [`sync_threads_or`] 3. PTX
+//! leaves mixing `barrier.sync` and `barrier.red`, or two reductions, on one barrier
+//! unpredictable; on separate barriers a block whose threads reach different kinds
+//! simply waits (a hang, which is not undefined behaviour).
+//!
+//! Barriers and fences are ordinary (safe) functions: misuse hangs a kernel or
+//! synchronises the wrong threads, but no safe API relies on a barrier for memory
+//! safety (shared-memory access is `unsafe`), so it cannot corrupt memory.
 
 /// `__syncthreads()`: waits until every thread of the block reaches this barrier;
 /// shared- and global-memory writes made before it are visible to the block after it.
@@ -32,7 +39,7 @@ pub fn sync_threads_count(pred: bool) -> u32 {
         // SAFETY: as `sync_threads`; the predicate register is local to the block.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred %p; setp.ne.u32 %p, {v}, 0; barrier.red.popc.u32 {r}, 0, %p; }}",
+                "{{ .reg .pred %p; setp.ne.u32 %p, {v}, 0; barrier.red.popc.u32 {r}, 1, %p; }}",
                 v = in(reg32) pred as u32, r = out(reg32) r, options(nostack)
             )
         };
@@ -48,7 +55,7 @@ pub fn sync_threads_and(pred: bool) -> bool {
         // SAFETY: as `sync_threads`; the predicate registers are local to the block.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred %p, %q; setp.ne.u32 %p, {v}, 0; barrier.red.and.pred %q, 0, %p; selp.u32 {r}, 1, 0, %q; }}",
+                "{{ .reg .pred %p, %q; setp.ne.u32 %p, {v}, 0; barrier.red.and.pred %q, 2, %p; selp.u32 {r}, 1, 0, %q; }}",
                 v = in(reg32) pred as u32, r = out(reg32) r, options(nostack)
             )
         };
@@ -64,7 +71,7 @@ pub fn sync_threads_or(pred: bool) -> bool {
         // SAFETY: as `sync_threads`; the predicate registers are local to the block.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred %p, %q; setp.ne.u32 %p, {v}, 0; barrier.red.or.pred %q, 0, %p; selp.u32 {r}, 1, 0, %q; }}",
+                "{{ .reg .pred %p, %q; setp.ne.u32 %p, {v}, 0; barrier.red.or.pred %q, 3, %p; selp.u32 {r}, 1, 0, %q; }}",
                 v = in(reg32) pred as u32, r = out(reg32) r, options(nostack)
             )
         };

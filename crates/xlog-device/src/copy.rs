@@ -21,45 +21,66 @@
 ///    alignment and field offsets;
 /// 3. it has no drop glue and every bit pattern the host or a kernel writes is a
 ///    valid value for the reader (for `bool`, only 0 and 1 are ever written);
-/// 4. the all-zero bit pattern is a valid value (the runtime zero-fills buffers).
+/// 4. the all-zero bit pattern is a valid value (the runtime zero-fills buffers);
+/// 5. [`__LAYOUT`](Self::__LAYOUT), if overridden, changes whenever the size,
+///    alignment, field offsets or field types change (the derive computes it).
+///
+/// Padding bytes of a `#[repr(C)]` struct are copied as they are: a value built on
+/// the host carries whatever its padding bytes held to the device. Safe kernel code
+/// cannot read padding, so this discloses nothing to it; avoid padding (explicit
+/// `_pad` fields) in structs whose raw bytes are hashed, compared or written back.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not plain device data (`DeviceCopy`)",
     label = "kernel parameters and buffer elements must be `DeviceCopy`",
     note = "use a primitive, an array, or a `#[repr(C)]` struct with `#[derive(DeviceCopy)]`; pointers, references and host-owning types (String, Vec, Box) cannot cross to the device"
 )]
-pub unsafe trait DeviceCopy: Copy + 'static {}
+pub unsafe trait DeviceCopy: Copy + 'static {
+    /// A digest of the type's layout as this compiler sees it: size, alignment,
+    /// and for derived structs each field's offset and layout. Host and device
+    /// builds compute it independently; launchers compare the two (see
+    /// [`crate::abi`]). The default covers size and alignment only.
+    #[doc(hidden)]
+    const __LAYOUT: u64 =
+        crate::abi::opaque_layout(core::mem::size_of::<Self>(), core::mem::align_of::<Self>());
+}
 
 macro_rules! impl_device_copy {
-    ($($t:ty),* $(,)?) => {
+    ($($t:ty => $tag:literal),* $(,)?) => {
         $(
             // SAFETY: a primitive with a fixed layout and no pointers.
-            unsafe impl DeviceCopy for $t {}
+            unsafe impl DeviceCopy for $t {
+                // The tag tells same-sized primitives apart (`f32` from `u32`), so a
+                // build that swaps one for the other is caught too.
+                const __LAYOUT: u64 = crate::abi::primitive_layout::<$t>($tag);
+            }
         )*
     };
 }
 
 impl_device_copy!(
-    u8,
-    u16,
-    u32,
-    u64,
-    u128,
-    usize,
-    i8,
-    i16,
-    i32,
-    i64,
-    i128,
-    isize,
-    f32,
-    f64,
-    bool,
-    ()
+    u8 => 1,
+    u16 => 2,
+    u32 => 3,
+    u64 => 4,
+    u128 => 5,
+    usize => 6,
+    i8 => 7,
+    i16 => 8,
+    i32 => 9,
+    i64 => 10,
+    i128 => 11,
+    isize => 12,
+    f32 => 13,
+    f64 => 14,
+    bool => 15,
+    () => 16,
 );
 
 // SAFETY: an array of plain device data is plain device data: its layout is the
 // element layout repeated `N` times.
-unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {
+    const __LAYOUT: u64 = crate::abi::array_layout(T::__LAYOUT, N);
+}
 
 #[cfg(test)]
 mod tests {

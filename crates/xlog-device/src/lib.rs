@@ -44,6 +44,7 @@
 //! | [`copy`] | [`DeviceCopy`], the plain-device-data trait |
 //! | [`panic`](mod@panic) | the panic record the host reads after a device panic |
 //! | [`module`] | [`ModuleImage`], the compiled module a kernel crate exports |
+//! | [`abi`] | kernel ABI descriptors, compared between host and device builds |
 
 #![no_std]
 #![cfg_attr(
@@ -59,6 +60,7 @@
 #[macro_use]
 mod host;
 
+pub mod abi;
 pub mod atomic;
 pub mod barrier;
 pub mod copy;

@@ -24,6 +24,12 @@
 
 use core::cmp::Ordering;
 use core::fmt;
+use core::marker::PhantomData;
+
+/// Makes a witness `!Send` and `!Sync`: a value that proves "this element belongs to
+/// the current thread" must never reach another thread (through a third-party `Sync`
+/// container, a spin lock or a `Once`), or two threads would own one element.
+type ThreadBound = PhantomData<*const ()>;
 
 /// Three extents or coordinates, as CUDA's `dim3`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -208,7 +214,7 @@ pub fn index_3d() -> (usize, usize, usize) {
 /// two threads share one, and why typed launchers only launch one-dimensionally.
 #[inline(always)]
 pub fn index_1d() -> ThreadIndex {
-    ThreadIndex(block_idx().x as usize * block_dim().x as usize + thread_idx().x as usize)
+    ThreadIndex::new(block_idx().x as usize * block_dim().x as usize + thread_idx().x as usize)
 }
 
 /// This thread's index in the row-major linearisation of the whole launch, unique for
@@ -239,15 +245,24 @@ pub fn grid_stride(len: usize) -> GridStride {
         next: index_1d().0,
         stride: total_threads(),
         len,
+        _thread: PhantomData,
     }
 }
 
 /// The iterator of [`grid_stride`].
-#[derive(Debug, Clone)]
+///
+/// # Soundness
+///
+/// Its items are witnesses of the thread that created it, so it is `!Send` and
+/// `!Sync` like [`ThreadIndex`], and it is not `Clone`: a copy handed to another
+/// thread of the block (through shared memory, say) would give two threads the same
+/// indices.
+#[derive(Debug)]
 pub struct GridStride {
     next: usize,
     stride: usize,
     len: usize,
+    _thread: ThreadBound,
 }
 
 impl Iterator for GridStride {
@@ -260,7 +275,7 @@ impl Iterator for GridStride {
             // Saturating: past `len` the loop ends anyway, and an overflowing add
             // must not wrap back into range.
             self.next = self.next.saturating_add(self.stride);
-            Some(ThreadIndex(i))
+            Some(ThreadIndex::new(i))
         } else {
             None
         }
@@ -277,10 +292,35 @@ impl Iterator for GridStride {
 ///
 /// Compare it with plain numbers (`i < out.len()`), read it with [`get`](Self::get),
 /// and use `get()` to index read-only slices (`x[i.get()]`).
+///
+/// # Soundness
+///
+/// Uniqueness holds only while a witness stays on the thread that made it, so it is
+/// `!Send` and `!Sync`: no `Sync` container (a `static` spin lock, a `Once`, any
+/// third-party cell) can carry it to another thread, and it is not
+/// [`DeviceCopy`](crate::DeviceCopy), so it cannot be stored in a buffer, in shared
+/// memory or moved by a warp shuffle either. Copies within one thread are harmless:
+/// indexing a write view takes `&mut` of the view, so one thread never holds two
+/// references to an element at once.
+///
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// needs_send(xlog_device::thread::index_1d());
+/// ```
+///
+/// ```compile_fail
+/// fn needs_sync<T: Sync>(_: T) {}
+/// needs_sync(xlog_device::thread::index_1d());
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ThreadIndex(usize);
+pub struct ThreadIndex(usize, ThreadBound);
 
 impl ThreadIndex {
+    #[inline(always)]
+    const fn new(i: usize) -> Self {
+        ThreadIndex(i, PhantomData)
+    }
+
     /// The index as a number.
     #[inline(always)]
     pub const fn get(self) -> usize {
@@ -338,7 +378,7 @@ impl fmt::Debug for ThreadIndex {
 /// Test-only constructor: unit tests of views need witnesses without a GPU.
 #[cfg(test)]
 pub(crate) fn witness(i: usize) -> ThreadIndex {
-    ThreadIndex(i)
+    ThreadIndex::new(i)
 }
 
 /// Suspend this thread for about `ns` nanoseconds (PTX `nanosleep`, sm_70+; the
@@ -399,6 +439,7 @@ mod tests {
                 next: t,
                 stride: threads,
                 len,
+                _thread: PhantomData,
             };
             for i in it {
                 assert!(seen.insert(i.get()), "index {i} yielded twice");
@@ -409,6 +450,7 @@ mod tests {
             next: usize::MAX - 1,
             stride: 5,
             len: usize::MAX,
+            _thread: PhantomData,
         };
         assert_eq!(near_max.next().map(ThreadIndex::get), Some(usize::MAX - 1));
         assert_eq!(near_max.next(), None);

@@ -15,7 +15,11 @@ fn module_defines_every_kernel_for_every_type() {
         .flat_map(|op| TYPES.iter().map(move |t| format!("{op}_{t}")))
         .collect();
     want.sort();
-    let mut got: Vec<String> = MODULE.kernels().iter().map(|s| s.to_string()).collect();
+    let mut got: Vec<String> = MODULE
+        .kernels()
+        .iter()
+        .map(|(k, _)| k.to_string())
+        .collect();
     got.sort();
     assert_eq!(got, want);
 }
@@ -34,4 +38,31 @@ fn ptxas_accepts_every_kernel_without_spills() {
             r.arch
         );
     }
+}
+
+macro_rules! check_abi {
+    ($($t:ident),*) => {$({
+        use xlog_kernels::elementwise::$t as k;
+        for (op, check) in [
+            ("fill", k::fill::check_abi as fn() -> xlog::Result<()>),
+            ("copy", k::copy::check_abi),
+            ("cast_f32", k::cast_f32::check_abi),
+            ("cast_f64", k::cast_f64::check_abi),
+            ("scale", k::scale::check_abi),
+            ("axpy", k::axpy::check_abi),
+            ("add", k::add::check_abi),
+            ("sub", k::sub::check_abi),
+            ("mul", k::mul::check_abi),
+            ("min", k::min::check_abi),
+            ("max", k::max::check_abi),
+        ] {
+            check().unwrap_or_else(|e| panic!("{op}_{}: {e}", stringify!($t)));
+        }
+    })*};
+}
+
+#[test]
+fn every_launcher_agrees_with_the_device_build() {
+    check_abi!(f32, f64, i32, u32, u64);
+    assert_eq!(OPS.len() * TYPES.len(), MODULE.kernels().len());
 }

@@ -14,13 +14,40 @@ pub enum Shape {
     Scalar,
 }
 
+/// A parameter as written.
 #[derive(Clone, Debug)]
 pub struct Param {
     pub ident: Ident,
     pub ty: Type,
     pub shape: Shape,
-    /// Filled in by `check`: the access mode of a slice.
-    pub mode: Option<Mode>,
+}
+
+/// A parameter after `check`: a value, or a slice with its access mode. Expansion
+/// works from this total model only.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    pub ident: Ident,
+    /// The type as written (for spans).
+    pub ty: Type,
+    pub kind: Kind,
+}
+
+#[derive(Clone, Debug)]
+pub enum Kind {
+    /// Passed by copy.
+    Scalar,
+    /// `&[elem]` or `&mut [elem]`, with its declared access.
+    Slice { elem: Box<Type>, mode: Mode },
+}
+
+impl Checked {
+    /// The scalar type, or the slice's element type: what must be `DeviceCopy`.
+    pub fn value_type(&self) -> &Type {
+        match &self.kind {
+            Kind::Scalar => &self.ty,
+            Kind::Slice { elem, .. } => elem,
+        }
+    }
 }
 
 pub struct Kernel {
@@ -94,7 +121,6 @@ pub fn parse(cx: &Ctxt, item: ItemFn) -> Kernel {
                         ident,
                         ty: (*pt.ty).clone(),
                         shape,
-                        mode: None,
                     });
                 }
             }
@@ -107,10 +133,20 @@ pub fn parse(cx: &Ctxt, item: ItemFn) -> Kernel {
     }
 }
 
+/// `ty` without the invisible groups `macro_rules!` wraps around a `$t:ty`, and
+/// without parentheses.
+pub fn ungroup(ty: &Type) -> &Type {
+    match ty {
+        Type::Group(g) => ungroup(&g.elem),
+        Type::Paren(p) => ungroup(&p.elem),
+        other => other,
+    }
+}
+
 /// Classify a parameter type, refusing what can never be device data.
 fn shape_of(cx: &Ctxt, ident: &Ident, ty: &Type) -> Option<Shape> {
-    match ty {
-        Type::Reference(r) => match &*r.elem {
+    match ungroup(ty) {
+        Type::Reference(r) => match ungroup(&r.elem) {
             Type::Slice(s) => {
                 if let Some(lt) = &r.lifetime {
                     cx.error_spanned_by(
@@ -163,7 +199,7 @@ fn shape_of(cx: &Ctxt, ident: &Ident, ty: &Type) -> Option<Shape> {
                 Some(Shape::Scalar)
             }
         }
-        Type::Array(_) | Type::Paren(_) | Type::Group(_) => Some(Shape::Scalar),
+        Type::Array(_) => Some(Shape::Scalar),
         Type::Tuple(t) if t.elems.is_empty() => {
             cx.error_spanned_by(
                 ty,

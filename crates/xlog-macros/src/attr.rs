@@ -1,6 +1,6 @@
 //! Parses the attribute arguments: `read(..)`, `write(..)`, `read_write(..)`.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{Ident, Meta, Token};
@@ -40,8 +40,6 @@ pub struct Decl {
 #[derive(Debug)]
 pub struct Attr {
     pub decls: Vec<Decl>,
-    /// Path of the `xlog` facade in generated code (`crate = ::my::xlog`).
-    pub krate: syn::Path,
     /// Appended to the exported entry-point symbol (`suffix = f32` exports
     /// `add_f32` for `fn add`), so kernels of one name in several modules do not
     /// clash in the PTX module.
@@ -56,7 +54,6 @@ pub struct Attr {
 pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
     let mut attr = Attr {
         decls: Vec::new(),
-        krate: syn::parse_quote!(::xlog),
         suffix: None,
         block: None,
         shared: None,
@@ -108,17 +105,19 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                 syn::Expr::Path(p) if p.path.get_ident().is_some() => attr.suffix = p.path.get_ident().cloned(),
                 other => cx.error_spanned_by(other, "expected an identifier, e.g. `suffix = f32`"),
             },
-            Meta::NameValue(nv) if nv.path.is_ident(CRATE) => match &nv.value {
-                syn::Expr::Path(p) => attr.krate = p.path.clone(),
-                other => cx.error_spanned_by(other, "expected a path, e.g. `crate = ::xlog`"),
-            },
+            // Generated code names `::xlog` only: a path chosen by the user could
+            // point the soundness checks (`DeviceCopy`, the ABI descriptor) at
+            // look-alikes that check nothing.
+            Meta::NameValue(nv) if nv.path.is_ident(CRATE) => cx.error_spanned_by(
+                &nv.path,
+                "`crate = ..` is not supported: generated code always uses the `xlog` facade; depend on it under the name `xlog`",
+            ),
             other => cx.error_spanned_by(
                 other,
                 format!("unexpected argument; expected `read(..)`, `write(..)` or `read_write(..)`: {SYNTAX}"),
             ),
         }
     }
-    let _ = Span::call_site();
     attr
 }
 

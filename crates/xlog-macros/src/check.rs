@@ -2,12 +2,13 @@
 
 use std::collections::HashMap;
 
-use crate::ast::{Kernel, Shape};
+use crate::ast::{Checked, Kernel, Kind, Shape};
 use crate::attr::{Attr, Mode};
 use crate::ctxt::Ctxt;
 
 /// Bind every access declaration to its parameter and check modes against types.
-pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &mut Kernel) {
+/// Returns the checked parameters (complete when `cx` collected no error).
+pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
     let names: Vec<String> = kernel.params.iter().map(|p| p.ident.to_string()).collect();
     let mut seen: HashMap<String, Mode> = HashMap::new();
     for decl in &attr.decls {
@@ -29,7 +30,7 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &mut Kernel) {
             continue;
         }
         seen.insert(name.clone(), decl.mode);
-        let Some(param) = kernel.params.iter_mut().find(|p| p.ident == decl.ident) else {
+        let Some(param) = kernel.params.iter().find(|p| p.ident == decl.ident) else {
             let known = if names.is_empty() {
                 "none".to_owned()
             } else {
@@ -61,19 +62,33 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &mut Kernel) {
                         format!("`{name}` is declared `read({name})` but has type `&mut [T]`; write it as `{name}: &[T]`, or declare `write({name})` / `read_write({name})`"),
                     );
                 }
-                param.mode = Some(decl.mode);
             }
         }
     }
+    let mut checked = Vec::with_capacity(kernel.params.len());
     for param in &kernel.params {
-        if matches!(param.shape, Shape::Slice { .. })
-            && !seen.contains_key(&param.ident.to_string())
-        {
-            let n = &param.ident;
-            cx.error_spanned_by(
-                &param.ident,
-                format!("slice parameter `{n}` needs an access mode: add `read({n})`, `write({n})` or `read_write({n})` to #[xlog_kernel(..)]"),
-            );
-        }
+        let kind = match &param.shape {
+            Shape::Scalar => Kind::Scalar,
+            Shape::Slice { elem, .. } => match seen.get(&param.ident.to_string()) {
+                Some(&mode) => Kind::Slice {
+                    elem: elem.clone(),
+                    mode,
+                },
+                None => {
+                    let n = &param.ident;
+                    cx.error_spanned_by(
+                        &param.ident,
+                        format!("slice parameter `{n}` needs an access mode: add `read({n})`, `write({n})` or `read_write({n})` to #[xlog_kernel(..)]"),
+                    );
+                    continue;
+                }
+            },
+        };
+        checked.push(Checked {
+            ident: param.ident.clone(),
+            ty: param.ty.clone(),
+            kind,
+        });
     }
+    checked
 }

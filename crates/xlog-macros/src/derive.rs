@@ -48,14 +48,27 @@ pub fn derive(input: DeriveInput) -> TokenStream {
     }
     let name = &input.ident;
     let (impl_g, ty_g, where_c) = input.generics.split_for_impl();
-    let checks = fields.into_iter().flat_map(|f| match f {
-        Fields::Named(n) => n.named.iter().collect::<Vec<_>>(),
-        Fields::Unnamed(u) => u.unnamed.iter().collect(),
-        Fields::Unit => Vec::new(),
-    });
-    let checks = checks.map(|f| {
+    let fields: Vec<&syn::Field> = fields
+        .into_iter()
+        .flat_map(|f| match f {
+            Fields::Named(n) => n.named.iter().collect::<Vec<_>>(),
+            Fields::Unnamed(u) => u.unnamed.iter().collect(),
+            Fields::Unit => Vec::new(),
+        })
+        .collect();
+    // The layout digest: each field's offset and digest, in order, as this
+    // compiler lays the struct out (see `xlog_device::abi`).
+    let layout_fields = fields.iter().enumerate().map(|(i, f)| {
         let ty = &f.ty;
-        quote_spanned!(ty.span()=> #krate::__private::assert_device_copy::<#ty>();)
+        let member = match &f.ident {
+            Some(id) => quote!(#id),
+            None => {
+                let index = syn::Index::from(i);
+                quote!(#index)
+            }
+        };
+        // Spanned on the field type: a field that is not `DeviceCopy` is reported here.
+        quote_spanned!(ty.span()=> (::core::mem::offset_of!(Self, #member), <#ty as #krate::__private::device::DeviceCopy>::__LAYOUT))
     });
     let bounds = input.generics.type_params().map(|t| {
         let id = &t.ident;
@@ -70,14 +83,15 @@ pub fn derive(input: DeriveInput) -> TokenStream {
         quote!(#where_c)
     };
     quote! {
-        // SAFETY: #[repr(C)]/#[repr(transparent)] was checked above, and every field is
-        // asserted `DeviceCopy` below, so the struct holds no pointers and has one layout.
-        unsafe impl #impl_g #krate::__private::device::DeviceCopy for #name #ty_g #where_extra {}
-        const _: () = {
-            #[allow(dead_code)]
-            fn __xlog_check #impl_g () #where_extra {
-                #(#checks)*
-            }
-        };
+        // SAFETY: #[repr(C)]/#[repr(transparent)] was checked above, and the layout
+        // digest below names every field's `DeviceCopy` impl (so each field must have
+        // one): the struct holds no pointers and has one layout.
+        unsafe impl #impl_g #krate::__private::device::DeviceCopy for #name #ty_g #where_extra {
+            const __LAYOUT: u64 = #krate::__private::device::abi::struct_layout(
+                ::core::mem::size_of::<Self>(),
+                ::core::mem::align_of::<Self>(),
+                &[#(#layout_fields),*],
+            );
+        }
     }
 }

@@ -4,7 +4,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::ItemFn;
 
-pub fn stub(item: &ItemFn, krate: &syn::Path, errors: TokenStream) -> TokenStream {
+pub fn stub(item: &ItemFn, errors: TokenStream) -> TokenStream {
     let name = &item.sig.ident;
     let vis = &item.vis;
     let args = item.sig.inputs.iter().enumerate().map(|(i, _)| {
@@ -14,14 +14,20 @@ pub fn stub(item: &ItemFn, krate: &syn::Path, errors: TokenStream) -> TokenStrea
     quote! {
         #errors
         #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(dead_code, non_camel_case_types)]
+        #vis struct #name {
+            _launcher: (),
+        }
+
+        #[cfg(not(target_arch = "nvptx64"))]
         #[allow(dead_code, unused_variables)]
-        #vis mod #name {
+        impl #name {
             #[allow(clippy::too_many_arguments)]
             pub fn launch(
-                __stream: &#krate::__private::rt::Stream,
-                __config: #krate::__private::rt::LaunchConfig,
+                __stream: &::xlog::__private::rt::Stream,
+                __config: ::xlog::__private::rt::LaunchConfig,
                 #(#args),*
-            ) -> #krate::__private::rt::Result<()> {
+            ) -> ::xlog::__private::rt::Result<()> {
                 ::core::unreachable!("#[xlog_kernel] failed to expand")
             }
         }

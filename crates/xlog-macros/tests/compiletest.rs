@@ -31,5 +31,6 @@ fn ui() {
     t.compile_fail("../../tests/ui/launch/*.rs");
     t.compile_fail("../../tests/ui/recorder/*.rs");
     t.compile_fail("../../tests/ui/derive/*.rs");
+    t.compile_fail("../../tests/ui/soundness/*.rs");
     t.pass("../../tests/ui/pass/*.rs");
 }

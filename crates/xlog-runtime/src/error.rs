@@ -148,6 +148,24 @@ pub enum Error {
         module: String,
     },
 
+    /// A typed launcher and its module's device build disagree on the kernel's
+    /// parameter list: launching would pass the wrong bytes.
+    #[error(
+        "kernel `{kernel}` of module `{module}`: the launcher and the device build disagree on          {parameter}: the launcher passes {host}, the device code expects {device}; rebuild the          kernel crate, and make sure nothing (a feature, a cfg, a type alias, a re-exported          module) makes its host and device builds see different types"
+    )]
+    KernelAbiMismatch {
+        /// The kernel's entry point.
+        kernel: String,
+        /// The module's name.
+        module: String,
+        /// The first differing parameter (`parameter `x` (#2)`), or the parameter list.
+        parameter: String,
+        /// What the host launcher passes.
+        host: String,
+        /// What the device entry point takes.
+        device: String,
+    },
+
     /// A module image could not be loaded.
     #[error("module `{module}` failed to load on device {device}: {message}")]
     ModuleLoad {

@@ -59,14 +59,15 @@ pub mod __private {
     #[cfg(not(target_arch = "nvptx64"))]
     pub use xlog_runtime as rt;
 
-    /// Compile-time check that `T` is plain device data (errors land on `T`).
-    #[inline(always)]
-    pub fn assert_device_copy<T: xlog_device::DeviceCopy>() {}
+    /// The largest element alignment a kernel parameter may have: device
+    /// allocations (and views at element offsets into them) are aligned to 256 bytes.
+    pub const MAX_ELEMENT_ALIGN: usize = 256;
 
     /// Device-side support for generated entry points.
     pub mod device {
+        pub use xlog_device::module::__owned_by;
         pub use xlog_device::view::{InOut, Out};
-        pub use xlog_device::DeviceCopy;
+        pub use xlog_device::{abi, DeviceCopy};
 
         /// A pointer usable for a slice of `len` elements: `ptr`, or a dangling,
         /// aligned pointer when `len` is 0 (the runtime's empty buffers are null).

@@ -10,7 +10,7 @@ use xlog_device_kernels::{KERNELS, MODULE, PANICKING_KERNELS};
 fn module_defines_exactly_the_listed_kernels() {
     let mut expected: Vec<&str> = KERNELS.to_vec();
     expected.sort_unstable();
-    let mut found: Vec<&str> = MODULE.kernels().to_vec();
+    let mut found: Vec<&str> = MODULE.kernels().iter().map(|(k, _)| *k).collect();
     found.sort_unstable();
     assert_eq!(found, expected);
     assert_eq!(MODULE.name(), "xlog-device-kernels");

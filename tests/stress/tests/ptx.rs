@@ -10,3 +10,9 @@ fn ptxas_accepts_every_kernel_without_spills() {
         assert_eq!(r.functions.len(), 2, "ptxas -arch={}", r.arch);
     }
 }
+
+#[test]
+fn every_launcher_agrees_with_the_device_build() {
+    xlog_stress::mix_w::check_abi().unwrap();
+    xlog_stress::mix_rw::check_abi().unwrap();
+}

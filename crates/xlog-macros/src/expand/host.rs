@@ -1,14 +1,20 @@
 //! The typed host launcher (host build only).
+//!
+//! The launcher is a type named after the kernel (`saxpy::launch(..)`), declared
+//! with an inherent `impl` at the kernel's own scope: its signature names the
+//! parameter types in exactly the scope the device entry point does, even for a
+//! kernel declared inside a function body next to local types.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Kernel, Shape};
+use super::{facade, local, local_for};
+use crate::ast::{Checked, Kernel, Kind};
 use crate::attr::{Attr, Mode};
 
-pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
-    let k = &attr.krate;
+pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
+    let k = facade();
     let rt = quote!(#k::__private::rt);
     let name = kernel.name();
     let name_str = super::symbol(attr, kernel).to_string();
@@ -20,46 +26,48 @@ pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
         .iter()
         .filter(|a| a.path().is_ident("doc"))
         .collect();
+    let (stream, config, func, pre, ptrs) = (
+        local("__stream"),
+        local("__config"),
+        local("__f"),
+        local("__pre"),
+        local("__params"),
+    );
 
     let mut args = Vec::new();
     let mut takes = Vec::new();
     let mut records = Vec::new();
-    let mut params = Vec::new();
+    let mut param_ptrs = Vec::new();
     let mut table = String::new();
-    for p in &kernel.params {
+    for p in params {
         let id = &p.ident;
-        match (&p.shape, p.mode) {
-            (Shape::Scalar, _) => {
+        match &p.kind {
+            Kind::Scalar => {
                 let ty = &p.ty;
                 args.push(quote_spanned!(ty.span()=> #id: #ty));
-                params.push(quote!(&#id as *const _ as *mut ::core::ffi::c_void));
+                // Typed: the pointer must be to a value of the declared type.
+                param_ptrs.push(quote!(&#id as *const #ty as *mut ::core::ffi::c_void));
                 table.push_str(&format!("| `{id}` | value | — |\n"));
             }
-            (Shape::Slice { elem, .. }, mode) => {
-                let arg = format_ident!("__{}_arg", id);
-                let ptr = format_ident!("__{}_ptr", id);
-                let len = format_ident!("__{}_len", id);
-                let (access, trait_call) = match mode {
-                    Some(Mode::Write) => (
-                        quote!(Write),
-                        quote!(<_ as #rt::WriteBuffer<#elem>>::arg_mut(#id)),
-                    ),
-                    Some(Mode::ReadWrite) => (
-                        quote!(ReadWrite),
-                        quote!(<_ as #rt::WriteBuffer<#elem>>::arg_mut(#id)),
-                    ),
-                    _ => (
+            Kind::Slice { elem, mode } => {
+                let arg = local_for(id, "arg");
+                let ptr = local_for(id, "ptr");
+                let len = local_for(id, "len");
+                let (access, trait_call, ty) = match mode {
+                    Mode::Read => (
                         quote!(Read),
                         quote!(<_ as #rt::ReadBuffer<#elem>>::arg(#id)),
+                        quote_spanned!(p.ty.span()=> &(impl #rt::ReadBuffer<#elem> + ?::core::marker::Sized)),
                     ),
-                };
-                let ty = match mode {
-                    Some(Mode::Write | Mode::ReadWrite) => {
-                        quote_spanned!(p.ty.span()=> &mut (impl #rt::WriteBuffer<#elem> + ?::core::marker::Sized))
-                    }
-                    _ => {
-                        quote_spanned!(p.ty.span()=> &(impl #rt::ReadBuffer<#elem> + ?::core::marker::Sized))
-                    }
+                    Mode::Write | Mode::ReadWrite => (
+                        if *mode == Mode::Write {
+                            quote!(Write)
+                        } else {
+                            quote!(ReadWrite)
+                        },
+                        quote!(<_ as #rt::WriteBuffer<#elem>>::arg_mut(#id)),
+                        quote_spanned!(p.ty.span()=> &mut (impl #rt::WriteBuffer<#elem> + ?::core::marker::Sized)),
+                    ),
                 };
                 args.push(quote!(#id: #ty));
                 takes.push(quote! {
@@ -68,12 +76,12 @@ pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
                     let #len: usize = #arg.len;
                 });
                 records.push(quote!(.__record(#arg, #rt::Access::#access)));
-                params.push(quote!(&#ptr as *const u64 as *mut ::core::ffi::c_void));
-                params.push(quote!(&#len as *const usize as *mut ::core::ffi::c_void));
-                let m = mode.map(|m| m.keyword()).unwrap_or("read");
+                param_ptrs.push(quote!(&#ptr as *const u64 as *mut ::core::ffi::c_void));
+                param_ptrs.push(quote!(&#len as *const usize as *mut ::core::ffi::c_void));
+                let m = mode.keyword();
                 table.push_str(&format!(
                     "| `{id}` | `{m}` | waits on {} |\n",
-                    if m == "read" {
+                    if *mode == Mode::Read {
                         "the last write on other streams"
                     } else {
                         "the last write and every read on other streams"
@@ -82,16 +90,20 @@ pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
             }
         }
     }
-    let nparams = params.len();
-    // Outer docs resolve links in the parent scope, where the module is `#name`.
-    let mod_doc = format!("Generated by `#[xlog_kernel]`: see [`launch`]({name}::launch).");
+    let nptrs = param_ptrs.len();
+    let param_names = params.iter().map(|p| p.ident.to_string());
+    let abi = super::abi_expr(kernel, params);
+    let type_doc = format!(
+        "Generated by `#[xlog_kernel]`: the launcher of kernel `{name_str}`. See [`launch`]({name}::launch)."
+    );
     let launch_doc = format!(
         "Launch `{name_str}` on `stream`: records each buffer's access, queues the \
          cross-stream waits it needs, enqueues, and commits, all before returning.\n\n\
          | parameter | access | fencing |\n| --- | --- | --- |\n{table}\n\
          Errors before anything is queued: an invalid or multi-dimensional `config` \
          (typed launches are one-dimensional, see `LaunchConfig::for_len`), buffers of \
-         another runtime, a module that fails to load."
+         another runtime, a module that fails to load, a device build whose parameter \
+         list differs from this launcher's (`KernelAbiMismatch`)."
     );
     let safety_doc = if kernel.is_unsafe {
         quote! {
@@ -102,29 +114,37 @@ pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
     } else {
         quote!()
     };
-    let block = match attr.block {
+    let option = |v: Option<u32>| match v {
         Some(b) => quote!(::core::option::Option::Some(#b)),
         None => quote!(::core::option::Option::None),
     };
-    let shared = match attr.shared {
-        Some(b) => quote!(::core::option::Option::Some(#b)),
-        None => quote!(::core::option::Option::None),
-    };
-    let launch_call = quote! {
-        // SAFETY: `__params` mirrors the entry point that the same expansion emitted
-        // for the device (scalars by value, each slice as a u64 address and a usize
-        // length, in declaration order), and every slice was recorded with its
-        // declared access.
-        let _ = unsafe { __pre.__launch_1d(&__f, __config, &mut __params) }?;
-    };
+    let (block, shared) = (option(attr.block), option(attr.shared));
+    let foreign_module = format!(
+        "xlog: `crate::MODULE` was compiled for another crate, so the launcher of `{name_str}` \
+         cannot trust its entry points; call `xlog::kernel_module!()` at this crate's root \
+         (with the xlog-build build script) instead of re-exporting another crate's MODULE"
+    );
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #(#docs)*
         #[doc = ""]
-        #[doc = #mod_doc]
-        #vis mod #name {
-            #[allow(unused_imports)]
-            use super::*;
+        #[doc = #type_doc]
+        #[allow(non_camel_case_types)]
+        #vis struct #name {
+            _launcher: (),
+        }
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        const _: () = ::core::assert!(
+            #k::__private::device::__owned_by(&crate::MODULE, ::core::env!("CARGO_MANIFEST_DIR")),
+            #foreign_module
+        );
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl #name {
+            /// The host's view of this kernel's parameter list (see `xlog::device::abi`).
+            #[doc(hidden)]
+            pub const ABI: &'static [u64] = &#abi;
 
             /// A one-dimensional configuration covering `len` elements, with the block
             /// size and dynamic shared memory this kernel declares (defaults otherwise).
@@ -133,22 +153,41 @@ pub fn launcher(attr: &Attr, kernel: &Kernel) -> TokenStream {
             }
 
             #[doc(hidden)]
-            pub static __KERNEL: #rt::KernelHandle = #rt::KernelHandle::new(&crate::MODULE, #name_str);
+            pub fn __handle() -> &'static #rt::KernelHandle {
+                static HANDLE: #rt::KernelHandle = #rt::KernelHandle::new(
+                    &crate::MODULE,
+                    #name_str,
+                    #name::ABI,
+                    &[#(#param_names),*],
+                );
+                &HANDLE
+            }
+
+            /// Compares this launcher's parameter list with the one the device build
+            /// exported for the kernel. Needs no GPU; every launch checks it once per
+            /// runtime anyway, so this is for tests and start-up checks.
+            pub fn check_abi() -> #rt::Result<()> {
+                Self::__handle().check_abi()
+            }
 
             #[doc = #launch_doc]
             #safety_doc
             #[allow(clippy::too_many_arguments)]
             pub #unsafety fn launch(
-                __stream: &#rt::Stream,
-                __config: #rt::LaunchConfig,
+                #stream: &#rt::Stream,
+                #config: #rt::LaunchConfig,
                 #(#args),*
             ) -> #rt::Result<()> {
-                let __config = #rt::LaunchConfig::__with_kernel_settings(__config, #name_str, #block, #shared)?;
-                let __f = __KERNEL.function(__stream)?;
+                let #config = #rt::LaunchConfig::__with_kernel_settings(#config, #name_str, #block, #shared)?;
+                let #func = Self::__handle().function(#stream)?;
                 #(#takes)*
-                let __pre = #rt::LaunchRecorder::new(__stream) #(#records)* .preflight()?;
-                let mut __params: [*mut ::core::ffi::c_void; #nparams] = [#(#params),*];
-                #launch_call
+                let #pre = #rt::LaunchRecorder::new(#stream) #(#records)* .preflight()?;
+                let mut #ptrs: [*mut ::core::ffi::c_void; #nptrs] = [#(#param_ptrs),*];
+                // SAFETY: `#ptrs` mirrors the entry point that the same expansion emitted
+                // for the device (scalars by value, each slice as a u64 address and a usize
+                // length, in declaration order), and every slice was recorded with its
+                // declared access; `function` verified the device build's ABI descriptor.
+                let _ = unsafe { #pre.__launch_1d(&#func, #config, &mut #ptrs) }?;
                 ::core::result::Result::Ok(())
             }
         }

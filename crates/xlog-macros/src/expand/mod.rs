@@ -1,23 +1,45 @@
 //! Generation: the device entry point and the host launcher from one kernel.
+//!
+//! Everything the two sides share is generated once, here, and placed at the
+//! kernel's own scope, so host and device resolve every type in the same place:
+//! the body function (with device parameter types), the `DeviceCopy`, size and
+//! alignment checks, and the ABI descriptor expression.
+//!
+//! Generated locals and parameters use [`local`] (mixed-site hygiene), so a user
+//! parameter can never be shadowed by one of them, whatever its name.
 
 pub mod device;
 pub mod host;
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Kernel, Shape};
+use crate::ast::{Checked, Kernel, Kind};
 use crate::attr::{Attr, Mode};
 
-/// Everything both sides share: the body function with device parameter types,
-/// and compile-time checks that every scalar and element type is `DeviceCopy`.
-pub fn expand(attr: &Attr, kernel: &Kernel) -> TokenStream {
-    let k = &attr.krate;
-    let body = body_fn(attr, kernel);
-    let checks = device_copy_checks(attr, kernel);
-    let device = device::entry(attr, kernel);
-    let host = host::launcher(attr, kernel);
+/// The facade every generated path goes through. Not configurable: the checks
+/// below must reach the real `DeviceCopy` and ABI helpers.
+pub fn facade() -> TokenStream {
+    quote!(::xlog)
+}
+
+/// A generated local: invisible to (and unshadowable by) the user's code.
+pub fn local(name: &str) -> syn::Ident {
+    syn::Ident::new(name, Span::mixed_site())
+}
+
+/// A generated local derived from a parameter name (`__x_ptr`).
+pub fn local_for(id: &syn::Ident, suffix: &str) -> syn::Ident {
+    format_ident!("__{}_{}", id, suffix, span = Span::mixed_site())
+}
+
+pub fn expand(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
+    let k = facade();
+    let body = body_fn(kernel, params);
+    let checks = type_checks(params);
+    let device = device::entry(attr, kernel, params);
+    let host = host::launcher(attr, kernel, params);
     quote! {
         #body
         #checks
@@ -40,24 +62,64 @@ pub fn body_ident(kernel: &Kernel) -> syn::Ident {
     format_ident!("__xlog_body_{}", kernel.name())
 }
 
+/// The ABI descriptor of the kernel (see `xlog_device::abi`), as an array
+/// expression. Each build evaluates it for its own target.
+pub fn abi_expr(kernel: &Kernel, params: &[Checked]) -> TokenStream {
+    let k = facade();
+    let abi = quote!(#k::__private::device::abi);
+    let is_unsafe = kernel.is_unsafe;
+    let n = params.len();
+    let words = params.iter().map(|p| {
+        let ty = p.value_type();
+        let kind = match &p.kind {
+            Kind::Scalar => quote!(Scalar),
+            Kind::Slice {
+                mode: Mode::Read, ..
+            } => quote!(Read),
+            Kind::Slice {
+                mode: Mode::Write, ..
+            } => quote!(Write),
+            Kind::Slice {
+                mode: Mode::ReadWrite,
+                ..
+            } => quote!(ReadWrite),
+        };
+        quote_spanned! {ty.span()=>
+            #abi::shape::<#ty>(#abi::ParamKind::#kind),
+            <#ty as #k::__private::device::DeviceCopy>::__LAYOUT
+        }
+    });
+    quote!([#abi::header(#is_unsafe, #n) #(, #words)*])
+}
+
+/// Number of words in [`abi_expr`].
+pub fn abi_len(params: &[Checked]) -> usize {
+    1 + 2 * params.len()
+}
+
 /// The device-side type of a parameter inside the body.
-pub fn device_param_type(attr: &Attr, p: &crate::ast::Param) -> TokenStream {
-    let k = &attr.krate;
-    match (&p.shape, p.mode) {
-        (Shape::Slice { elem, .. }, Some(Mode::Write)) => {
-            quote!(&mut #k::__private::device::Out<'_, #elem>)
+fn device_param_type(p: &Checked) -> TokenStream {
+    let k = facade();
+    match &p.kind {
+        Kind::Slice {
+            elem,
+            mode: Mode::Write,
+        } => quote!(&mut #k::__private::device::Out<'_, #elem>),
+        Kind::Slice {
+            elem,
+            mode: Mode::ReadWrite,
+        } => quote!(&mut #k::__private::device::InOut<'_, #elem>),
+        Kind::Slice {
+            mode: Mode::Read, ..
         }
-        (Shape::Slice { elem, .. }, Some(Mode::ReadWrite)) => {
-            quote!(&mut #k::__private::device::InOut<'_, #elem>)
-        }
-        (Shape::Slice { .. }, _) | (Shape::Scalar, _) => {
+        | Kind::Scalar => {
             let ty = &p.ty;
             quote!(#ty)
         }
     }
 }
 
-fn body_fn(attr: &Attr, kernel: &Kernel) -> TokenStream {
+fn body_fn(kernel: &Kernel, params: &[Checked]) -> TokenStream {
     let name = body_ident(kernel);
     let unsafety = &kernel.item.sig.unsafety;
     let block = &kernel.item.block;
@@ -67,9 +129,9 @@ fn body_fn(attr: &Attr, kernel: &Kernel) -> TokenStream {
         .attrs
         .iter()
         .filter(|a| !a.path().is_ident("doc"));
-    let params = kernel.params.iter().map(|p| {
+    let params = params.iter().map(|p| {
         let id = &p.ident;
-        let ty = device_param_type(attr, p);
+        let ty = device_param_type(p);
         quote_spanned!(p.ty.span()=> #id: #ty)
     });
     quote! {
@@ -80,21 +142,35 @@ fn body_fn(attr: &Attr, kernel: &Kernel) -> TokenStream {
     }
 }
 
-fn device_copy_checks(attr: &Attr, kernel: &Kernel) -> TokenStream {
-    let k = &attr.krate;
-    let checks = kernel.params.iter().map(|p| {
-        let ty = match &p.shape {
-            Shape::Slice { elem, .. } => elem,
-            Shape::Scalar => &p.ty,
+/// Compile-time checks on every scalar and element type, in both builds: not
+/// zero-sized, and aligned no more than device allocations are. (`DeviceCopy` is
+/// required by the ABI descriptor, whose error lands on the user's type.)
+fn type_checks(params: &[Checked]) -> TokenStream {
+    let k = facade();
+    let layout = params.iter().map(|p| {
+        let ty = p.value_type();
+        let id = &p.ident;
+        let (zst, what) = match p.kind {
+            Kind::Scalar => (
+                format!("xlog: kernel parameter `{id}` has a zero-sized type: it would get no PTX parameter and shift every later one; remove it"),
+                "type",
+            ),
+            Kind::Slice { .. } => (
+                format!("xlog: kernel parameter `{id}` is a slice of zero-sized elements, which device memory cannot address; use a non-zero-sized element type"),
+                "element type",
+            ),
         };
-        quote_spanned!(ty.span()=> #k::__private::assert_device_copy::<#ty>();)
+        let align = format!(
+            "xlog: the {what} of kernel parameter `{id}` is aligned to more than 256 bytes, more than device allocations guarantee; lower its `#[repr(align(..))]`"
+        );
+        quote_spanned! {ty.span()=>
+            ::core::assert!(::core::mem::size_of::<#ty>() != 0, #zst);
+            ::core::assert!(::core::mem::align_of::<#ty>() <= #k::__private::MAX_ELEMENT_ALIGN, #align);
+        }
     });
     quote! {
         const _: () = {
-            #[allow(dead_code)]
-            fn __xlog_check() {
-                #(#checks)*
-            }
+            #(#layout)*
         };
     }
 }

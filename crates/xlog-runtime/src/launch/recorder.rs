@@ -38,6 +38,7 @@
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
+use std::panic::{self, AssertUnwindSafe};
 
 use crate::DeviceCopy;
 
@@ -240,7 +241,8 @@ impl<'a> LaunchRecorder<'a, Ready> {
     /// Queue the planned waits, run `work` to enqueue on the raw stream, and commit.
     ///
     /// If `work` fails, nothing is committed and the error is returned; the waits
-    /// already queued only delay the stream.
+    /// already queued only delay the stream. If `work` panics, the use is committed
+    /// (it may have enqueued something) before the panic continues.
     ///
     /// # Safety
     /// 1. `work` only touches the recorded buffers, with the recorded accesses, and
@@ -250,8 +252,17 @@ impl<'a> LaunchRecorder<'a, Ready> {
         for w in &self.waits {
             self.stream.wait_for(w)?;
         }
-        work(self.stream.raw())?;
-        Ok(self.commit())
+        let raw = self.stream.raw();
+        match panic::catch_unwind(AssertUnwindSafe(|| work(raw))) {
+            Ok(Ok(())) => Ok(self.commit()),
+            Ok(Err(e)) => Err(e),
+            Err(payload) => {
+                // `work` may have enqueued before it panicked: record the use as if it
+                // had, so frees and other streams still wait for it.
+                let _ = self.commit();
+                panic::resume_unwind(payload)
+            }
+        }
     }
 
     /// Validate `config`, queue the waits, launch `func` and commit.
@@ -302,9 +313,13 @@ impl<'a> LaunchRecorder<'a, Ready> {
             )
         }
         .map_err(|e| e.while_(|| format!("launching `{}`", func.name())))?;
-        self.stream.note_kernel(func.name_arc());
-        tracing::trace!(target: "xlog::launch", kernel = func.name(), stream = self.stream.id().0, buffers = self.entries.len(), waits = self.waits.len());
-        Ok(self.commit())
+        // Commit first: what follows runs user code (tracing subscribers) and could
+        // panic, and a kernel in flight must never be left unrecorded.
+        let (stream, buffers, waits) = (self.stream, self.entries.len(), self.waits.len());
+        let committed = self.commit();
+        stream.note_kernel(func.name_arc());
+        tracing::trace!(target: "xlog::launch", kernel = func.name(), stream = stream.id().0, buffers, waits);
+        Ok(committed)
     }
 
     /// What generated launchers call: [`launch`](Self::launch) restricted to

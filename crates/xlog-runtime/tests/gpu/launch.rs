@@ -168,3 +168,71 @@ fn a_stack_that_cannot_track_streams_is_refused_before_launch() {
     assert!(matches!(e, Error::UntrackableResource { .. }), "{e}");
     assert!(e.to_string().contains("host"), "{e}");
 }
+
+/// A tracing subscriber that panics on the launch event, the first user code a
+/// launch runs after `cuLaunchKernel`.
+struct PanicOnLaunch;
+
+impl tracing::Subscriber for PanicOnLaunch {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if event.metadata().target() == "xlog::launch" {
+            panic!("subscriber panics on the launch event");
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn a_panic_after_the_launch_still_leaves_the_kernel_recorded() {
+    let rt = rt();
+    let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
+    let f = rt
+        .load_module(&KERNELS)
+        .unwrap()
+        .function("slow_fill")
+        .unwrap();
+    let n = 1 << 16;
+    let mut y = rt.alloc_zeroed_on::<u32>(&a, n).unwrap();
+    a.synchronize().unwrap();
+    // A first, ordinary write on `a`: the buffer's last write is on `a`.
+    let (dp, len, spins) = (y.device_ptr(), n as u64, 0u32);
+    let v0 = 1u32;
+    let pre = LaunchRecorder::new(&a).write(&mut y).preflight().unwrap();
+    let mut params = [param(&dp), param(&len), param(&v0), param(&spins)];
+    // SAFETY: slow_fill(u64 y, u64 n, u32 v, u32 spins) writes y[0..n].
+    let _ = unsafe { pre.launch(&f, LaunchConfig::for_len(n), &mut params) }.unwrap();
+    // A slow write on `b` whose launch event panics in the subscriber.
+    let (v1, slow) = (2u32, 20_000u32);
+    let panicked = tracing::subscriber::with_default(PanicOnLaunch, || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let pre = LaunchRecorder::new(&b).write(&mut y).preflight().unwrap();
+            let mut params = [param(&dp), param(&len), param(&v1), param(&slow)];
+            // SAFETY: as above.
+            let _ = unsafe { pre.launch(&f, LaunchConfig::for_len(n), &mut params) };
+        }))
+    });
+    assert!(panicked.is_err(), "the subscriber did not panic");
+    // The kernel on `b` is in flight but was committed before the panic: a reader
+    // on `a` must wait for `b` (an uncommitted launch would leave the last write on
+    // `a`, needing no wait), and the download sees its values.
+    let pre = LaunchRecorder::new(&a).read(&y).preflight().unwrap();
+    assert_eq!(pre.wait_count(), 1, "the panicked launch was not recorded");
+    drop(pre);
+    let got = y.download(&a).unwrap();
+    assert!(
+        got.iter().all(|&x| x == v1),
+        "the download did not wait for the kernel"
+    );
+    // Freeing it now must wait for the kernel too (checked by the sanitizer runs).
+    drop(y);
+    rt.synchronize().unwrap();
+}

@@ -16,3 +16,13 @@ fn ptxas_accepts_every_kernel_without_spills() {
         );
     }
 }
+
+#[test]
+fn every_launcher_agrees_with_the_device_build() {
+    use pipeline_kernels::{flip, modulo, produce, shift, MODULE};
+    produce::check_abi().unwrap();
+    modulo::check_abi().unwrap();
+    shift::check_abi().unwrap();
+    flip::check_abi().unwrap();
+    assert_eq!(MODULE.kernels().len(), 4);
+}

@@ -16,3 +16,10 @@ fn ptxas_accepts_every_kernel_without_spills() {
         );
     }
 }
+
+#[test]
+fn every_launcher_agrees_with_the_device_build() {
+    saxpy_kernels::saxpy::check_abi().unwrap();
+    saxpy_kernels::square::check_abi().unwrap();
+    assert_eq!(saxpy_kernels::MODULE.kernels().len(), 2);
+}
