@@ -3,13 +3,9 @@
 //!
 //! For each kernel, `#[xlog_kernel]` exports from the device build a global
 //! `__xlog_abi_<entry>: [u64; 1 + 2·N]` describing the `N` Rust parameters the host
-//! launcher passes (format version [`ABI_VERSION`]):
-//!
-//! | word | meaning |
-//! | --- | --- |
-//! | 0 | `(version << 56) \| (is_unsafe << 48) \| N` |
-//! | `1 + 2i` | shape of parameter `i`: `(kind << 56) \| (align << 40) \| size`; kind 0 = value, 1 = read slice, 2 = write slice, 3 = read_write slice; size and align of the value's type or of the slice's element type |
-//! | `2 + 2i` | layout digest of that type (opaque here) |
+//! launcher passes, in the format of [`xlog_device::abi`] (version
+//! [`ABI_VERSION`]): a header word, then a shape word and a layout digest per
+//! parameter. Only the header and the shapes matter here; the digests are opaque.
 //!
 //! LLVM prints the global as a byte array, little-endian words, e.g.
 //! `.visible .global .align 8 .b8 __xlog_abi_saxpy[40] = {2, 0, 0, 0, 0, 0, 0, 1, …};`
@@ -21,13 +17,15 @@
 //! wrong bytes. The layout digests are compared later, by the launcher, against its
 //! own descriptor.
 
+use xlog_device::abi::{HeaderAbi, ParamAbi, ParamKind};
+
 use crate::error::Error;
 
 /// The prefix of a descriptor global: `__xlog_abi_<entry>`.
-pub const ABI_SYMBOL_PREFIX: &str = "__xlog_abi_";
+pub const ABI_SYMBOL_PREFIX: &str = xlog_device::abi::SYMBOL_PREFIX;
 
 /// The descriptor format version this crate reads (the top byte of word 0).
-pub const ABI_VERSION: u64 = 1;
+pub const ABI_VERSION: u64 = xlog_device::abi::VERSION;
 
 /// A kernel entry point of the module and its ABI descriptor, as the kernel table
 /// `xlog-module-kernels.rs` lists it.
@@ -40,40 +38,10 @@ pub struct KernelAbi {
     pub words: Vec<u64>,
 }
 
-/// How a kernel receives a Rust parameter (the `kind` field of a shape word).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Value,
-    Read,
-    Write,
-    ReadWrite,
-}
-
-impl Kind {
-    fn from_bits(bits: u64) -> Option<Kind> {
-        match bits {
-            0 => Some(Kind::Value),
-            1 => Some(Kind::Read),
-            2 => Some(Kind::Write),
-            3 => Some(Kind::ReadWrite),
-            _ => None,
-        }
-    }
-
-    fn slice_name(self) -> &'static str {
-        match self {
-            Kind::Value => "value",
-            Kind::Read => "read slice",
-            Kind::Write => "write slice",
-            Kind::ReadWrite => "read_write slice",
-        }
-    }
-}
-
-/// One Rust parameter, decoded from its shape word.
+/// One Rust parameter, decoded from its shape word, its kind validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Param {
-    kind: Kind,
+    kind: ParamKind,
     size: u64,
 }
 
@@ -139,15 +107,15 @@ fn decode(kernel: &str, words: &[u64]) -> Result<Vec<Param>, Error> {
         kernel: kernel.to_string(),
         reason,
     };
-    let header = words[0];
-    let version = header >> 56;
-    if version != ABI_VERSION {
+    let header = HeaderAbi::decode(words[0]);
+    if header.version != ABI_VERSION {
         return Err(invalid(format!(
-            "format version {version}, but this xlog-build reads version {ABI_VERSION}: use \
-             xlog-build, xlog-device and xlog-macros of the same release"
+            "format version {}, but this xlog-build reads version {ABI_VERSION}: use \
+             xlog-build, xlog-device and xlog-macros of the same release",
+            header.version
         )));
     }
-    let count = header & 0xffff_ffff;
+    let count = header.params;
     if words.len() as u64 != 1 + 2 * count {
         return Err(invalid(format!(
             "the header announces {count} parameters ({} words), the global holds {} words",
@@ -159,8 +127,9 @@ fn decode(kernel: &str, words: &[u64]) -> Result<Vec<Param>, Error> {
         .chunks(2)
         .enumerate()
         .map(|(i, pair)| {
-            let shape = pair[0];
-            let kind = Kind::from_bits(shape >> 56).ok_or_else(|| {
+            let (shape, layout) = (pair[0], pair[1]);
+            let abi = ParamAbi::decode(shape, layout);
+            let kind = abi.kind.ok_or_else(|| {
                 invalid(format!(
                     "parameter {i} has the unknown kind {} (shape word {shape:#018x})",
                     shape >> 56
@@ -168,7 +137,7 @@ fn decode(kernel: &str, words: &[u64]) -> Result<Vec<Param>, Error> {
             })?;
             Ok(Param {
                 kind,
-                size: shape & 0xff_ffff_ffff,
+                size: abi.size,
             })
         })
         .collect()
@@ -191,7 +160,7 @@ fn host_args(params: &[Param]) -> Vec<HostArg> {
     let mut args = Vec::new();
     for (i, p) in params.iter().enumerate() {
         match p.kind {
-            Kind::Value => args.push(HostArg {
+            ParamKind::Scalar => args.push(HostArg {
                 parameter: i,
                 size: p.size,
                 what: if p.size == 0 {
@@ -207,11 +176,7 @@ fn host_args(params: &[Param]) -> Vec<HostArg> {
                     args.push(HostArg {
                         parameter: i,
                         size: 8,
-                        what: format!(
-                            "the 8-byte {half} of a {} of {}-byte elements",
-                            kind.slice_name(),
-                            p.size
-                        ),
+                        what: format!("the 8-byte {half} of {kind} of {}-byte elements", p.size),
                     });
                 }
             }
@@ -476,6 +441,7 @@ fn type_bytes(ty: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xlog_device::abi::header;
 
     /// What nightly-2026-05-20 emits for `k(p: *mut f32, n: usize, a: f32, b: u8,
     /// c: bool, s: S /* repr(C), 12 bytes */, d: u16, e: i8, f: i16, g: f64, h: u32,
@@ -519,10 +485,6 @@ mod tests {
 \tret;
 }
 ";
-
-    fn header(is_unsafe: bool, n: u64) -> u64 {
-        (1 << 56) | ((is_unsafe as u64) << 48) | n
-    }
 
     fn shape(kind: u64, align: u64, size: u64) -> u64 {
         (kind << 56) | (align << 40) | size
@@ -569,7 +531,7 @@ mod tests {
             shape(0, 8, 8),
             shape(0, 16, 16),
         ];
-        let mut words = vec![header(true, params.len() as u64)];
+        let mut words = vec![header(true, params.len())];
         for (i, p) in params.iter().enumerate() {
             words.push(*p);
             words.push(0xabc0 + i as u64);

@@ -47,7 +47,9 @@ pub enum ParamKind {
 }
 
 impl ParamKind {
-    const fn from_bits(bits: u64) -> Option<ParamKind> {
+    /// The kind with discriminant `bits` (the top byte of a [`shape`] word), or
+    /// `None` for a value this format version does not define.
+    pub const fn from_bits(bits: u64) -> Option<ParamKind> {
         match bits {
             0 => Some(ParamKind::Scalar),
             1 => Some(ParamKind::Read),
@@ -72,6 +74,28 @@ impl fmt::Display for ParamKind {
 /// Word 0 of a descriptor.
 pub const fn header(is_unsafe: bool, params: usize) -> u64 {
     (VERSION << 56) | ((is_unsafe as u64) << 48) | (params as u64 & 0xffff_ffff)
+}
+
+/// A [`header`] word, decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderAbi {
+    /// The descriptor format version; this crate writes [`VERSION`].
+    pub version: u64,
+    /// Whether the kernel is an `unsafe fn`.
+    pub is_unsafe: bool,
+    /// The number of parameters, `N`.
+    pub params: u64,
+}
+
+impl HeaderAbi {
+    /// Decodes a header word.
+    pub const fn decode(word: u64) -> HeaderAbi {
+        HeaderAbi {
+            version: word >> 56,
+            is_unsafe: (word >> 48) & 1 == 1,
+            params: word & 0xffff_ffff,
+        }
+    }
 }
 
 /// The shape word of a parameter whose scalar or element type is `T`.
@@ -174,12 +198,12 @@ pub fn describe_header(word: u64) -> impl fmt::Display {
     struct Header(u64);
     impl fmt::Display for Header {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            let w = self.0;
-            if w >> 56 != VERSION {
-                return write!(f, "descriptor format {} (expected {VERSION})", w >> 56);
+            let h = HeaderAbi::decode(self.0);
+            if h.version != VERSION {
+                return write!(f, "descriptor format {} (expected {VERSION})", h.version);
             }
-            let safety = if (w >> 48) & 1 == 1 { "unsafe" } else { "safe" };
-            write!(f, "{safety} kernel with {} parameters", w & 0xffff_ffff)
+            let safety = if h.is_unsafe { "unsafe" } else { "safe" };
+            write!(f, "{safety} kernel with {} parameters", h.params)
         }
     }
     Header(word)
@@ -250,6 +274,36 @@ mod tests {
         assert_ne!(f64::__LAYOUT, u64::__LAYOUT);
         assert_ne!(<[f32; 2]>::__LAYOUT, <[f32; 3]>::__LAYOUT);
         assert_ne!(<[f32; 2]>::__LAYOUT, u64::__LAYOUT);
+    }
+
+    #[test]
+    fn header_words_decode() {
+        let h = HeaderAbi::decode(header(true, 3));
+        assert_eq!(
+            h,
+            HeaderAbi {
+                version: VERSION,
+                is_unsafe: true,
+                params: 3
+            }
+        );
+        let h = HeaderAbi::decode(header(false, 0));
+        assert_eq!((h.is_unsafe, h.params), (false, 0));
+        assert_eq!(HeaderAbi::decode(7 << 56).version, 7);
+    }
+
+    #[test]
+    fn kinds_round_trip_through_their_bits() {
+        for k in [
+            ParamKind::Scalar,
+            ParamKind::Read,
+            ParamKind::Write,
+            ParamKind::ReadWrite,
+        ] {
+            assert_eq!(ParamKind::from_bits(k as u64), Some(k));
+        }
+        assert_eq!(ParamKind::from_bits(4), None);
+        assert_eq!(ParamKind::from_bits(0xff), None);
     }
 
     #[test]

@@ -192,7 +192,7 @@ impl tracing::Subscriber for PanicOnLaunch {
 }
 
 #[test]
-fn a_panic_after_the_launch_still_leaves_the_kernel_recorded() {
+fn a_launch_unwinding_in_its_subscriber_stays_recorded() {
     let rt = rt();
     let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
     let f = rt
