@@ -531,7 +531,7 @@ mod tests {
             shape(0, 8, 8),
             shape(0, 16, 16),
         ];
-        let mut words = vec![header(true, params.len())];
+        let mut words = vec![header(true, params.len(), 0, 0)];
         for (i, p) in params.iter().enumerate() {
             words.push(*p);
             words.push(0xabc0 + i as u64);

@@ -40,6 +40,26 @@ pub const DEFAULT_ARCH: &str = "sm_80";
 /// branches, which miscompiles block-level reductions.
 pub const BARRIER_GUARD_FLAG: &str = "-Zmir-enable-passes=-JumpThreading";
 
+/// `rustc` flags for the kernel crate itself (not its dependencies) in the device
+/// build. Safe code must not be able to define entry points or ABI descriptors of
+/// its own next to the ones `#[xlog_kernel]` generates (a launcher would trust
+/// them): `global_asm!` needs an unstable feature on nvptx, so only
+/// `abi_gpu_kernel` is allowed; and `#[no_mangle]` / `#[export_name]` must be
+/// written `#[unsafe(..)]`, as edition 2024 requires, in every edition.
+pub const KERNEL_CRATE_GUARDS: &[&str] = &[
+    "-Zallow-features=abi_gpu_kernel",
+    "-Funsafe_attr_outside_unsafe",
+];
+
+/// What `$OUT_DIR/xlog-module-owner.txt` holds: the compiled crate's manifest
+/// directory and lib crate name. `kernel_module!` embeds it in the module image and
+/// each launcher compares it with its own crate's (`CARGO_MANIFEST_DIR#CARGO_CRATE_NAME`),
+/// so only the lib target of the crate that was compiled for the device can launch
+/// it through typed launchers.
+pub fn module_owner(kernel_dir: &Path, lib_name: &str) -> String {
+    format!("{}#{lib_name}", kernel_dir.display())
+}
+
 /// Environment knobs, each re-read (and tracked with `rerun-if-env-changed`) on every
 /// build. They override the builder's settings.
 pub const ENV_KNOBS: &[&str] = &[
@@ -271,19 +291,24 @@ impl Builder {
             kernel_dir.join("src").display()
         );
 
+        let manifest_text = fs::read_to_string(&manifest)
+            .map_err(|e| io_error(&manifest, "read the kernel crate's manifest", e))?;
+        let lib_name = lib_name(&manifest_text).ok_or_else(|| Error::Unexpected {
+            message: format!("no package or lib name in {}", manifest.display()),
+        })?;
+        write_if_changed(
+            &out_dir.join(format!("{MODULE_STEM}-owner.txt")),
+            module_owner(&kernel_dir, &lib_name).as_bytes(),
+        )?;
+
         if env::var_os("XLOG_DEVICE_STUB").is_some() || env::var_os("DOCS_RS").is_some() {
             return write_stub(&out_dir).map(Some);
         }
 
         let lib_source = fs::read_to_string(kernel_dir.join("src/lib.rs")).unwrap_or_default();
-        let manifest_text = fs::read_to_string(&manifest)
-            .map_err(|e| io_error(&manifest, "read the kernel crate's manifest", e))?;
         // No `rerun-if-env-changed` for the feature variables: cargo reruns a build
         // script whenever its package's feature set changes.
         let settings = self.settings(&lib_source, &manifest_text, &EnvReader::process())?;
-        let lib_name = lib_name(&manifest_text).ok_or_else(|| Error::Unexpected {
-            message: format!("no package or lib name in {}", manifest.display()),
-        })?;
         let target_dir = match env::var_os("XLOG_DEVICE_TARGET_DIR") {
             Some(dir) => PathBuf::from(dir),
             None => match &self.target_dir {
@@ -568,6 +593,7 @@ pub(crate) fn cargo_args(
         args.push(s.features.join(",").into());
     }
     args.push("--".into());
+    args.extend(KERNEL_CRATE_GUARDS.iter().map(OsString::from));
     if s.inject_abi_feature {
         args.push("-Zcrate-attr=feature(abi_gpu_kernel)".into());
     }
@@ -915,7 +941,8 @@ mod tests {
             args.join(" "),
             "rustc --manifest-path /k/Cargo.toml --lib --crate-type cdylib --target nvptx64-nvidia-cuda \
              -Zbuild-std=core --profile release --target-dir /t/xlog-device --color never \
-             --no-default-features --features a,b -- -Zcrate-attr=feature(abi_gpu_kernel) \
+             --no-default-features --features a,b -- -Zallow-features=abi_gpu_kernel \
+             -Funsafe_attr_outside_unsafe -Zcrate-attr=feature(abi_gpu_kernel) \
              -Zcrate-attr=no_std -Clinker=/t/rec.sh"
         );
     }

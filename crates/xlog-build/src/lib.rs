@@ -58,8 +58,8 @@ pub mod toolchain;
 
 pub use abi::{kernel_abis, KernelAbi, ABI_SYMBOL_PREFIX, ABI_VERSION};
 pub use builder::{
-    Builder, Output, BARRIER_GUARD_FLAG, DEFAULT_ARCH, DEVICE_TARGET, ENV_KNOBS, GUARD_VAR,
-    MODULE_STEM,
+    module_owner, Builder, Output, BARRIER_GUARD_FLAG, DEFAULT_ARCH, DEVICE_TARGET, ENV_KNOBS,
+    GUARD_VAR, KERNEL_CRATE_GUARDS, MODULE_STEM,
 };
 pub use command::{is_scrubbed, render as render_command};
 pub use error::Error;

@@ -27,7 +27,7 @@
 use core::fmt;
 
 /// Version of the descriptor format, in the top byte of the [`header`].
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 
 /// The prefix of the exported descriptor global: `__xlog_abi_<entry>`.
 pub const SYMBOL_PREFIX: &str = "__xlog_abi_";
@@ -71,10 +71,30 @@ impl fmt::Display for ParamKind {
     }
 }
 
-/// Word 0 of a descriptor.
-pub const fn header(is_unsafe: bool, params: usize) -> u64 {
-    (VERSION << 56) | ((is_unsafe as u64) << 48) | (params as u64 & 0xffff_ffff)
+/// Word 0 of a descriptor: the format [`VERSION`] (bits 56–63), whether the kernel
+/// is `unsafe fn` (bit 48), the dynamic shared memory it declares with `shared = N`
+/// (bits 27–47, saturating; 0 for none), the block size it declares with
+/// `block = N` (bits 16–26; 0 for none) and its number of parameters (bits 0–15).
+///
+/// The launch settings belong here because an `unsafe` body may rely on them: a
+/// second launcher for the same entry point that dropped `block = 256` could launch
+/// it with 1024 threads per block.
+pub const fn header(is_unsafe: bool, params: usize, block: u32, shared: u32) -> u64 {
+    let shared = if shared > SHARED_MAX {
+        SHARED_MAX
+    } else {
+        shared
+    };
+    (VERSION << 56)
+        | ((is_unsafe as u64) << 48)
+        | ((shared as u64) << 27)
+        | ((block as u64 & 0x7ff) << 16)
+        | (params as u64 & 0xffff)
 }
+
+/// The largest `shared = N` a header represents exactly (larger values saturate;
+/// no GPU offers that much shared memory per block).
+const SHARED_MAX: u32 = (1 << 21) - 1;
 
 /// A [`header`] word, decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +105,10 @@ pub struct HeaderAbi {
     pub is_unsafe: bool,
     /// The number of parameters, `N`.
     pub params: u64,
+    /// The block size the kernel declares (`block = N`), 0 for none.
+    pub block: u32,
+    /// The dynamic shared memory the kernel declares (`shared = N`), 0 for none.
+    pub shared: u32,
 }
 
 impl HeaderAbi {
@@ -93,7 +117,9 @@ impl HeaderAbi {
         HeaderAbi {
             version: word >> 56,
             is_unsafe: (word >> 48) & 1 == 1,
-            params: word & 0xffff_ffff,
+            params: word & 0xffff,
+            block: ((word >> 16) & 0x7ff) as u32,
+            shared: ((word >> 27) & SHARED_MAX as u64) as u32,
         }
     }
 }
@@ -203,7 +229,14 @@ pub fn describe_header(word: u64) -> impl fmt::Display {
                 return write!(f, "descriptor format {} (expected {VERSION})", h.version);
             }
             let safety = if h.is_unsafe { "unsafe" } else { "safe" };
-            write!(f, "{safety} kernel with {} parameters", h.params)
+            write!(f, "{safety} kernel with {} parameters", h.params)?;
+            if h.block != 0 {
+                write!(f, ", block = {}", h.block)?;
+            }
+            if h.shared != 0 {
+                write!(f, ", shared = {}", h.shared)?;
+            }
+            Ok(())
         }
     }
     Header(word)
@@ -260,7 +293,7 @@ mod tests {
     use std::string::ToString;
 
     fn descriptor(params: &[(ParamKind, u64, u64)]) -> std::vec::Vec<u64> {
-        let mut v = std::vec![header(false, params.len())];
+        let mut v = std::vec![header(false, params.len(), 0, 0)];
         for &(k, s, l) in params {
             v.push(((k as u64) << 56) | s);
             v.push(l);
@@ -278,17 +311,28 @@ mod tests {
 
     #[test]
     fn header_words_decode() {
-        let h = HeaderAbi::decode(header(true, 3));
+        let h = HeaderAbi::decode(header(true, 3, 1024, 232_448));
         assert_eq!(
             h,
             HeaderAbi {
                 version: VERSION,
                 is_unsafe: true,
-                params: 3
+                params: 3,
+                block: 1024,
+                shared: 232_448,
             }
         );
-        let h = HeaderAbi::decode(header(false, 0));
-        assert_eq!((h.is_unsafe, h.params), (false, 0));
+        let h = HeaderAbi::decode(header(false, 0, 0, 0));
+        assert_eq!((h.is_unsafe, h.params, h.block, h.shared), (false, 0, 0, 0));
+        assert_eq!(
+            HeaderAbi::decode(header(false, 1, 0, u32::MAX)).shared,
+            SHARED_MAX
+        );
+        assert_ne!(header(false, 2, 256, 0), header(false, 2, 0, 0));
+        assert_eq!(
+            describe_header(header(true, 2, 256, 4096)).to_string(),
+            "unsafe kernel with 2 parameters, block = 256, shared = 4096"
+        );
         assert_eq!(HeaderAbi::decode(7 << 56).version, 7);
     }
 
@@ -341,13 +385,13 @@ mod tests {
             Some(AbiDifference::Header { .. })
         ));
         let mut unsafe_kernel = a.clone();
-        unsafe_kernel[0] = header(true, 2);
+        unsafe_kernel[0] = header(true, 2, 0, 0);
         assert!(matches!(
             first_difference(&a, &unsafe_kernel),
             Some(AbiDifference::Header { .. })
         ));
         assert_eq!(
-            describe_header(header(true, 2)).to_string(),
+            describe_header(header(true, 2, 0, 0)).to_string(),
             "unsafe kernel with 2 parameters"
         );
         assert!(first_difference(&[], &[]).is_some());

@@ -22,9 +22,11 @@ pub type KernelEntry = (&'static str, &'static [u64]);
 /// 1. building an image is `unsafe`: its caller vouches for the PTX, and
 ///    [`kernel_module!`](crate::kernel_module) does so for modules `xlog-build`
 ///    compiled from the same crate;
-/// 2. the image names its **owner**, the crate that compiled it; a launcher refuses
-///    (at compile time) an image owned by another crate, so `pub use
-///    other::MODULE;` cannot lend one crate's kernels to another's launchers;
+/// 2. the image names its **owner**, the lib crate `xlog-build` compiled for the
+///    device; a launcher refuses (at compile time) an image owned by another crate,
+///    so neither `pub use other::MODULE;` nor a build script that compiles another
+///    crate's kernels, nor another target of the same package (an example, a
+///    test), can lend one crate's kernels to other launchers;
 /// 3. each kernel of the table carries its device-side ABI descriptor, which the
 ///    launcher compares with its own before the first launch (see [`crate::abi`]).
 #[derive(Debug, Clone, Copy)]
@@ -37,8 +39,9 @@ pub struct ModuleImage {
 }
 
 impl ModuleImage {
-    /// An image from its parts. `owner` is the `CARGO_MANIFEST_DIR` of the crate
-    /// whose `#[xlog_kernel]` launchers may launch it.
+    /// An image from its parts. `owner` names the crate whose `#[xlog_kernel]`
+    /// launchers may launch it, as `"<CARGO_MANIFEST_DIR>#<CARGO_CRATE_NAME>"` of
+    /// that crate's lib target (what `xlog-build` writes for the crate it compiled).
     ///
     /// # Safety
     /// 1. Every entry point in `ptx` (and in each cubin, which must be compiled from
@@ -82,8 +85,9 @@ impl ModuleImage {
         self.name
     }
 
-    /// The crate whose launchers may run this image (its `CARGO_MANIFEST_DIR`);
-    /// empty for [`from_ptx`](Self::from_ptx) images.
+    /// The crate whose launchers may run this image
+    /// (`"<CARGO_MANIFEST_DIR>#<CARGO_CRATE_NAME>"`); empty for
+    /// [`from_ptx`](Self::from_ptx) images.
     pub const fn owner(&self) -> &'static str {
         self.owner
     }
@@ -127,13 +131,13 @@ impl ModuleImage {
     }
 }
 
-/// Whether `image` may be launched by the typed launchers of the crate at
-/// `manifest_dir`: it is owned by that crate, or has no owner (a
+/// Whether `image` may be launched by the typed launchers of the crate `crate_id`
+/// (`"<CARGO_MANIFEST_DIR>#<CARGO_CRATE_NAME>"`): it is owned by that crate, or has no owner (a
 /// [`ModuleImage::from_ptx`] image, which launchers then refuse at run time for
 /// lack of a kernel table). `const`, so launchers check it at compile time.
 #[doc(hidden)]
-pub const fn __owned_by(image: &ModuleImage, manifest_dir: &str) -> bool {
-    let (a, b) = (image.owner.as_bytes(), manifest_dir.as_bytes());
+pub const fn __owned_by(image: &ModuleImage, crate_id: &str) -> bool {
+    let (a, b) = (image.owner.as_bytes(), crate_id.as_bytes());
     if a.is_empty() {
         return true;
     }
@@ -172,7 +176,10 @@ macro_rules! kernel_module {
         pub static MODULE: $crate::ModuleImage = unsafe {
             $crate::ModuleImage::new(
                 ::core::env!("CARGO_PKG_NAME"),
-                ::core::env!("CARGO_MANIFEST_DIR"),
+                ::core::include_str!(::core::concat!(
+                    ::core::env!("OUT_DIR"),
+                    "/xlog-module-owner.txt"
+                )),
                 ::core::include_str!(::core::concat!(::core::env!("OUT_DIR"), "/xlog-module.ptx")),
                 ::core::include!(::core::concat!(
                     ::core::env!("OUT_DIR"),

@@ -111,3 +111,22 @@ pub fn divergent(out: &mut [Flag]) {
         out[i] = 1;
     }
 }
+
+/// Declares its launch settings: the device build records them in the descriptor's
+/// header, so a second launcher for this entry point without them is refused.
+#[xlog_kernel(write(out), block = 128, shared = 512)]
+pub fn settings(out: &mut [u32]) {
+    let i = thread::index_1d();
+    if i < out.len() {
+        out[i] = 1;
+    }
+}
+
+/// A raw identifier as the kernel's name: its entry point is `loop`.
+#[xlog_kernel(write(out))]
+pub fn r#loop(out: &mut [u32]) {
+    let i = thread::index_1d();
+    if i < out.len() {
+        out[i] = 2;
+    }
+}

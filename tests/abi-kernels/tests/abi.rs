@@ -1,7 +1,8 @@
 //! CPU checks (no GPU): every launcher's ABI descriptor against the one the device
 //! build exported, and the PTX through ptxas.
 
-use xlog_abi_kernels::{divergent, inner, names, scale, scale_u32, Elem, MODULE};
+use xlog::device::abi::HeaderAbi;
+use xlog_abi_kernels::{divergent, inner, names, r#loop, scale, scale_u32, settings, Elem, MODULE};
 
 #[test]
 fn launchers_agree_with_the_device_build() {
@@ -9,8 +10,12 @@ fn launchers_agree_with_the_device_build() {
     names::check_abi().unwrap();
     inner::fill_super::check_abi().unwrap();
     scale_u32::check_abi().unwrap();
+    settings::check_abi().unwrap();
+    // A raw identifier names the entry point without its `r#`.
+    r#loop::check_abi().unwrap();
+    assert!(MODULE.has_kernel("loop"));
     // Every kernel in the module is checked here or below.
-    assert_eq!(MODULE.kernels().len(), 5);
+    assert_eq!(MODULE.kernels().len(), 7);
 }
 
 #[test]
@@ -55,4 +60,12 @@ fn ptxas_accepts_every_kernel() {
             r.arch
         );
     }
+}
+
+#[test]
+fn launch_settings_are_part_of_the_device_descriptor() {
+    let header = HeaderAbi::decode(MODULE.kernel_abi("settings").unwrap()[0]);
+    assert_eq!((header.block, header.shared), (128, 512));
+    let plain = HeaderAbi::decode(MODULE.kernel_abi("names").unwrap()[0]);
+    assert_eq!((plain.block, plain.shared, plain.params), (0, 0, 8));
 }

@@ -15,7 +15,7 @@ use xlog_device::warp::FULL_MASK;
 use xlog_device::{atomic, barrier, static_shared, warp};
 
 /// Any 1D launch.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn saxpy(
     a: f32,
     x: *const f32,
@@ -34,7 +34,7 @@ pub unsafe extern "gpu-kernel" fn saxpy(
 }
 
 /// Any launch shape, 1D to 3D; `out_len` = total threads.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn thread_indices(out: *mut u64, out_len: usize) {
     // SAFETY: module obligations.
     let mut out = unsafe { Out::__from_raw_parts(out, out_len) };
@@ -45,7 +45,7 @@ pub unsafe extern "gpu-kernel" fn thread_indices(out: *mut u64, out_len: usize) 
 /// Block size a multiple of 32, `n` = total threads. Writes four outputs per thread:
 /// `out[0n + i]` = idx from lane (7·lane + 3) mod 32, `out[1n + i]` = up by 3,
 /// `out[2n + i]` = down by 5, `out[3n + i]` = xor 6.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn warp_shuffles_u32(
     input: *const u32,
     n: usize,
@@ -79,7 +79,7 @@ pub unsafe extern "gpu-kernel" fn warp_shuffles_u32(
 
 /// Block size a multiple of 32, `n` = total threads: a butterfly all-reduce of
 /// 64-bit floats; every lane ends with its warp's sum (in xor-tree order).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn warp_shuffle_xor_f64(
     input: *const f64,
     n: usize,
@@ -107,7 +107,7 @@ pub unsafe extern "gpu-kernel" fn warp_shuffle_xor_f64(
 /// Block size a multiple of 32, `n` = total threads; `pred[i] != 0` is the predicate.
 /// Per thread: `out[0n + i]` = all, `out[1n + i]` = any, `out[2n + i]` = ballot,
 /// `out[3n + i]` = ballot within the active mask of odd lanes (even lanes write 0).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn warp_votes(
     pred: *const u32,
     n: usize,
@@ -145,7 +145,7 @@ pub unsafe extern "gpu-kernel" fn warp_votes(
 
 /// Block size a multiple of 32, `n` = total threads; per warp `w`: `out[3w]` = sum,
 /// `out[3w + 1]` = min, `out[3w + 2]` = max (`redux.sync`).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn warp_reduce_u32(
     input: *const u32,
     n: usize,
@@ -178,7 +178,7 @@ pub unsafe extern "gpu-kernel" fn warp_reduce_u32(
 }
 
 /// Any 1D launch: `bins[keys[i] % nbins] += 1` with contention.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn atomic_histogram(
     keys: *const u32,
     n: usize,
@@ -194,7 +194,7 @@ pub unsafe extern "gpu-kernel" fn atomic_histogram(
 }
 
 /// Any 1D launch; `out` = `[i64::MAX, i64::MIN]` before: becomes `[min, max]`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn atomic_min_max_i64(
     values: *const i64,
     n: usize,
@@ -214,7 +214,7 @@ pub unsafe extern "gpu-kernel" fn atomic_min_max_i64(
 
 /// Any 1D launch; `out` = `[u32::MAX, 0, i32::MAX as u32, i32::MIN as u32]` before:
 /// becomes `[min u32, max u32, min i32, max i32]` of the values (read as `i32` too).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn atomic_min_max_u32(
     values: *const u32,
     n: usize,
@@ -237,7 +237,7 @@ pub unsafe extern "gpu-kernel" fn atomic_min_max_u32(
 /// Any 1D launch with `n` threads doing work: each increments `*counter` with a
 /// compare-exchange loop and records the value it replaced in `taken[i]` (a
 /// permutation of `0..n` when the counter starts at 0).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn atomic_cas_counter(
     counter: *mut u64,
     n: usize,
@@ -265,7 +265,7 @@ pub unsafe extern "gpu-kernel" fn atomic_cas_counter(
 /// Any 1D launch: thread `i < n` swaps `i` into `*slot` and writes the old value to
 /// `old[i]`; with `*slot` starting at `u32::MAX`, `old` plus the final slot is
 /// `{u32::MAX} ∪ 0..n`. Also swaps `i as f32` into `slot_f32` the same way.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn atomic_exchange(
     slot: *mut u32,
     n: usize,
@@ -285,7 +285,7 @@ pub unsafe extern "gpu-kernel" fn atomic_exchange(
 
 /// Any 1D launch; `out` = `[0, u32::MAX, 0]` before: becomes
 /// `[or of values, and of values, xor of values]`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn atomic_bitwise_u32(
     values: *const u32,
     n: usize,
@@ -305,7 +305,7 @@ pub unsafe extern "gpu-kernel" fn atomic_bitwise_u32(
 }
 
 /// Any 1D launch: `*sum += values[i]` (order unspecified: compare with a tolerance).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn atomic_add_f32(
     values: *const f32,
     n: usize,
@@ -320,7 +320,7 @@ pub unsafe extern "gpu-kernel" fn atomic_add_f32(
 }
 
 /// Any 1D launch: `*sum += values[i]`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn atomic_add_f64(
     values: *const f64,
     n: usize,
@@ -338,7 +338,7 @@ pub unsafe extern "gpu-kernel" fn atomic_add_f64(
 /// `out[block] = wrapping sum of input[block*bs .. block*bs + bs]` (tree reduction
 /// with a barrier per level, so barriers sit in a loop: the rust-lang/rust#137086
 /// pattern).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn block_reduce_sum(
     input: *const u32,
     n: usize,
@@ -370,7 +370,7 @@ pub unsafe extern "gpu-kernel" fn block_reduce_sum(
 
 /// 1D launch, block size a multiple of 32 up to 1024: the same sum as
 /// `block_reduce_sum` with warp shuffles and a static shared array of per-warp sums.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn block_reduce_warp(
     input: *const u32,
     n: usize,
@@ -418,7 +418,7 @@ pub unsafe extern "gpu-kernel" fn block_reduce_warp(
 /// 1D launch, any block size 1..=1024, dynamic shared memory `8 * blockDim.x` bytes:
 /// per block inclusive prefix sum (Hillis–Steele, double-buffered, a barrier per
 /// step). `out[i]` = wrapping sum of the block's inputs up to `i`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn block_scan_inclusive(
     input: *const u32,
     n: usize,
@@ -455,7 +455,7 @@ pub unsafe extern "gpu-kernel" fn block_scan_inclusive(
 /// 1D launch, any block size; `pred[i] != 0` is the predicate. Per block `b`:
 /// `out[3b]` = count of true, `out[3b + 1]` = all, `out[3b + 2]` = any
 /// (`barrier.red`).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn block_barrier_reductions(
     pred: *const u32,
     n: usize,
@@ -484,7 +484,7 @@ pub unsafe extern "gpu-kernel" fn block_barrier_reductions(
 /// threads `2 * x[i]`; after the barrier each thread reads its pair partner's slot:
 /// `out[i] = 2 * x[i + 1]` for even `i`, `x[i - 1]` for odd `i` (wrapping).
 /// tests/ptx.rs checks the barrier was not duplicated into the branches.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn barrier_between_branches(
     input: *const u32,
     n: usize,
@@ -518,7 +518,7 @@ pub unsafe extern "gpu-kernel" fn barrier_between_branches(
 
 /// 1D launch, block size up to 1024: each block reverses its chunk through a static
 /// shared array.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn static_shared_reverse(
     input: *const u32,
     n: usize,
@@ -540,7 +540,7 @@ pub unsafe extern "gpu-kernel" fn static_shared_reverse(
 }
 
 /// Any 1D launch: `out[k * n + i]` = the k-th output of `bodies::math_f32_values`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn math_f32(
     x: *const f32,
     n: usize,
@@ -560,7 +560,7 @@ pub unsafe extern "gpu-kernel" fn math_f32(
 }
 
 /// Any 1D launch: `out[k * n + i]` = the k-th output of `bodies::math_f64_values`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn math_f64(
     x: *const f64,
     n: usize,
@@ -581,7 +581,7 @@ pub unsafe extern "gpu-kernel" fn math_f64(
 
 /// Any launch: the thread whose `index_1d()` equals `trigger` panics with a static
 /// message; the launch must fail and the host must read the record.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn deliberate_panic(trigger: u64) {
     if index_1d() == trigger as usize {
         panic!("deliberate device panic");
@@ -590,7 +590,7 @@ pub unsafe extern "gpu-kernel" fn deliberate_panic(trigger: u64) {
 
 /// Any 1D launch with `out_len = total_threads - 1`: the last thread indexes past
 /// the end and the bounds check panics.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "gpu-kernel" fn out_of_bounds_write(out: *mut u32, out_len: usize) {
     // SAFETY: module obligations.
     let mut out = unsafe { Out::__from_raw_parts(out, out_len) };

@@ -58,13 +58,19 @@ pub fn symbol(attr: &Attr, kernel: &Kernel) -> syn::Ident {
     }
 }
 
+/// The entry point's name as the PTX spells it (`loop` for `fn r#loop`).
+pub fn symbol_name(attr: &Attr, kernel: &Kernel) -> String {
+    use syn::ext::IdentExt;
+    symbol(attr, kernel).unraw().to_string()
+}
+
 pub fn body_ident(kernel: &Kernel) -> syn::Ident {
     format_ident!("__xlog_body_{}", kernel.name())
 }
 
 /// The ABI descriptor of the kernel (see `xlog_device::abi`), as an array
 /// expression. Each build evaluates it for its own target.
-pub fn abi_expr(kernel: &Kernel, params: &[Checked]) -> TokenStream {
+pub fn abi_expr(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
     let k = facade();
     let abi = quote!(#k::__private::device::abi);
     let is_unsafe = kernel.is_unsafe;
@@ -89,7 +95,9 @@ pub fn abi_expr(kernel: &Kernel, params: &[Checked]) -> TokenStream {
             <#ty as #k::__private::device::DeviceCopy>::__LAYOUT
         }
     });
-    quote!([#abi::header(#is_unsafe, #n) #(, #words)*])
+    let block = attr.block.unwrap_or(0);
+    let shared = attr.shared.unwrap_or(0);
+    quote!([#abi::header(#is_unsafe, #n, #block, #shared) #(, #words)*])
 }
 
 /// Number of words in [`abi_expr`].

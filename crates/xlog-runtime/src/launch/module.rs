@@ -354,14 +354,14 @@ mod tests {
     use xlog_device::DeviceCopy;
 
     const HOST: &[u64] = &[
-        header(false, 2),
+        header(false, 2, 0, 0),
         shape::<f32>(ParamKind::Scalar),
         <f32 as DeviceCopy>::__LAYOUT,
         shape::<f32>(ParamKind::Write),
         <f32 as DeviceCopy>::__LAYOUT,
     ];
     const WIDE: &[u64] = &[
-        header(false, 2),
+        header(false, 2, 0, 0),
         shape::<f32>(ParamKind::Scalar),
         <f32 as DeviceCopy>::__LAYOUT,
         shape::<f64>(ParamKind::Write),
@@ -395,6 +395,21 @@ mod tests {
         assert!(msg.contains("parameter `out` (#2)"), "{msg}");
         assert!(msg.contains("elements of 4 bytes"), "{msg}");
         assert!(msg.contains("elements of 8 bytes"), "{msg}");
+    }
+
+    #[test]
+    fn a_launcher_without_the_kernels_block_size_is_refused() {
+        const BLOCK_256: &[u64] = &[header(false, 2, 256, 0), HOST[1], HOST[2], HOST[3], HOST[4]];
+        // SAFETY: never loaded or launched.
+        static TILED: ModuleImage =
+            unsafe { ModuleImage::new("k", "/k#k", "", &[], &[("tiled", BLOCK_256)]) };
+        let e = KernelHandle::new(&TILED, "tiled", HOST, &["a", "out"])
+            .check_abi()
+            .unwrap_err();
+        assert!(e.to_string().contains("block = 256"), "{e}");
+        KernelHandle::new(&TILED, "tiled", BLOCK_256, &["a", "out"])
+            .check_abi()
+            .unwrap();
     }
 
     #[test]

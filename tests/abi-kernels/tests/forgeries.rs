@@ -1,0 +1,62 @@
+//! CPU check (no GPU): kernel crates that try to make a safe launcher run code it
+//! was not generated for (`tests/forgeries`) fail to build, each with the message
+//! of the guard that stops it:
+//!
+//! - an entry point and ABI descriptor written in `global_asm!` (the kernel crate's
+//!   device build allows no unstable feature but `abi_gpu_kernel`);
+//! - an entry point and descriptor exported with a plain `#[no_mangle]` in edition
+//!   2021 (unsafe attributes must be written `#[unsafe(..)]`);
+//! - a crate whose build script compiles another crate's kernels into its module;
+//! - an example of a kernel crate that claims the crate's module for a launcher
+//!   without the kernel's `block = 256`.
+//!
+//! Without the guards, each of them builds and its launcher's `check_abi` passes.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn forged_entry_points_and_borrowed_modules_do_not_build() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../forgeries");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "check",
+            "--workspace",
+            "--all-targets",
+            "--keep-going",
+            "--color",
+            "never",
+        ])
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(tmp.join("forgeries"))
+        // Share the device `core` build with the main workspace's kernel crates.
+        .env("XLOG_DEVICE_TARGET_DIR", tmp.join("../xlog-device"))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .expect("cargo runs");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the forgeries built:\n{log}");
+    for (what, needle) in [
+        ("global_asm! entry point", "asm_experimental_arch"),
+        (
+            "#[no_mangle] entry point",
+            "unsafe attribute used without unsafe",
+        ),
+        (
+            "another crate's kernels",
+            "the launcher of `saxpy` cannot trust",
+        ),
+        (
+            "an example's launcher",
+            "the launcher of `tile_rev` cannot trust",
+        ),
+    ] {
+        assert!(log.contains(needle), "{what}: no `{needle}` in:\n{log}");
+    }
+}
