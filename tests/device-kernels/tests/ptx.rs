@@ -31,6 +31,23 @@ fn ptx_has_the_expected_shape() {
     assert!(ptx.contains("__xlog_shared_xlog_device_kernels_TILE_"));
     // Barriers use the non-aligned form (robust to duplication into branches).
     assert!(ptx.contains("barrier.sync 0;"));
+    // Each barrier kind has its own hardware barrier: PTX leaves mixing
+    // `barrier.sync` and `barrier.red` (or two reductions) on one barrier
+    // unpredictable, while separate barriers only wait.
+    for (op, id) in [
+        ("barrier.red.popc.u32", 1),
+        ("barrier.red.and.pred", 2),
+        ("barrier.red.or.pred", 3),
+    ] {
+        let uses: Vec<&str> = ptx.lines().filter(|l| l.contains(op)).collect();
+        assert!(!uses.is_empty(), "{op} missing");
+        for line in uses {
+            assert!(
+                line.contains(&format!(", {id}, %p;")),
+                "{op} not on barrier {id}: {line}"
+            );
+        }
+    }
     // Internalization: only kernels are visible functions.
     assert!(
         !ptx.contains(".visible .func"),
