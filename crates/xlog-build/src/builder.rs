@@ -51,8 +51,8 @@ pub const KERNEL_CRATE_GUARDS: &[&str] = &[
     "-Funsafe_attr_outside_unsafe",
 ];
 
-/// What `$OUT_DIR/xlog-module-owner.txt` holds: the compiled crate's manifest
-/// directory and lib crate name. `kernel_module!` embeds it in the module image and
+/// The module's owner, as `$OUT_DIR/xlog-module.rs` records it: the compiled
+/// crate's manifest directory and lib crate name. `kernel_module!` embeds it in the module image and
 /// each launcher compares it with its own crate's (`CARGO_MANIFEST_DIR#CARGO_CRATE_NAME`),
 /// so only the lib target of the crate that was compiled for the device can launch
 /// it through typed launchers.
@@ -296,13 +296,10 @@ impl Builder {
         let lib_name = lib_name(&manifest_text).ok_or_else(|| Error::Unexpected {
             message: format!("no package or lib name in {}", manifest.display()),
         })?;
-        write_if_changed(
-            &out_dir.join(format!("{MODULE_STEM}-owner.txt")),
-            module_owner(&kernel_dir, &lib_name).as_bytes(),
-        )?;
+        let owner = module_owner(&kernel_dir, &lib_name);
 
         if env::var_os("XLOG_DEVICE_STUB").is_some() || env::var_os("DOCS_RS").is_some() {
-            return write_stub(&out_dir).map(Some);
+            return write_stub(&out_dir, &owner).map(Some);
         }
 
         let lib_source = fs::read_to_string(kernel_dir.join("src/lib.rs")).unwrap_or_default();
@@ -363,12 +360,14 @@ impl Builder {
 
         let cubins = build_cubins(&settings, &ptx, &lib_name, &out_dir)?;
         write_if_changed(
-            &out_dir.join(format!("{MODULE_STEM}-cubins.rs")),
-            cubins_source(&cubins).as_bytes(),
-        )?;
-        write_if_changed(
-            &out_dir.join(format!("{MODULE_STEM}-kernels.rs")),
-            kernels_source(&kernels).as_bytes(),
+            &out_dir.join(format!("{MODULE_STEM}.rs")),
+            module_source(
+                &owner,
+                &ptx,
+                &cubins_source(&cubin_bytes(&cubins)?),
+                &kernels_source(&kernels),
+            )
+            .as_bytes(),
         )?;
         if env::var_os("XLOG_BUILD_TIMINGS").is_some() {
             println!(
@@ -764,6 +763,18 @@ pub(crate) fn dep_info_paths(text: &str) -> Vec<String> {
     paths
 }
 
+/// Reads back the cubins [`build_cubins`] wrote, to embed them as literals.
+fn cubin_bytes(cubins: &[(String, PathBuf)]) -> Result<Vec<(String, Vec<u8>)>, Error> {
+    cubins
+        .iter()
+        .map(|(arch, path)| {
+            fs::read(path)
+                .map(|b| (arch.clone(), b))
+                .map_err(|e| io_error(path, "read a cubin back", e))
+        })
+        .collect()
+}
+
 fn build_cubins(
     s: &Settings,
     ptx: &str,
@@ -793,17 +804,37 @@ fn build_cubins(
     Ok(cubins)
 }
 
-/// The Rust expression `kernel_module!` includes for the cubin table.
-pub(crate) fn cubins_source(cubins: &[(String, PathBuf)]) -> String {
+/// The Rust expression for the cubin table: each cubin as a byte-string literal.
+/// The generated file holds data only, no macro call: an `include_bytes!` there
+/// would resolve in the kernel crate's scope, where a `macro_rules!` of that name
+/// could stand in for it.
+pub(crate) fn cubins_source(cubins: &[(String, Vec<u8>)]) -> String {
     let mut s = String::from("&[");
-    for (arch, path) in cubins {
-        s.push_str(&format!(
-            "({arch:?}, include_bytes!({:?}).as_slice()), ",
-            path.display().to_string()
-        ));
+    for (arch, bytes) in cubins {
+        s.push_str(&format!("({arch:?}, {}.as_slice()), ", byte_string(bytes)));
     }
     s.push(']');
     s
+}
+
+/// `bytes` as a Rust byte-string literal.
+fn byte_string(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 4 + 3);
+    s.push_str("b\"");
+    for b in bytes {
+        s.push_str(&format!("\\x{b:02x}"));
+    }
+    s.push('"');
+    s
+}
+
+/// `text` as a Rust raw string literal, with enough `#`s to hold it.
+fn raw_string(text: &str) -> String {
+    let mut hashes = String::from("#");
+    while text.contains(&format!("\"{hashes}")) {
+        hashes.push('#');
+    }
+    format!("r{hashes}\"{text}\"{hashes}")
 }
 
 /// The Rust expression `kernel_module!` includes for the kernel table, of type
@@ -820,7 +851,14 @@ pub(crate) fn kernels_source(kernels: &[KernelAbi]) -> String {
     format!("&[{}]", entries.join(", "))
 }
 
-fn write_stub(out_dir: &Path) -> Result<Output, Error> {
+/// What `$OUT_DIR/xlog-module.rs` holds, the one file `kernel_module!` includes:
+/// the tuple `(owner, ptx, cubins, kernels)` of `ModuleImage::new`'s arguments, as
+/// literals only (see [`cubins_source`]).
+pub(crate) fn module_source(owner: &str, ptx: &str, cubins: &str, kernels: &str) -> String {
+    format!("({owner:?}, {}, {cubins}, {kernels})", raw_string(ptx))
+}
+
+fn write_stub(out_dir: &Path, owner: &str) -> Result<Output, Error> {
     println!(
         "cargo:warning=xlog-build: XLOG_DEVICE_STUB or DOCS_RS is set: no device code was built, \
          the module is an empty stub that cannot launch anything"
@@ -828,8 +866,10 @@ fn write_stub(out_dir: &Path) -> Result<Output, Error> {
     let ptx = format!(".version 7.0\n.target {DEFAULT_ARCH}\n.address_size 64\n");
     let path = out_dir.join(format!("{MODULE_STEM}.ptx"));
     write_if_changed(&path, ptx.as_bytes())?;
-    write_if_changed(&out_dir.join(format!("{MODULE_STEM}-cubins.rs")), b"&[]")?;
-    write_if_changed(&out_dir.join(format!("{MODULE_STEM}-kernels.rs")), b"&[]")?;
+    write_if_changed(
+        &out_dir.join(format!("{MODULE_STEM}.rs")),
+        module_source(owner, &ptx, "&[]", "&[]").as_bytes(),
+    )?;
     Ok(Output {
         ptx: path,
         kernels: Vec::new(),
@@ -1090,8 +1130,13 @@ mod tests {
         );
         assert_eq!(kernels_source(&[]), "&[]");
         assert_eq!(
-            cubins_source(&[("sm_90".into(), PathBuf::from("/o/m.sm_90.cubin"))]),
-            "&[(\"sm_90\", include_bytes!(\"/o/m.sm_90.cubin\").as_slice()), ]"
+            cubins_source(&[("sm_90".into(), vec![0x7f, b'E', 0])]),
+            "&[(\"sm_90\", b\"\\x7f\\x45\\x00\".as_slice()), ]"
+        );
+        assert_eq!(raw_string("a\"#b"), "r##\"a\"#b\"##");
+        assert_eq!(
+            module_source("/k#k", ".entry", "&[]", "&[]"),
+            "(\"/k#k\", r#\".entry\"#, &[], &[])"
         );
     }
 }

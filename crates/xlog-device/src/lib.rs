@@ -73,6 +73,12 @@ pub mod view;
 pub mod warp;
 
 pub use copy::DeviceCopy;
+
+/// `core`, for this crate's exported macros: `$crate::__core::..` cannot be taken
+/// over by a crate that names one of its own modules `core`
+/// (`extern crate self as core;`), as `::core::..` could.
+#[doc(hidden)]
+pub use ::core as __core;
 pub use module::ModuleImage;
 pub use thread::{Dim3, ThreadIndex};
 

@@ -6,6 +6,16 @@
 /// `#[xlog_kernel]` did not generate).
 pub type KernelEntry = (&'static str, &'static [u64]);
 
+/// What `kernel_module!` reads from `OUT_DIR/xlog-module.rs`:
+/// `(owner, ptx, cubins, kernels)`, the arguments of [`ModuleImage::new`].
+#[doc(hidden)]
+pub type __ModuleParts = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static [u8])],
+    &'static [KernelEntry],
+);
+
 /// A compiled device module, embedded in the host binary.
 ///
 /// A kernel crate gets one from [`kernel_module!`](crate::kernel_module) as
@@ -132,16 +142,17 @@ impl ModuleImage {
 }
 
 /// Whether `image` may be launched by the typed launchers of the crate `crate_id`
-/// (`"<CARGO_MANIFEST_DIR>#<CARGO_CRATE_NAME>"`): it is owned by that crate, or has no owner (a
+/// (`"<CARGO_MANIFEST_DIR>#<CARGO_CRATE_NAME>"`), compiled as a lib target when
+/// `is_lib`: it is owned by that crate's lib, or has no owner (a
 /// [`ModuleImage::from_ptx`] image, which launchers then refuse at run time for
 /// lack of a kernel table). `const`, so launchers check it at compile time.
 #[doc(hidden)]
-pub const fn __owned_by(image: &ModuleImage, crate_id: &str) -> bool {
+pub const fn __owned_by(image: &ModuleImage, crate_id: &str, is_lib: bool) -> bool {
     let (a, b) = (image.owner.as_bytes(), crate_id.as_bytes());
     if a.is_empty() {
         return true;
     }
-    if a.len() != b.len() {
+    if !is_lib || a.len() != b.len() {
         return false;
     }
     let mut i = 0;
@@ -156,9 +167,10 @@ pub const fn __owned_by(image: &ModuleImage, crate_id: &str) -> bool {
 
 /// Declares the kernel crate's device module. Call it once, at the crate root.
 ///
-/// - On the host it defines `pub static MODULE: ModuleImage`, with the PTX, cubins
-///   and kernel table that the crate's `build.rs` (`xlog_build::Builder`) wrote to
-///   `OUT_DIR`. Generated launchers refer to it as `crate::MODULE`.
+/// - On the host it defines `pub static MODULE: ModuleImage`, with the owner, PTX,
+///   cubins and kernel table that the crate's `build.rs` (`xlog_build::Builder`)
+///   wrote to `OUT_DIR/xlog-module.rs`. Generated launchers refer to it as
+///   `crate::MODULE`. Without a build script it is one error saying what to add.
 /// - On the device it links `xlog-device` (and with it the panic handler).
 ///
 /// ```ignore
@@ -174,22 +186,12 @@ macro_rules! kernel_module {
         // (xlog-build) from this crate's source, so every entry point is the one
         // `#[xlog_kernel]` generated next to the launcher that names it.
         pub static MODULE: $crate::ModuleImage = unsafe {
-            $crate::ModuleImage::new(
-                ::core::env!("CARGO_PKG_NAME"),
-                ::core::include_str!(::core::concat!(
-                    ::core::env!("OUT_DIR"),
-                    "/xlog-module-owner.txt"
-                )),
-                ::core::include_str!(::core::concat!(::core::env!("OUT_DIR"), "/xlog-module.ptx")),
-                ::core::include!(::core::concat!(
-                    ::core::env!("OUT_DIR"),
-                    "/xlog-module-cubins.rs"
-                )),
-                ::core::include!(::core::concat!(
-                    ::core::env!("OUT_DIR"),
-                    "/xlog-module-kernels.rs"
-                )),
-            )
+            // `(owner, ptx, cubins, kernels)`, written by xlog-build.
+            let (owner, ptx, cubins, kernels): $crate::module::__ModuleParts = $crate::__core::include!($crate::__core::concat!(
+                $crate::__core::env!("OUT_DIR", "xlog: this kernel crate has no build script, so it has no compiled module: add a `build.rs` containing `fn main() { xlog_build::Builder::new().run(); }` and `xlog-build` under [build-dependencies]"),
+                "/xlog-module.rs"
+            ));
+            $crate::ModuleImage::new($crate::__core::env!("CARGO_PKG_NAME"), owner, ptx, cubins, kernels)
         };
 
         // Links xlog-device into the device artifact: its panic handler and the
@@ -225,14 +227,15 @@ mod tests {
         // SAFETY: never launched.
         let plain = unsafe { ModuleImage::from_ptx("m", "ptx") };
         assert!(plain.cubins().is_empty() && plain.kernels().is_empty());
-        assert!(__owned_by(&plain, "/anything"));
+        assert!(__owned_by(&plain, "/anything", false));
     }
 
     #[test]
     fn ownership_is_by_manifest_dir() {
         // Evaluated at compile time, as generated launchers do.
-        const { assert!(__owned_by(&IMAGE, "/src/k")) };
-        assert!(!__owned_by(&IMAGE, "/src/kk"));
-        assert!(!__owned_by(&IMAGE, "/src/j"));
+        const { assert!(__owned_by(&IMAGE, "/src/k", true)) };
+        assert!(!__owned_by(&IMAGE, "/src/kk", true));
+        assert!(!__owned_by(&IMAGE, "/src/k", false));
+        assert!(!__owned_by(&IMAGE, "/src/j", true));
     }
 }

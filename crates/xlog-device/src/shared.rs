@@ -142,10 +142,10 @@ macro_rules! static_shared {
     ($name:ident : [$t:ty; $n:expr]) => {{
         const __XLOG_LEN: usize = $n;
         #[cfg(target_arch = "nvptx64")]
-        ::core::arch::global_asm!(
-            ::core::concat!(
-                ".shared .align {align} .b8 __xlog_shared_", ::core::env!("CARGO_CRATE_NAME"), "_",
-                ::core::stringify!($name), "_", ::core::line!(), "_", ::core::column!(), "[{size}];"
+        $crate::__core::arch::global_asm!(
+            $crate::__core::concat!(
+                ".shared .align {align} .b8 __xlog_shared_", $crate::__core::env!("CARGO_CRATE_NAME"), "_",
+                $crate::__core::stringify!($name), "_", $crate::__core::line!(), "_", $crate::__core::column!(), "[{size}];"
             ),
             align = const $crate::shared::__align_of::<$t>(),
             size = const $crate::shared::__size_of_array::<$t>(__XLOG_LEN),
@@ -156,10 +156,10 @@ macro_rules! static_shared {
             // SAFETY: `cvta.shared.u64` converts the address of the array declared
             // just above to a generic address; it touches no memory.
             unsafe {
-                ::core::arch::asm!(
-                    ::core::concat!(
-                        "cvta.shared.u64 {p}, __xlog_shared_", ::core::env!("CARGO_CRATE_NAME"), "_",
-                        ::core::stringify!($name), "_", ::core::line!(), "_", ::core::column!(), ";"
+                $crate::__core::arch::asm!(
+                    $crate::__core::concat!(
+                        "cvta.shared.u64 {p}, __xlog_shared_", $crate::__core::env!("CARGO_CRATE_NAME"), "_",
+                        $crate::__core::stringify!($name), "_", $crate::__core::line!(), "_", $crate::__core::column!(), ";"
                     ),
                     p = out(reg64) p,
                     options(pure, nomem, nostack)

@@ -9,7 +9,9 @@ use crate::ctxt::Ctxt;
 
 pub fn derive(input: DeriveInput) -> TokenStream {
     let cx = Ctxt::default();
-    let krate: syn::Path = syn::parse_quote!(::xlog);
+    // An `extern crate` alias inside the impl's own block: unlike a `::xlog` path, no
+    // item of the user's crate (`extern crate self as xlog;`) can stand in for it.
+    let krate = quote!(__xlog::xlog);
     let fields = match &input.data {
         Data::Struct(s) => Some(&s.fields),
         Data::Enum(e) => {
@@ -68,7 +70,7 @@ pub fn derive(input: DeriveInput) -> TokenStream {
             }
         };
         // Spanned on the field type: a field that is not `DeviceCopy` is reported here.
-        quote_spanned!(ty.span()=> (::core::mem::offset_of!(Self, #member), <#ty as #krate::__private::device::DeviceCopy>::__LAYOUT))
+        quote_spanned!(ty.span()=> (#krate::__private::core::mem::offset_of!(Self, #member), <#ty as #krate::__private::device::DeviceCopy>::__LAYOUT))
     });
     let bounds = input.generics.type_params().map(|t| {
         let id = &t.ident;
@@ -83,15 +85,20 @@ pub fn derive(input: DeriveInput) -> TokenStream {
         quote!(#where_c)
     };
     quote! {
+        const _: () = {
+        mod __xlog {
+            pub extern crate xlog;
+        }
         // SAFETY: #[repr(C)]/#[repr(transparent)] was checked above, and the layout
         // digest below names every field's `DeviceCopy` impl (so each field must have
         // one): the struct holds no pointers and has one layout.
         unsafe impl #impl_g #krate::__private::device::DeviceCopy for #name #ty_g #where_extra {
             const __LAYOUT: u64 = #krate::__private::device::abi::struct_layout(
-                ::core::mem::size_of::<Self>(),
-                ::core::mem::align_of::<Self>(),
+                #krate::__private::core::mem::size_of::<Self>(),
+                #krate::__private::core::mem::align_of::<Self>(),
                 &[#(#layout_fields),*],
             );
         }
+        };
     }
 }

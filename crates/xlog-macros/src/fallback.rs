@@ -9,7 +9,7 @@ pub fn stub(item: &ItemFn, errors: TokenStream) -> TokenStream {
     let vis = &item.vis;
     let args = item.sig.inputs.iter().enumerate().map(|(i, _)| {
         let id = quote::format_ident!("__a{}", i);
-        quote!(#id: impl ::core::marker::Sized)
+        quote!(#id: impl Sized)
     });
     quote! {
         #errors
@@ -28,7 +28,7 @@ pub fn stub(item: &ItemFn, errors: TokenStream) -> TokenStream {
                 __config: ::xlog::__private::rt::LaunchConfig,
                 #(#args),*
             ) -> ::xlog::__private::rt::Result<()> {
-                ::core::unreachable!("#[xlog_kernel] failed to expand")
+                unreachable!("#[xlog_kernel] failed to expand")
             }
         }
     }

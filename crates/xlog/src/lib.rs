@@ -56,6 +56,8 @@ pub mod prelude {
 /// What generated code refers to. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    /// `core`, for generated code that must not name `::core` (see `xlog-macros`).
+    pub use ::core;
     #[cfg(not(target_arch = "nvptx64"))]
     pub use xlog_runtime as rt;
 

@@ -7,8 +7,12 @@
 //! - an entry point and descriptor exported with a plain `#[no_mangle]` in edition
 //!   2021 (unsafe attributes must be written `#[unsafe(..)]`);
 //! - a crate whose build script compiles another crate's kernels into its module;
-//! - an example of a kernel crate that claims the crate's module for a launcher
-//!   without the kernel's `block = 256`.
+//! - an example and a binary of a kernel crate (the binary has the lib's crate
+//!   name) that claim the crate's module for a launcher without the kernel's
+//!   `block = 256`;
+//! - a kernel crate that names itself `xlog` and `core` (`extern crate self as ..`)
+//!   so that generated paths would reach its own look-alike `DeviceCopy` and
+//!   `assert!`.
 //!
 //! Without the guards, each of them builds and its launcher's `check_abi` passes.
 

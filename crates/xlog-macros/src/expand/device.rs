@@ -8,7 +8,7 @@ use crate::ast::{Checked, Kernel, Kind};
 use crate::attr::{Attr, Mode};
 
 pub fn entry(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
-    let k = facade();
+    let k = facade(kernel);
     let name = super::symbol(attr, kernel);
     let body = super::body_ident(kernel);
     let mut abi_params = Vec::new();

@@ -9,12 +9,13 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use super::{facade, local, local_for};
+use super::{core_path, facade, local, local_for};
 use crate::ast::{Checked, Kernel, Kind};
 use crate::attr::{Attr, Mode};
 
 pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
-    let k = facade();
+    let k = facade(kernel);
+    let c = core_path(kernel);
     let rt = quote!(#k::__private::rt);
     let name = kernel.name();
     let name_str = super::symbol_name(attr, kernel);
@@ -46,7 +47,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                 let ty = &p.ty;
                 args.push(quote_spanned!(ty.span()=> #id: #ty));
                 // Typed: the pointer must be to a value of the declared type.
-                param_ptrs.push(quote!(&#id as *const #ty as *mut ::core::ffi::c_void));
+                param_ptrs.push(quote!(&#id as *const #ty as *mut #c::ffi::c_void));
                 table.push_str(&format!("| `{id}` | value | — |\n"));
             }
             Kind::Slice { elem, mode } => {
@@ -57,7 +58,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                     Mode::Read => (
                         quote!(Read),
                         quote!(<_ as #rt::ReadBuffer<#elem>>::arg(#id)),
-                        quote_spanned!(p.ty.span()=> &(impl #rt::ReadBuffer<#elem> + ?::core::marker::Sized)),
+                        quote_spanned!(p.ty.span()=> &(impl #rt::ReadBuffer<#elem> + ?#c::marker::Sized)),
                     ),
                     Mode::Write | Mode::ReadWrite => (
                         if *mode == Mode::Write {
@@ -66,7 +67,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                             quote!(ReadWrite)
                         },
                         quote!(<_ as #rt::WriteBuffer<#elem>>::arg_mut(#id)),
-                        quote_spanned!(p.ty.span()=> &mut (impl #rt::WriteBuffer<#elem> + ?::core::marker::Sized)),
+                        quote_spanned!(p.ty.span()=> &mut (impl #rt::WriteBuffer<#elem> + ?#c::marker::Sized)),
                     ),
                 };
                 args.push(quote!(#id: #ty));
@@ -76,8 +77,8 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                     let #len: usize = #arg.len;
                 });
                 records.push(quote!(.__record(#arg, #rt::Access::#access)));
-                param_ptrs.push(quote!(&#ptr as *const u64 as *mut ::core::ffi::c_void));
-                param_ptrs.push(quote!(&#len as *const usize as *mut ::core::ffi::c_void));
+                param_ptrs.push(quote!(&#ptr as *const u64 as *mut #c::ffi::c_void));
+                param_ptrs.push(quote!(&#len as *const usize as *mut #c::ffi::c_void));
                 let m = mode.keyword();
                 table.push_str(&format!(
                     "| `{id}` | `{m}` | waits on {} |\n",
@@ -115,15 +116,16 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
         quote!()
     };
     let option = |v: Option<u32>| match v {
-        Some(b) => quote!(::core::option::Option::Some(#b)),
-        None => quote!(::core::option::Option::None),
+        Some(b) => quote!(#c::option::Option::Some(#b)),
+        None => quote!(#c::option::Option::None),
     };
     let (block, shared) = (option(attr.block), option(attr.shared));
     let foreign_module = format!(
-        "xlog: `crate::MODULE` was compiled for another crate, so the launcher of `{name_str}` \
-         cannot trust its entry points; declare kernels in the lib target of a crate whose \
-         build.rs runs `xlog_build::Builder::new().run()`, and call `xlog::kernel_module!()` \
-         at its root instead of re-exporting another crate's MODULE"
+        "xlog: `crate::MODULE` was not compiled for this crate's lib target, so the launcher of \
+         `{name_str}` cannot trust its entry points; declare kernels in the lib target of a crate \
+         whose build.rs runs `xlog_build::Builder::new().run()`, call `xlog::kernel_module!()` at \
+         its root, and launch them from other targets through that lib (never re-export another \
+         crate's MODULE)"
     );
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
@@ -136,10 +138,15 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
         }
 
         #[cfg(not(target_arch = "nvptx64"))]
-        const _: () = ::core::assert!(
+        // Only the lib target of the crate compiled for the device (not a binary,
+        // an example, an integration test or a bench of the same package) may
+        // launch its module.
+        const _: () = #c::assert!(
             #k::__private::device::__owned_by(
                 &crate::MODULE,
-                ::core::concat!(::core::env!("CARGO_MANIFEST_DIR"), "#", ::core::env!("CARGO_CRATE_NAME")),
+                #c::concat!(#c::env!("CARGO_MANIFEST_DIR"), "#", #c::env!("CARGO_CRATE_NAME")),
+                #c::option_env!("CARGO_BIN_NAME").is_none()
+                    && #c::option_env!("CARGO_TARGET_TMPDIR").is_none(),
             ),
             #foreign_module
         );
@@ -186,13 +193,13 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                 let #func = Self::__handle().function(#stream)?;
                 #(#takes)*
                 let #pre = #rt::LaunchRecorder::new(#stream) #(#records)* .preflight()?;
-                let mut #ptrs: [*mut ::core::ffi::c_void; #nptrs] = [#(#param_ptrs),*];
+                let mut #ptrs: [*mut #c::ffi::c_void; #nptrs] = [#(#param_ptrs),*];
                 // SAFETY: `#ptrs` mirrors the entry point that the same expansion emitted
                 // for the device (scalars by value, each slice as a u64 address and a usize
                 // length, in declaration order), and every slice was recorded with its
                 // declared access; `function` verified the device build's ABI descriptor.
                 let _ = unsafe { #pre.__launch_1d(&#func, #config, &mut #ptrs) }?;
-                ::core::result::Result::Ok(())
+                #c::result::Result::Ok(())
             }
         }
     }

@@ -7,6 +7,15 @@
 //!
 //! Generated locals and parameters use [`local`] (mixed-site hygiene), so a user
 //! parameter can never be shadowed by one of them, whatever its name.
+//!
+//! Generated paths never start with `::xlog` or `::core`: a crate can put any
+//! module of its own under those names (`extern crate self as xlog;` at its root
+//! adds to the extern prelude, which `::name` paths consult first), and the checks
+//! below would then reach look-alikes. Each kernel instead declares
+//! `mod __xlog_<kernel> { pub extern crate xlog; }` next to itself — `extern crate`
+//! outside the crate root always loads the dependency named `xlog` — and every
+//! generated path goes through it, `core` included
+//! (`__xlog_<kernel>::xlog::__private::core`).
 
 pub mod device;
 pub mod host;
@@ -18,10 +27,43 @@ use syn::spanned::Spanned;
 use crate::ast::{Checked, Kernel, Kind};
 use crate::attr::{Attr, Mode};
 
-/// The facade every generated path goes through. Not configurable: the checks
-/// below must reach the real `DeviceCopy` and ABI helpers.
-pub fn facade() -> TokenStream {
-    quote!(::xlog)
+/// The facade every generated path goes through: the kernel's own `extern crate`
+/// alias of `xlog` (see the module docs). Not configurable: the checks below must
+/// reach the real `DeviceCopy` and ABI helpers.
+pub fn facade(kernel: &Kernel) -> TokenStream {
+    let m = facade_module(kernel);
+    quote!(#m::xlog)
+}
+
+/// The hidden module holding the kernel's `extern crate xlog`. A module rather than
+/// an `extern crate .. as` alias at the kernel's scope, so diagnostics keep naming
+/// types `xlog::..`.
+fn facade_module(kernel: &Kernel) -> syn::Ident {
+    format_ident!("__xlog_{}", kernel.name())
+}
+
+/// `tokens` with every span set to `span`, so an error inside them (a missing
+/// `DeviceCopy` impl, a failed assertion) points at the user's type.
+pub fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut inner = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                inner.set_span(span);
+                t = proc_macro2::TokenTree::Group(inner);
+            } else {
+                t.set_span(span);
+            }
+            t
+        })
+        .collect()
+}
+
+/// `core`, reached through [`facade`].
+pub fn core_path(kernel: &Kernel) -> TokenStream {
+    let k = facade(kernel);
+    quote!(#k::__private::core)
 }
 
 /// A generated local: invisible to (and unshadowable by) the user's code.
@@ -35,18 +77,21 @@ pub fn local_for(id: &syn::Ident, suffix: &str) -> syn::Ident {
 }
 
 pub fn expand(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
-    let k = facade();
+    let m = facade_module(kernel);
     let body = body_fn(kernel, params);
-    let checks = type_checks(params);
+    let checks = type_checks(kernel, params);
     let device = device::entry(attr, kernel, params);
     let host = host::launcher(attr, kernel, params);
     quote! {
+        #[doc(hidden)]
+        #[allow(unused_extern_crates, non_snake_case)]
+        mod #m {
+            pub extern crate xlog;
+        }
         #body
         #checks
         #device
         #host
-        #[allow(unused_imports)]
-        use #k::__private::device as _;
     }
 }
 
@@ -71,7 +116,7 @@ pub fn body_ident(kernel: &Kernel) -> syn::Ident {
 /// The ABI descriptor of the kernel (see `xlog_device::abi`), as an array
 /// expression. Each build evaluates it for its own target.
 pub fn abi_expr(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
-    let k = facade();
+    let k = facade(kernel);
     let abi = quote!(#k::__private::device::abi);
     let is_unsafe = kernel.is_unsafe;
     let n = params.len();
@@ -90,6 +135,7 @@ pub fn abi_expr(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                 ..
             } => quote!(ReadWrite),
         };
+        let (abi, k) = (respan(abi.clone(), ty.span()), respan(k.clone(), ty.span()));
         quote_spanned! {ty.span()=>
             #abi::shape::<#ty>(#abi::ParamKind::#kind),
             <#ty as #k::__private::device::DeviceCopy>::__LAYOUT
@@ -106,8 +152,8 @@ pub fn abi_len(params: &[Checked]) -> usize {
 }
 
 /// The device-side type of a parameter inside the body.
-fn device_param_type(p: &Checked) -> TokenStream {
-    let k = facade();
+fn device_param_type(kernel: &Kernel, p: &Checked) -> TokenStream {
+    let k = facade(kernel);
     match &p.kind {
         Kind::Slice {
             elem,
@@ -139,7 +185,7 @@ fn body_fn(kernel: &Kernel, params: &[Checked]) -> TokenStream {
         .filter(|a| !a.path().is_ident("doc"));
     let params = params.iter().map(|p| {
         let id = &p.ident;
-        let ty = device_param_type(p);
+        let ty = device_param_type(kernel, p);
         quote_spanned!(p.ty.span()=> #id: #ty)
     });
     quote! {
@@ -153,8 +199,9 @@ fn body_fn(kernel: &Kernel, params: &[Checked]) -> TokenStream {
 /// Compile-time checks on every scalar and element type, in both builds: not
 /// zero-sized, and aligned no more than device allocations are. (`DeviceCopy` is
 /// required by the ABI descriptor, whose error lands on the user's type.)
-fn type_checks(params: &[Checked]) -> TokenStream {
-    let k = facade();
+fn type_checks(kernel: &Kernel, params: &[Checked]) -> TokenStream {
+    let k = facade(kernel);
+    let c = core_path(kernel);
     let layout = params.iter().map(|p| {
         let ty = p.value_type();
         let id = &p.ident;
@@ -171,9 +218,10 @@ fn type_checks(params: &[Checked]) -> TokenStream {
         let align = format!(
             "xlog: the {what} of kernel parameter `{id}` is aligned to more than 256 bytes, more than device allocations guarantee; lower its `#[repr(align(..))]`"
         );
+        let (c, k) = (respan(c.clone(), ty.span()), respan(k.clone(), ty.span()));
         quote_spanned! {ty.span()=>
-            ::core::assert!(::core::mem::size_of::<#ty>() != 0, #zst);
-            ::core::assert!(::core::mem::align_of::<#ty>() <= #k::__private::MAX_ELEMENT_ALIGN, #align);
+            #c::assert!(#c::mem::size_of::<#ty>() != 0, #zst);
+            #c::assert!(#c::mem::align_of::<#ty>() <= #k::__private::MAX_ELEMENT_ALIGN, #align);
         }
     });
     quote! {
