@@ -191,9 +191,33 @@ impl tracing::Subscriber for PanicOnLaunch {
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
+/// Set in the child process that runs [`a_launch_unwinding_in_its_subscriber_stays_recorded`].
+const SUBSCRIBER_CHILD_ENV: &str = "XLOG_TEST_SUBSCRIBER_CHILD";
+
 #[test]
 fn a_launch_unwinding_in_its_subscriber_stays_recorded() {
     let rt = rt();
+    if std::env::var_os(SUBSCRIBER_CHILD_ENV).is_none() {
+        // `tracing` caches each callsite's interest process-wide, and other tests
+        // launch from other threads with no subscriber: run alone in a child, where
+        // this thread's subscriber is the only one that ever sees the event.
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "launch::a_launch_unwinding_in_its_subscriber_stays_recorded",
+                "--test-threads=1",
+            ])
+            .env(SUBSCRIBER_CHILD_ENV, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
     let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
     let f = rt
         .load_module(&KERNELS)
@@ -217,10 +241,12 @@ fn a_launch_unwinding_in_its_subscriber_stays_recorded() {
             let pre = LaunchRecorder::new(&b).write(&mut y).preflight().unwrap();
             let mut params = [param(&dp), param(&len), param(&v1), param(&slow)];
             // SAFETY: as above.
-            let _ = unsafe { pre.launch(&f, LaunchConfig::for_len(n), &mut params) };
+            unsafe { pre.launch(&f, LaunchConfig::for_len(n), &mut params) }.map(|_| ())
         }))
     });
-    assert!(panicked.is_err(), "the subscriber did not panic");
+    if let Ok(r) = &panicked {
+        panic!("the subscriber did not panic: the launch returned {r:?}");
+    }
     // The kernel on `b` is in flight but was committed before the panic: a reader
     // on `a` must wait for `b` (an uncommitted launch would leave the last write on
     // `a`, needing no wait), and the download sees its values.
