@@ -1,6 +1,6 @@
 //! Bandwidth of the typed-launched Rust `axpy_f32` (y = a·x + y) vs the same
 //! kernel in CUDA C++ compiled by NVRTC, and vs a device-to-device copy, timed
-//! with CUDA events on one stream. SPEC §7: ≥ 0.98× NVRTC; ≥ 0.85× D2D copy.
+//! with CUDA events on one stream. Targets: ≥ 0.98× NVRTC; ≥ 0.85× D2D copy.
 //!
 //! Needs NVRTC at run time (on the GPU machine: LD_LIBRARY_PATH including
 //! /usr/local/cuda/targets/x86_64-linux/lib).

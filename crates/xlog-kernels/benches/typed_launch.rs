@@ -1,6 +1,6 @@
 //! Host cost of a typed launch with 3 buffers (`elementwise::f32::add::launch`)
 //! vs a raw `cuLaunchKernel` of the same entry point and vs cudarc's
-//! `launch_builder`, on one stream and alternating two streams. SPEC §7: ≤ 1.2×
+//! `launch_builder`, on one stream and alternating two streams. Targets: ≤ 1.2×
 //! raw on one stream; cross-stream below cudarc.
 
 use std::ffi::c_void;

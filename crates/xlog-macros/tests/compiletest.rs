@@ -1,4 +1,4 @@
-//! The compile-fail suite of SPEC §5 (fixtures in the workspace's `tests/ui/`).
+//! The compile-fail suite (fixtures in the workspace's `tests/ui/`).
 //!
 //! The `.stderr` snapshots are rustc's exact output, which changes between
 //! compiler releases, so the suite is pinned to the toolchain that produced them,

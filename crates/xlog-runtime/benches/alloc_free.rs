@@ -1,5 +1,5 @@
 //! Allocation + free through the default stack (budget(stats(async))) vs raw
-//! `cuMemAllocAsync` / `cuMemFreeAsync` on the same stream. SPEC §7: ≤ 1.3×.
+//! `cuMemAllocAsync` / `cuMemFreeAsync` on the same stream. Target: ≤ 1.3×.
 
 mod support;
 

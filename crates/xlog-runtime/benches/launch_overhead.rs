@@ -1,7 +1,7 @@
 //! Host cost of a launch with 3 recorded buffers: xlog's recorder vs a raw
 //! `cuLaunchKernel` and vs cudarc's `launch_builder`, on one stream and
 //! alternating between two streams; plus launch throughput from 8 threads on 8
-//! streams vs 1 thread. SPEC §7: same stream ≤ 1.2× raw; cross-stream below
+//! streams vs 1 thread. Targets: same stream ≤ 1.2× raw; cross-stream below
 //! cudarc; 8 threads ≥ 5× one.
 
 mod support;

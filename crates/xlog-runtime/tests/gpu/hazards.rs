@@ -1,5 +1,6 @@
-//! Cross-stream hazards of SPEC §4.4, each arranged so that a missing fence
-//! would be observed: the earlier work is slowed down on the device, so the later
+//! Cross-stream hazards (a read waits on the last write, a write on the last write
+//! and every read, a free on both), each arranged so that a missing fence would be
+//! observed: the earlier work is slowed down on the device, so the later
 //! work on another stream would overtake it without a wait.
 
 use crate::common::*;
