@@ -408,12 +408,7 @@ impl Builder {
             }
         }
         let cubin_archs = match env.get("XLOG_CUBIN_ARCHS") {
-            Some(list) => list
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect(),
+            Some(list) => comma_list(&list),
             None => self.cubin_archs.clone(),
         };
         for a in &cubin_archs {
@@ -473,6 +468,15 @@ impl Builder {
         }
         Ok((features, true))
     }
+}
+
+/// The non-empty, trimmed items of a comma-separated list.
+pub(crate) fn comma_list(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// Reads the `XLOG_*` settings and the feature variables cargo sets for build

@@ -13,19 +13,14 @@
 //! manifest declares: the `[features]` table and the optional dependencies (each an
 //! implicit feature unless a `dep:` reference hides it).
 
-use crate::builder::EnvReader;
+use crate::builder::{comma_list, EnvReader};
 use crate::error::Error;
 
 /// The features cargo enabled for the crate running the build script, by their
 /// manifest names, sorted (`default` included when it is on).
 pub(crate) fn host_features(env: &EnvReader, manifest: &str) -> Result<Vec<String>, Error> {
     let mut features: Vec<String> = match env.get("CARGO_CFG_FEATURE") {
-        Some(list) => list
-            .split(',')
-            .map(str::trim)
-            .filter(|f| !f.is_empty())
-            .map(str::to_string)
-            .collect(),
+        Some(list) => comma_list(&list),
         None => {
             let declared = declared_features(manifest);
             let mut found = Vec::new();

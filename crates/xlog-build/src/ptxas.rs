@@ -218,6 +218,36 @@ fn sanitize(label: &str) -> String {
         .collect()
 }
 
+/// The archs every kernel crate's CI check validates: the default target and the
+/// GPUs the project runs on.
+pub const CHECKED_ARCHS: &[&str] = &["sm_80", "sm_90"];
+
+/// The CI check of a kernel crate's embedded module: [`check_module`] for
+/// [`CHECKED_ARCHS`] with no spills allowed, and ptxas must see every kernel of the
+/// module's table.
+///
+/// ```no_run
+/// # static MODULE: xlog_device::ModuleImage = unsafe { xlog_device::ModuleImage::from_ptx("k", "") };
+/// xlog_build::ptxas::check_image(&MODULE).unwrap_or_else(|e| panic!("{e}"));
+/// ```
+pub fn check_image(image: &xlog_device::ModuleImage) -> Result<Vec<Report>, Error> {
+    let reports = check_module(image.name(), image.ptx(), CHECKED_ARCHS, &[])?;
+    for r in &reports {
+        if r.functions.len() != image.kernels().len() {
+            return Err(Error::Unexpected {
+                message: format!(
+                    "ptxas -arch={} saw {} functions in `{}` but its kernel table lists {}",
+                    r.arch,
+                    r.functions.len(),
+                    image.name(),
+                    image.kernels().len()
+                ),
+            });
+        }
+    }
+    Ok(reports)
+}
+
 /// Validates `ptx` for every arch in `archs`, failing when ptxas is missing, rejects
 /// the PTX, or reports spills in a function not listed in `allow_spills` or
 /// [`PANIC_PATH_FUNCTIONS`] (names are matched as substrings of the mangled name).
