@@ -328,6 +328,18 @@ impl ThreadIndex {
     }
 }
 
+/// Reading any slice at a thread's own index: `x[i]` for `x: &[T]`, the same as
+/// `x[i.get()]`.
+impl<T> core::ops::Index<ThreadIndex> for [T] {
+    type Output = T;
+
+    #[inline(always)]
+    #[track_caller]
+    fn index(&self, i: ThreadIndex) -> &T {
+        &self[i.0]
+    }
+}
+
 impl PartialEq<usize> for ThreadIndex {
     #[inline(always)]
     fn eq(&self, other: &usize) -> bool {

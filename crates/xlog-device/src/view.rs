@@ -28,6 +28,38 @@ use core::ops::{Index, IndexMut};
 
 use crate::thread::ThreadIndex;
 
+/// What indexes a write view: only [`ThreadIndex`], a witness that the element
+/// belongs to the calling thread. The trait exists so that indexing a write view with
+/// anything else (`out[i.get()]`, `out[5]`) says so, instead of "mismatched types".
+///
+/// # Soundness
+///
+/// Sealed: implemented for [`ThreadIndex`] only, and no other crate can add an
+/// implementation (for `usize`, say), so every index reaching a write view is a
+/// witness.
+#[diagnostic::on_unimplemented(
+    message = "a write view is indexed by this thread's `ThreadIndex`, not by `{Self}`",
+    label = "not a `ThreadIndex`",
+    note = "writes go only to elements this thread owns: index with `thread::index_1d()` or an item of `thread::grid_stride(..)` (`out[i] = v`), and read slices with `x[i]` or `x[i.get()]`",
+    note = "for writes elsewhere use `xlog::device::atomic` or shared memory, or declare the kernel `unsafe fn` and use `as_mut_ptr()`"
+)]
+pub trait WriteIndex: sealed::Sealed + Copy {
+    #[doc(hidden)]
+    fn __witnessed(self) -> usize;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::thread::ThreadIndex {}
+}
+
+impl WriteIndex for ThreadIndex {
+    #[inline(always)]
+    fn __witnessed(self) -> usize {
+        self.get()
+    }
+}
+
 macro_rules! write_view {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -117,7 +149,7 @@ macro_rules! write_view {
             }
         }
 
-        impl<T> Index<ThreadIndex> for $name<'_, T> {
+        impl<T, I: WriteIndex> Index<I> for $name<'_, T> {
             type Output = T;
 
             /// # Panics
@@ -125,8 +157,8 @@ macro_rules! write_view {
             /// When `i` is out of bounds.
             #[inline(always)]
             #[track_caller]
-            fn index(&self, i: ThreadIndex) -> &T {
-                let n = i.get();
+            fn index(&self, i: I) -> &T {
+                let n = i.__witnessed();
                 assert!(n < self.len, "index out of bounds: the len is {} but the index is {}", self.len, n);
                 // SAFETY: in bounds (checked above, obligation 1); element `n` belongs
                 // to this thread's witness, so no other thread writes it.
@@ -134,14 +166,14 @@ macro_rules! write_view {
             }
         }
 
-        impl<T> IndexMut<ThreadIndex> for $name<'_, T> {
+        impl<T, I: WriteIndex> IndexMut<I> for $name<'_, T> {
             /// # Panics
             ///
             /// When `i` is out of bounds.
             #[inline(always)]
             #[track_caller]
-            fn index_mut(&mut self, i: ThreadIndex) -> &mut T {
-                let n = i.get();
+            fn index_mut(&mut self, i: I) -> &mut T {
+                let n = i.__witnessed();
                 assert!(n < self.len, "index out of bounds: the len is {} but the index is {}", self.len, n);
                 // SAFETY: as in `get_mut`: in bounds, owned by this thread's witness,
                 // and `&mut self` excludes other references from this thread.

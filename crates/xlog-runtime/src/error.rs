@@ -10,7 +10,10 @@ use crate::resource::Generation;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in the runtime.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` prints the same actionable message as `Display` (after the variant's
+/// name), so `fn main() -> xlog::Result<()>` reports what to do, not `NoDriver`.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The CUDA driver library (`libcuda.so`) could not be loaded.
@@ -194,6 +197,30 @@ pub enum Error {
     },
 }
 
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let variant = match self {
+            Error::NoDriver => "NoDriver",
+            Error::DeviceOutOfRange { .. } => "DeviceOutOfRange",
+            Error::Driver { .. } => "Driver",
+            Error::BudgetExceeded { .. } => "BudgetExceeded",
+            Error::SizeOverflow { .. } => "SizeOverflow",
+            Error::StaleBlock { .. } => "StaleBlock",
+            Error::WrongRuntime { .. } => "WrongRuntime",
+            Error::Untracked { .. } => "Untracked",
+            Error::UntrackableResource { .. } => "UntrackableResource",
+            Error::InvalidLaunch { .. } => "InvalidLaunch",
+            Error::InvalidArgument { .. } => "InvalidArgument",
+            Error::KernelNotFound { .. } => "KernelNotFound",
+            Error::KernelAbiMismatch { .. } => "KernelAbiMismatch",
+            Error::ModuleLoad { .. } => "ModuleLoad",
+            Error::KernelPanic { .. } => "KernelPanic",
+            Error::InjectedFault { .. } => "InjectedFault",
+        };
+        write!(f, "{variant}: {self}")
+    }
+}
+
 fn context_suffix(context: &Option<String>) -> String {
     match context {
         Some(c) => format!(" (while {c})"),
@@ -246,6 +273,14 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_says_what_to_do() {
+        // What `fn main() -> xlog::Result<()>` prints when it returns this error.
+        let shown = format!("{:?}", Error::NoDriver);
+        assert!(shown.starts_with("NoDriver: no CUDA driver found"), "{shown}");
+        assert!(shown.contains("install the NVIDIA driver"), "{shown}");
+    }
 
     #[test]
     fn budget_message_carries_the_numbers_and_a_fix() {
