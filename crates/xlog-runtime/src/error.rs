@@ -278,7 +278,10 @@ mod tests {
     fn debug_says_what_to_do() {
         // What `fn main() -> xlog::Result<()>` prints when it returns this error.
         let shown = format!("{:?}", Error::NoDriver);
-        assert!(shown.starts_with("NoDriver: no CUDA driver found"), "{shown}");
+        assert!(
+            shown.starts_with("NoDriver: no CUDA driver found"),
+            "{shown}"
+        );
         assert!(shown.contains("install the NVIDIA driver"), "{shown}");
     }
 
