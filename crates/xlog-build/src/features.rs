@@ -13,8 +13,8 @@
 //! manifest declares: the `[features]` table and the optional dependencies (each an
 //! implicit feature unless a `dep:` reference hides it).
 
-use crate::builder::{comma_list, EnvReader};
 use crate::error::Error;
+use crate::settings::{comma_list, EnvReader};
 
 /// The features cargo enabled for the crate running the build script, by their
 /// manifest names, sorted (`default` included when it is on).

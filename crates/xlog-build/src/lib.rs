@@ -27,13 +27,17 @@
 //!    ABI descriptors;
 //! 4. read each kernel's ABI descriptor from the PTX and check it against the
 //!    entry's parameters ([`kernel_abis`]), failing the build on a mismatch;
-//! 5. write `$OUT_DIR/xlog-module.ptx` (plus optional cubins from `ptxas`) and the two
-//!    small tables `xlog_device::kernel_module!` includes: the cubins, and the
-//!    kernels with their descriptors.
+//! 5. write `$OUT_DIR/xlog-module.ptx` (plus optional cubins from `ptxas`) and
+//!    `$OUT_DIR/xlog-module.rs`, the one file `xlog_device::kernel_module!` includes:
+//!    the module's owner, its PTX, the cubins, and the kernels with their
+//!    descriptors, as literals.
 //!
 //! Modules:
-//! - [`Builder`] and its [`Output`] (the `builder` module), with the feature
-//!   forwarding of the `features` module;
+//! - [`Builder`] and its [`Output`] (the `builder` module, whose `build` runs the
+//!   steps below in order), with its settings and their `XLOG_*` overrides (the
+//!   `settings` module) and the feature forwarding of the `features` module;
+//! - the nested `cargo rustc` of step 2 (the `compile` module);
+//! - the files of step 5 (the `output` module);
 //! - [`kernel_abis`] and [`KernelAbi`]: the kernel table and its ABI check (the `abi`
 //!   module, whose docs give the descriptor format);
 //! - [`toolchain`]: the pinned nightly and its LLVM tools;
@@ -49,19 +53,22 @@
 mod abi;
 mod builder;
 mod command;
+mod compile;
 pub mod diagnostics;
 mod error;
 mod features;
 mod link;
+mod output;
 pub mod ptxas;
+mod settings;
 pub mod toolchain;
 
 pub use abi::{kernel_abis, KernelAbi, ABI_SYMBOL_PREFIX, ABI_VERSION};
-pub use builder::{
-    module_owner, Builder, Output, BARRIER_GUARD_FLAG, DEFAULT_ARCH, DEVICE_TARGET, ENV_KNOBS,
-    GUARD_VAR, KERNEL_CRATE_GUARDS, MODULE_STEM,
-};
+pub use builder::{module_owner, Builder, Output, GUARD_VAR};
 pub use command::{is_scrubbed, render as render_command};
+pub use compile::{BARRIER_GUARD_FLAG, DEVICE_TARGET, KERNEL_CRATE_GUARDS};
 pub use error::Error;
 pub use link::{ptx_entries, LinkInputs, PANIC_SINK_SYMBOL, RECORDER_SCRIPT};
+pub use output::MODULE_STEM;
+pub use settings::{DEFAULT_ARCH, ENV_KNOBS};
 pub use toolchain::{install_command, PINNED_TOOLCHAIN};

@@ -9,9 +9,13 @@ use crate::ctxt::Ctxt;
 
 pub fn derive(input: DeriveInput) -> TokenStream {
     let cx = Ctxt::default();
-    // An `extern crate` alias inside the impl's own block: unlike a `::xlog` path, no
-    // item of the user's crate (`extern crate self as xlog;`) can stand in for it.
-    let krate = quote!(__xlog::xlog);
+    // The facade through a module of its own next to the struct, holding
+    // `extern crate xlog`: unlike a `::xlog` path, no item of the user's crate
+    // (`extern crate self as xlog;`) can stand in for it. Declared in the struct's own
+    // scope, not in a block of its own, so it cannot shadow anything the field types
+    // name: a user item of the same name is a duplicate definition instead.
+    let facade_mod = quote::format_ident!("__xlog_derive_{}", input.ident);
+    let krate = quote!(#facade_mod::xlog);
     let fields = match &input.data {
         Data::Struct(s) => Some(&s.fields),
         Data::Enum(e) => {
@@ -85,10 +89,12 @@ pub fn derive(input: DeriveInput) -> TokenStream {
         quote!(#where_c)
     };
     quote! {
-        const _: () = {
-        mod __xlog {
+        #[doc(hidden)]
+        #[allow(non_snake_case, unused_extern_crates)]
+        mod #facade_mod {
             pub extern crate xlog;
         }
+        const _: () = {
         // SAFETY: #[repr(C)]/#[repr(transparent)] was checked above, and the layout
         // digest below names every field's `DeviceCopy` impl (so each field must have
         // one): the struct holds no pointers and has one layout.
