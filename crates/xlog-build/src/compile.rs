@@ -165,6 +165,13 @@ fn run_cargo(cmd: &mut Command, what: &str) -> Result<(), Error> {
     if output.status.success() {
         return Ok(());
     }
+    if let Some(report) = diagnostics::error_report(&diags) {
+        return Err(Error::DeviceCompile {
+            what: what.to_string(),
+            command: command::render(cmd),
+            report,
+        });
+    }
     Err(Error::CommandFailed {
         what: what.to_string(),
         command: command::render(cmd),

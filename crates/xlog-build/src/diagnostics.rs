@@ -20,9 +20,46 @@ pub struct Diagnostic {
     pub location: Option<String>,
     /// The first `help:` note, when rustc gave one.
     pub help: Option<String>,
+    /// The whole diagnostic as rustc printed it: headline, spans, notes.
+    pub rendered: String,
 }
 
+/// What to do about mistakes people make in their first kernels, in the device
+/// build's words: `(what rustc's headline contains, the hint)`.
+const HINTS: &[(&[&str], &str)] = &[
+    (
+        &[
+            "cannot find type `Vec`",
+            "cannot find type `String`",
+            "cannot find type `Box`",
+            "cannot find macro `vec`",
+            "cannot find macro `format`",
+            "cannot find macro `println`",
+            "crate `std`",
+            "crate or module `std`",
+            "crate for `std`",
+            "`std`",
+        ],
+        "kernels are `no_std`: use `core::…` instead of `std::…` (`core::cmp::min`), \
+         fixed-size arrays instead of `Vec`/`Box`/`String` (there is no heap on the device), \
+         and `xlog::device::math` for float functions",
+    ),
+    (
+        &["\"gpu-kernel\"", "gpu-kernel ABI"],
+        "a kernel cannot call another kernel: move the shared code into a plain `fn` and \
+         call that from both kernels",
+    ),
+];
+
 impl Diagnostic {
+    /// What to do about it, for the mistakes new kernel authors make most.
+    pub fn hint(&self) -> Option<&'static str> {
+        HINTS
+            .iter()
+            .find(|(needles, _)| needles.iter().any(|n| self.message.contains(n)))
+            .map(|(_, hint)| *hint)
+    }
+
     /// The one-line form used for `cargo:warning=`.
     pub fn one_line(&self) -> String {
         let mut line = format!("device {}{}", self.level, self.message);
@@ -34,6 +71,10 @@ impl Diagnostic {
             line.push_str(" (help: ");
             line.push_str(help);
             line.push(')');
+        }
+        if let Some(hint) = self.hint() {
+            line.push_str(" — ");
+            line.push_str(hint);
         }
         line
     }
@@ -53,12 +94,15 @@ pub fn parse(stderr: &str) -> Vec<Diagnostic> {
             message: message.to_string(),
             location: None,
             help: None,
+            rendered: line.to_string(),
         };
         // The body of a diagnostic runs until the next blank line or headline.
         for body in lines[i + 1..]
             .iter()
             .take_while(|l| !l.trim().is_empty() && headline(l).is_none())
         {
+            diag.rendered.push('\n');
+            diag.rendered.push_str(body);
             let t = body.trim_start();
             if diag.location.is_none() {
                 if let Some(loc) = t.strip_prefix("--> ") {
@@ -103,6 +147,32 @@ fn headline(line: &str) -> Option<(&'static str, &str)> {
     } else {
         Some((level, rest))
     }
+}
+
+/// The errors among `diags`, each as rustc printed it, followed by the hints they
+/// call for (each once): the text of a failed device build.
+pub fn error_report(diags: &[Diagnostic]) -> Option<String> {
+    let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.level == "error").collect();
+    if errors.is_empty() {
+        return None;
+    }
+    let mut report = String::new();
+    for d in errors.iter().take(MAX_DIAGNOSTICS) {
+        report.push_str(&d.rendered);
+        report.push_str("\n\n");
+    }
+    if errors.len() > MAX_DIAGNOSTICS {
+        report.push_str(&format!(
+            "... and {} more errors\n\n",
+            errors.len() - MAX_DIAGNOSTICS
+        ));
+    }
+    let mut hints: Vec<&str> = errors.iter().filter_map(|d| d.hint()).collect();
+    hints.dedup();
+    for hint in hints {
+        report.push_str(&format!("hint: {hint}\n"));
+    }
+    Some(report.trim_end().to_string())
 }
 
 /// The `cargo:warning=` lines for `diags`: at most [`MAX_DIAGNOSTICS`], then a count.
@@ -184,6 +254,7 @@ error: could not compile `kernels` (lib) due to 1 previous error; 1 warning emit
                 message: format!(": e{i}"),
                 location: None,
                 help: None,
+                rendered: format!("error: e{i}"),
             })
             .collect();
         let lines = warning_lines(&many);
@@ -194,4 +265,41 @@ error: could not compile `kernels` (lib) due to 1 previous error; 1 warning emit
         );
         assert_eq!(lines[0], "cargo:warning=device error: e0");
     }
+
+    #[test]
+    fn first_kernel_mistakes_get_a_hint_and_failures_the_whole_diagnostic() {
+        let stderr = "\
+error[E0412]: cannot find type `Vec` in this scope
+ --> src/lib.rs:4:12
+  |
+4 |     let v: Vec<u32> = Vec::new();
+  |            ^^^ not found in this scope
+
+error: could not compile `kernels` (lib) due to 1 previous error
+";
+        let diags = parse(stderr);
+        assert_eq!(diags.len(), 1);
+        assert!(diags[0].hint().unwrap().contains("`no_std`"));
+        assert!(diags[0].one_line().contains("kernels are `no_std`"));
+        let report = error_report(&diags).unwrap();
+        assert!(
+            report.starts_with(
+                "error[E0412]: cannot find type `Vec` in this scope\n --> src/lib.rs:4:12"
+            ),
+            "{report}"
+        );
+        assert!(report.contains("^^^ not found in this scope"), "{report}");
+        assert!(
+            report.ends_with(
+                "there is no heap on the device), and `xlog::device::math` for float functions"
+            ),
+            "{report}"
+        );
+        assert_eq!(error_report(&parse(SAMPLE_WARNING_ONLY)), None);
+    }
+
+    const SAMPLE_WARNING_ONLY: &str = "\
+warning: unused variable: `y`
+ --> src/lib.rs:3:9
+";
 }

@@ -50,6 +50,16 @@ pub enum Error {
         /// The last lines of stderr (25 at most).
         stderr_tail: String,
     },
+    /// The kernel crate does not compile for the device: rustc's errors, whole.
+    DeviceCompile {
+        /// What was compiled ("device compilation of `foo` (nvptx64-nvidia-cuda, sm_80)").
+        what: String,
+        /// The command line, shell-quoted so it can be pasted.
+        command: String,
+        /// Each error as rustc printed it (spans, notes), then hints for common
+        /// mistakes.
+        report: String,
+    },
     /// A command could not even be started.
     Spawn {
         /// The command line.
@@ -138,6 +148,14 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
+            Error::DeviceCompile {
+                what,
+                command,
+                report,
+            } => write!(
+                f,
+                "{what} failed: the kernel crate does not compile for the GPU\n\n{report}\n\n  command: {command}"
+            ),
             Error::Spawn { command, source } => {
                 write!(f, "could not start `{command}`: {source}")
             }

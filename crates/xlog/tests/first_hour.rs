@@ -1,0 +1,37 @@
+//! CPU check (no GPU): kernel crates with the mistakes of a first kernel
+//! (`tests/mistakes`) fail to build with rustc's whole diagnostic and a hint that
+//! says what to do.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn first_kernel_mistakes_say_what_to_do() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mistakes");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["check", "--workspace", "--keep-going", "--color", "never"])
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(tmp.join("mistakes"))
+        .env("XLOG_DEVICE_TARGET_DIR", tmp.join("../xlog-device"))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .expect("cargo runs");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the mistakes built:\n{log}");
+    for needle in [
+        // The whole rustc diagnostic, with its span, is the build's error.
+        "the kernel crate does not compile for the GPU",
+        "cannot find type `Vec` in this scope",
+        "let v: Vec<u32> = Vec::new();",
+        "hint: kernels are `no_std`: use `core::…` instead of `std::…`",
+        "functions with the \"gpu-kernel\" ABI cannot be called",
+        "hint: a kernel cannot call another kernel: move the shared code into a plain `fn`",
+    ] {
+        assert!(log.contains(needle), "no `{needle}` in:\n{log}");
+    }
+}
