@@ -14,7 +14,8 @@ use crate::DeviceCopy;
 
 use crate::resource::{BlockId, DeviceBlock};
 use crate::runtime::RuntimeInner;
-use crate::stream_pool::Stream;
+use crate::stream::Stream;
+use crate::sync::Unpoisoned;
 use crate::track::{UsePoint, UseState};
 
 /// The untyped part of a buffer: its block, its owner and its use state.
@@ -70,7 +71,7 @@ impl BufferCore {
             return;
         };
         let stream = &self.alloc_stream;
-        let state = self.track.get_mut().unwrap_or_else(|p| p.into_inner());
+        let state = self.track.get_mut_unpoisoned();
         // Same-stream points need no wait (and no driver call); bind only for others.
         let fence = crate::fencing_enabled();
         let ordered = state

@@ -7,7 +7,7 @@ use crate::buffer::{DeviceBuffer, ReadBuffer, WriteBuffer};
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::launch::LaunchRecorder;
-use crate::stream_pool::Stream;
+use crate::stream::Stream;
 
 fn byte_len<T>(len: usize) -> usize {
     len * std::mem::size_of::<T>()

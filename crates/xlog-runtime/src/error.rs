@@ -4,8 +4,6 @@
 //! stream or device, how many bytes were asked for and how many remained. Messages
 //! are lowercase, say what failed, and end with what to do about it.
 
-use crate::resource::Generation;
-
 /// Result alias used throughout xlog.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -71,15 +69,14 @@ pub enum Error {
 
     /// A block id whose memory was freed (and perhaps reused) was presented.
     #[error(
-        "stale block handle {ptr:#x} (generation {}) refused: its memory was already freed; \
-         the handle must not be used again",
-        generation.0
+        "stale block handle {ptr:#x} (generation {generation}) refused: its memory was \
+         already freed; the handle must not be used again"
     )]
     StaleBlock {
         /// Device address of the stale handle.
         ptr: u64,
-        /// Generation the handle carried.
-        generation: Generation,
+        /// Generation the handle carried (`Generation.0`).
+        generation: u64,
     },
 
     /// A buffer or stream of one runtime was used with another.
@@ -319,7 +316,7 @@ mod tests {
     fn stale_block_names_the_address() {
         let s = Error::StaleBlock {
             ptr: 0x1000,
-            generation: Generation(7),
+            generation: 7,
         }
         .to_string();
         assert!(s.contains("0x1000") && s.contains("generation 7"), "{s}");

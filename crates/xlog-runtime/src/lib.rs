@@ -31,7 +31,7 @@
 //! - `track`: access modes and the fencing rules (the protocol is documented there).
 //! - `launch`: [`LaunchConfig`], modules, [`LaunchRecorder`].
 //! - `buffer` / `copy`: [`DeviceBuffer`], views, tracked copies.
-//! - `stream_pool`: [`Stream`] and lazy event fences.
+//! - `stream`: [`Stream`], its lazily re-recorded event fence, and the stream pool.
 //! - `runtime`: [`Runtime`] and its builder.
 //! - `driver`: the only module that calls the CUDA driver.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
@@ -45,7 +45,8 @@ mod error;
 mod launch;
 pub mod resource;
 mod runtime;
-mod stream_pool;
+mod stream;
+mod sync;
 #[cfg(feature = "test-switches")]
 pub mod testing;
 mod track;
@@ -58,12 +59,11 @@ pub use copy::{copy_device, copy_from_host, copy_to_host, fill, memset_bytes};
 pub use device::{Device, DeviceInfo};
 pub use error::{Error, Result};
 pub use launch::{
-    Committed, Function, KernelHandle, LaunchConfig, LaunchRecorder, Module, Preflighted, Ready,
-    Recording,
+    Committed, Function, KernelHandle, LaunchConfig, LaunchRecorder, Module, Preflighted, Recording,
 };
 pub use resource::{AllocStats, AllocTag, BlockId, DeviceBlock, DeviceMemoryResource, Generation};
 pub use runtime::{Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV};
-pub use stream_pool::{Stream, StreamId};
+pub use stream::{Stream, StreamId};
 pub use track::Access;
 pub use xlog_device::{DeviceCopy, ModuleImage};
 

@@ -16,7 +16,8 @@ use crate::resource::{
     AllocStats, AllocTag, AsyncResource, BudgetAdaptor, BudgetHandle, DeviceMemoryResource,
     DirectResource, LoggingAdaptor, StatsAdaptor, StatsHandle,
 };
-use crate::stream_pool::{Stream, StreamPool};
+use crate::stream::{Stream, StreamPool};
+use crate::sync::Unpoisoned;
 
 /// Environment variable read by [`Runtime::get`]: the budget in bytes.
 pub const BUDGET_ENV: &str = "XLOG_BUDGET_BYTES";
@@ -51,13 +52,13 @@ impl RuntimeInner {
 
     /// The first panic recorded by any module this runtime loaded.
     pub(crate) fn recorded_panic(&self) -> Option<String> {
-        let cache = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let cache = self.modules.lock_unpoisoned();
         cache.values().find_map(|m| m.recorded_panic())
     }
 
     pub(crate) fn module(&self, image: &'static ModuleImage) -> Result<Arc<Module>> {
         let key = image as *const ModuleImage as usize;
-        let mut cache = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.modules.lock_unpoisoned();
         if let Some(m) = cache.get(&key) {
             return Ok(m.clone());
         }
@@ -183,7 +184,7 @@ impl Runtime {
     pub fn get(ordinal: u32) -> Result<Runtime> {
         static SHARED: OnceLock<Mutex<HashMap<u32, Runtime>>> = OnceLock::new();
         let map = SHARED.get_or_init(Default::default);
-        let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = map.lock_unpoisoned();
         if let Some(rt) = map.get(&ordinal) {
             return Ok(rt.clone());
         }

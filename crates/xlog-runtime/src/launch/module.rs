@@ -12,7 +12,8 @@ use xlog_device::panic::{PanicRecord, PANIC_SINK_SYMBOL};
 use crate::device::Device;
 use crate::driver::{self, RawFunction, RawModule};
 use crate::error::{Error, Result};
-use crate::stream_pool::Stream;
+use crate::stream::Stream;
+use crate::sync::Unpoisoned;
 
 struct LoadedModule {
     raw: RawModule,
@@ -116,7 +117,7 @@ impl Module {
 
     /// The kernel entry point `name`, looked up once and cached.
     pub fn function(&self, name: &str) -> Result<Function> {
-        let mut cache = self.functions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.functions.lock_unpoisoned();
         if let Some(f) = cache.get(name) {
             return Ok(f.clone());
         }

@@ -46,19 +46,18 @@ use crate::buffer::{ArgRef, BufferCore, ForeignBuffer, ReadBuffer, WriteBuffer};
 use crate::driver::{self, RawStream};
 use crate::error::{Error, Result};
 use crate::launch::{Function, LaunchConfig};
-use crate::stream_pool::Stream;
-use crate::track::{dedup_by_key, Access, UsePoint};
+use crate::stream::Stream;
+use crate::sync::Unpoisoned;
+use crate::track::{dedup_by_key, keep_newest, Access, UsePoint};
 
 /// Typestate: buffers are being recorded.
 #[derive(Debug)]
 pub struct Recording;
 
-/// Typestate: checked, waits planned, nothing queued yet.
-pub type Preflighted<'a> = LaunchRecorder<'a, Ready>;
-
-/// Typestate marker of [`Preflighted`].
+/// Typestate: checked, waits planned, nothing queued yet (after
+/// [`LaunchRecorder::preflight`]).
 #[derive(Debug)]
-pub struct Ready;
+pub struct Preflighted;
 
 /// Proof that work was enqueued and committed.
 #[derive(Debug, Clone, Copy)]
@@ -80,7 +79,7 @@ type Entry<'a> = (crate::resource::BlockId, Access, &'a BufferCore, u64);
 pub struct LaunchRecorder<'a, S = Recording> {
     stream: &'a Stream,
     entries: Vec<Entry<'a>>,
-    waits: Vec<UsePoint<crate::stream_pool::Stream>>,
+    waits: Vec<UsePoint<crate::stream::Stream>>,
     error: Option<Error>,
     skip_untracked: bool,
     _state: PhantomData<S>,
@@ -177,20 +176,17 @@ impl<'a> LaunchRecorder<'a, Recording> {
 
     /// Check everything that can fail and plan the cross-stream waits. Nothing is
     /// queued: a refusal leaves no state behind.
-    pub fn preflight(mut self) -> Result<Preflighted<'a>> {
+    pub fn preflight(mut self) -> Result<LaunchRecorder<'a, Preflighted>> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
         let rt = self.stream.runtime_id();
         dedup_by_key(&mut self.entries);
         let mut waits: Vec<UsePoint<Stream>> = Vec::new();
-        // Ready points of foreign buffers accepted with `skip_untracked`.
+        // The ready points of foreign buffers accepted with `skip_untracked`.
         for p in self.waits.drain(..) {
             if p.stream != *self.stream {
-                match waits.iter_mut().find(|w| w.stream == p.stream) {
-                    Some(w) => w.epoch = w.epoch.max(p.epoch),
-                    None => waits.push(p),
-                }
+                keep_newest(&mut waits, p);
             }
         }
         for (_, access, core, version) in self.entries.iter_mut() {
@@ -209,13 +205,10 @@ impl<'a> LaunchRecorder<'a, Recording> {
                     resource: core.runtime.resource.describe(),
                 });
             }
-            let state = core.track.lock().unwrap_or_else(|p| p.into_inner());
+            let state = core.track.lock_unpoisoned();
             *version = state.version();
             for p in state.waits(access, self.stream) {
-                match waits.iter_mut().find(|w| w.stream == p.stream) {
-                    Some(w) => w.epoch = w.epoch.max(p.epoch),
-                    None => waits.push(p.clone()),
-                }
+                keep_newest(&mut waits, p.clone());
             }
         }
         if !crate::fencing_enabled() {
@@ -232,7 +225,7 @@ impl<'a> LaunchRecorder<'a, Recording> {
     }
 }
 
-impl<'a> LaunchRecorder<'a, Ready> {
+impl<'a> LaunchRecorder<'a, Preflighted> {
     /// Number of distinct streams this work waits on.
     pub fn wait_count(&self) -> usize {
         self.waits.len()
@@ -354,11 +347,9 @@ impl<'a> LaunchRecorder<'a, Ready> {
     fn commit(self) -> Committed {
         let point = self.stream.publish();
         for &(_, access, core, planned) in &self.entries {
-            core.track.lock().unwrap_or_else(|p| p.into_inner()).commit(
-                access,
-                point.clone(),
-                planned,
-            );
+            core.track
+                .lock_unpoisoned()
+                .commit(access, point.clone(), planned);
         }
         Committed { epoch: point.epoch }
     }

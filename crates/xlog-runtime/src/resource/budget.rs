@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{AllocTag, DeviceBlock, DeviceMemoryResource};
 use crate::error::{Error, Result};
-use crate::stream_pool::Stream;
+use crate::stream::Stream;
 
 #[derive(Debug)]
 struct Budget {

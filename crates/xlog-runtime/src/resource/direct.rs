@@ -5,7 +5,7 @@ use super::{AllocTag, DeviceBlock, DeviceMemoryResource, LiveBlocks};
 use crate::device::Device;
 use crate::driver;
 use crate::error::{Error, Result};
-use crate::stream_pool::Stream;
+use crate::stream::Stream;
 
 /// A backend that allocates with `cuMemAlloc` and frees with `cuMemFree` after
 /// synchronising the free's stream. Slower, but every block is a separate driver

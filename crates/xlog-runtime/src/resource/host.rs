@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{AllocTag, DeviceBlock, DeviceMemoryResource, LiveBlocks, PendingFrees};
 use crate::error::{Error, Result};
-use crate::stream_pool::Stream;
+use crate::stream::Stream;
 
 const ALIGN: usize = 256;
 

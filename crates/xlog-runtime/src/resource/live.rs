@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use super::{BlockId, DeviceBlock};
 use crate::error::{Error, Result};
+use crate::sync::Unpoisoned;
 
 /// Device addresses are already well spread; a multiplicative hash is enough and
 /// keeps the allocation path cheap.
@@ -66,7 +67,7 @@ impl LiveBlocks {
             }
             _ => Err(Error::StaleBlock {
                 ptr: block.ptr(),
-                generation: block.id().generation,
+                generation: block.id().generation.0,
             }),
         }
     }
@@ -84,6 +85,6 @@ impl LiveBlocks {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, AddressMap<(BlockId, usize)>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        self.map.lock_unpoisoned()
     }
 }

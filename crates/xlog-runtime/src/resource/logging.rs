@@ -6,7 +6,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{AllocTag, DeviceBlock, DeviceMemoryResource};
 use crate::error::Result;
-use crate::stream_pool::Stream;
+use crate::stream::Stream;
+use crate::sync::Unpoisoned;
 
 /// The CSV header [`LoggingAdaptor`] writes first.
 pub const CSV_HEADER: &str = "time_ns,thread,action,pointer,bytes,stream,tag";
@@ -54,7 +55,7 @@ impl<R: DeviceMemoryResource> LoggingAdaptor<R> {
             stream.id().0,
             csv_field(tag.0)
         );
-        let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sink = self.sink.lock_unpoisoned();
         if let Err(e) = writeln!(sink, "{line}") {
             tracing::warn!(target: "xlog::alloc", "allocation log line not written: {e}");
         }

@@ -24,6 +24,7 @@
 //! - A block whose memory was freed is stale: presenting it again is refused with
 //!   [`Error::StaleBlock`](crate::Error::StaleBlock) and changes nothing.
 
+mod async_pool;
 mod budget;
 mod direct;
 mod host;
@@ -31,14 +32,13 @@ mod live;
 mod logging;
 mod pending;
 mod stats;
-mod stream_ordered;
 
+pub use async_pool::AsyncResource;
 pub use budget::{BudgetAdaptor, BudgetHandle};
 pub use direct::DirectResource;
 pub use host::HostResource;
 pub use logging::LoggingAdaptor;
 pub use stats::{AllocStats, StatsAdaptor, StatsHandle};
-pub use stream_ordered::AsyncResource;
 
 pub(crate) use live::LiveBlocks;
 pub(crate) use pending::PendingFrees;
@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::stream_pool::Stream;
+use crate::stream::Stream;
 
 /// Monotonic allocation number: the same address reused later gets a new one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

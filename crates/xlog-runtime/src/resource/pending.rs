@@ -4,7 +4,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::error::Result;
-use crate::stream_pool::Stream;
+use crate::stream::Stream;
+use crate::sync::Unpoisoned;
 
 /// Freed-but-not-reaped bytes, per stream.
 ///
@@ -23,7 +24,7 @@ impl PendingFrees {
         if bytes == 0 {
             return;
         }
-        let mut map = self.per_stream.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.per_stream.lock_unpoisoned();
         bump(&mut map, stream, bytes);
         self.total.fetch_add(bytes, Ordering::AcqRel);
     }
@@ -37,7 +38,7 @@ impl PendingFrees {
     /// not yet tried go back into the map so the next reap retries them.
     pub(crate) fn reap_with(&self, mut sync: impl FnMut(&Stream) -> Result<()>) -> Result<usize> {
         let drained: Vec<(Stream, usize)> = {
-            let mut map = self.per_stream.lock().unwrap_or_else(|p| p.into_inner());
+            let mut map = self.per_stream.lock_unpoisoned();
             std::mem::take(&mut *map)
         };
         let mut retired = 0usize;
@@ -53,7 +54,7 @@ impl PendingFrees {
             }
         }
         if let Some((err, stream, bytes)) = failure {
-            let mut map = self.per_stream.lock().unwrap_or_else(|p| p.into_inner());
+            let mut map = self.per_stream.lock_unpoisoned();
             for (s, b) in std::iter::once((stream, bytes)).chain(iter) {
                 bump(&mut map, &s, b);
             }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{AllocTag, DeviceBlock, DeviceMemoryResource};
 use crate::error::Result;
-use crate::stream_pool::Stream;
+use crate::stream::Stream;
 
 /// A snapshot of allocation statistics.
 ///

@@ -41,7 +41,7 @@
 //! A [`UsePoint`] is a stream and an epoch number, not a CUDA event. Each stream
 //! publishes a strictly increasing epoch after it enqueues tracked work, and keeps
 //! one reusable event that is (re)recorded only when another stream has to wait on
-//! a point it has not yet captured (see `stream_pool.rs`). A launch whose buffers stay
+//! a point it has not yet captured (see `stream.rs`). A launch whose buffers stay
 //! on one stream therefore records no event at all, and one event record serves
 //! every buffer and every waiter that needs the same stream. The price is that a
 //! late waiter may wait on a later point of the producing stream than strictly
@@ -96,6 +96,15 @@ impl Access {
 pub(crate) struct UsePoint<S> {
     pub(crate) stream: S,
     pub(crate) epoch: u64,
+}
+
+/// Adds `point` to `points`, keeping one point per stream: the newest (a later
+/// point of a stream is ordered after its earlier ones, so it stands for them).
+pub(crate) fn keep_newest<S: PartialEq>(points: &mut Vec<UsePoint<S>>, point: UsePoint<S>) {
+    match points.iter_mut().find(|p| p.stream == point.stream) {
+        Some(p) => p.epoch = p.epoch.max(point.epoch),
+        None => points.push(point),
+    }
 }
 
 /// Use state of one buffer (see the module docs).
@@ -158,10 +167,8 @@ impl<S: PartialEq + Clone> UseState<S> {
                 self.reads.retain(|p| !subsumed(p));
             }
             self.writes.push(point);
-        } else if let Some(r) = self.reads.iter_mut().find(|r| r.stream == point.stream) {
-            r.epoch = r.epoch.max(point.epoch);
         } else {
-            self.reads.push(point);
+            keep_newest(&mut self.reads, point);
         }
         self.version += 1;
     }

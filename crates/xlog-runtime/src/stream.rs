@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::driver::{self, Context, RawEvent, RawStream};
 use crate::error::{Error, Result};
+use crate::sync::Unpoisoned;
 use crate::track::UsePoint;
 
 /// Identifier of a stream, unique within its runtime.
@@ -171,7 +172,7 @@ impl Stream {
     }
 
     /// The raw `CUstream`, for calling other CUDA libraries inside
-    /// [`crate::Preflighted::enqueue`]. Null for host placeholders.
+    /// [`crate::LaunchRecorder::enqueue`]. Null for host placeholders.
     pub fn raw(&self) -> RawStream {
         self.shared.raw
     }
@@ -204,12 +205,7 @@ impl Stream {
     /// Turn a failed synchronisation into [`Error::KernelPanic`] when a kernel of a
     /// module loaded by this stream's runtime recorded a panic.
     fn explain(&self, e: Error) -> Error {
-        let kernel = self
-            .shared
-            .last_kernel
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let kernel = self.shared.last_kernel.lock_unpoisoned().clone();
         let panic = self
             .shared
             .runtime
@@ -233,11 +229,7 @@ impl Stream {
     }
 
     pub(crate) fn note_kernel(&self, name: &Arc<str>) {
-        let mut last = self
-            .shared
-            .last_kernel
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut last = self.shared.last_kernel.lock_unpoisoned();
         if last.as_ref().map(|k| !Arc::ptr_eq(k, name)).unwrap_or(true) {
             *last = Some(name.clone());
         }
@@ -259,11 +251,7 @@ impl Stream {
         if source == self || !self.has_device() {
             return Ok(());
         }
-        let mut fence = source
-            .shared
-            .fence
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut fence = source.shared.fence.lock_unpoisoned();
         if fence.captured < point.epoch || fence.event.is_none() {
             let event = match fence.event {
                 Some(e) => e,

@@ -5,7 +5,7 @@ use super::{AllocTag, DeviceBlock, DeviceMemoryResource, LiveBlocks, PendingFree
 use crate::device::Device;
 use crate::driver;
 use crate::error::{Error, Result};
-use crate::stream_pool::Stream;
+use crate::stream::Stream;
 
 /// The production backend: allocation and free are queued on a stream, so memory
 /// is reused in stream order without synchronising the host.
