@@ -116,6 +116,23 @@ impl LaunchConfig {
             .product()
     }
 
+    /// Refuses a configuration that is not [one-dimensional](Self::is_one_dimensional):
+    /// what typed launchers require.
+    pub(crate) fn require_one_dimensional(&self, kernel: &str) -> Result<()> {
+        if self.is_one_dimensional() {
+            return Ok(());
+        }
+        Err(Error::InvalidLaunch {
+            kernel: kernel.to_owned(),
+            reason: format!(
+                "typed launchers take one-dimensional configurations (grid and block y = z = 1) so each \
+                 thread's ThreadIndex is unique, got grid {:?} block {:?}; use LaunchConfig::for_len or \
+                 LaunchConfig::new([blocks, 1, 1], [threads, 1, 1])",
+                self.grid, self.block
+            ),
+        })
+    }
+
     /// Check the configuration against the device's limits.
     pub(crate) fn validate(&self, info: &DeviceInfo, kernel: &str) -> Result<()> {
         let fail = |reason: String| {

@@ -329,17 +329,7 @@ impl<'a> LaunchRecorder<'a, Preflighted> {
         config: LaunchConfig,
         params: &mut [*mut c_void],
     ) -> Result<Committed> {
-        if !config.is_one_dimensional() {
-            return Err(Error::InvalidLaunch {
-                kernel: func.name().to_owned(),
-                reason: format!(
-                    "typed launchers take one-dimensional configurations (grid and block y = z = 1) so each \
-                     thread's ThreadIndex is unique, got grid {:?} block {:?}; use LaunchConfig::for_len or \
-                     LaunchConfig::new([blocks, 1, 1], [threads, 1, 1])",
-                    config.grid, config.block
-                ),
-            });
-        }
+        config.require_one_dimensional(func.name())?;
         // SAFETY: the caller's obligations are those of `launch`.
         unsafe { self.launch(func, config, params) }
     }
