@@ -544,7 +544,9 @@ mod tests {
         (a - b).unsigned_abs()
     }
 
-    /// A tiny xorshift so the sweep needs no dependency.
+    /// A tiny xorshift (the one of `xlog-test-support`, seeded with the state itself) so
+    /// the sweep needs no dependency: that crate's `gpu` feature, on in workspace
+    /// builds, would bring xlog-runtime and a second xlog-device into these tests.
     struct Rng(u64);
     impl Rng {
         fn next(&mut self) -> u64 {

@@ -8,7 +8,8 @@
 use std::ffi::c_void;
 
 use cudarc::driver::{result, sys, CudaContext};
-use xlog::{LaunchConfig, Runtime};
+use xlog::LaunchConfig;
+use xlog_test_support::bench;
 
 const CUDA_SAXPY: &str = r#"
 extern "C" __global__ void saxpy(float a, const float* x, unsigned long long xn, float* y, unsigned long long yn) {
@@ -39,36 +40,8 @@ fn time_once(s: sys::CUstream, f: &mut dyn FnMut()) -> f64 {
     }
 }
 
-/// Median milliseconds per call of each function, timed in interleaved rounds so
-/// clock and thermal drift hit every contender alike.
-fn time_interleaved<const N: usize>(
-    s: sys::CUstream,
-    reps: usize,
-    fs: [&mut dyn FnMut(); N],
-) -> [f64; N] {
-    let mut fs = fs;
-    for f in fs.iter_mut() {
-        for _ in 0..5 {
-            f(); // warm
-        }
-    }
-    let mut samples: [Vec<f64>; N] = std::array::from_fn(|_| Vec::with_capacity(reps));
-    for _ in 0..reps {
-        for (k, f) in fs.iter_mut().enumerate() {
-            samples[k].push(time_once(s, *f));
-        }
-    }
-    samples.map(|mut v| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    })
-}
-
 fn main() {
-    let rt = Runtime::get(0).unwrap_or_else(|e| {
-        eprintln!("benchmarks need a GPU: {e}");
-        std::process::exit(2)
-    });
+    let rt = bench::runtime_or_exit();
     let info = rt.device().info();
     let n: usize = 1 << 26;
     println!("## elementwise bandwidth ({n} f32 elements, median of 50 interleaved event-timed rounds)\n");
@@ -134,10 +107,18 @@ fn main() {
     let mut copy_f = || {
         z.copy_from(&s, &x).unwrap();
     };
-    let [rust, cuda, cuda_unfused, copy] = time_interleaved(
-        s.raw(),
+    // Median event-timed milliseconds of each, after five warm-up rounds.
+    let raw_s = s.raw();
+    let [rust, cuda, cuda_unfused, copy] = bench::interleaved(
+        5,
         50,
-        [&mut rust_f, &mut cuda_f, &mut cuda_unfused_f, &mut copy_f],
+        [
+            &mut || time_once(raw_s, &mut rust_f),
+            &mut || time_once(raw_s, &mut cuda_f),
+            &mut || time_once(raw_s, &mut cuda_unfused_f),
+            &mut || time_once(raw_s, &mut copy_f),
+        ],
+        || {},
     );
 
     let gbs = |bytes: f64, ms: f64| bytes / (ms * 1e-3) / 1e9;

@@ -4,50 +4,20 @@
 //! raw on one stream; cross-stream below cudarc.
 
 use std::ffi::c_void;
-use std::time::Instant;
 
 use cudarc::driver::{sys, CudaContext, LaunchConfig as CuConfig, PushKernelArg};
-use xlog::{LaunchConfig, Runtime};
+use xlog::LaunchConfig;
 use xlog_kernels::elementwise::f32 as k;
+use xlog_test_support::bench;
 
 const N: usize = 256;
-
-fn compare(
-    batches: usize,
-    batch: usize,
-    mut a: impl FnMut(),
-    mut b: impl FnMut(),
-    mut between: impl FnMut(),
-) -> (f64, f64) {
-    let (mut ta, mut tb) = (Vec::new(), Vec::new());
-    for _ in 0..batches {
-        let t = Instant::now();
-        for _ in 0..batch {
-            a();
-        }
-        ta.push(t.elapsed().as_nanos() as f64 / batch as f64);
-        between();
-        let t = Instant::now();
-        for _ in 0..batch {
-            b();
-        }
-        tb.push(t.elapsed().as_nanos() as f64 / batch as f64);
-        between();
-    }
-    ta.sort_by(f64::total_cmp);
-    tb.sort_by(f64::total_cmp);
-    (ta[ta.len() / 2], tb[tb.len() / 2])
-}
 
 fn p<T>(v: &T) -> *mut c_void {
     v as *const T as *mut c_void
 }
 
 fn main() {
-    let rt = Runtime::get(0).unwrap_or_else(|e| {
-        eprintln!("benchmarks need a GPU: {e}");
-        std::process::exit(2)
-    });
+    let rt = bench::runtime_or_exit();
     let info = rt.device().info();
     println!("## typed launch host cost, 3 buffers (add_f32, {N} elements; median of 100 alternating batches of 500)\n");
     println!(
@@ -92,7 +62,7 @@ fn main() {
         cs2.synchronize().unwrap();
     };
 
-    let (xs, raw) = compare(
+    let (xs, raw) = bench::compare(
         100,
         500,
         || k::add::launch(&s1, cfg, &x, &y, &mut out).unwrap(),
@@ -126,13 +96,10 @@ fn main() {
         },
         sync,
     );
-    println!(
-        "| same stream | {xs:.1} ns | {raw:.1} ns | raw cuLaunchKernel | {:.3} | ≤ 1.2 |",
-        xs / raw
-    );
+    bench::row("same stream", xs, raw, "raw cuLaunchKernel", "ns", "≤ 1.2");
 
     let n = N as u64;
-    let (xs, cu) = compare(
+    let (xs, cu) = bench::compare(
         100,
         500,
         || k::add::launch(&s1, cfg, &x, &y, &mut out).unwrap(),
@@ -144,13 +111,10 @@ fn main() {
         },
         sync,
     );
-    println!(
-        "| same stream | {xs:.1} ns | {cu:.1} ns | cudarc launch_builder | {:.3} | — |",
-        xs / cu
-    );
+    bench::row("same stream", xs, cu, "cudarc launch_builder", "ns", "—");
 
     let (mut fx, mut fc) = (false, false);
-    let (xc, cc) = compare(
+    let (xc, cc) = bench::compare(
         100,
         500,
         || {
@@ -166,5 +130,12 @@ fn main() {
         },
         sync,
     );
-    println!("| cross-stream (alternating) | {xc:.1} ns | {cc:.1} ns | cudarc launch_builder | {:.3} | < 1.0 |", xc / cc);
+    bench::row(
+        "cross-stream (alternating)",
+        xc,
+        cc,
+        "cudarc launch_builder",
+        "ns",
+        "< 1.0",
+    );
 }

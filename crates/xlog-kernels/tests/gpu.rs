@@ -4,53 +4,39 @@
 //! are exercised too.
 
 use xlog::{Error, Runtime, Stream};
-
-fn rt() -> Runtime {
-    Runtime::get(0)
-        .unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use xlog_test_support::{gpu_runtime, Rng};
 
 trait Sample: Copy + PartialEq + std::fmt::Debug + xlog_kernels::Element {
     fn sample(r: &mut Rng) -> Self;
 }
 impl Sample for f32 {
     fn sample(r: &mut Rng) -> Self {
-        (r.next() % 20_001) as f32 / 100.0 - 100.0
+        (r.next_u64() % 20_001) as f32 / 100.0 - 100.0
     }
 }
 impl Sample for f64 {
     fn sample(r: &mut Rng) -> Self {
-        (r.next() % 2_000_001) as f64 / 1000.0 - 1000.0
+        (r.next_u64() % 2_000_001) as f64 / 1000.0 - 1000.0
     }
 }
 impl Sample for i32 {
     fn sample(r: &mut Rng) -> Self {
-        r.next() as i32
+        r.next_u64() as i32
     }
 }
 impl Sample for u32 {
     fn sample(r: &mut Rng) -> Self {
-        r.next() as u32
+        r.next_u64() as u32
     }
 }
 impl Sample for u64 {
     fn sample(r: &mut Rng) -> Self {
-        r.next()
+        r.next_u64()
     }
 }
 
 fn data<T: Sample>(seed: u64, n: usize) -> Vec<T> {
-    let mut r = Rng(seed | 1);
+    let mut r = Rng::from_state(seed | 1);
     (0..n).map(|_| T::sample(&mut r)).collect()
 }
 
@@ -67,7 +53,7 @@ macro_rules! suite {
 
             #[test]
             fn binary_ops_match_the_cpu() {
-                let rt = rt();
+                let rt = gpu_runtime();
                 let (p, c) = streams(&rt);
                 let (x, y) = (data::<$t>(1, N), data::<$t>(2, N));
                 let (xb, yb) = (rt.upload_on(&p, &x).unwrap(), rt.upload_on(&p, &y).unwrap());
@@ -91,7 +77,7 @@ macro_rules! suite {
 
             #[test]
             fn unary_ops_match_the_cpu() {
-                let rt = rt();
+                let rt = gpu_runtime();
                 let (p, c) = streams(&rt);
                 let x = data::<$t>(3, N);
                 let xb = rt.upload_on(&p, &x).unwrap();
@@ -187,7 +173,7 @@ suite!(
 
 #[test]
 fn empty_inputs_give_empty_outputs_without_launching() {
-    let rt = rt();
+    let rt = gpu_runtime();
     let s = rt.stream().unwrap();
     let e = rt.upload_on::<f32>(&s, &[]).unwrap();
     assert!(xlog_kernels::add(&s, &e, &e).unwrap().is_empty());
@@ -196,7 +182,7 @@ fn empty_inputs_give_empty_outputs_without_launching() {
 
 #[test]
 fn mismatched_lengths_are_refused() {
-    let rt = rt();
+    let rt = gpu_runtime();
     let s = rt.stream().unwrap();
     let a = rt.upload_on(&s, &[1.0f32; 4]).unwrap();
     let b = rt.upload_on(&s, &[1.0f32; 5]).unwrap();
@@ -209,7 +195,7 @@ fn mismatched_lengths_are_refused() {
 fn typed_launch_takes_views_of_one_buffer_and_fences_across_streams() {
     use xlog::LaunchConfig;
     use xlog_kernels::elementwise::f32 as k;
-    let rt = rt();
+    let rt = gpu_runtime();
     let (p, c) = streams(&rt);
     let host = data::<f32>(9, 2_000);
     let both = rt.upload_on(&p, &host).unwrap();
@@ -233,7 +219,7 @@ fn typed_launch_takes_views_of_one_buffer_and_fences_across_streams() {
 #[test]
 fn typed_launch_refuses_invalid_configurations_by_kernel_name() {
     use xlog::LaunchConfig;
-    let rt = rt();
+    let rt = gpu_runtime();
     let s = rt.stream().unwrap();
     let x = rt.upload_on(&s, &[1.0f32; 8]).unwrap();
     let mut out = rt.alloc_zeroed_on::<f32>(&s, 8).unwrap();

@@ -1,19 +1,18 @@
 //! Allocation + free through the default stack (budget(stats(async))) vs raw
 //! `cuMemAllocAsync` / `cuMemFreeAsync` on the same stream. Target: ≤ 1.3×.
 
-mod support;
-
 use cudarc::driver::{result, sys};
 use xlog_runtime::{AllocTag, Runtime};
+use xlog_test_support::bench;
 
 fn main() {
-    support::header(
+    bench::header(
         "allocation + free, host cost per pair (median of 60 alternating batches of 2000)",
     );
     let rt = Runtime::get(0).unwrap();
     let s = rt.new_stream().unwrap();
     for &bytes in &[256usize, 64 << 10, 16 << 20] {
-        let (xlog, raw) = support::compare(
+        let (xlog, raw) = bench::compare(
             60,
             2000,
             || {
@@ -36,7 +35,7 @@ fn main() {
                     .unwrap();
             },
         );
-        support::row(
+        bench::row(
             &format!("alloc+free {bytes} B"),
             xlog,
             raw,

@@ -4,8 +4,6 @@
 //! streams vs 1 thread. Targets: same stream ≤ 1.2× raw; cross-stream below
 //! cudarc; 8 threads ≥ 5× one.
 
-mod support;
-
 use std::ffi::c_void;
 use std::time::Instant;
 
@@ -13,6 +11,7 @@ use cudarc::driver::{sys, CudaContext, LaunchConfig as CuConfig, PushKernelArg};
 use xlog_runtime::{
     DeviceBuffer, Function, LaunchConfig, LaunchRecorder, ModuleImage, Runtime, Stream,
 };
+use xlog_test_support::bench;
 
 // SAFETY: the hand-written PTX's entry points are launched only with the
 // parameter lists documented beside each of them in kernels.ptx.
@@ -104,7 +103,7 @@ fn throughput(
 }
 
 fn main() {
-    support::header(
+    bench::header(
         "launch host cost, 3 buffers (median of 100 alternating batches of 500 launches)",
     );
     let rt = Runtime::get(0).unwrap();
@@ -144,14 +143,14 @@ fn main() {
         cs2.synchronize().unwrap();
     };
 
-    let (xlog_same, raw_same) = support::compare(
+    let (xlog_same, raw_same) = bench::compare(
         100,
         500,
         || xlog_launch(&f, &s1, &a, &b, &mut c),
         || raw_launch(raw_f, s1.raw(), &ptrs),
         sync_all,
     );
-    support::row(
+    bench::row(
         "same stream vs raw",
         xlog_same,
         raw_same,
@@ -160,7 +159,7 @@ fn main() {
         "≤ 1.2",
     );
 
-    let (xlog_same, cudarc_same) = support::compare(
+    let (xlog_same, cudarc_same) = bench::compare(
         100,
         500,
         || xlog_launch(&f, &s1, &a, &b, &mut c),
@@ -172,7 +171,7 @@ fn main() {
         },
         sync_all,
     );
-    support::row(
+    bench::row(
         "same stream vs cudarc",
         xlog_same,
         cudarc_same,
@@ -183,7 +182,7 @@ fn main() {
 
     // Cross-stream: alternate streams so every launch must fence the previous one.
     let (mut flip_x, mut flip_c) = (false, false);
-    let (xlog_cross, cudarc_cross) = support::compare(
+    let (xlog_cross, cudarc_cross) = bench::compare(
         100,
         500,
         || {
@@ -200,7 +199,7 @@ fn main() {
         },
         sync_all,
     );
-    support::row(
+    bench::row(
         "cross-stream vs cudarc",
         xlog_cross,
         cudarc_cross,

@@ -4,15 +4,11 @@
 
 use xlog::prelude::*;
 use xlog_abi_kernels::{inner, names, scale, scale_u32, Elem, Wide};
-
-fn rt() -> Runtime {
-    Runtime::get(0)
-        .unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
-}
+use xlog_test_support::gpu_runtime;
 
 #[test]
 fn scalar_names_like_launcher_locals_reach_the_kernel() {
-    let rt = rt();
+    let rt = gpu_runtime();
     let s = rt.new_stream().unwrap();
     let mut out = rt.alloc_zeroed::<u32>(7).unwrap();
     names::launch(
@@ -33,7 +29,7 @@ fn scalar_names_like_launcher_locals_reach_the_kernel() {
 
 #[test]
 fn super_paths_name_the_same_type_on_both_sides() {
-    let rt = rt();
+    let rt = gpu_runtime();
     let s = rt.new_stream().unwrap();
     let n = 1000;
     let mut o = rt.alloc_zeroed::<Wide>(n).unwrap();
@@ -46,7 +42,7 @@ fn super_paths_name_the_same_type_on_both_sides() {
 
 #[test]
 fn the_feature_switched_element_type_computes() {
-    let rt = rt();
+    let rt = gpu_runtime();
     let s = rt.new_stream().unwrap();
     let n = 4097;
     let x: Vec<Elem> = (0..n).map(|i| i as Elem * 0.5).collect();
@@ -61,7 +57,7 @@ fn the_feature_switched_element_type_computes() {
 
 #[test]
 fn a_macro_rules_kernel_computes() {
-    let rt = rt();
+    let rt = gpu_runtime();
     let s = rt.new_stream().unwrap();
     let x: Vec<u32> = (0..300).collect();
     let dx = rt.upload_on(&s, &x).unwrap();

@@ -18,32 +18,9 @@ use xlog_device_kernels::{bodies, MATH_F32_OUTPUTS, MATH_F64_OUTPUTS, MODULE};
 use xlog_runtime::{
     DeviceBuffer, DeviceCopy, LaunchConfig, LaunchRecorder, Module, Runtime, Stream,
 };
+use xlog_test_support::Rng;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-/// A tiny xorshift64: deterministic random data without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.max(1))
-    }
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
-    }
-}
 
 /// One kernel argument, kept alive while its address is passed to the driver.
 enum Arg {
@@ -146,7 +123,7 @@ mod indices {
     #[test]
     fn saxpy_matches_cpu() -> TestResult {
         let g = gpu()?;
-        let mut rng = Rng::new(1);
+        let mut rng = Rng::from_state(1);
         let n = (1 << 20) + 7;
         let x: Vec<f32> = (0..n).map(|_| rng.range(-1.0, 1.0) as f32).collect();
         let y0: Vec<f32> = (0..n).map(|_| rng.range(-1.0, 1.0) as f32).collect();
@@ -204,8 +181,7 @@ mod warps {
     #[test]
     fn shuffles_idx_up_down_xor() -> TestResult {
         let g = gpu()?;
-        let mut rng = Rng::new(2);
-        let input: Vec<u32> = (0..N).map(|_| rng.next_u32()).collect();
+        let input = Rng::from_state(2).u32s(N);
         let out = run_in_out(
             &g,
             "warp_shuffles_u32",
@@ -238,7 +214,7 @@ mod warps {
     #[test]
     fn shuffle_xor_moves_64_bit_values() -> TestResult {
         let g = gpu()?;
-        let mut rng = Rng::new(3);
+        let mut rng = Rng::from_state(3);
         let input: Vec<f64> = (0..N).map(|_| rng.range(-1e6, 1e6)).collect();
         let out = run_in_out(
             &g,
@@ -266,7 +242,7 @@ mod warps {
     #[test]
     fn votes_all_any_ballot() -> TestResult {
         let g = gpu()?;
-        let mut rng = Rng::new(4);
+        let mut rng = Rng::from_state(4);
         // Warps alternate: random, all true, all false, sparse.
         let pred: Vec<u32> = (0..N)
             .map(|i| match (i / 32) % 4 {
@@ -310,8 +286,7 @@ mod warps {
     #[test]
     fn redux_sum_min_max() -> TestResult {
         let g = gpu()?;
-        let mut rng = Rng::new(5);
-        let input: Vec<u32> = (0..N).map(|_| rng.next_u32()).collect();
+        let input = Rng::from_state(5).u32s(N);
         let out = run_in_out(
             &g,
             "warp_reduce_u32",
@@ -343,7 +318,7 @@ mod atomics {
     #[test]
     fn histogram_under_contention() -> TestResult {
         let g = gpu()?;
-        let mut rng = Rng::new(6);
+        let mut rng = Rng::from_state(6);
         let n = 1 << 20;
         let nbins = 37;
         let keys: Vec<u32> = (0..n).map(|_| rng.next_u32() % 1000).collect();
@@ -365,7 +340,7 @@ mod atomics {
     #[test]
     fn min_max_i64_and_u32() -> TestResult {
         let g = gpu()?;
-        let mut rng = Rng::new(7);
+        let mut rng = Rng::from_state(7);
         let n = 300_000;
         let v64: Vec<i64> = (0..n).map(|_| rng.next_u64() as i64).collect();
         let out = run_in_out(
@@ -379,7 +354,7 @@ mod atomics {
             out,
             [*v64.iter().min().unwrap(), *v64.iter().max().unwrap()]
         );
-        let v32: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+        let v32 = rng.u32s(n);
         let init = [u32::MAX, 0, i32::MAX as u32, i32::MIN as u32];
         let out = run_in_out(
             &g,
@@ -462,7 +437,7 @@ mod atomics {
     #[test]
     fn bitwise_or_and_xor() -> TestResult {
         let g = gpu()?;
-        let mut rng = Rng::new(8);
+        let mut rng = Rng::from_state(8);
         let n = 200_000;
         let v: Vec<u32> = (0..n).map(|_| rng.next_u32() | rng.next_u32()).collect();
         let out = run_in_out(
@@ -482,7 +457,7 @@ mod atomics {
     #[test]
     fn float_add_f32_and_f64() -> TestResult {
         let g = gpu()?;
-        let mut rng = Rng::new(9);
+        let mut rng = Rng::from_state(9);
         let n = 1 << 16;
         let v32: Vec<f32> = (0..n).map(|_| rng.unit() as f32).collect();
         let got = run_in_out(
@@ -526,17 +501,12 @@ mod blocks {
         sizes
     }
 
-    fn input(seed: u64, n: usize) -> Vec<u32> {
-        let mut rng = Rng::new(seed);
-        (0..n).map(|_| rng.next_u32()).collect()
-    }
-
     #[test]
     fn reduce_with_dynamic_shared_memory_every_block_size() -> TestResult {
         let g = gpu()?;
         for bs in block_sizes(true) {
             let n = 40_000 + bs as usize;
-            let x = input(10 + bs as u64, n);
+            let x = Rng::from_state(10 + bs as u64).u32s(n);
             let blocks = n.div_ceil(bs as usize);
             let cfg = LaunchConfig::for_len_with_block(n, bs).with_shared_bytes(4 * bs);
             let out = run_in_out(&g, "block_reduce_sum", cfg, &x, &vec![0u32; blocks])?;
@@ -553,7 +523,7 @@ mod blocks {
         let g = gpu()?;
         for bs in block_sizes(false) {
             let n = 30_000 + 3 * bs as usize;
-            let x = input(20 + bs as u64, n);
+            let x = Rng::from_state(20 + bs as u64).u32s(n);
             let blocks = n.div_ceil(bs as usize);
             let out = run_in_out(
                 &g,
@@ -575,7 +545,7 @@ mod blocks {
         let g = gpu()?;
         for bs in block_sizes(true) {
             let n = 20_000 + 5 * bs as usize;
-            let x = input(30 + bs as u64, n);
+            let x = Rng::from_state(30 + bs as u64).u32s(n);
             let cfg = LaunchConfig::for_len_with_block(n, bs).with_shared_bytes(8 * bs);
             let out = run_in_out(&g, "block_scan_inclusive", cfg, &x, &vec![0u32; n])?;
             for (b, chunk) in x.chunks(bs as usize).enumerate() {
@@ -596,7 +566,7 @@ mod blocks {
         for bs in block_sizes(true) {
             let blocks = 24usize;
             let n = blocks * bs as usize;
-            let mut rng = Rng::new(40 + bs as u64);
+            let mut rng = Rng::from_state(40 + bs as u64);
             // Block b: mostly random, with some blocks all set or all clear.
             let pred: Vec<u32> = (0..n)
                 .map(|i| match (i / bs as usize) % 3 {
@@ -635,7 +605,7 @@ mod blocks {
         let g = gpu()?;
         for bs in (1..=32).map(|k| 32 * k).chain([2, 6, 100, 1022]) {
             let n = 16 * bs as usize;
-            let x = input(60 + bs as u64, n);
+            let x = Rng::from_state(60 + bs as u64).u32s(n);
             let out = run_in_out(
                 &g,
                 "barrier_between_branches",
@@ -660,7 +630,7 @@ mod blocks {
         let g = gpu()?;
         for bs in [1u32, 32, 100, 512, 1024] {
             let n = 64 * bs as usize;
-            let x = input(50 + bs as u64, n);
+            let x = Rng::from_state(50 + bs as u64).u32s(n);
             let out = run_in_out(
                 &g,
                 "static_shared_reverse",
@@ -688,7 +658,7 @@ mod math {
     #[test]
     fn f32_functions_match_the_documented_accuracy() -> TestResult {
         let g = gpu()?;
-        let mut rng = Rng::new(60);
+        let mut rng = Rng::from_state(60);
         let n = 100_000;
         let x: Vec<f32> = (0..n)
             .map(|i| if i % 2 == 0 { rng.range(-10.0, 10.0) } else { rng.range(-3.2, 3.2) } as f32)
@@ -738,7 +708,7 @@ mod math {
     #[test]
     fn f64_functions_match_the_documented_accuracy() -> TestResult {
         let g = gpu()?;
-        let mut rng = Rng::new(61);
+        let mut rng = Rng::from_state(61);
         let n = 100_000;
         let x: Vec<f64> = (0..n)
             .map(|i| {

@@ -19,16 +19,12 @@ use std::sync::{Mutex, MutexGuard, RwLock};
 use xlog::{AllocTag, DeviceBuffer, Error, LaunchConfig, Runtime, Stream};
 use xlog_runtime::testing::{self, Site};
 use xlog_stress::{at, mix, mix_rw, mix_w};
+use xlog_test_support::{gpu_runtime, Rng};
 
 /// Tests here flip process-wide switches: they run one at a time.
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn rt() -> Runtime {
-    Runtime::get(0)
-        .unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
 }
 
 fn env(name: &str, default: usize) -> usize {
@@ -38,28 +34,10 @@ fn env(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-struct Rng(u64);
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
-
+/// `len` words of upload data: the low 32 bits of `Rng::new(seed)`'s values.
 fn host_data(seed: u64, len: usize) -> Vec<u32> {
     let mut r = Rng::new(seed);
-    (0..len).map(|_| r.next() as u32).collect()
+    (0..len).map(|_| r.next_u64() as u32).collect()
 }
 
 #[derive(Clone, Debug)]
@@ -142,7 +120,7 @@ fn generate(seed: u64, ops: usize, shape: &Shape) -> Vec<Op> {
             slot,
             len,
             stream: r.below(shape.streams),
-            upload_seed: Some(r.next()),
+            upload_seed: Some(r.next_u64()),
         });
     }
     for _ in 0..ops {
@@ -157,7 +135,11 @@ fn generate(seed: u64, ops: usize, shape: &Shape) -> Vec<Op> {
                     1 + r.below(shape.max_len)
                 },
                 stream,
-                upload_seed: if r.chance(50) { Some(r.next()) } else { None },
+                upload_seed: if r.chance(50) {
+                    Some(r.next_u64())
+                } else {
+                    None
+                },
             },
             4..=6 => Op::Free { slot },
             7..=64 => {
@@ -172,7 +154,7 @@ fn generate(seed: u64, ops: usize, shape: &Shape) -> Vec<Op> {
                     a,
                     b,
                     out: slot,
-                    salt: r.next() as u32,
+                    salt: r.next_u64() as u32,
                     spin_ns,
                     stream,
                 }
@@ -180,7 +162,7 @@ fn generate(seed: u64, ops: usize, shape: &Shape) -> Vec<Op> {
             65..=69 => Op::Halves {
                 a: r.below(shape.slots),
                 out: slot,
-                salt: r.next() as u32,
+                salt: r.next_u64() as u32,
                 streams: (stream, r.below(shape.streams)),
             },
             70..=79 => Op::Copy {
@@ -194,7 +176,7 @@ fn generate(seed: u64, ops: usize, shape: &Shape) -> Vec<Op> {
                     slot,
                     off,
                     len,
-                    seed: r.next(),
+                    seed: r.next_u64(),
                     stream,
                 }
             }
@@ -204,7 +186,7 @@ fn generate(seed: u64, ops: usize, shape: &Shape) -> Vec<Op> {
                     slot,
                     off,
                     len,
-                    value: r.next() as u32,
+                    value: r.next_u64() as u32,
                     stream,
                 }
             }
@@ -676,7 +658,7 @@ fn run_seeds(
 #[test]
 fn stress() {
     let _g = serial();
-    let rt = rt();
+    let rt = gpu_runtime();
     let (seeds, ops, threads) = (
         env("XLOG_STRESS_SEEDS", 4) as u64,
         env("XLOG_STRESS_OPS", 5_000),
@@ -703,7 +685,7 @@ fn stress() {
 #[test]
 fn stress_has_teeth() {
     let _g = serial();
-    let rt = rt();
+    let rt = gpu_runtime();
     struct Restore;
     impl Drop for Restore {
         fn drop(&mut self) {

@@ -1,6 +1,7 @@
 use std::ffi::c_void;
 
 use xlog_runtime::{Backend, LaunchConfig, LaunchRecorder, ModuleImage, Runtime, Stream};
+use xlog_test_support::Rng;
 
 // SAFETY: the hand-written PTX's entry points are launched only with the
 // parameter lists documented beside each of them in kernels.ptx.
@@ -10,13 +11,13 @@ pub static KERNELS: ModuleImage =
 /// Set in a child process by `hazard_tests_have_teeth`: run with fencing disabled.
 pub const UNFENCED_ENV: &str = "XLOG_TEST_UNFENCED";
 
-/// The shared runtime of device 0. Panics (fails the test) without a device.
+/// The shared runtime of device 0, with fencing off when [`UNFENCED_ENV`] is set.
+/// Panics (fails the test) without a device.
 pub fn rt() -> Runtime {
     if std::env::var_os(UNFENCED_ENV).is_some() {
         xlog_runtime::testing::set_fencing(false);
     }
-    Runtime::get(0)
-        .unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
+    xlog_test_support::gpu_runtime()
 }
 
 /// The backend the suite runs on (`XLOG_BACKEND`).
@@ -31,17 +32,10 @@ pub fn param<T>(v: &T) -> *mut c_void {
     v as *const T as *mut c_void
 }
 
-/// Deterministic pseudo-random u32s.
+/// Deterministic pseudo-random u32s: bits 16..48 of [`Rng::new`]`(seed)`'s values.
 pub fn random_u32(seed: u64, n: usize) -> Vec<u32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 16) as u32
-        })
-        .collect()
+    let mut rng = Rng::new(seed);
+    (0..n).map(|_| (rng.next_u64() >> 16) as u32).collect()
 }
 
 /// `dst = src` after sleeping about `spins` microseconds per thread, on `s`.

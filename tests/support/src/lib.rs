@@ -1,0 +1,29 @@
+//! Support code shared by xlog's test suites and benches.
+//!
+//! - [`Rng`]: a seeded xorshift64 generator for deterministic test data, with the
+//!   two seeding rules the suites' recorded seeds rely on.
+//! - `gpu_runtime` (feature `gpu`): device 0's runtime, or a failing test that
+//!   says why.
+//! - [`bench`](mod@bench): the benches' timer (warm-up, interleaved rounds, medians) and the
+//!   rows of their results table; with `gpu`, the table's heading.
+//!
+//! Without the `gpu` feature this crate has no xlog dependency.
+//!
+//! ```
+//! use xlog_test_support::Rng;
+//!
+//! let mut rng = Rng::new(42);
+//! let data = rng.u32s(1000);
+//! assert_eq!(data, Rng::new(42).u32s(1000));
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod bench;
+#[cfg(feature = "gpu")]
+mod gpu;
+mod rng;
+
+#[cfg(feature = "gpu")]
+pub use gpu::gpu_runtime;
+pub use rng::Rng;
