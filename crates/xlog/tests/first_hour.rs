@@ -2,25 +2,17 @@
 //! (`tests/mistakes`) fail to build with rustc's whole diagnostic and a hint that
 //! says what to do.
 
-use std::path::Path;
-use std::process::Command;
+use xlog_test_support::nested::cargo;
 
 #[test]
 fn first_kernel_mistakes_say_what_to_do() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mistakes");
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["check", "--workspace", "--keep-going", "--color", "never"])
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(tmp.join("mistakes"))
-        .env("XLOG_DEVICE_TARGET_DIR", tmp.join("../xlog-device"))
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .expect("cargo runs");
+    let out = cargo(
+        env!("CARGO_MANIFEST_DIR"),
+        "../../tests/mistakes",
+        env!("CARGO_TARGET_TMPDIR"),
+        "mistakes",
+        &["check", "--workspace", "--keep-going"],
+    );
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "the mistakes built:\n{log}");
     for needle in [

@@ -4,29 +4,19 @@
 //! 2 and says what it needs. Run with a separate target directory, sharing the device
 //! `core` build with this workspace's kernel crates.
 
-use std::path::Path;
-use std::process::Command;
-
 fn cargo(args: &[&str]) -> std::process::Output {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/app");
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(args)
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(tmp.join("template"))
-        .env("XLOG_DEVICE_TARGET_DIR", tmp.join("../xlog-device"))
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .expect("cargo runs")
+    xlog_test_support::nested::cargo(
+        env!("CARGO_MANIFEST_DIR"),
+        "../../templates/app",
+        env!("CARGO_TARGET_TMPDIR"),
+        "template",
+        args,
+    )
 }
 
 #[test]
 fn the_template_project_builds_tests_and_runs() {
-    let test = cargo(&["test", "--workspace", "--color", "never"]);
+    let test = cargo(&["test", "--workspace"]);
     let log = format!(
         "{}{}",
         String::from_utf8_lossy(&test.stdout),
@@ -39,7 +29,7 @@ fn the_template_project_builds_tests_and_runs() {
     );
     assert!(log.contains("ptxas_accepts_the_module ... ok"), "{log}");
 
-    let run = cargo(&["run", "-p", "app", "--color", "never"]);
+    let run = cargo(&["run", "-p", "app"]);
     let (out, err) = (
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr),

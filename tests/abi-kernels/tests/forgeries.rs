@@ -16,34 +16,17 @@
 //!
 //! Without the guards, each of them builds and its launcher's `check_abi` passes.
 
-use std::path::Path;
-use std::process::Command;
+use xlog_test_support::nested::cargo;
 
 #[test]
 fn forged_entry_points_and_borrowed_modules_do_not_build() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../forgeries");
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args([
-            "check",
-            "--workspace",
-            "--all-targets",
-            "--keep-going",
-            "--color",
-            "never",
-        ])
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(tmp.join("forgeries"))
-        // Share the device `core` build with the main workspace's kernel crates.
-        .env("XLOG_DEVICE_TARGET_DIR", tmp.join("../xlog-device"))
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .expect("cargo runs");
+    let out = cargo(
+        env!("CARGO_MANIFEST_DIR"),
+        "../forgeries",
+        env!("CARGO_TARGET_TMPDIR"),
+        "forgeries",
+        &["check", "--workspace", "--all-targets", "--keep-going"],
+    );
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "the forgeries built:\n{log}");
     for (what, needle) in [

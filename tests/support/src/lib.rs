@@ -22,6 +22,7 @@
 pub mod bench;
 #[cfg(feature = "gpu")]
 mod gpu;
+pub mod nested;
 mod rng;
 
 #[cfg(feature = "gpu")]
