@@ -10,10 +10,9 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc, Mutex};
 
-use crate::DeviceCopy;
+use xlog_device::DeviceCopy;
 
-use crate::resource::{BlockId, DeviceBlock};
-use crate::runtime::RuntimeInner;
+use crate::resource::{Allocator, BlockId, DeviceBlock};
 use crate::stream::Stream;
 use crate::sync::Unpoisoned;
 use crate::track::{UsePoint, UseState};
@@ -23,7 +22,7 @@ pub struct BufferCore {
     block: Option<DeviceBlock>,
     id: BlockId,
     bytes: usize,
-    pub(crate) runtime: Arc<RuntimeInner>,
+    pub(crate) allocator: Arc<Allocator>,
     alloc_stream: Stream,
     pub(crate) track: Mutex<UseState<Stream>>,
 }
@@ -33,7 +32,7 @@ impl fmt::Debug for BufferCore {
         f.debug_struct("BufferCore")
             .field("id", &self.id)
             .field("bytes", &self.bytes)
-            .field("runtime", &self.runtime.id)
+            .field("runtime", &self.allocator.runtime_id())
             .finish()
     }
 }
@@ -41,7 +40,7 @@ impl fmt::Debug for BufferCore {
 impl BufferCore {
     pub(crate) fn new(
         block: DeviceBlock,
-        runtime: Arc<RuntimeInner>,
+        allocator: Arc<Allocator>,
         alloc_stream: Stream,
         ready: UsePoint<Stream>,
     ) -> Self {
@@ -49,7 +48,7 @@ impl BufferCore {
             id: block.id(),
             bytes: block.bytes(),
             block: Some(block),
-            runtime,
+            allocator,
             alloc_stream,
             track: Mutex::new(UseState::ready_at(ready)),
         }
@@ -62,7 +61,7 @@ impl BufferCore {
 
     /// Id of the runtime that owns the buffer.
     pub fn runtime_id(&self) -> u64 {
-        self.runtime.id
+        self.allocator.runtime_id()
     }
 
     /// Make the allocation stream wait for every recorded use, then free.
@@ -73,22 +72,22 @@ impl BufferCore {
         let stream = &self.alloc_stream;
         let state = self.track.get_mut_unpoisoned();
         // Same-stream points need no wait (and no driver call); bind only for others.
-        let fence = crate::fencing_enabled();
+        let fence = crate::testing::fencing_enabled();
         let ordered = state
             .all_points()
             .filter(|p| fence && p.stream != *stream)
             .try_for_each(|p| {
-                crate::fault_point!(DeallocWait, "a wait before a free");
+                crate::testing::fault_point!(DeallocWait, "a wait before a free");
                 stream.bind()?;
                 stream.wait_for(p)
             });
         if let Err(e) = ordered {
             // The free cannot be ordered on the device; order it on the host instead.
-            self.runtime.report_drop_error("fencing a free", &e);
+            self.allocator.report_drop_error("fencing a free", &e);
             if let Err(e) = state.all_points().try_for_each(Stream::host_wait) {
                 // Not deallocating leaks the memory: the only safe outcome when its
                 // users cannot be awaited.
-                self.runtime
+                self.allocator
                     .report_drop_error("synchronising before a free; the block is leaked", &e);
                 return;
             }
@@ -96,8 +95,8 @@ impl BufferCore {
         // SAFETY: the block came from this runtime's resource; every use recorded on
         // any stream is now ordered before the tail of the allocation stream, and the
         // buffer is being dropped so nothing else can touch it.
-        if let Err(e) = unsafe { self.runtime.resource.deallocate(block, stream) } {
-            self.runtime.report_drop_error("freeing a buffer", &e);
+        if let Err(e) = unsafe { self.allocator.deallocate(block, stream) } {
+            self.allocator.report_drop_error("freeing a buffer", &e);
         }
     }
 }

@@ -1,13 +1,14 @@
 //! Tracked copies: upload, download, memset and device-to-device, into buffers or
 //! views. Each goes through the same recorder as a kernel launch.
 
-use crate::DeviceCopy;
+use xlog_device::DeviceCopy;
 
 use crate::buffer::{DeviceBuffer, ReadBuffer, WriteBuffer};
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::launch::LaunchRecorder;
 use crate::stream::Stream;
+use crate::track::Access;
 
 fn byte_len<T>(len: usize) -> usize {
     len * std::mem::size_of::<T>()
@@ -37,7 +38,7 @@ pub fn copy_from_host<T: DeviceCopy>(
     }
     let (ptr, bytes) = (arg.ptr, byte_len::<T>(src.len()));
     let pre = LaunchRecorder::new(stream)
-        .__record(arg, crate::Access::Write)
+        .__record(arg, Access::Write)
         .preflight()?;
     // SAFETY: the closure writes only `dst`'s range, recorded as a write, on the
     // given stream; `src` is readable for `bytes` and pageable copies are staged
@@ -78,7 +79,7 @@ unsafe fn copy_to_host_raw(
     }
     let ptr = arg.ptr;
     let pre = LaunchRecorder::new(stream)
-        .__record(arg, crate::Access::Read)
+        .__record(arg, Access::Read)
         .preflight()?;
     // SAFETY: the closure reads only the recorded range; obligation 1 covers `out`
     // until the synchronisation below.
@@ -109,8 +110,8 @@ pub fn copy_device<T: DeviceCopy>(
     }
     let (dp, sp, bytes) = (d.ptr, s_arg.ptr, byte_len::<T>(d.len));
     let pre = LaunchRecorder::new(stream)
-        .__record(s_arg, crate::Access::Read)
-        .__record(d, crate::Access::Write)
+        .__record(s_arg, Access::Read)
+        .__record(d, Access::Write)
         .preflight()?;
     // SAFETY: the closure touches exactly the two recorded ranges with the recorded
     // accesses; the borrow rules make them distinct buffers (a `&mut` and a `&`).
@@ -135,7 +136,7 @@ pub unsafe fn memset_bytes<T: DeviceCopy>(
     }
     let (ptr, bytes) = (arg.ptr, byte_len::<T>(arg.len));
     let pre = LaunchRecorder::new(stream)
-        .__record(arg, crate::Access::Write)
+        .__record(arg, Access::Write)
         .preflight()?;
     // SAFETY: the closure writes exactly the recorded range.
     let _ = unsafe { pre.enqueue(|s| driver::memset_d8_async(ptr, value, bytes, s)) }?;
@@ -154,7 +155,7 @@ pub fn fill<T: DeviceCopy>(
     }
     let (ptr, len) = (arg.ptr, arg.len);
     let pre = LaunchRecorder::new(stream)
-        .__record(arg, crate::Access::Write)
+        .__record(arg, Access::Write)
         .preflight()?;
     match memset_pattern(&value) {
         Some(Pattern::D8(b)) => {

@@ -183,12 +183,11 @@ impl Context {
             let pool = result::device::get_default_mem_pool(self.device)
                 .map_err(|e| Error::driver("cuDeviceGetDefaultMemPool", e))?;
             let mut threshold: u64 = u64::MAX;
-            sys::cuMemPoolSetAttribute(
+            result::mem_pool::set_attribute(
                 pool,
                 sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                 (&mut threshold as *mut u64).cast(),
             )
-            .result()
             .map_err(|e| Error::driver("cuMemPoolSetAttribute", e))
         }
     }
@@ -234,8 +233,7 @@ pub(crate) unsafe fn stream_synchronize(s: RawStream) -> Result<()> {
 /// 1. `s` and `ev` are live handles of the current context.
 pub(crate) unsafe fn stream_wait_event(s: RawStream, ev: RawEvent) -> Result<()> {
     // SAFETY: obligation 1 is the caller's.
-    unsafe { sys::cuStreamWaitEvent(s, ev, 0) }
-        .result()
+    unsafe { result::stream::wait_event(s, ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
         .map_err(|e| Error::driver("cuStreamWaitEvent", e))
 }
 
@@ -299,9 +297,9 @@ pub(crate) unsafe fn memcpy_htod_async(
     len: usize,
     s: RawStream,
 ) -> Result<()> {
-    // SAFETY: obligations 1 and 2 are the caller's.
-    unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, s) }
-        .result()
+    // SAFETY: obligations 1 and 2 are the caller's; they make `src..src+len` a
+    // readable byte slice for the call.
+    unsafe { result::memcpy_htod_async(dst, std::slice::from_raw_parts(src, len), s) }
         .map_err(|e| Error::driver("cuMemcpyHtoDAsync", e))
 }
 
@@ -314,9 +312,9 @@ pub(crate) unsafe fn memcpy_dtoh_async(
     len: usize,
     s: RawStream,
 ) -> Result<()> {
-    // SAFETY: obligations 1 and 2 are the caller's.
-    unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, s) }
-        .result()
+    // SAFETY: obligations 1 and 2 are the caller's; they make `dst..dst+len` a
+    // writable byte slice nothing else touches until the copy lands.
+    unsafe { result::memcpy_dtoh_async(std::slice::from_raw_parts_mut(dst, len), src, s) }
         .map_err(|e| Error::driver("cuMemcpyDtoHAsync", e))
 }
 
@@ -345,6 +343,7 @@ pub(crate) unsafe fn memset_d32_async(
     s: RawStream,
 ) -> Result<()> {
     // SAFETY: obligation 1 is the caller's.
+    // cudarc's result layer wraps only the 8-bit memset.
     unsafe { sys::cuMemsetD32Async(dst, value, count, s) }
         .result()
         .map_err(|e| Error::driver("cuMemsetD32Async", e))
@@ -406,6 +405,7 @@ pub(crate) fn host_alloc_mapped(bytes: usize) -> Result<(*mut u8, u64)> {
             .cast::<u8>();
         std::ptr::write_bytes(host, 0, bytes);
         let mut dev: sys::CUdeviceptr = 0;
+        // cudarc's result layer has no wrapper for this one.
         if let Err(e) = sys::cuMemHostGetDevicePointer_v2(&mut dev, host.cast(), 0).result() {
             let _ = result::free_host(host.cast());
             return Err(Error::driver("cuMemHostGetDevicePointer", e));
@@ -437,13 +437,12 @@ pub(crate) unsafe fn memcpy_htod_sync(dst: u64, src: &[u8]) -> Result<()> {
 pub(crate) unsafe fn function_set_max_dynamic_shared(f: RawFunction, bytes: u32) -> Result<()> {
     // SAFETY: obligation 1 is the caller's.
     unsafe {
-        sys::cuFuncSetAttribute(
+        result::function::set_function_attribute(
             f,
             sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             bytes as i32,
         )
     }
-    .result()
     .map_err(|e| Error::driver("cuFuncSetAttribute", e))
 }
 
@@ -464,20 +463,14 @@ pub(crate) unsafe fn launch_kernel(
 ) -> Result<()> {
     // SAFETY: obligations 1 and 2 are the caller's.
     unsafe {
-        sys::cuLaunchKernel(
+        result::launch_kernel(
             f,
-            grid[0],
-            grid[1],
-            grid[2],
-            block[0],
-            block[1],
-            block[2],
+            (grid[0], grid[1], grid[2]),
+            (block[0], block[1], block[2]),
             shared_bytes,
             s,
-            params.as_mut_ptr(),
-            std::ptr::null_mut(),
+            params,
         )
     }
-    .result()
     .map_err(|e| Error::driver("cuLaunchKernel", e))
 }

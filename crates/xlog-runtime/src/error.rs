@@ -127,7 +127,9 @@ pub enum Error {
         reason: String,
     },
 
-    /// A buffer argument is too short for what the call needs.
+    /// An argument the call cannot accept, when no more specific variant fits: a
+    /// short or mismatched buffer, a malformed environment setting, a stream of a
+    /// placeholder or dropped runtime, a resource on another device.
     #[error("{what}: {reason}")]
     InvalidArgument {
         /// The call and argument.

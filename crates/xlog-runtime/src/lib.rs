@@ -43,12 +43,15 @@ mod device;
 mod driver;
 mod error;
 mod launch;
+mod panics;
 pub mod resource;
 mod runtime;
 mod stream;
 mod sync;
 #[cfg(feature = "test-switches")]
 pub mod testing;
+#[cfg(not(feature = "test-switches"))]
+mod testing;
 mod track;
 
 pub use buffer::{
@@ -66,26 +69,6 @@ pub use runtime::{Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV};
 pub use stream::{Stream, StreamId};
 pub use track::Access;
 pub use xlog_device::{DeviceCopy, ModuleImage};
-
-/// Fault and fencing hooks compiled in only with `test-switches`.
-#[cfg(feature = "test-switches")]
-macro_rules! fault_point {
-    ($site:ident, $name:literal) => {
-        crate::testing::check(crate::testing::Site::$site, $name)?
-    };
-}
-#[cfg(not(feature = "test-switches"))]
-macro_rules! fault_point {
-    ($site:ident, $name:literal) => {};
-}
-pub(crate) use fault_point;
-
-pub(crate) fn fencing_enabled() -> bool {
-    #[cfg(feature = "test-switches")]
-    return testing::fencing();
-    #[cfg(not(feature = "test-switches"))]
-    true
-}
 
 /// Items generated code refers to. Not part of the public API.
 #[doc(hidden)]

@@ -1,22 +1,24 @@
 //! [`Runtime`]: one device, one resource stack, one stream pool, one module cache.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::{DeviceCopy, ModuleImage};
+use xlog_device::{DeviceCopy, ModuleImage};
 
 use crate::buffer::{BufferCore, DeviceBuffer};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::launch::Module;
+use crate::launch::{Function, KernelHandle, Module};
+use crate::panics::PanicBoard;
 use crate::resource::{
-    AllocStats, AllocTag, AsyncResource, BudgetAdaptor, BudgetHandle, DeviceMemoryResource,
-    DirectResource, LoggingAdaptor, StatsAdaptor, StatsHandle,
+    AllocStats, AllocTag, Allocator, AsyncResource, BudgetAdaptor, BudgetHandle,
+    DeviceMemoryResource, DirectResource, LoggingAdaptor, StatsAdaptor, StatsHandle,
 };
-use crate::stream::{Stream, StreamPool};
+use crate::stream::{Stream, StreamId, StreamPool};
 use crate::sync::Unpoisoned;
 
 /// Environment variable read by [`Runtime::get`]: the budget in bytes.
@@ -33,36 +35,25 @@ pub enum Backend {
     Direct,
 }
 
-pub(crate) struct RuntimeInner {
-    pub(crate) id: u64,
-    pub(crate) device: Device,
-    pub(crate) resource: Box<dyn DeviceMemoryResource>,
+struct RuntimeInner {
+    id: u64,
+    device: Device,
+    allocator: Arc<Allocator>,
     stats: Option<StatsHandle>,
     budget: Option<BudgetHandle>,
     pool: StreamPool,
     modules: Mutex<HashMap<usize, Arc<Module>>>,
-    drop_errors: AtomicU64,
+    panics: Arc<PanicBoard>,
 }
 
 impl RuntimeInner {
-    pub(crate) fn report_drop_error(&self, doing: &str, e: &Error) {
-        self.drop_errors.fetch_add(1, Ordering::Relaxed);
-        tracing::error!(target: "xlog::runtime", runtime = self.id, "{doing} failed: {e}");
-    }
-
-    /// The first panic recorded by any module this runtime loaded.
-    pub(crate) fn recorded_panic(&self) -> Option<String> {
-        let cache = self.modules.lock_unpoisoned();
-        cache.values().find_map(|m| m.recorded_panic())
-    }
-
-    pub(crate) fn module(&self, image: &'static ModuleImage) -> Result<Arc<Module>> {
+    fn module(&self, image: &'static ModuleImage) -> Result<Arc<Module>> {
         let key = image as *const ModuleImage as usize;
         let mut cache = self.modules.lock_unpoisoned();
         if let Some(m) = cache.get(&key) {
             return Ok(m.clone());
         }
-        let m = Arc::new(Module::load_image(&self.device, image)?);
+        let m = Arc::new(Module::load_image(&self.device, image, &self.panics)?);
         cache.insert(key, m.clone());
         Ok(m)
     }
@@ -85,7 +76,7 @@ impl RuntimeInner {
 /// ```
 #[derive(Clone)]
 pub struct Runtime {
-    pub(crate) inner: Arc<RuntimeInner>,
+    inner: Arc<RuntimeInner>,
 }
 
 impl fmt::Debug for Runtime {
@@ -93,7 +84,7 @@ impl fmt::Debug for Runtime {
         f.debug_struct("Runtime")
             .field("id", &self.inner.id)
             .field("device", &self.inner.device.ordinal())
-            .field("resource", &self.inner.resource.describe())
+            .field("resource", &self.inner.allocator.resource().describe())
             .finish()
     }
 }
@@ -262,16 +253,17 @@ impl Runtime {
         budget: Option<BudgetHandle>,
         pool_size: usize,
     ) -> Runtime {
+        let id = next_runtime_id();
         Runtime {
             inner: Arc::new(RuntimeInner {
-                id: next_runtime_id(),
+                id,
                 device,
-                resource,
+                allocator: Arc::new(Allocator::new(id, resource)),
                 stats,
                 budget,
                 pool: StreamPool::new(pool_size),
                 modules: Mutex::new(HashMap::new()),
-                drop_errors: AtomicU64::new(0),
+                panics: Arc::default(),
             }),
         }
     }
@@ -296,12 +288,14 @@ impl Runtime {
         self.make_stream(self.inner.pool.next_id())
     }
 
-    fn make_stream(&self, id: crate::StreamId) -> Result<Stream> {
+    fn make_stream(&self, id: StreamId) -> Result<Stream> {
+        let owner: Arc<dyn Any + Send + Sync> = self.inner.clone();
         Stream::create(
             &self.inner.device.ctx,
             id,
             self.inner.id,
-            Arc::downgrade(&self.inner),
+            Arc::downgrade(&owner),
+            self.inner.panics.clone(),
         )
     }
 
@@ -337,10 +331,10 @@ impl Runtime {
                 len,
                 elem_size: std::mem::size_of::<T>(),
             })?;
-        let block = self.inner.resource.allocate(bytes, stream, tag)?;
+        let block = self.inner.allocator.allocate(bytes, stream, tag)?;
         let ready = stream.publish();
         Ok(DeviceBuffer::from_core(
-            BufferCore::new(block, self.inner.clone(), stream.clone(), ready),
+            BufferCore::new(block, self.inner.allocator.clone(), stream.clone(), ready),
             len,
         ))
     }
@@ -380,13 +374,13 @@ impl Runtime {
 
     /// Bytes held: live buffers plus frees not yet reaped.
     pub fn bytes_outstanding(&self) -> usize {
-        self.inner.resource.bytes_outstanding()
+        self.inner.allocator.resource().bytes_outstanding()
     }
 
     /// Synchronise the streams with pending frees; returns the bytes retired.
     pub fn reap(&self) -> Result<usize> {
         self.inner.device.bind()?;
-        self.inner.resource.reap_pending()
+        self.inner.allocator.resource().reap_pending()
     }
 
     /// Allocation statistics, if the stack keeps them.
@@ -406,12 +400,12 @@ impl Runtime {
 
     /// The resource stack's description, e.g. `budget(stats(async))`.
     pub fn describe_resource(&self) -> String {
-        self.inner.resource.describe()
+        self.inner.allocator.resource().describe()
     }
 
     /// Failures that happened inside `Drop` (each was also logged with `tracing`).
     pub fn drop_errors(&self) -> u64 {
-        self.inner.drop_errors.load(Ordering::Relaxed)
+        self.inner.allocator.drop_errors()
     }
 
     /// Load an embedded module image (cached: loaded once per runtime).
@@ -425,6 +419,7 @@ impl Runtime {
             &self.inner.device,
             name,
             ptx.as_bytes(),
+            &self.inner.panics,
         )?))
     }
 
@@ -432,5 +427,32 @@ impl Runtime {
     pub fn synchronize(&self) -> Result<()> {
         self.inner.device.bind()?;
         crate::driver::ctx_synchronize()
+    }
+}
+
+// The two lookups from a stream to its runtime live here, on top: a stream knows
+// its owner only as an opaque pointer, so the layers below never name the runtime.
+
+impl Stream {
+    /// The runtime that owns this stream.
+    pub fn runtime(&self) -> Result<Runtime> {
+        self.owner()
+            .and_then(|owner| owner.downcast::<RuntimeInner>().ok())
+            .map(|inner| Runtime { inner })
+            .ok_or_else(|| Error::InvalidArgument {
+                what: format!("{}", self.id()),
+                reason: "the stream's runtime has been dropped (or this is a host placeholder)"
+                    .into(),
+            })
+    }
+}
+
+impl KernelHandle {
+    /// The function for the runtime that owns `stream`, loading the module and
+    /// checking the ABI on first use.
+    pub fn function(&self, stream: &Stream) -> Result<std::borrow::Cow<'_, Function>> {
+        self.resolve(stream.runtime_id(), |image| {
+            stream.runtime()?.inner.module(image)
+        })
     }
 }

@@ -6,12 +6,14 @@
 //! only when it has not yet captured that point. No lock is shared by all streams:
 //! a waiter locks only the stream it waits on.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::driver::{self, Context, RawEvent, RawStream};
 use crate::error::{Error, Result};
+use crate::panics::PanicBoard;
 use crate::sync::Unpoisoned;
 use crate::track::UsePoint;
 
@@ -35,10 +37,16 @@ pub(crate) struct StreamShared {
     id: StreamId,
     runtime_id: u64,
     ctx: Option<Arc<Context>>,
-    pub(crate) runtime: Weak<crate::runtime::RuntimeInner>,
+    /// The runtime, opaque to this layer (see `Stream::runtime`).
+    owner: Weak<dyn Any + Send + Sync>,
+    /// Panic records of the modules the owner loaded.
+    panics: Option<Arc<PanicBoard>>,
     published: AtomicU64,
     fence: Mutex<Fence>,
     last_kernel: Mutex<Option<Arc<str>>>,
+    /// Address of the name in `last_kernel`, read without the lock: launches of the
+    /// same kernel in a row (the common case) skip it.
+    last_kernel_at: AtomicUsize,
 }
 
 // SAFETY: the raw stream and event handles are plain driver handles usable from any
@@ -98,7 +106,8 @@ impl Stream {
         ctx: &Arc<Context>,
         id: StreamId,
         runtime_id: u64,
-        runtime: Weak<crate::runtime::RuntimeInner>,
+        owner: Weak<dyn Any + Send + Sync>,
+        panics: Arc<PanicBoard>,
     ) -> Result<Stream> {
         ctx.bind()?;
         let raw = driver::stream_create()?;
@@ -108,13 +117,15 @@ impl Stream {
                 id,
                 runtime_id,
                 ctx: Some(ctx.clone()),
-                runtime,
+                owner,
+                panics: Some(panics),
                 published: AtomicU64::new(0),
                 fence: Mutex::new(Fence {
                     event: None,
                     captured: 0,
                 }),
                 last_kernel: Mutex::new(None),
+                last_kernel_at: AtomicUsize::new(0),
             }),
         })
     }
@@ -128,28 +139,22 @@ impl Stream {
                 id: StreamId(id),
                 runtime_id: 0,
                 ctx: None,
-                runtime: Weak::new(),
+                owner: Weak::<()>::new(),
+                panics: None,
                 published: AtomicU64::new(0),
                 fence: Mutex::new(Fence {
                     event: None,
                     captured: 0,
                 }),
                 last_kernel: Mutex::new(None),
+                last_kernel_at: AtomicUsize::new(0),
             }),
         }
     }
 
-    /// The runtime that owns this stream.
-    pub fn runtime(&self) -> Result<crate::Runtime> {
-        self.shared
-            .runtime
-            .upgrade()
-            .map(|inner| crate::Runtime { inner })
-            .ok_or_else(|| Error::InvalidArgument {
-                what: format!("{}", self.id()),
-                reason: "the stream's runtime has been dropped (or this is a host placeholder)"
-                    .into(),
-            })
+    /// The owner this stream was created for, while it is alive.
+    pub(crate) fn owner(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        self.shared.owner.upgrade()
     }
 
     /// This stream's id within its runtime.
@@ -206,11 +211,7 @@ impl Stream {
     /// module loaded by this stream's runtime recorded a panic.
     fn explain(&self, e: Error) -> Error {
         let kernel = self.shared.last_kernel.lock_unpoisoned().clone();
-        let panic = self
-            .shared
-            .runtime
-            .upgrade()
-            .and_then(|rt| rt.recorded_panic());
+        let panic = self.shared.panics.as_ref().and_then(|b| b.first());
         match (panic, kernel) {
             (Some(message), kernel) => Error::KernelPanic {
                 kernel: kernel
@@ -228,11 +229,18 @@ impl Stream {
         }
     }
 
+    /// Remember `name` as the last kernel launched here (for panic reports).
+    #[inline]
     pub(crate) fn note_kernel(&self, name: &Arc<str>) {
-        let mut last = self.shared.last_kernel.lock_unpoisoned();
-        if last.as_ref().map(|k| !Arc::ptr_eq(k, name)).unwrap_or(true) {
-            *last = Some(name.clone());
+        // The stored Arc keeps its address from being reused while it is stored,
+        // so an equal address means the same name.
+        let at = Arc::as_ptr(name).cast::<u8>() as usize;
+        if self.shared.last_kernel_at.load(Ordering::Acquire) == at {
+            return;
         }
+        let mut last = self.shared.last_kernel.lock_unpoisoned();
+        *last = Some(name.clone());
+        self.shared.last_kernel_at.store(at, Ordering::Release);
     }
 
     /// Publish a new point after tracked work was enqueued on this stream.

@@ -2,64 +2,96 @@
 //! failure points, and a switch that disables cross-stream fencing so a stress test
 //! can prove it would see the hazards fencing prevents. Never enable the feature in
 //! a build that runs real work.
+//!
+//! Without the feature only the two hooks the runtime calls are compiled:
+//! [`fault_point!`] expands to nothing and [`fencing_enabled`] is `true`.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+/// Fail here with [`Error::InjectedFault`] when a fault is pending at `$site`
+/// (feature `test-switches`); nothing otherwise.
+#[cfg(feature = "test-switches")]
+macro_rules! fault_point {
+    ($site:ident, $name:literal) => {
+        crate::testing::check(crate::testing::Site::$site, $name)?
+    };
+}
+#[cfg(not(feature = "test-switches"))]
+macro_rules! fault_point {
+    ($site:ident, $name:literal) => {};
+}
+pub(crate) use fault_point;
 
-use crate::error::{Error, Result};
-
-/// Where a fault can be injected.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Site {
-    /// The stream synchronisation of a reap.
-    Reap,
-    /// A cross-stream wait queued before a free.
-    DeallocWait,
-    /// Loading a module.
-    ModuleLoad,
-    /// `cuLaunchKernel`.
-    Launch,
+/// Whether cross-stream fencing is on: always, unless a test switched it off.
+#[inline]
+pub(crate) fn fencing_enabled() -> bool {
+    #[cfg(feature = "test-switches")]
+    return fencing();
+    #[cfg(not(feature = "test-switches"))]
+    true
 }
 
-const SITES: usize = 4;
-static PENDING: [AtomicUsize; SITES] = [const { AtomicUsize::new(0) }; SITES];
-static FENCING: AtomicBool = AtomicBool::new(true);
+#[cfg(feature = "test-switches")]
+pub use switches::*;
 
-fn index(site: Site) -> usize {
-    match site {
-        Site::Reap => 0,
-        Site::DeallocWait => 1,
-        Site::ModuleLoad => 2,
-        Site::Launch => 3,
+#[cfg(feature = "test-switches")]
+mod switches {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use crate::error::{Error, Result};
+
+    /// Where a fault can be injected.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Site {
+        /// The stream synchronisation of a reap.
+        Reap,
+        /// A cross-stream wait queued before a free.
+        DeallocWait,
+        /// Loading a module.
+        ModuleLoad,
+        /// `cuLaunchKernel`.
+        Launch,
     }
-}
 
-/// Make the next `n` passes through `site` fail with [`Error::InjectedFault`].
-pub fn inject(site: Site, n: usize) {
-    PENDING[index(site)].store(n, Ordering::SeqCst);
-}
+    const SITES: usize = 4;
+    static PENDING: [AtomicUsize; SITES] = [const { AtomicUsize::new(0) }; SITES];
+    static FENCING: AtomicBool = AtomicBool::new(true);
 
-/// Faults still pending at `site`.
-pub fn pending(site: Site) -> usize {
-    PENDING[index(site)].load(Ordering::SeqCst)
-}
+    fn index(site: Site) -> usize {
+        match site {
+            Site::Reap => 0,
+            Site::DeallocWait => 1,
+            Site::ModuleLoad => 2,
+            Site::Launch => 3,
+        }
+    }
 
-/// Turn cross-stream fencing on or off, process-wide. Off, preflight plans no
-/// waits and frees wait for nothing: work on different streams races.
-pub fn set_fencing(enabled: bool) {
-    FENCING.store(enabled, Ordering::SeqCst);
-}
+    /// Make the next `n` passes through `site` fail with [`Error::InjectedFault`].
+    pub fn inject(site: Site, n: usize) {
+        PENDING[index(site)].store(n, Ordering::SeqCst);
+    }
 
-pub(crate) fn fencing() -> bool {
-    FENCING.load(Ordering::Relaxed)
-}
+    /// Faults still pending at `site`.
+    pub fn pending(site: Site) -> usize {
+        PENDING[index(site)].load(Ordering::SeqCst)
+    }
 
-pub(crate) fn check(site: Site, name: &'static str) -> Result<()> {
-    let taken = PENDING[index(site)]
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-        .is_ok();
-    if taken {
-        Err(Error::InjectedFault { site: name })
-    } else {
-        Ok(())
+    /// Turn cross-stream fencing on or off, process-wide. Off, preflight plans no
+    /// waits and frees wait for nothing: work on different streams races.
+    pub fn set_fencing(enabled: bool) {
+        FENCING.store(enabled, Ordering::SeqCst);
+    }
+
+    pub(crate) fn fencing() -> bool {
+        FENCING.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn check(site: Site, name: &'static str) -> Result<()> {
+        let taken = PENDING[index(site)]
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if taken {
+            Err(Error::InjectedFault { site: name })
+        } else {
+            Ok(())
+        }
     }
 }

@@ -100,10 +100,13 @@ pub(crate) struct UsePoint<S> {
 
 /// Adds `point` to `points`, keeping one point per stream: the newest (a later
 /// point of a stream is ordered after its earlier ones, so it stands for them).
-pub(crate) fn keep_newest<S: PartialEq>(points: &mut Vec<UsePoint<S>>, point: UsePoint<S>) {
+pub(crate) fn keep_newest<S: PartialEq + Clone>(
+    points: &mut Vec<UsePoint<S>>,
+    point: &UsePoint<S>,
+) {
     match points.iter_mut().find(|p| p.stream == point.stream) {
         Some(p) => p.epoch = p.epoch.max(point.epoch),
-        None => points.push(point),
+        None => points.push(point.clone()),
     }
 }
 
@@ -152,7 +155,7 @@ impl<S: PartialEq + Clone> UseState<S> {
 
     /// Fold the point of completed-enqueue work, preflighted against `planned`
     /// (the version it saw), into the state.
-    pub(crate) fn commit(&mut self, access: Access, point: UsePoint<S>, planned: u64) {
+    pub(crate) fn commit(&mut self, access: Access, point: &UsePoint<S>, planned: u64) {
         if access.writes() {
             if planned == self.version {
                 // The work waited on every point there is (or follows it on its own
@@ -166,7 +169,7 @@ impl<S: PartialEq + Clone> UseState<S> {
                 self.writes.retain(|p| !subsumed(p));
                 self.reads.retain(|p| !subsumed(p));
             }
-            self.writes.push(point);
+            self.writes.push(point.clone());
         } else {
             keep_newest(&mut self.reads, point);
         }
@@ -216,7 +219,7 @@ mod tests {
     impl Seq for UseState<u32> {
         fn seq(&mut self, a: Access, p: UsePoint<u32>) {
             let v = self.version();
-            self.commit(a, p, v);
+            self.commit(a, &p, v);
         }
     }
 
@@ -278,8 +281,8 @@ mod tests {
         // Two writers (disjoint views, two threads) both preflight against v0.
         let mut s = UseState::ready_at(p(0, 1));
         let v = s.version();
-        s.commit(Access::Write, p(1, 5), v);
-        s.commit(Access::Write, p(2, 3), v);
+        s.commit(Access::Write, &p(1, 5), v);
+        s.commit(Access::Write, &p(2, 3), v);
         // The second commit must not drop the first writer's point.
         assert_eq!(waits(&s, Access::Read, 3), vec![p(1, 5), p(2, 3)]);
         assert_eq!(
@@ -296,8 +299,8 @@ mod tests {
     fn a_read_committed_during_a_write_is_kept() {
         let mut s = UseState::ready_at(p(0, 1));
         let v = s.version();
-        s.commit(Access::Read, p(1, 4), v); // a reader of another half commits first
-        s.commit(Access::Write, p(2, 6), v); // the writer planned before that read
+        s.commit(Access::Read, &p(1, 4), v); // a reader of another half commits first
+        s.commit(Access::Write, &p(2, 6), v); // the writer planned before that read
         assert_eq!(waits(&s, Access::Write, 3), vec![p(0, 1), p(2, 6), p(1, 4)]);
     }
 
@@ -305,8 +308,8 @@ mod tests {
     fn same_stream_earlier_points_are_subsumed_even_when_concurrent() {
         let mut s = UseState::ready_at(p(0, 1));
         let v = s.version();
-        s.commit(Access::Write, p(1, 5), v);
-        s.commit(Access::Write, p(1, 7), v);
+        s.commit(Access::Write, &p(1, 5), v);
+        s.commit(Access::Write, &p(1, 7), v);
         assert_eq!(waits(&s, Access::Write, 2), vec![p(1, 7)]);
     }
 

@@ -7,7 +7,8 @@ use std::time::Instant;
 use saxpy_kernels::{saxpy, square};
 use xlog::prelude::*;
 
-fn run() -> xlog::Result<()> {
+/// Runs the example; returns how many results differ from the CPU reference.
+fn run() -> xlog::Result<usize> {
     let n = 1 << 24;
     let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
     let y0: Vec<f32> = (0..n).map(|i| (i % 777) as f32).collect();
@@ -58,21 +59,18 @@ fn run() -> xlog::Result<()> {
         rt.bytes_outstanding(),
         rt.describe_resource()
     );
-    if bad == 0 {
-        Ok(())
-    } else {
-        Err(xlog::Error::InvalidArgument {
-            what: "saxpy example".into(),
-            reason: format!("{bad} elements differ from the CPU reference"),
-        })
-    }
+    Ok(bad)
 }
 
 fn main() -> ExitCode {
     match run() {
-        Ok(()) => {
+        Ok(0) => {
             println!("ok: the GPU result matches the CPU");
             ExitCode::SUCCESS
+        }
+        Ok(bad) => {
+            eprintln!("error: {bad} elements differ from the CPU reference");
+            ExitCode::FAILURE
         }
         Err(e @ (xlog::Error::NoDriver | xlog::Error::DeviceOutOfRange { .. })) => {
             eprintln!("error: this example needs an NVIDIA GPU: {e}");

@@ -5,22 +5,21 @@ use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::ModuleImage;
 use xlog_device::abi::{self, AbiDifference};
-use xlog_device::panic::{PanicRecord, PANIC_SINK_SYMBOL};
+use xlog_device::panic::PANIC_SINK_SYMBOL;
+use xlog_device::ModuleImage;
 
 use crate::device::Device;
 use crate::driver::{self, RawFunction, RawModule};
 use crate::error::{Error, Result};
-use crate::stream::Stream;
+use crate::panics::{PanicBoard, RecordSlot};
 use crate::sync::Unpoisoned;
 
 struct LoadedModule {
     raw: RawModule,
     device: Device,
-    /// Mapped host memory the module's panic handler writes into (see
-    /// `xlog_device::panic`), when the module has a panic sink.
-    panic_record: Option<*mut u8>,
+    /// The record the module's panic handler writes into, when it has a sink.
+    panic_record: Option<Arc<RecordSlot>>,
 }
 
 // SAFETY: module handles are plain driver handles, usable from any thread with the
@@ -32,13 +31,6 @@ unsafe impl Sync for LoadedModule {}
 impl Drop for LoadedModule {
     fn drop(&mut self) {
         if self.device.bind().is_ok() {
-            if let Some(record) = self.panic_record.take() {
-                // SAFETY: the record was allocated at load; the module (its only
-                // writer) is unloaded right after, with no kernel of it running.
-                if let Err(e) = unsafe { driver::host_free(record) } {
-                    tracing::error!(target: "xlog::module", "freeing a panic record failed: {e}");
-                }
-            }
             // SAFETY: the last function referring to this module is gone (each holds an Arc).
             if let Err(e) = unsafe { driver::module_unload(self.raw) } {
                 tracing::error!(target: "xlog::module", "cuModuleUnload failed: {e}");
@@ -61,9 +53,15 @@ impl fmt::Debug for Module {
 }
 
 impl Module {
-    /// Load PTX text or a cubin image.
-    pub(crate) fn load(device: &Device, name: &str, image: &[u8]) -> Result<Module> {
-        crate::fault_point!(ModuleLoad, "cuModuleLoadData");
+    /// Load PTX text or a cubin image, pinning its panic record (if it has a
+    /// panic sink) on `board`.
+    pub(crate) fn load(
+        device: &Device,
+        name: &str,
+        image: &[u8],
+        board: &PanicBoard,
+    ) -> Result<Module> {
+        crate::testing::fault_point!(ModuleLoad, "cuModuleLoadData");
         device.bind()?;
         let mut owned;
         let bytes = if image.starts_with(b"\x7fELF") || image.ends_with(&[0]) {
@@ -90,7 +88,10 @@ impl Module {
             .windows(PANIC_SINK_SYMBOL.len())
             .any(|w| w == PANIC_SINK_SYMBOL.as_bytes())
         {
-            loaded.panic_record = install_panic_record(&loaded)?;
+            loaded.panic_record = RecordSlot::install(device, loaded.raw)?;
+            if let Some(slot) = &loaded.panic_record {
+                board.pin(slot.clone());
+            }
         }
         Ok(Module {
             loaded: Arc::new(loaded),
@@ -101,13 +102,18 @@ impl Module {
 
     /// Pick the best image for `device` from a [`ModuleImage`]: a cubin built for
     /// its exact architecture, else the PTX.
-    pub(crate) fn load_image(device: &Device, image: &ModuleImage) -> Result<Module> {
+    pub(crate) fn load_image(
+        device: &Device,
+        image: &ModuleImage,
+        board: &PanicBoard,
+    ) -> Result<Module> {
         let (major, minor) = device.info().compute_capability;
         let arch = format!("sm_{major}{minor}");
-        match image.cubins().iter().find(|(a, _)| *a == arch) {
-            Some((_, cubin)) => Module::load(device, image.name(), cubin),
-            None => Module::load(device, image.name(), image.ptx().as_bytes()),
-        }
+        let bytes = match image.cubins().iter().find(|(a, _)| *a == arch) {
+            Some((_, cubin)) => *cubin,
+            None => image.ptx().as_bytes(),
+        };
+        Module::load(device, image.name(), bytes, board)
     }
 
     /// The module's name.
@@ -142,12 +148,7 @@ impl Module {
     /// The panic a kernel of this module recorded, if any: `kernel panicked at
     /// file:line:col (block .., thread ..): message`.
     pub fn recorded_panic(&self) -> Option<String> {
-        let record = self.loaded.panic_record?;
-        // SAFETY: the record is mapped host memory of the right size, alive while the
-        // module is; the device writes it only before trapping, so a volatile read
-        // sees either the empty state or the complete record.
-        let rec = unsafe { std::ptr::read_volatile(record.cast::<PanicRecord>()) };
-        rec.is_complete().then(|| rec.to_string())
+        self.loaded.panic_record.as_ref()?.read()
     }
 
     /// Address and size of the module global `name`, if defined.
@@ -156,25 +157,6 @@ impl Module {
         // SAFETY: the module is loaded on this device's context, bound above.
         unsafe { driver::module_global(self.loaded.raw, name) }
     }
-}
-
-/// Point the module's panic sink at a fresh mapped record, when it has one.
-fn install_panic_record(m: &LoadedModule) -> Result<Option<*mut u8>> {
-    // SAFETY: the module is loaded on the bound context.
-    let Some((sink, size)) = (unsafe { driver::module_global(m.raw, PANIC_SINK_SYMBOL) })? else {
-        return Ok(None);
-    };
-    if size != 8 {
-        return Ok(None);
-    }
-    let (host, dev) = driver::host_alloc_mapped(std::mem::size_of::<PanicRecord>())?;
-    // SAFETY: `sink` is the module's 8-byte global, unused until a kernel runs.
-    if let Err(e) = unsafe { driver::memcpy_htod_sync(sink, &dev.to_ne_bytes()) } {
-        // SAFETY: nothing refers to the record yet.
-        let _ = unsafe { driver::host_free(host) };
-        return Err(e);
-    }
-    Ok(Some(host))
 }
 
 struct FunctionInner {
@@ -323,27 +305,23 @@ impl KernelHandle {
         })
     }
 
-    /// The function for the runtime that owns `stream`, loading the module and
-    /// checking the ABI on first use.
-    pub fn function(&self, stream: &Stream) -> Result<std::borrow::Cow<'_, Function>> {
-        let rt = stream.runtime_id();
-        let slot = &self.slots[(rt % self.slots.len() as u64) as usize];
+    /// The function for runtime `runtime_id`: the cached one, or the one `load`
+    /// gives for this kernel's image after the ABI check (then cached).
+    /// `KernelHandle::function`, beside the runtime, supplies `load`.
+    pub(crate) fn resolve(
+        &self,
+        runtime_id: u64,
+        load: impl FnOnce(&'static ModuleImage) -> Result<Arc<Module>>,
+    ) -> Result<std::borrow::Cow<'_, Function>> {
+        let slot = &self.slots[(runtime_id % self.slots.len() as u64) as usize];
         if let Some((id, f)) = slot.get() {
-            if *id == rt {
+            if *id == runtime_id {
                 return Ok(std::borrow::Cow::Borrowed(f));
             }
         }
         self.check_abi()?;
-        let runtime = stream
-            .shared
-            .runtime
-            .upgrade()
-            .ok_or_else(|| Error::InvalidArgument {
-                what: format!("launching `{}`", self.name),
-                reason: "the stream's runtime has been dropped".into(),
-            })?;
-        let f = runtime.module(self.image)?.function(self.name)?;
-        let _ = slot.set((rt, f.clone()));
+        let f = load(self.image)?.function(self.name)?;
+        let _ = slot.set((runtime_id, f.clone()));
         Ok(std::borrow::Cow::Owned(f))
     }
 }

@@ -40,7 +40,7 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::DeviceCopy;
+use xlog_device::DeviceCopy;
 
 use crate::buffer::{ArgRef, BufferCore, ForeignBuffer, ReadBuffer, WriteBuffer};
 use crate::driver::{self, RawStream};
@@ -186,7 +186,7 @@ impl<'a> LaunchRecorder<'a, Recording> {
         // The ready points of foreign buffers accepted with `skip_untracked`.
         for p in self.waits.drain(..) {
             if p.stream != *self.stream {
-                keep_newest(&mut waits, p);
+                keep_newest(&mut waits, &p);
             }
         }
         for (_, access, core, version) in self.entries.iter_mut() {
@@ -200,18 +200,14 @@ impl<'a> LaunchRecorder<'a, Recording> {
                     expected_device: self.stream.device_ordinal(),
                 });
             }
-            if !core.runtime.resource.tracks_streams() {
-                return Err(Error::UntrackableResource {
-                    resource: core.runtime.resource.describe(),
-                });
-            }
+            core.allocator.require_stream_tracking()?;
             let state = core.track.lock_unpoisoned();
             *version = state.version();
             for p in state.waits(access, self.stream) {
-                keep_newest(&mut waits, p.clone());
+                keep_newest(&mut waits, p);
             }
         }
-        if !crate::fencing_enabled() {
+        if !crate::testing::fencing_enabled() {
             waits.clear();
         }
         Ok(LaunchRecorder {
@@ -289,7 +285,7 @@ impl<'a> LaunchRecorder<'a, Preflighted> {
         config.validate(func.device().info(), func.name())?;
         self.stream.bind()?;
         func.ensure_dynamic_shared(config.shared_bytes)?;
-        crate::fault_point!(Launch, "cuLaunchKernel");
+        crate::testing::fault_point!(Launch, "cuLaunchKernel");
         for w in &self.waits {
             self.stream.wait_for(w)?;
         }
@@ -337,9 +333,7 @@ impl<'a> LaunchRecorder<'a, Preflighted> {
     fn commit(self) -> Committed {
         let point = self.stream.publish();
         for &(_, access, core, planned) in &self.entries {
-            core.track
-                .lock_unpoisoned()
-                .commit(access, point.clone(), planned);
+            core.track.lock_unpoisoned().commit(access, &point, planned);
         }
         Committed { epoch: point.epoch }
     }

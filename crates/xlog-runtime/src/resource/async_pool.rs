@@ -1,7 +1,7 @@
 //! [`AsyncResource`]: stream-ordered allocation with `cuMemAllocAsync` /
 //! `cuMemFreeAsync` from the device's default memory pool.
 
-use super::{AllocTag, DeviceBlock, DeviceMemoryResource, LiveBlocks, PendingFrees};
+use super::{AllocTag, DeviceBlock, DeviceMemoryResource, Ledger};
 use crate::device::Device;
 use crate::driver;
 use crate::error::{Error, Result};
@@ -16,8 +16,7 @@ use crate::stream::Stream;
 /// [`reap_pending`]: DeviceMemoryResource::reap_pending
 pub struct AsyncResource {
     device: Device,
-    live: LiveBlocks,
-    pending: PendingFrees,
+    ledger: Ledger,
 }
 
 impl AsyncResource {
@@ -35,8 +34,7 @@ impl AsyncResource {
         device.ctx.retain_pool_memory()?;
         Ok(AsyncResource {
             device: device.clone(),
-            live: LiveBlocks::default(),
-            pending: PendingFrees::default(),
+            ledger: Ledger::default(),
         })
     }
 
@@ -65,7 +63,7 @@ unsafe impl DeviceMemoryResource for AsyncResource {
         let ptr = unsafe { driver::mem_alloc_async(bytes, stream.raw()) }
             .map_err(|e| e.while_(|| format!("allocating {bytes} bytes tagged `{tag}`")))?;
         let block = DeviceBlock::new(self.device.ordinal(), ptr, bytes, tag);
-        self.live.insert(&block);
+        self.ledger.open(&block);
         Ok(block)
     }
 
@@ -74,15 +72,14 @@ unsafe impl DeviceMemoryResource for AsyncResource {
             return Ok(());
         }
         self.check_stream(stream)?;
-        self.live.remove(&block)?;
         self.device.bind()?;
+        self.ledger.close_pending(&block, stream)?;
         // SAFETY: the block was live in this resource (checked just above) and the
         // caller ordered every use before the tail of `stream`.
         if let Err(e) = unsafe { driver::mem_free_async(block.ptr(), stream.raw()) } {
-            self.live.restore(&block);
+            self.ledger.reopen_pending(&block, stream);
             return Err(e);
         }
-        self.pending.add(stream, block.bytes());
         Ok(())
     }
 
@@ -91,12 +88,12 @@ unsafe impl DeviceMemoryResource for AsyncResource {
     }
 
     fn bytes_outstanding(&self) -> usize {
-        self.live.bytes() + self.pending.bytes()
+        self.ledger.outstanding()
     }
 
     fn reap_pending(&self) -> Result<usize> {
-        self.pending.reap_with(|s| {
-            crate::fault_point!(Reap, "the stream synchronisation of a reap");
+        self.ledger.reap_with(|s| {
+            crate::testing::fault_point!(Reap, "the stream synchronisation of a reap");
             s.synchronize()
         })
     }
@@ -113,6 +110,6 @@ unsafe impl DeviceMemoryResource for AsyncResource {
 impl AsyncResource {
     /// Whether `id` is a block this resource currently has live.
     pub fn is_live(&self, id: super::BlockId) -> bool {
-        self.live.contains(id)
+        self.ledger.contains(id)
     }
 }

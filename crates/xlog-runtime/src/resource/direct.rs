@@ -1,7 +1,7 @@
 //! [`DirectResource`]: synchronous `cuMemAlloc` / `cuMemFree`, the backend for
 //! compute-sanitizer runs (no pool hides an out-of-bounds access).
 
-use super::{AllocTag, DeviceBlock, DeviceMemoryResource, LiveBlocks};
+use super::{AllocTag, DeviceBlock, DeviceMemoryResource, Ledger};
 use crate::device::Device;
 use crate::driver;
 use crate::error::{Error, Result};
@@ -13,7 +13,7 @@ use crate::stream::Stream;
 /// applies: tracking belongs to buffers, not to the backend.
 pub struct DirectResource {
     device: Device,
-    live: LiveBlocks,
+    ledger: Ledger,
 }
 
 impl DirectResource {
@@ -21,7 +21,7 @@ impl DirectResource {
     pub fn new(device: &Device) -> DirectResource {
         DirectResource {
             device: device.clone(),
-            live: LiveBlocks::default(),
+            ledger: Ledger::default(),
         }
     }
 }
@@ -36,7 +36,7 @@ unsafe impl DeviceMemoryResource for DirectResource {
         let ptr = driver::mem_alloc(bytes)
             .map_err(|e| e.while_(|| format!("allocating {bytes} bytes tagged `{tag}`")))?;
         let block = DeviceBlock::new(self.device.ordinal(), ptr, bytes, tag);
-        self.live.insert(&block);
+        self.ledger.open(&block);
         Ok(block)
     }
 
@@ -50,17 +50,17 @@ unsafe impl DeviceMemoryResource for DirectResource {
                 reason: format!("{} is a host placeholder, not a CUDA stream", stream.id()),
             });
         }
-        self.live.remove(&block)?;
+        self.ledger.close(&block)?;
         // Every use is ordered before the tail of `stream`: once it drains, no work
         // touches the block and the synchronous free is safe.
         if let Err(e) = stream.synchronize() {
-            self.live.restore(&block);
+            self.ledger.reopen(&block);
             return Err(e);
         }
         // SAFETY: the block is ours (removed from the live set above) and the stream
         // that orders all its uses has drained.
         if let Err(e) = unsafe { driver::mem_free(block.ptr()) } {
-            self.live.restore(&block);
+            self.ledger.reopen(&block);
             return Err(e);
         }
         Ok(())
@@ -71,7 +71,7 @@ unsafe impl DeviceMemoryResource for DirectResource {
     }
 
     fn bytes_outstanding(&self) -> usize {
-        self.live.bytes()
+        self.ledger.outstanding()
     }
 
     fn reap_pending(&self) -> Result<usize> {

@@ -4,7 +4,7 @@
 use std::alloc::Layout;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{AllocTag, DeviceBlock, DeviceMemoryResource, LiveBlocks, PendingFrees};
+use super::{AllocTag, DeviceBlock, DeviceMemoryResource, Ledger};
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 
@@ -20,8 +20,7 @@ const ALIGN: usize = 256;
 #[derive(Default)]
 pub struct HostResource {
     device: u32,
-    live: LiveBlocks,
-    pending: PendingFrees,
+    ledger: Ledger,
     fail_allocations: AtomicUsize,
     fail_reaps: AtomicUsize,
 }
@@ -76,7 +75,7 @@ unsafe impl DeviceMemoryResource for HostResource {
             });
         }
         let block = DeviceBlock::new(self.device, ptr as u64, bytes, tag);
-        self.live.insert(&block);
+        self.ledger.open(&block);
         Ok(block)
     }
 
@@ -84,13 +83,12 @@ unsafe impl DeviceMemoryResource for HostResource {
         if block.bytes() == 0 {
             return Ok(());
         }
-        self.live.remove(&block)?;
+        self.ledger.close_pending(&block, stream)?;
         let layout =
             Layout::from_size_align(block.bytes(), ALIGN).expect("validated at allocation");
         // SAFETY: the block was live in this resource, so it came from `alloc` with
         // this layout and is freed once.
         unsafe { std::alloc::dealloc(block.ptr() as *mut u8, layout) };
-        self.pending.add(stream, block.bytes());
         Ok(())
     }
 
@@ -99,11 +97,11 @@ unsafe impl DeviceMemoryResource for HostResource {
     }
 
     fn bytes_outstanding(&self) -> usize {
-        self.live.bytes() + self.pending.bytes()
+        self.ledger.outstanding()
     }
 
     fn reap_pending(&self) -> Result<usize> {
-        self.pending.reap_with(|_| {
+        self.ledger.reap_with(|_| {
             if Self::take_fault(&self.fail_reaps) {
                 Err(Error::InjectedFault {
                     site: "HostResource::reap_pending",

@@ -24,13 +24,13 @@
 //! - A block whose memory was freed is stale: presenting it again is refused with
 //!   [`Error::StaleBlock`](crate::Error::StaleBlock) and changes nothing.
 
+mod allocator;
 mod async_pool;
 mod budget;
 mod direct;
 mod host;
-mod live;
+mod ledger;
 mod logging;
-mod pending;
 mod stats;
 
 pub use async_pool::AsyncResource;
@@ -40,8 +40,8 @@ pub use host::HostResource;
 pub use logging::LoggingAdaptor;
 pub use stats::{AllocStats, StatsAdaptor, StatsHandle};
 
-pub(crate) use live::LiveBlocks;
-pub(crate) use pending::PendingFrees;
+pub(crate) use allocator::Allocator;
+pub(crate) use ledger::Ledger;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

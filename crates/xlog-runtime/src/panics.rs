@@ -1,0 +1,93 @@
+//! Device panic records, and the board a runtime's streams read them from.
+//!
+//! A module built with a panic sink (see `xlog_device::panic`) has its kernels
+//! write their first panic into mapped host memory before they trap. Loading such a
+//! module allocates that record and pins it on the runtime's [`PanicBoard`]; a
+//! stream whose synchronisation fails reads the board to name the panic. The board
+//! sits below streams and modules, so neither needs to know the runtime.
+
+use std::sync::{Arc, Mutex};
+
+use xlog_device::panic::{PanicRecord, PANIC_SINK_SYMBOL};
+
+use crate::device::Device;
+use crate::driver::{self, RawModule};
+use crate::error::Result;
+use crate::sync::Unpoisoned;
+
+/// One module's panic record: mapped host memory its kernels write into.
+pub(crate) struct RecordSlot {
+    host: *mut u8,
+    device: Device,
+}
+
+// SAFETY: `host` is page-locked memory owned by the slot; the host only reads it
+// (volatile) and frees it once, on drop.
+unsafe impl Send for RecordSlot {}
+// SAFETY: as above; concurrent volatile reads of device-written memory are fine.
+unsafe impl Sync for RecordSlot {}
+
+impl RecordSlot {
+    /// Point the sink of `module` (loaded on `device`, bound) at a fresh record,
+    /// when the module has one.
+    pub(crate) fn install(device: &Device, module: RawModule) -> Result<Option<Arc<RecordSlot>>> {
+        // SAFETY: the module is loaded on the bound context.
+        let Some((sink, size)) = (unsafe { driver::module_global(module, PANIC_SINK_SYMBOL) })?
+        else {
+            return Ok(None);
+        };
+        if size != 8 {
+            return Ok(None);
+        }
+        let (host, dev) = driver::host_alloc_mapped(std::mem::size_of::<PanicRecord>())?;
+        let slot = RecordSlot {
+            host,
+            device: device.clone(),
+        };
+        // SAFETY: `sink` is the module's 8-byte global, unused until a kernel runs.
+        unsafe { driver::memcpy_htod_sync(sink, &dev.to_ne_bytes()) }?;
+        Ok(Some(Arc::new(slot)))
+    }
+
+    /// The recorded panic, if a kernel wrote one: `kernel panicked at
+    /// file:line:col (block .., thread ..): message`.
+    pub(crate) fn read(&self) -> Option<String> {
+        // SAFETY: the record is mapped host memory of the right size, alive while
+        // `self` is; the device writes it only before trapping, so a volatile read
+        // sees either the empty state or the complete record.
+        let rec = unsafe { std::ptr::read_volatile(self.host.cast::<PanicRecord>()) };
+        rec.is_complete().then(|| rec.to_string())
+    }
+}
+
+impl Drop for RecordSlot {
+    fn drop(&mut self) {
+        if self.device.bind().is_err() {
+            return;
+        }
+        // SAFETY: allocated in `install`; the last holder is going away, and the
+        // module that could write it is unloaded or never ran a kernel since
+        // (modules hold their slot until they are unloaded).
+        if let Err(e) = unsafe { driver::host_free(self.host) } {
+            tracing::error!(target: "xlog::module", "freeing a panic record failed: {e}");
+        }
+    }
+}
+
+/// The panic records of every module one runtime loaded.
+#[derive(Default)]
+pub(crate) struct PanicBoard {
+    slots: Mutex<Vec<Arc<RecordSlot>>>,
+}
+
+impl PanicBoard {
+    /// Keep `slot` readable for as long as the board lives.
+    pub(crate) fn pin(&self, slot: Arc<RecordSlot>) {
+        self.slots.lock_unpoisoned().push(slot);
+    }
+
+    /// The first panic recorded by any pinned module.
+    pub(crate) fn first(&self) -> Option<String> {
+        self.slots.lock_unpoisoned().iter().find_map(|s| s.read())
+    }
+}

@@ -1,0 +1,292 @@
+//! The books of one backend: the blocks it has handed out, and the bytes freed on
+//! each stream that no reap has retired yet, under one lock.
+//!
+//! One lock, taken once per allocation and once per free, keeps the two counts in
+//! step and the allocation path short: a block moves from live to pending in a
+//! single step, so `outstanding` never sees it in both or in neither.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Mutex;
+
+use super::{BlockId, DeviceBlock};
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+use crate::sync::Unpoisoned;
+
+/// Device addresses are already well spread; a multiplicative hash is enough and
+/// keeps the allocation path cheap.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher>>;
+
+#[derive(Default)]
+struct Books {
+    /// Live blocks by address: identity and size.
+    live: AddressMap<(BlockId, usize)>,
+    live_bytes: usize,
+    /// Bytes freed per stream, not yet retired by a reap. A handful of streams at
+    /// most: a vector beats a hash map here.
+    pending: Vec<(Stream, usize)>,
+    pending_bytes: usize,
+}
+
+impl Books {
+    /// Take `block` out of the live set if it is the live block at its address;
+    /// refuse a stale or forged handle without changing anything.
+    fn close(&mut self, block: &DeviceBlock) -> Result<()> {
+        match self.live.get(&block.ptr()) {
+            Some((id, bytes)) if *id == block.id() && *bytes == block.bytes() => {
+                self.live.remove(&block.ptr());
+                self.live_bytes -= block.bytes();
+                Ok(())
+            }
+            _ => Err(Error::StaleBlock {
+                ptr: block.ptr(),
+                generation: block.id().generation.0,
+            }),
+        }
+    }
+
+    fn open(&mut self, block: &DeviceBlock) {
+        self.live.insert(block.ptr(), (block.id(), block.bytes()));
+        self.live_bytes += block.bytes();
+    }
+
+    fn add_pending(&mut self, stream: &Stream, bytes: usize) {
+        if bytes > 0 {
+            self.requeue(stream, bytes);
+            self.pending_bytes += bytes;
+        }
+    }
+
+    /// Queue `bytes` on `stream` without counting them (they already are).
+    fn requeue(&mut self, stream: &Stream, bytes: usize) {
+        match self.pending.iter_mut().find(|(s, _)| s == stream) {
+            Some((_, b)) => *b += bytes,
+            None => self.pending.push((stream.clone(), bytes)),
+        }
+    }
+}
+
+/// Live blocks and pending frees of one backend (see the module docs).
+#[derive(Default)]
+pub(crate) struct Ledger {
+    books: Mutex<Books>,
+}
+
+impl Ledger {
+    /// Record a block just handed out.
+    pub(crate) fn open(&self, block: &DeviceBlock) {
+        if block.bytes() > 0 {
+            self.books.lock_unpoisoned().open(block);
+        }
+    }
+
+    /// Remove `block` from the live set before freeing it synchronously.
+    pub(crate) fn close(&self, block: &DeviceBlock) -> Result<()> {
+        if block.bytes() == 0 {
+            return Ok(());
+        }
+        self.books.lock_unpoisoned().close(block)
+    }
+
+    /// Move `block` from live to pending on `stream`, before queuing its free there.
+    pub(crate) fn close_pending(&self, block: &DeviceBlock, stream: &Stream) -> Result<()> {
+        if block.bytes() == 0 {
+            return Ok(());
+        }
+        let mut books = self.books.lock_unpoisoned();
+        books.close(block)?;
+        books.add_pending(stream, block.bytes());
+        Ok(())
+    }
+
+    /// Put a block back after its synchronous free failed.
+    pub(crate) fn reopen(&self, block: &DeviceBlock) {
+        self.open(block);
+    }
+
+    /// Undo [`close_pending`](Self::close_pending) after queuing the free failed.
+    pub(crate) fn reopen_pending(&self, block: &DeviceBlock, stream: &Stream) {
+        if block.bytes() == 0 {
+            return;
+        }
+        let mut books = self.books.lock_unpoisoned();
+        // A reap running in between may hold the stream's entry (then the bytes
+        // stay counted as pending until it retires them: conservative, never low).
+        if let Some((_, b)) = books.pending.iter_mut().find(|(s, _)| s == stream) {
+            let undone = (*b).min(block.bytes());
+            *b -= undone;
+            books.pending_bytes -= undone;
+        }
+        books.open(block);
+    }
+
+    /// Live bytes plus freed bytes not yet retired.
+    pub(crate) fn outstanding(&self) -> usize {
+        let books = self.books.lock_unpoisoned();
+        books.live_bytes + books.pending_bytes
+    }
+
+    /// Whether `id` is the block live at its address.
+    pub(crate) fn contains(&self, id: BlockId) -> bool {
+        self.books
+            .lock_unpoisoned()
+            .live
+            .get(&id.ptr)
+            .map(|(live, _)| *live == id)
+            .unwrap_or(false)
+    }
+
+    /// Retire pending frees: `sync` each stream that has some (outside the lock),
+    /// stopping at the first failure, whose stream and the rest stay pending.
+    /// Returns the bytes retired.
+    pub(crate) fn reap_with(&self, mut sync: impl FnMut(&Stream) -> Result<()>) -> Result<usize> {
+        let drained = std::mem::take(&mut self.books.lock_unpoisoned().pending);
+        let mut retired = 0usize;
+        let mut iter = drained.into_iter();
+        let mut failure = None;
+        for (stream, bytes) in iter.by_ref() {
+            match sync(&stream) {
+                Ok(()) => retired += bytes,
+                Err(e) => {
+                    failure = Some((e, stream, bytes));
+                    break;
+                }
+            }
+        }
+        // Bytes stop counting only once their stream is known to have drained.
+        let mut books = self.books.lock_unpoisoned();
+        books.pending_bytes -= retired;
+        match failure {
+            None => Ok(retired),
+            Some((e, stream, bytes)) => {
+                for (s, b) in std::iter::once((stream, bytes)).chain(iter) {
+                    books.requeue(&s, b);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn add_pending(&self, stream: &Stream, bytes: usize) {
+        self.books.lock_unpoisoned().add_pending(stream, bytes);
+    }
+
+    #[cfg(test)]
+    fn per_stream_total(&self) -> usize {
+        let books = self.books.lock_unpoisoned();
+        books.pending.iter().map(|(_, b)| *b).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::error::Error;
+
+    fn streams(n: u32) -> Vec<Stream> {
+        (0..n).map(Stream::host_placeholder).collect()
+    }
+
+    #[test]
+    fn reap_retires_everything_when_every_sync_succeeds() {
+        let p = Ledger::default();
+        let s = streams(3);
+        p.add_pending(&s[0], 10);
+        p.add_pending(&s[1], 20);
+        p.add_pending(&s[0], 5);
+        p.add_pending(&s[2], 0);
+        assert_eq!(p.outstanding(), 35);
+        assert_eq!(p.reap_with(|_| Ok(())).unwrap(), 35);
+        assert_eq!(p.outstanding(), 0);
+        assert_eq!(p.per_stream_total(), 0);
+    }
+
+    #[test]
+    fn reap_failure_restores_the_unsynchronised_entries() {
+        let p = Ledger::default();
+        let s = streams(4);
+        for (i, st) in s.iter().enumerate() {
+            p.add_pending(st, 100 * (i + 1));
+        }
+        let mut calls = 0;
+        let err = p
+            .reap_with(|_| {
+                calls += 1;
+                if calls == 2 {
+                    Err(Error::InjectedFault { site: "reap" })
+                } else {
+                    Ok(())
+                }
+            })
+            .unwrap_err();
+        assert!(matches!(err, Error::InjectedFault { .. }));
+        // Exactly one stream was synchronised; the rest are still counted and queued.
+        let remaining = p.outstanding();
+        assert!((600..1000).contains(&remaining), "{remaining}");
+        assert_eq!(p.per_stream_total(), remaining);
+        // The next reap retries them all.
+        let retired = p.reap_with(|_| Ok(())).unwrap();
+        assert_eq!(retired, remaining);
+        assert_eq!(p.outstanding(), 0);
+    }
+
+    #[test]
+    fn frees_racing_reaps_are_never_split_or_lost() {
+        use std::sync::Arc;
+        let p = Arc::new(Ledger::default());
+        let s = streams(8);
+        let total_added = AtomicUsize::new(0);
+        let total_reaped = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for t in 0..4usize {
+                let p = &p;
+                let s = &s;
+                let total_added = &total_added;
+                scope.spawn(move || {
+                    for i in 0..2000usize {
+                        let b = 1 + (i * 7 + t) % 64;
+                        p.add_pending(&s[(i + t) % 8], b);
+                        total_added.fetch_add(b, Ordering::Relaxed);
+                    }
+                });
+            }
+            for _ in 0..2 {
+                let p = &p;
+                let total_reaped = &total_reaped;
+                scope.spawn(move || {
+                    for _ in 0..500 {
+                        let n = p.reap_with(|_| Ok(())).unwrap();
+                        total_reaped.fetch_add(n, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        let last = p.reap_with(|_| Ok(())).unwrap();
+        assert_eq!(
+            total_reaped.load(Ordering::Relaxed) + last,
+            total_added.load(Ordering::Relaxed)
+        );
+        assert_eq!(p.outstanding(), 0);
+    }
+}
