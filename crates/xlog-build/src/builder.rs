@@ -5,7 +5,9 @@
 //! 1. read the build-script environment and decide whether to build at all
 //!    (`out_dir_if_building`);
 //! 2. resolve the kernel crate: its directory, manifest, lib name and module owner
-//!    (`resolve_kernel_crate`), or write a stub module instead (`output::write_stub`);
+//!    (`resolve_kernel_crate`); check that the crate running the build script calls
+//!    `xlog::kernel_module!()` when it declares kernels (`module_call::check`), before
+//!    anything slow; or write a stub module instead (`output::write_stub`);
 //! 3. resolve the settings and the device target directory (`resolve_settings`,
 //!    `device_target_dir` in the `settings` module), then the toolchain;
 //! 4. compile the crate for the device (`compile::compile_crate`);
@@ -24,6 +26,7 @@ use crate::abi::{self, KernelAbi};
 use crate::compile;
 use crate::error::{io_error, Error};
 use crate::link::{self, LinkInputs, LlvmOptions};
+use crate::module_call;
 use crate::output;
 use crate::settings::{EnvReader, Settings, DEFAULT_ARCH, ENV_KNOBS};
 use crate::toolchain::{Toolchain, PINNED_TOOLCHAIN};
@@ -238,6 +241,7 @@ impl Builder {
             return Ok(None);
         };
         let krate = self.resolve_kernel_crate()?;
+        check_module_call(&krate)?;
         if stub_requested() {
             return output::write_stub(&out_dir, &krate.owner).map(Some);
         }
@@ -332,6 +336,16 @@ fn out_dir_if_building() -> Result<Option<PathBuf>, Error> {
         return Ok(None);
     }
     required_env("OUT_DIR").map(|dir| Some(PathBuf::from(dir)))
+}
+
+/// Fails when the crate running the build script declares kernels but never calls
+/// `xlog::kernel_module!()`: its launchers load `crate::MODULE`, which that macro
+/// defines, from the module written into its `OUT_DIR`. With
+/// [`Builder::kernel_crate`] that crate is not the one compiled for the device.
+fn check_module_call(krate: &KernelCrate) -> Result<(), Error> {
+    let dir = env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| krate.dir.clone(), PathBuf::from);
+    let package = env::var("CARGO_PKG_NAME").unwrap_or_else(|_| krate.lib_name.clone());
+    module_call::check(&dir, &package)
 }
 
 /// Whether to write an empty stub module instead of compiling device code:

@@ -85,6 +85,16 @@ pub enum Error {
         /// What is accepted.
         expected: String,
     },
+    /// The crate declares kernels but never calls `xlog::kernel_module!()`, so its
+    /// launchers have no `crate::MODULE` to load.
+    KernelModuleMissing {
+        /// The crate's package name.
+        package: String,
+        /// The first source file that mentions `xlog_kernel`, relative to the crate.
+        kernels_in: PathBuf,
+        /// Where the call belongs, relative to the crate (`src/lib.rs`).
+        crate_root: PathBuf,
+    },
     /// A kernel's PTX entry point does not declare the parameters its ABI descriptor
     /// says the host launcher passes, so a launch would copy the wrong bytes.
     AbiMismatch {
@@ -169,6 +179,20 @@ impl fmt::Display for Error {
                 value,
                 expected,
             } => write!(f, "invalid value {value:?} for {name}: expected {expected}"),
+            Error::KernelModuleMissing {
+                package,
+                kernels_in,
+                crate_root,
+            } => write!(
+                f,
+                "`{package}` declares kernels (`#[xlog_kernel]` in {}) but never calls \
+                 `xlog::kernel_module!()`, the macro that defines the module their launchers \
+                 load; add this line at the crate root ({}), after the `use` lines:\n\n    \
+                 xlog::kernel_module!();\n\n(xlog-build looks for the word `kernel_module` in \
+                 src/**/*.rs; a crate that defines its module another way names it in a comment)",
+                kernels_in.display(),
+                crate_root.display()
+            ),
             Error::AbiMismatch {
                 kernel,
                 parameter,

@@ -36,6 +36,8 @@
 //! - [`Builder`] and its [`Output`] (the `builder` module, whose `build` runs the
 //!   steps below in order), with its settings and their `XLOG_*` overrides (the
 //!   `settings` module) and the feature forwarding of the `features` module;
+//! - the check, before step 1, that a crate with kernels calls `xlog::kernel_module!()`
+//!   (the `module_call` module);
 //! - the nested `cargo rustc` of step 2 (the `compile` module);
 //! - the files of step 5 (the `output` module);
 //! - [`kernel_abis`] and [`KernelAbi`]: the kernel table and its ABI check (the `abi`
@@ -58,6 +60,7 @@ pub mod diagnostics;
 mod error;
 mod features;
 mod link;
+mod module_call;
 mod output;
 pub mod ptxas;
 mod settings;

@@ -1,6 +1,6 @@
 //! CPU check (no GPU): kernel crates with the mistakes of a first kernel
 //! (`tests/mistakes`) fail to build with rustc's whole diagnostic and a hint that
-//! says what to do.
+//! says what to do, or with one error of the build script naming the missing line.
 
 use xlog_test_support::nested::cargo;
 
@@ -26,4 +26,17 @@ fn first_kernel_mistakes_say_what_to_do() {
     ] {
         assert!(log.contains(needle), "no `{needle}` in:\n{log}");
     }
+
+    // Kernels without `xlog::kernel_module!()`: one error naming the line to add,
+    // from the build script, before rustc reports each launcher's missing `MODULE`.
+    let missing = "but never calls `xlog::kernel_module!()`";
+    assert_eq!(log.matches(missing).count(), 1, "{log}");
+    for needle in [
+        "`mistake-no-module` declares kernels (`#[xlog_kernel]` in src/lib.rs)",
+        "add this line at the crate root (src/lib.rs)",
+        "\n      xlog::kernel_module!();\n",
+    ] {
+        assert!(log.contains(needle), "no `{needle}` in:\n{log}");
+    }
+    assert!(!log.contains("cannot find value `MODULE`"), "{log}");
 }
