@@ -6,12 +6,24 @@
 //! the nested device build runs the nightly, through `rustup run`.
 //!
 //! When the toolchain or a component is missing it is installed with
-//! [`install_command`] (announced with a `cargo:warning`), unless `XLOG_NO_AUTO_INSTALL`
-//! is set or rustup fails, in which case the error prints that exact command.
+//! [`install_command`], unless `XLOG_NO_AUTO_INSTALL` is set or rustup fails, in which
+//! case the error prints that exact command.
+//!
+//! # Telling the user before the download
+//!
+//! Cargo shows a build script's output only when the script ends (`cargo:warning`
+//! lines) or fails, so a line printed before a minute-long download would appear
+//! after it. The announcement is therefore written straight to the controlling
+//! terminal (`/dev/tty`), which cargo does not capture, before rustup starts; a
+//! `cargo:warning` then records the installation and its duration for logs with no
+//! terminal (CI).
 
 use std::env;
+use std::fs::OpenOptions;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 use crate::command::{self, is_file};
 use crate::error::Error;
@@ -60,6 +72,7 @@ impl Toolchain {
                     name,
                     auto_install,
                     &format!("the toolchain itself ({reason})"),
+                    tell_terminal,
                 )?;
                 installed_now = true;
                 Self::probe(&rustup, name).map_err(|reason| Error::ToolchainMissing {
@@ -79,7 +92,7 @@ impl Toolchain {
                     reason: "still missing right after installation".to_string(),
                 });
             }
-            install(&rustup, name, auto_install, &missing)?;
+            install(&rustup, name, auto_install, &missing, tell_terminal)?;
             if let Some(missing) = toolchain.missing_component() {
                 return Err(Error::ToolchainMissing {
                     toolchain: name.to_string(),
@@ -157,7 +170,15 @@ impl Toolchain {
     }
 }
 
-fn install(rustup: &Path, name: &str, auto_install: bool, missing: &str) -> Result<(), Error> {
+/// Installs `name` with rustup, first passing the announcement to `announce` (in a
+/// build, [`tell_terminal`]) so the user sees it before the download starts.
+fn install(
+    rustup: &Path,
+    name: &str,
+    auto_install: bool,
+    missing: &str,
+    announce: impl FnOnce(&str),
+) -> Result<(), Error> {
     let command_text = install_command(name);
     if !auto_install {
         return Err(Error::ToolchainMissing {
@@ -167,7 +188,8 @@ fn install(rustup: &Path, name: &str, auto_install: bool, missing: &str) -> Resu
             reason: "automatic installation is off (XLOG_NO_AUTO_INSTALL)".to_string(),
         });
     }
-    println!("cargo:warning=xlog-build: installing the device toolchain: {command_text}");
+    announce(&announcement(name));
+    let started = Instant::now();
     let mut cmd = Command::new(rustup);
     cmd.args([
         "toolchain",
@@ -187,7 +209,40 @@ fn install(rustup: &Path, name: &str, auto_install: bool, missing: &str) -> Resu
             reason: format!("rustup failed: {}", first_line(&e.to_string())),
         }
     })?;
+    println!(
+        "cargo:warning=xlog-build: installed the device toolchain `{name}` in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
+}
+
+/// The line shown before the device toolchain is installed.
+fn announcement(name: &str) -> String {
+    format!(
+        "xlog-build: installing the device toolchain `{name}` (once: later builds reuse it; \
+         the download can take a few minutes): {}",
+        install_command(name)
+    )
+}
+
+/// Writes `line` to the controlling terminal, which cargo does not capture, so it
+/// shows while the build script runs. Does nothing without a terminal (CI, IDEs).
+fn tell_terminal(line: &str) {
+    if !cfg!(unix) {
+        return;
+    }
+    let Ok(mut tty) = OpenOptions::new().write(true).open("/dev/tty") else {
+        return;
+    };
+    // Cargo's progress bar holds the current line without a newline: erase it
+    // first, and cargo redraws it below on its next tick.
+    let erase = if env::var("TERM").as_deref() == Ok("dumb") {
+        "\n"
+    } else {
+        "\r\x1b[2K"
+    };
+    // Best effort: the announcement is a courtesy, the install goes ahead without it.
+    let _ = writeln!(tty, "{erase}{line}");
 }
 
 fn first_line(text: &str) -> &str {
@@ -232,6 +287,7 @@ mod tests {
             "nightly-x",
             false,
             "the toolchain itself",
+            |line| panic!("announced a refused install: {line}"),
         )
         .unwrap_err();
         let text = err.to_string();
@@ -246,6 +302,7 @@ mod tests {
             "nightly-x",
             true,
             "the toolchain itself",
+            |_| {},
         )
         .unwrap_err();
         let text = err.to_string();
@@ -254,5 +311,44 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("rustup failed"), "{text}");
+    }
+
+    /// The announcement must reach the user before rustup starts: a stand-in rustup
+    /// leaves a marker, which must not exist yet when the line is announced.
+    #[cfg(unix)]
+    #[test]
+    fn the_install_is_announced_before_rustup_runs() {
+        use std::os::unix::fs::PermissionsExt;
+
+        let dir = env::temp_dir().join(format!("xlog-install-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let marker = dir.join("rustup-ran");
+        let rustup = dir.join("rustup");
+        std::fs::write(
+            &rustup,
+            format!("#!/bin/sh\necho \"$@\" > '{}'\n", marker.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+        let mut announced = None;
+        let result = install(&rustup, "nightly-x", true, "the toolchain itself", |line| {
+            announced = Some((line.to_string(), marker.exists()));
+        });
+        let ran = std::fs::read_to_string(&marker);
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        result.unwrap();
+        let (line, rustup_had_run) = announced.expect("the install was not announced");
+        assert!(!rustup_had_run, "announced after rustup ran: {line}");
+        assert!(
+            line.contains("installing the device toolchain `nightly-x`"),
+            "{line}"
+        );
+        assert!(line.contains(&install_command("nightly-x")), "{line}");
+        assert_eq!(
+            ran.unwrap().trim(),
+            "toolchain install nightly-x --profile minimal --component rust-src,llvm-tools"
+        );
     }
 }
