@@ -100,15 +100,24 @@ pub(crate) struct UsePoint<S> {
 
 /// Adds `point` to `points`, keeping one point per stream: the newest (a later
 /// point of a stream is ordered after its earlier ones, so it stands for them).
-pub(crate) fn keep_newest<S: PartialEq + Clone>(
-    points: &mut Vec<UsePoint<S>>,
-    point: &UsePoint<S>,
-) {
-    match points.iter_mut().find(|p| p.stream == point.stream) {
+pub(crate) fn keep_newest<S, P>(points: &mut P, point: &UsePoint<S>)
+where
+    S: PartialEq + Clone,
+    P: AsMut<[UsePoint<S>]> + Extend<UsePoint<S>>,
+{
+    match points
+        .as_mut()
+        .iter_mut()
+        .find(|p| p.stream == point.stream)
+    {
         Some(p) => p.epoch = p.epoch.max(point.epoch),
-        None => points.push(point.clone()),
+        None => points.extend(Some(point.clone())),
     }
 }
+
+/// A buffer's write or read points: inline for the usual one or two streams, so
+/// allocating a buffer and recording its first uses allocate nothing.
+type Points<S> = smallvec::SmallVec<[UsePoint<S>; 2]>;
 
 /// Use state of one buffer (see the module docs).
 ///
@@ -118,8 +127,8 @@ pub(crate) fn keep_newest<S: PartialEq + Clone>(
 /// state must keep both for later users and for the free.
 #[derive(Debug)]
 pub(crate) struct UseState<S> {
-    writes: Vec<UsePoint<S>>,
-    reads: Vec<UsePoint<S>>,
+    writes: Points<S>,
+    reads: Points<S>,
     /// Bumped by every commit; preflight remembers it so commit can tell whether
     /// the state it planned against is still the whole state.
     version: u64,
@@ -129,8 +138,8 @@ impl<S: PartialEq + Clone> UseState<S> {
     /// State of a fresh block whose memory is ready at `ready` (the allocation point).
     pub(crate) fn ready_at(ready: UsePoint<S>) -> Self {
         UseState {
-            writes: vec![ready],
-            reads: Vec::new(),
+            writes: smallvec::smallvec![ready],
+            reads: Points::new(),
             version: 0,
         }
     }
