@@ -4,7 +4,48 @@
 //! a build that runs real work.
 //!
 //! Without the feature only the two hooks the runtime calls are compiled:
-//! [`fault_point!`] expands to nothing and [`fencing_enabled`] is `true`.
+//! [`fault_point!`] expands to nothing and [`fencing_enabled`] is `true`. The one
+//! injection mechanism, [`Faults`], is always compiled: `HostResource` arms its own.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::error::{Error, Result};
+
+/// A number of pending injected failures: each pass through [`check`](Self::check)
+/// takes one and fails with [`Error::InjectedFault`] until none are left.
+#[derive(Debug, Default)]
+pub(crate) struct Faults(AtomicUsize);
+
+impl Faults {
+    #[cfg(feature = "test-switches")]
+    pub(crate) const fn new() -> Faults {
+        Faults(AtomicUsize::new(0))
+    }
+
+    /// Make the next `n` checks fail.
+    pub(crate) fn arm(&self, n: usize) {
+        self.0.store(n, Ordering::SeqCst);
+    }
+
+    /// Failures still pending.
+    #[cfg(feature = "test-switches")]
+    pub(crate) fn pending(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Fail as `site` if a failure is pending (taking it).
+    pub(crate) fn check(&self, site: &'static str) -> Result<()> {
+        let taken = self
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if taken {
+            Err(Error::InjectedFault { site })
+        } else {
+            Ok(())
+        }
+    }
+}
 
 /// Fail here with [`Error::InjectedFault`] when a fault is pending at `$site`
 /// (feature `test-switches`); nothing otherwise.
@@ -34,9 +75,10 @@ pub use switches::*;
 
 #[cfg(feature = "test-switches")]
 mod switches {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, Ordering};
 
-    use crate::error::{Error, Result};
+    use super::Faults;
+    use crate::error::Result;
 
     /// Where a fault can be injected.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +94,7 @@ mod switches {
     }
 
     const SITES: usize = 4;
-    static PENDING: [AtomicUsize; SITES] = [const { AtomicUsize::new(0) }; SITES];
+    static PENDING: [Faults; SITES] = [const { Faults::new() }; SITES];
     static FENCING: AtomicBool = AtomicBool::new(true);
 
     fn index(site: Site) -> usize {
@@ -66,12 +108,12 @@ mod switches {
 
     /// Make the next `n` passes through `site` fail with [`Error::InjectedFault`].
     pub fn inject(site: Site, n: usize) {
-        PENDING[index(site)].store(n, Ordering::SeqCst);
+        PENDING[index(site)].arm(n);
     }
 
     /// Faults still pending at `site`.
     pub fn pending(site: Site) -> usize {
-        PENDING[index(site)].load(Ordering::SeqCst)
+        PENDING[index(site)].pending()
     }
 
     /// Turn cross-stream fencing on or off, process-wide. Off, preflight plans no
@@ -85,13 +127,6 @@ mod switches {
     }
 
     pub(crate) fn check(site: Site, name: &'static str) -> Result<()> {
-        let taken = PENDING[index(site)]
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
-        if taken {
-            Err(Error::InjectedFault { site: name })
-        } else {
-            Ok(())
-        }
+        PENDING[index(site)].check(name)
     }
 }

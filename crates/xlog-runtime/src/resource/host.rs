@@ -2,11 +2,11 @@
 //! and accounting without a GPU. It is never device memory and never backs a launch.
 
 use std::alloc::Layout;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{AllocTag, DeviceBlock, DeviceMemoryResource, Ledger};
 use crate::error::{Error, Result};
 use crate::stream::Stream;
+use crate::testing::Faults;
 
 const ALIGN: usize = 256;
 
@@ -21,8 +21,8 @@ const ALIGN: usize = 256;
 pub struct HostResource {
     device: u32,
     ledger: Ledger,
-    fail_allocations: AtomicUsize,
-    fail_reaps: AtomicUsize,
+    fail_allocations: Faults,
+    fail_reaps: Faults,
 }
 
 impl HostResource {
@@ -36,18 +36,12 @@ impl HostResource {
 
     /// Make the next `n` allocations fail with [`Error::InjectedFault`].
     pub fn fail_next_allocations(&self, n: usize) {
-        self.fail_allocations.store(n, Ordering::SeqCst);
+        self.fail_allocations.arm(n);
     }
 
     /// Make the next `n` stream synchronisations during reap fail.
     pub fn fail_next_reaps(&self, n: usize) {
-        self.fail_reaps.store(n, Ordering::SeqCst);
-    }
-
-    fn take_fault(counter: &AtomicUsize) -> bool {
-        counter
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok()
+        self.fail_reaps.arm(n);
     }
 }
 
@@ -57,11 +51,7 @@ unsafe impl DeviceMemoryResource for HostResource {
         if bytes == 0 {
             return Ok(DeviceBlock::new(self.device, 0, 0, tag));
         }
-        if Self::take_fault(&self.fail_allocations) {
-            return Err(Error::InjectedFault {
-                site: "HostResource::allocate",
-            });
-        }
+        self.fail_allocations.check("HostResource::allocate")?;
         let layout = Layout::from_size_align(bytes, ALIGN).map_err(|_| Error::SizeOverflow {
             len: bytes,
             elem_size: 1,
@@ -101,15 +91,8 @@ unsafe impl DeviceMemoryResource for HostResource {
     }
 
     fn reap_pending(&self) -> Result<usize> {
-        self.ledger.reap_with(|_| {
-            if Self::take_fault(&self.fail_reaps) {
-                Err(Error::InjectedFault {
-                    site: "HostResource::reap_pending",
-                })
-            } else {
-                Ok(())
-            }
-        })
+        self.ledger
+            .reap_with(|_| self.fail_reaps.check("HostResource::reap_pending"))
     }
 
     fn tracks_streams(&self) -> bool {
