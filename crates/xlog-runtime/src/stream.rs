@@ -246,11 +246,16 @@ impl Stream {
     /// Publish a new point after tracked work was enqueued on this stream.
     #[inline]
     pub(crate) fn publish(&self) -> UsePoint<Stream> {
-        let epoch = self.shared.published.fetch_add(1, Ordering::AcqRel) + 1;
         UsePoint {
             stream: self.clone(),
-            epoch,
+            epoch: self.publish_epoch(),
         }
+    }
+
+    /// [`publish`](Self::publish), returning only the new epoch.
+    #[inline]
+    pub(crate) fn publish_epoch(&self) -> u64 {
+        self.shared.published.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// Queue on `self` a wait for `point` (a point of another stream).

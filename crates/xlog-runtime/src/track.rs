@@ -164,23 +164,43 @@ impl<S: PartialEq + Clone> UseState<S> {
 
     /// Fold the point of completed-enqueue work, preflighted against `planned`
     /// (the version it saw), into the state.
-    pub(crate) fn commit(&mut self, access: Access, point: &UsePoint<S>, planned: u64) {
+    pub(crate) fn commit(&mut self, access: Access, stream: &S, epoch: u64, planned: u64) {
         if access.writes() {
             if planned == self.version {
                 // The work waited on every point there is (or follows it on its own
-                // stream): the new write subsumes them all.
-                self.writes.clear();
-                self.reads.clear();
+                // stream): the new write subsumes them all. The usual case, a
+                // buffer written again on the stream that last wrote it, only moves
+                // that point forward.
+                match (&mut self.writes[..], self.reads.is_empty()) {
+                    ([only], true) if only.stream == *stream => only.epoch = epoch,
+                    _ => {
+                        self.writes.clear();
+                        self.reads.clear();
+                        self.writes.push(UsePoint {
+                            stream: stream.clone(),
+                            epoch,
+                        });
+                    }
+                }
             } else {
                 // Other work committed after this one's preflight: keep its points.
                 // Only earlier points of the same stream are certainly subsumed.
-                let subsumed = |p: &UsePoint<S>| p.stream == point.stream && p.epoch <= point.epoch;
+                let subsumed = |p: &UsePoint<S>| p.stream == *stream && p.epoch <= epoch;
                 self.writes.retain(|p| !subsumed(p));
                 self.reads.retain(|p| !subsumed(p));
+                self.writes.push(UsePoint {
+                    stream: stream.clone(),
+                    epoch,
+                });
             }
-            self.writes.push(point.clone());
         } else {
-            keep_newest(&mut self.reads, point);
+            match self.reads.iter_mut().find(|p| p.stream == *stream) {
+                Some(p) => p.epoch = p.epoch.max(epoch),
+                None => self.reads.push(UsePoint {
+                    stream: stream.clone(),
+                    epoch,
+                }),
+            }
         }
         self.version += 1;
     }
@@ -191,22 +211,25 @@ impl<S: PartialEq + Clone> UseState<S> {
     }
 }
 
-/// Collapse a list of (key, access) uses into one entry per key with the merged
-/// access, keeping first-seen order.
-pub(crate) fn dedup_by_key<K: PartialEq, V, W>(entries: &mut Vec<(K, Access, V, W)>) {
-    let mut i = 0;
-    while i < entries.len() {
-        let mut j = i + 1;
-        while j < entries.len() {
-            if entries[j].0 == entries[i].0 {
-                let (_, a, _, _) = entries.swap_remove(j);
-                entries[i].1 = entries[i].1.merge(a);
-            } else {
-                j += 1;
+/// Collapse a list of uses into one per key with the merged access, keeping
+/// first-seen order, in place; returns how many remain (at the front).
+pub(crate) fn dedup_by_key<T: Copy, K: PartialEq>(
+    uses: &mut [T],
+    key: impl Fn(&T) -> K,
+    access: impl Fn(&mut T) -> &mut Access,
+) -> usize {
+    let mut kept = 0;
+    for j in 0..uses.len() {
+        let mut next = uses[j];
+        match uses[..kept].iter_mut().find(|u| key(u) == key(&next)) {
+            Some(first) => *access(first) = access(first).merge(*access(&mut next)),
+            None => {
+                uses[kept] = next;
+                kept += 1;
             }
         }
-        i += 1;
     }
+    kept
 }
 
 #[cfg(test)]
@@ -222,13 +245,17 @@ mod tests {
     }
 
     /// Commit as a preflight-then-commit with nothing in between would.
+    fn commit_at(s: &mut UseState<u32>, a: Access, p: UsePoint<u32>, planned: u64) {
+        s.commit(a, &p.stream, p.epoch, planned);
+    }
+
     trait Seq {
         fn seq(&mut self, a: Access, p: UsePoint<u32>);
     }
     impl Seq for UseState<u32> {
         fn seq(&mut self, a: Access, p: UsePoint<u32>) {
             let v = self.version();
-            self.commit(a, &p, v);
+            self.commit(a, &p.stream, p.epoch, v);
         }
     }
 
@@ -290,8 +317,8 @@ mod tests {
         // Two writers (disjoint views, two threads) both preflight against v0.
         let mut s = UseState::ready_at(p(0, 1));
         let v = s.version();
-        s.commit(Access::Write, &p(1, 5), v);
-        s.commit(Access::Write, &p(2, 3), v);
+        commit_at(&mut s, Access::Write, p(1, 5), v);
+        commit_at(&mut s, Access::Write, p(2, 3), v);
         // The second commit must not drop the first writer's point.
         assert_eq!(waits(&s, Access::Read, 3), vec![p(1, 5), p(2, 3)]);
         assert_eq!(
@@ -308,8 +335,8 @@ mod tests {
     fn a_read_committed_during_a_write_is_kept() {
         let mut s = UseState::ready_at(p(0, 1));
         let v = s.version();
-        s.commit(Access::Read, &p(1, 4), v); // a reader of another half commits first
-        s.commit(Access::Write, &p(2, 6), v); // the writer planned before that read
+        commit_at(&mut s, Access::Read, p(1, 4), v); // a reader of another half commits first
+        commit_at(&mut s, Access::Write, p(2, 6), v); // the writer planned before that read
         assert_eq!(waits(&s, Access::Write, 3), vec![p(0, 1), p(2, 6), p(1, 4)]);
     }
 
@@ -317,8 +344,8 @@ mod tests {
     fn same_stream_earlier_points_are_subsumed_even_when_concurrent() {
         let mut s = UseState::ready_at(p(0, 1));
         let v = s.version();
-        s.commit(Access::Write, &p(1, 5), v);
-        s.commit(Access::Write, &p(1, 7), v);
+        commit_at(&mut s, Access::Write, p(1, 5), v);
+        commit_at(&mut s, Access::Write, p(1, 7), v);
         assert_eq!(waits(&s, Access::Write, 2), vec![p(1, 7)]);
     }
 
@@ -335,12 +362,13 @@ mod tests {
     #[test]
     fn dedup_collapses_same_key_to_strongest_access() {
         let mut e = vec![
-            ((1u64, 7u64), Access::Read, "a", ()),
-            ((2, 7), Access::Read, "b", ()),
-            ((1, 7), Access::Write, "c", ()),
-            ((1, 8), Access::Write, "same address, other generation", ()),
+            ((1u64, 7u64), Access::Read, "a"),
+            ((2, 7), Access::Read, "b"),
+            ((1, 7), Access::Write, "c"),
+            ((1, 8), Access::Write, "same address, other generation"),
         ];
-        dedup_by_key(&mut e);
+        let kept = dedup_by_key(&mut e, |u| u.0, |u| &mut u.1);
+        e.truncate(kept);
         assert_eq!(e.len(), 3);
         assert_eq!(e[0].0, (1, 7));
         assert_eq!(e[0].1, Access::ReadWrite);

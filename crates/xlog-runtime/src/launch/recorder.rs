@@ -67,8 +67,69 @@ pub struct Committed {
     pub epoch: u64,
 }
 
-/// A recorded use: identity, access, the buffer, and the state version preflight saw.
-type Entry<'a> = (crate::resource::BlockId, Access, &'a BufferCore, u64);
+/// One buffer of the work: its core (views of one buffer share it, so the core's
+/// address is the buffer's identity), the merged access, and the use-state version
+/// preflight saw.
+#[derive(Clone, Copy)]
+struct Entry<'a> {
+    core: &'a BufferCore,
+    access: Access,
+    planned: u64,
+}
+
+/// How many buffers a recording holds without allocating.
+const INLINE: usize = 4;
+
+/// The buffers of one piece of work: inline up to [`INLINE`], so recording an
+/// ordinary kernel allocates nothing; more spill to the heap. It has no `Drop`
+/// impl, so a recorder's borrows end at its last use, as with a `Vec`.
+enum Entries<'a> {
+    Empty,
+    Inline([Entry<'a>; INLINE], usize),
+    Heap(Vec<Entry<'a>>),
+}
+
+impl<'a> Entries<'a> {
+    fn push(&mut self, entry: Entry<'a>) {
+        match self {
+            Entries::Empty => *self = Entries::Inline([entry; INLINE], 1),
+            Entries::Inline(inline, len) if *len < INLINE => {
+                inline[*len] = entry;
+                *len += 1;
+            }
+            Entries::Inline(inline, _) => {
+                let mut heap = inline.to_vec();
+                heap.push(entry);
+                *self = Entries::Heap(heap);
+            }
+            Entries::Heap(heap) => heap.push(entry),
+        }
+    }
+
+    fn as_slice(&self) -> &[Entry<'a>] {
+        match self {
+            Entries::Empty => &[],
+            Entries::Inline(inline, len) => &inline[..*len],
+            Entries::Heap(heap) => heap,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [Entry<'a>] {
+        match self {
+            Entries::Empty => &mut [],
+            Entries::Inline(inline, len) => &mut inline[..*len],
+            Entries::Heap(heap) => heap,
+        }
+    }
+
+    fn truncate(&mut self, n: usize) {
+        match self {
+            Entries::Empty => {}
+            Entries::Inline(_, len) => *len = (*len).min(n),
+            Entries::Heap(heap) => heap.truncate(n),
+        }
+    }
+}
 
 /// Records the buffers one piece of work touches, then fences and commits it.
 ///
@@ -78,9 +139,10 @@ type Entry<'a> = (crate::resource::BlockId, Access, &'a BufferCore, u64);
 #[must_use = "a recorder does nothing until it is preflighted and launched"]
 pub struct LaunchRecorder<'a, S = Recording> {
     stream: &'a Stream,
-    entries: Vec<Entry<'a>>,
+    entries: Entries<'a>,
     waits: Vec<UsePoint<crate::stream::Stream>>,
-    error: Option<Error>,
+    /// The first refusal while recording (boxed: the recorder moves at every step).
+    error: Option<Box<Error>>,
     skip_untracked: bool,
     _state: PhantomData<S>,
 }
@@ -91,7 +153,7 @@ impl<'a> LaunchRecorder<'a, Recording> {
     pub fn new(stream: &'a Stream) -> Self {
         LaunchRecorder {
             stream,
-            entries: Vec::with_capacity(4),
+            entries: Entries::Empty,
             waits: Vec::new(),
             error: None,
             skip_untracked: false,
@@ -100,7 +162,11 @@ impl<'a> LaunchRecorder<'a, Recording> {
     }
 
     fn push(mut self, arg: ArgRef<'a>, access: Access) -> Self {
-        self.entries.push((arg.core.id(), access, arg.core, 0));
+        self.entries.push(Entry {
+            core: arg.core,
+            access,
+            planned: 0,
+        });
         self
     }
 
@@ -138,22 +204,22 @@ impl<'a> LaunchRecorder<'a, Recording> {
             return self;
         }
         if buf.device() != self.stream.device_ordinal() {
-            self.error = Some(Error::InvalidArgument {
+            self.error = Some(Box::new(Error::InvalidArgument {
                 what: format!("foreign buffer at {:#x}", buf.device_ptr()),
                 reason: format!(
                     "it is on device {} but the work runs on device {}",
                     buf.device(),
                     self.stream.device_ordinal()
                 ),
-            });
+            }));
         } else if !self.skip_untracked {
-            self.error = Some(Error::Untracked {
+            self.error = Some(Box::new(Error::Untracked {
                 what: format!(
                     "foreign buffer at {:#x} ({} elements)",
                     buf.device_ptr(),
                     buf.len()
                 ),
-            });
+            }));
         } else {
             self.waits.push(buf.ready().clone());
         }
@@ -168,7 +234,7 @@ impl<'a> LaunchRecorder<'a, Recording> {
     ///    touches it on another stream while the work runs.
     pub unsafe fn skip_untracked(mut self) -> Self {
         self.skip_untracked = true;
-        if matches!(self.error, Some(Error::Untracked { .. })) {
+        if matches!(self.error.as_deref(), Some(Error::Untracked { .. })) {
             self.error = None;
         }
         self
@@ -178,10 +244,15 @@ impl<'a> LaunchRecorder<'a, Recording> {
     /// queued: a refusal leaves no state behind.
     pub fn preflight(mut self) -> Result<LaunchRecorder<'a, Preflighted>> {
         if let Some(e) = self.error.take() {
-            return Err(e);
+            return Err(*e);
         }
         let rt = self.stream.runtime_id();
-        dedup_by_key(&mut self.entries);
+        let distinct = dedup_by_key(
+            self.entries.as_mut_slice(),
+            |e| e.core as *const BufferCore,
+            |e| &mut e.access,
+        );
+        self.entries.truncate(distinct);
         let mut waits: Vec<UsePoint<Stream>> = Vec::new();
         // The ready points of foreign buffers accepted with `skip_untracked`.
         for p in self.waits.drain(..) {
@@ -189,8 +260,8 @@ impl<'a> LaunchRecorder<'a, Recording> {
                 keep_newest(&mut waits, &p);
             }
         }
-        for (_, access, core, version) in self.entries.iter_mut() {
-            let (access, core) = (*access, *core);
+        for entry in self.entries.as_mut_slice() {
+            let (access, core) = (entry.access, entry.core);
             if core.runtime_id() != rt {
                 return Err(Error::WrongRuntime {
                     what: "buffer",
@@ -202,7 +273,7 @@ impl<'a> LaunchRecorder<'a, Recording> {
             }
             core.allocator.require_stream_tracking()?;
             let state = core.track.lock_unpoisoned();
-            *version = state.version();
+            entry.planned = state.version();
             for p in state.waits(access, self.stream) {
                 keep_newest(&mut waits, p);
             }
@@ -304,7 +375,8 @@ impl<'a> LaunchRecorder<'a, Preflighted> {
         .map_err(|e| e.while_(|| format!("launching `{}`", func.name())))?;
         // Commit first: what follows runs user code (tracing subscribers) and could
         // panic, and a kernel in flight must never be left unrecorded.
-        let (stream, buffers, waits) = (self.stream, self.entries.len(), self.waits.len());
+        let (stream, buffers, waits) =
+            (self.stream, self.entries.as_slice().len(), self.waits.len());
         let committed = self.commit();
         stream.note_kernel(func.name_arc());
         tracing::trace!(target: "xlog::launch", kernel = func.name(), stream = stream.id().0, buffers, waits);
@@ -331,10 +403,13 @@ impl<'a> LaunchRecorder<'a, Preflighted> {
     }
 
     fn commit(self) -> Committed {
-        let point = self.stream.publish();
-        for &(_, access, core, planned) in &self.entries {
-            core.track.lock_unpoisoned().commit(access, &point, planned);
+        let epoch = self.stream.publish_epoch();
+        for e in self.entries.as_slice() {
+            e.core
+                .track
+                .lock_unpoisoned()
+                .commit(e.access, self.stream, epoch, e.planned);
         }
-        Committed { epoch: point.epoch }
+        Committed { epoch }
     }
 }
