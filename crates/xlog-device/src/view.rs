@@ -106,7 +106,7 @@ pub enum Chunks<const K: usize> {}
 /// implementation (for `usize`, say), so every index reaching a write view is a
 /// witness of the view's own partition.
 #[diagnostic::on_unimplemented(
-    message = "a write view owned `{P}` is not indexed by `{Self}`",
+    message = "a `{P}` write view is not indexed by `{Self}`",
     label = "not this view's witness",
     note = "writes go only to elements this thread owns: `write(p)` views take `thread::index_1d()` or an item of `thread::grid_stride(..)`; `write(p per block)` views take the `BlockIndex` of `thread::block_leader()`; `write(p per warp)` views the `WarpIndex` of `thread::warp_leader()`; `per chunk(K)` views use `chunk_mut` / `set_vector`; read slices take `x[i]` or `x[i.get()]`",
     note = "for writes elsewhere declare `atomic(p)`, use shared-memory tiles and collectives, or declare the kernel `unsafe fn` and use `as_mut_ptr()`"

@@ -167,7 +167,7 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                     Ok(_) => cx.error_spanned_by(list, format!("`{}()` names no parameter: {SYNTAX}", mode.keyword())),
                     Err(e) => cx.syn_error(syn::Error::new(
                         e.span(),
-                        format!("expected parameter names separated by commas in `{}(..)`", mode.keyword()),
+                        format!("{e}; expected parameter names separated by commas in `{}(..)`", mode.keyword()),
                     )),
                 }
             }
