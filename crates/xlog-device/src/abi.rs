@@ -44,6 +44,8 @@ pub enum ParamKind {
     Write = 2,
     /// A `read_write(..)` slice: address and length.
     ReadWrite = 3,
+    /// An `atomic(..)` slice: address and length.
+    Atomic = 4,
 }
 
 impl ParamKind {
@@ -55,6 +57,7 @@ impl ParamKind {
             1 => Some(ParamKind::Read),
             2 => Some(ParamKind::Write),
             3 => Some(ParamKind::ReadWrite),
+            4 => Some(ParamKind::Atomic),
             _ => None,
         }
     }
@@ -67,6 +70,7 @@ impl fmt::Display for ParamKind {
             ParamKind::Read => "a read slice",
             ParamKind::Write => "a write slice",
             ParamKind::ReadWrite => "a read_write slice",
+            ParamKind::Atomic => "an atomic slice",
         })
     }
 }
@@ -343,10 +347,11 @@ mod tests {
             ParamKind::Read,
             ParamKind::Write,
             ParamKind::ReadWrite,
+            ParamKind::Atomic,
         ] {
             assert_eq!(ParamKind::from_bits(k as u64), Some(k));
         }
-        assert_eq!(ParamKind::from_bits(4), None);
+        assert_eq!(ParamKind::from_bits(5), None);
         assert_eq!(ParamKind::from_bits(0xff), None);
     }
 

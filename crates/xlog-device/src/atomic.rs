@@ -24,15 +24,30 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Types with atomic add: `u32`, `i32`, `u64`, `i64`, `f32`, `f64`.
+/// Types with atomic add, exchange, load and store: `u32`, `i32`, `u64`, `i64`,
+/// `f32`, `f64`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no device atomics",
+    label = "not one of `u32`, `i32`, `u64`, `i64`, `f32`, `f64`",
+    note = "atomic views and `xlog::device::atomic` work on 32- and 64-bit integers and floats"
+)]
 pub trait AtomicAdd: Copy + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn __fetch_add(ptr: *mut Self, v: Self) -> Self;
     #[doc(hidden)]
     unsafe fn __swap(ptr: *mut Self, v: Self) -> Self;
+    #[doc(hidden)]
+    unsafe fn __load(ptr: *mut Self) -> Self;
+    #[doc(hidden)]
+    unsafe fn __store(ptr: *mut Self, v: Self);
 }
 
 /// Integers with the full set of atomics: `u32`, `i32`, `u64`, `i64`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no device atomic min / max / bitwise / compare-exchange",
+    label = "not one of `u32`, `i32`, `u64`, `i64`",
+    note = "floats have atomic `fetch_add`, `swap`, `load` and `store` only"
+)]
 pub trait AtomicInt: AtomicAdd {
     #[doc(hidden)]
     unsafe fn __fetch_min(ptr: *mut Self, v: Self) -> Self;
@@ -65,6 +80,20 @@ macro_rules! atomic_int {
                 device_only!("atomic::swap", {
                     // SAFETY: as in `__fetch_add`.
                     unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.swap(v, Relaxed)
+                })
+            }
+            #[inline(always)]
+            unsafe fn __load(ptr: *mut Self) -> Self {
+                device_only!("atomic::load", {
+                    // SAFETY: as in `__fetch_add`.
+                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.load(Relaxed)
+                })
+            }
+            #[inline(always)]
+            unsafe fn __store(ptr: *mut Self, v: Self) {
+                device_only!("atomic::store", {
+                    // SAFETY: as in `__fetch_add`.
+                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.store(v, Relaxed)
                 })
             }
         }
@@ -144,6 +173,21 @@ macro_rules! atomic_float {
                     <$t>::from_bits(old)
                 })
             }
+            #[inline(always)]
+            unsafe fn __load(ptr: *mut Self) -> Self {
+                device_only!("atomic::load", {
+                    // SAFETY: as in `__swap`.
+                    let bits = unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) }.load(Relaxed);
+                    <$t>::from_bits(bits)
+                })
+            }
+            #[inline(always)]
+            unsafe fn __store(ptr: *mut Self, v: Self) {
+                device_only!("atomic::store", {
+                    // SAFETY: as in `__swap`.
+                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) }.store(v.to_bits(), Relaxed)
+                })
+            }
         }
     )*};
 }
@@ -173,6 +217,28 @@ pub unsafe fn fetch_add<T: AtomicAdd>(ptr: *mut T, v: T) -> T {
 pub unsafe fn swap<T: AtomicAdd>(ptr: *mut T, v: T) -> T {
     // SAFETY: forwarded obligations.
     unsafe { T::__swap(ptr, v) }
+}
+
+/// An atomic (relaxed) load of `*ptr`.
+///
+/// # Safety
+///
+/// See the module docs.
+#[inline(always)]
+pub unsafe fn load<T: AtomicAdd>(ptr: *mut T) -> T {
+    // SAFETY: forwarded obligations.
+    unsafe { T::__load(ptr) }
+}
+
+/// An atomic (relaxed) store of `v` into `*ptr`.
+///
+/// # Safety
+///
+/// See the module docs.
+#[inline(always)]
+pub unsafe fn store<T: AtomicAdd>(ptr: *mut T, v: T) {
+    // SAFETY: forwarded obligations.
+    unsafe { T::__store(ptr, v) }
 }
 
 /// `atomicMin`: stores `min(*ptr, v)`, returning the old value.

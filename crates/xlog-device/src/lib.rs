@@ -34,13 +34,15 @@
 //!
 //! | module | what |
 //! | --- | --- |
-//! | [`thread`] | thread / block / grid indices, the [`ThreadIndex`] witness, grid-stride loops |
+//! | [`thread`] | thread / block / grid indices; the witnesses [`ThreadIndex`], [`thread::BlockIndex`], [`thread::WarpIndex`], [`thread::LocalIndex`]; grid- and block-stride loops |
 //! | [`barrier`] | block barriers, barrier reductions, memory fences |
-//! | [`shared`] | static ([`shared::SharedArray`], [`static_shared!`]) and dynamic shared memory |
+//! | [`shared`] | static ([`shared::SharedArray`], [`static_shared!`]) and dynamic shared memory; safe phased [`shared::Tile`]s |
 //! | [`warp`] | shuffles, votes, warp barrier |
 //! | [`atomic`] | atomics on 32/64-bit integers and `f32`/`f64` |
+//! | [`collective`] | safe warp and block reduce, scan, broadcast and ballot ranks |
+//! | [`vector`] | 64- and 128-bit vector loads and stores of small arrays |
 //! | [`math`] | `f32`/`f64` functions with documented accuracy (no libdevice) |
-//! | [`view`] | device-side views of kernel parameters ([`view::Out`], [`view::InOut`]) |
+//! | [`view`] | device-side views of kernel parameters ([`view::Out`], [`view::InOut`], [`view::AtomicView`]) and their [`view::Ownership`] |
 //! | [`copy`] | [`DeviceCopy`], the plain-device-data trait |
 //! | [`panic`](mod@panic) | the panic record the host reads after a device panic |
 //! | [`module`] | [`ModuleImage`], the compiled module a kernel crate exports |
@@ -63,12 +65,14 @@ mod host;
 pub mod abi;
 pub mod atomic;
 pub mod barrier;
+pub mod collective;
 pub mod copy;
 pub mod math;
 pub mod module;
 pub mod panic;
 pub mod shared;
 pub mod thread;
+pub mod vector;
 pub mod view;
 pub mod warp;
 
@@ -86,6 +90,6 @@ pub use thread::{Dim3, ThreadIndex};
 pub mod prelude {
     pub use crate::copy::DeviceCopy;
     pub use crate::thread::{self, ThreadIndex};
-    pub use crate::view::{InOut, Out};
-    pub use crate::{atomic, barrier, math, shared, warp};
+    pub use crate::view::{AtomicView, InOut, Out};
+    pub use crate::{atomic, barrier, collective, math, shared, view, warp};
 }

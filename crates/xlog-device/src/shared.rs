@@ -19,15 +19,56 @@
 //!   line and column of the invocation, so each invocation has its own array (shared
 //!   by every call of the function containing it, like a `static`).
 //!
+//! # Safe access: tiles and their phases
+//!
+//! [`SharedArray::tile`] and [`DynamicShared::tile`] turn a handle into a [`Tile`]
+//! of 32- or 64-bit numbers, used in phases that a barrier separates:
+//!
+//! 1. a **write phase** (`Tile<T, Writing>`): each thread stores only into the slots
+//!    it owns, named by its [`LocalIndex`] (`thread::local_index()`, or the items of
+//!    `thread::block_stride(len)`), which no other thread of the block holds;
+//! 2. [`Tile::sync`] consumes the tile, waits at the block barrier and returns it in
+//!    its **read phase** (`Tile<T, Reading>`): any thread reads any slot;
+//! 3. `sync` again returns to a write phase.
+//!
+//! ```no_run
+//! # use xlog_device::{static_shared, thread};
+//! /// Reverses each block's elements (1-D launch, 256 threads per block).
+//! fn reverse_in_block(x: &[f32]) -> f32 {
+//!     let t = thread::local_index();
+//!     let mut tile = static_shared!(TILE: [f32; 256]).tile();
+//!     tile.set(t, x[thread::index_1d().get()]);
+//!     let tile = tile.sync();
+//!     tile.get(255 - t.get())
+//! }
+//! ```
+//!
+//! Reading before the barrier, writing a slot by a plain number, or writing in a
+//! read phase does not compile (there is no `get` on a write phase, `set` takes a
+//! `LocalIndex`, there is no `set` on a read phase); a tile is neither `Copy` nor
+//! `Clone`, so an old phase cannot be kept.
+//!
 //! # Soundness
 //!
-//! The handles themselves are plain addresses and safe to copy. Every access is
+//! The raw handles are plain addresses and safe to copy. Their element accesses are
 //! `unsafe` with the obligations above, because nothing in the type system can tell
-//! which thread last wrote an element. Safe block-wide reductions exist as barrier
-//! reductions in [`barrier`](crate::barrier); safe shared-memory reductions and
-//! scans are not written yet.
+//! which thread last wrote an element.
+//!
+//! A tile's soundness does not rest on its phases: every tile access is a relaxed
+//! atomic load or store of a 32- or 64-bit number (`ld.relaxed` / `st.relaxed`),
+//! bounds-checked, and every bit pattern is a valid value of those types. So even a
+//! misuse that safe code can still write — a tile handed to `sync` on a path only
+//! some threads take, two tiles made from one array in different phases, a slot
+//! never written — gives unspecified values or a hang, never a data race or a read
+//! of an invalid value. What the phases add is that in code every thread of the
+//! block runs alike, every read sees exactly the value its owner stored before the
+//! barrier: the values are determined. See `docs/SOUNDNESS.md` for the barrier
+//! policy.
 
 use core::marker::PhantomData;
+
+use crate::thread::LocalIndex;
+use crate::warp::Shuffle;
 
 #[cfg(target_arch = "nvptx64")]
 core::arch::global_asm!(".extern .shared .align 16 .b8 __xlog_dynamic_shared[];");
@@ -113,6 +154,18 @@ impl<T, const N: usize> SharedArray<T, N> {
         debug_assert!(i < N);
         // SAFETY: obligation 1 keeps the access inside the array; 2 excludes a race.
         unsafe { self.ptr.add(i).write(value) }
+    }
+}
+
+impl<T: Shuffle, const N: usize> SharedArray<T, N> {
+    /// The array as a [`Tile`] in its write phase (see the module docs).
+    #[inline(always)]
+    pub fn tile(self) -> Tile<T, Writing> {
+        Tile {
+            ptr: self.ptr,
+            len: N,
+            _phase: PhantomData,
+        }
     }
 }
 
@@ -295,11 +348,230 @@ impl<T> DynamicShared<T> {
     }
 }
 
+impl<T: Shuffle> DynamicShared<T> {
+    /// The launch's dynamic shared memory as a [`Tile`] of `len()` slots in its write
+    /// phase (see the module docs).
+    #[inline(always)]
+    pub fn tile(self) -> Tile<T, Writing> {
+        Tile {
+            ptr: self.ptr,
+            len: self.len,
+            _phase: PhantomData,
+        }
+    }
+}
+
 impl<T> core::fmt::Debug for DynamicShared<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("DynamicShared")
             .field("ptr", &self.ptr)
             .field("len", &self.len)
             .finish()
+    }
+}
+
+/// The write phase of a [`Tile`]: each thread stores into the slots it owns.
+#[derive(Debug)]
+pub enum Writing {}
+
+/// The read phase of a [`Tile`]: any thread reads any slot.
+#[derive(Debug)]
+pub enum Reading {}
+
+/// A block's shared array of 32- or 64-bit numbers (`u32`, `i32`, `f32`, `u64`,
+/// `i64`, `f64`), used in phases: see the module docs.
+///
+/// # Soundness
+///
+/// See the module docs: every access is a relaxed atomic on an in-bounds slot, so no
+/// use of a tile is a data race; the phases make the values deterministic in
+/// uniform code. A tile is `!Send`, `!Sync` and not `Clone`: each thread keeps its
+/// own, in one phase at a time.
+pub struct Tile<T: Shuffle, Phase> {
+    ptr: *mut T,
+    len: usize,
+    _phase: PhantomData<(*const Phase, T)>,
+}
+
+impl<T: Shuffle, P> Tile<T, P> {
+    /// Number of slots.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the tile has no slots.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn slot(&self, i: usize) -> *mut T {
+        if i >= self.len {
+            tile_out_of_bounds(self.len, i);
+        }
+        // SAFETY: `i < len`: inside the shared array the tile was made from.
+        unsafe { self.ptr.add(i) }
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn tile_out_of_bounds(len: usize, i: usize) -> ! {
+    panic!(
+        "shared tile index out of bounds: the len is {} but the index is {}",
+        len, i
+    )
+}
+
+impl<T: Shuffle> Tile<T, Writing> {
+    /// Stores `v` into slot `i`, which this thread owns.
+    ///
+    /// # Panics
+    ///
+    /// When `i >= len()`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn set(&mut self, i: LocalIndex, v: T) {
+        let p = self.slot(i.get());
+        // SAFETY: `p` is an in-bounds slot of a shared array aligned for `T`, and
+        // every access to tile memory is atomic.
+        unsafe { store_word(p, v) }
+    }
+
+    /// Waits at the block barrier ([`sync_threads`](crate::barrier::sync_threads)):
+    /// every store of the write phase is then visible to every thread of the block.
+    /// Every thread of the block must call it.
+    #[inline(always)]
+    pub fn sync(self) -> Tile<T, Reading> {
+        crate::barrier::sync_threads();
+        Tile {
+            ptr: self.ptr,
+            len: self.len,
+            _phase: PhantomData,
+        }
+    }
+}
+
+impl<T: Shuffle> Tile<T, Reading> {
+    /// Reads slot `i` (any slot).
+    ///
+    /// # Panics
+    ///
+    /// When `i >= len()`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get(&self, i: usize) -> T {
+        let p = self.slot(i);
+        // SAFETY: as in `set`.
+        unsafe { load_word(p) }
+    }
+
+    /// Waits at the block barrier, after which every thread has finished its reads,
+    /// and returns the tile to a write phase. Every thread of the block must call it.
+    #[inline(always)]
+    pub fn sync(self) -> Tile<T, Writing> {
+        crate::barrier::sync_threads();
+        Tile {
+            ptr: self.ptr,
+            len: self.len,
+            _phase: PhantomData,
+        }
+    }
+}
+
+impl<T: Shuffle, P> core::fmt::Debug for Tile<T, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Tile")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+/// A relaxed atomic load of a 32- or 64-bit number.
+///
+/// # Safety
+///
+/// 1. `p` is valid for reads and writes of `T` and aligned for it;
+/// 2. every concurrent access to `*p` is atomic.
+#[inline(always)]
+pub(crate) unsafe fn load_word<T: Shuffle>(p: *mut T) -> T {
+    use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+    if T::__WIDE {
+        // SAFETY: obligations 1 and 2; `T` is 8 bytes, aligned to 8.
+        let b = unsafe { AtomicU64::from_ptr(p.cast::<u64>()) }.load(Relaxed);
+        T::__from_bits(b as u32, (b >> 32) as u32)
+    } else {
+        // SAFETY: obligations 1 and 2; `T` is 4 bytes, aligned to 4.
+        let b = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.load(Relaxed);
+        T::__from_bits(b, 0)
+    }
+}
+
+/// A relaxed atomic store of a 32- or 64-bit number.
+///
+/// # Safety
+///
+/// As [`load_word`].
+#[inline(always)]
+pub(crate) unsafe fn store_word<T: Shuffle>(p: *mut T, v: T) {
+    use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+    let (lo, hi) = v.__to_bits();
+    if T::__WIDE {
+        // SAFETY: obligations 1 and 2; `T` is 8 bytes, aligned to 8.
+        unsafe { AtomicU64::from_ptr(p.cast::<u64>()) }
+            .store(lo as u64 | (hi as u64) << 32, Relaxed)
+    } else {
+        // SAFETY: obligations 1 and 2; `T` is 4 bytes, aligned to 4.
+        unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.store(lo, Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::thread::local_witness;
+
+    #[test]
+    fn tile_slots_round_trip_as_atomic_words() {
+        let mut mem = [0u64; 4];
+        let mut t: Tile<f64, Writing> = Tile {
+            ptr: mem.as_mut_ptr().cast::<f64>(),
+            len: 4,
+            _phase: PhantomData,
+        };
+        t.set(local_witness(1), -2.5);
+        t.set(local_witness(3), 7.0);
+        // Host-side phase change without the device barrier.
+        let r: Tile<f64, Reading> = Tile {
+            ptr: t.ptr,
+            len: t.len,
+            _phase: PhantomData,
+        };
+        assert_eq!((r.get(1), r.get(3), r.get(0)), (-2.5, 7.0, 0.0));
+        let mut words = [0u32; 2];
+        let mut w: Tile<i32, Writing> = Tile {
+            ptr: words.as_mut_ptr().cast::<i32>(),
+            len: 2,
+            _phase: PhantomData,
+        };
+        w.set(local_witness(0), -3);
+        assert_eq!(words[0] as i32, -3);
+    }
+
+    #[test]
+    #[should_panic(expected = "shared tile index out of bounds: the len is 2 but the index is 2")]
+    fn tile_bounds_are_checked() {
+        let mut mem = [0u32; 2];
+        let mut t: Tile<u32, Writing> = Tile {
+            ptr: mem.as_mut_ptr(),
+            len: 2,
+            _phase: PhantomData,
+        };
+        t.set(local_witness(2), 1);
     }
 }

@@ -387,6 +387,208 @@ impl fmt::Debug for ThreadIndex {
     }
 }
 
+/// Declares a witness type: a number only one thread of its scope holds, with no
+/// public constructor, `!Send`, `!Sync`, and not `DeviceCopy`.
+macro_rules! witness {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(usize, ThreadBound);
+
+        impl $name {
+            #[inline(always)]
+            #[allow(dead_code)]
+            const fn new(i: usize) -> Self {
+                $name(i, PhantomData)
+            }
+
+            /// The index as a number.
+            #[inline(always)]
+            pub const fn get(self) -> usize {
+                self.0
+            }
+        }
+
+        impl PartialEq<usize> for $name {
+            #[inline(always)]
+            fn eq(&self, other: &usize) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialOrd<usize> for $name {
+            #[inline(always)]
+            fn partial_cmp(&self, other: &usize) -> Option<Ordering> {
+                Some(self.0.cmp(other))
+            }
+        }
+
+        impl From<$name> for usize {
+            #[inline(always)]
+            fn from(i: $name) -> usize {
+                i.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!(stringify!($name), "({})"), self.0)
+            }
+        }
+    };
+}
+
+witness!(
+    /// The witness that the calling thread leads its block: `blockIdx.x`, held only by
+    /// thread 0 of block `blockIdx.x` (see [`block_leader`]). It indexes write views
+    /// declared `per block` (`write(partials per block)`), so each block writes its
+    /// own slot, `partials[b] = total`.
+    ///
+    /// # Soundness
+    ///
+    /// In a one-dimensional launch (the only shape typed launchers accept) block
+    /// indices are distinct, and [`block_leader`] hands the value to the thread with
+    /// `threadIdx.x == 0` only, so no two threads of a launch hold equal values. As for
+    /// [`ThreadIndex`], that stays true only on the thread that got it: the type is
+    /// `!Send`, `!Sync` and not [`DeviceCopy`](crate::DeviceCopy). A view is indexed
+    /// by exactly one kind of witness (its [`Ownership`](crate::view::Ownership) is
+    /// fixed by the attribute), so a `BlockIndex` never meets a `ThreadIndex` of
+    /// another thread on the same element.
+    ///
+    /// ```compile_fail
+    /// fn needs_send<T: Send>(_: T) {}
+    /// needs_send(xlog_device::thread::block_leader());
+    /// ```
+    BlockIndex
+);
+
+witness!(
+    /// The witness that the calling thread leads its warp: the warp's number in the
+    /// launch, `blockIdx.x · ⌈blockDim.x / 32⌉ + threadIdx.x / 32`, held only by lane 0
+    /// of that warp (see [`warp_leader`]). It indexes write views declared `per warp`.
+    ///
+    /// # Soundness
+    ///
+    /// In a one-dimensional launch each warp of each block has a distinct number and
+    /// exactly one lane 0; the rest is as for [`BlockIndex`].
+    ///
+    /// ```compile_fail
+    /// fn needs_sync<T: Sync>(_: T) {}
+    /// needs_sync(xlog_device::thread::warp_leader());
+    /// ```
+    WarpIndex
+);
+
+witness!(
+    /// The calling thread's slot in its block, `threadIdx.x`: the index a thread writes
+    /// a [`shared::Tile`](crate::shared::Tile) at in its write phase. Unique within
+    /// the block in a one-dimensional launch; shared memory belongs to one block, so
+    /// that is the uniqueness a tile needs.
+    ///
+    /// # Soundness
+    ///
+    /// As [`ThreadIndex`]: `!Send`, `!Sync`, not `DeviceCopy`, no public constructor.
+    ///
+    /// ```compile_fail
+    /// fn needs_send<T: Send>(_: T) {}
+    /// needs_send(xlog_device::thread::local_index());
+    /// ```
+    LocalIndex
+);
+
+/// `Some(BlockIndex)` on thread 0 of each block (`threadIdx.x == 0`), `None` on the
+/// others: the one thread that may write the block's slot of a `per block` view.
+#[inline(always)]
+pub fn block_leader() -> Option<BlockIndex> {
+    if thread_idx().x == 0 {
+        Some(BlockIndex::new(block_idx().x as usize))
+    } else {
+        None
+    }
+}
+
+/// `Some(WarpIndex)` on lane 0 of each warp (`threadIdx.x % 32 == 0`), `None` on the
+/// others: the one thread that may write the warp's slot of a `per warp` view.
+#[inline(always)]
+pub fn warp_leader() -> Option<WarpIndex> {
+    let t = thread_idx().x;
+    if t % crate::warp::WARP_SIZE == 0 {
+        let warps = (block_dim().x as usize).div_ceil(crate::warp::WARP_SIZE as usize);
+        Some(WarpIndex::new(
+            block_idx().x as usize * warps + (t / crate::warp::WARP_SIZE) as usize,
+        ))
+    } else {
+        None
+    }
+}
+
+/// This thread's [`LocalIndex`], `threadIdx.x`.
+#[inline(always)]
+pub fn local_index() -> LocalIndex {
+    LocalIndex::new(thread_idx().x as usize)
+}
+
+/// A block-stride loop over `0..len`: yields `t, t + B, t + 2B, …` below `len`, where
+/// `t` is [`local_index`] and `B` is `blockDim.x`. Each slot in `0..len` is yielded by
+/// exactly one thread of the block, so the items are [`LocalIndex`] witnesses: fill a
+/// shared tile larger than the block with `for s in thread::block_stride(N) { .. }`.
+#[inline(always)]
+pub fn block_stride(len: usize) -> BlockStride {
+    BlockStride {
+        next: thread_idx().x as usize,
+        stride: block_dim().x as usize,
+        len,
+        _thread: PhantomData,
+    }
+}
+
+/// The iterator of [`block_stride`]: `!Send`, `!Sync` and not `Clone`, like
+/// [`GridStride`].
+#[derive(Debug)]
+pub struct BlockStride {
+    next: usize,
+    stride: usize,
+    len: usize,
+    _thread: ThreadBound,
+}
+
+impl Iterator for BlockStride {
+    type Item = LocalIndex;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<LocalIndex> {
+        if self.next < self.len {
+            let i = self.next;
+            self.next = self.next.saturating_add(self.stride);
+            Some(LocalIndex::new(i))
+        } else {
+            None
+        }
+    }
+}
+
+/// Test-only constructors of the other witnesses.
+#[cfg(test)]
+pub(crate) fn block_witness(b: usize) -> BlockIndex {
+    BlockIndex::new(b)
+}
+
+#[cfg(test)]
+pub(crate) fn warp_witness(w: usize) -> WarpIndex {
+    WarpIndex::new(w)
+}
+
+#[cfg(test)]
+pub(crate) fn local_witness(t: usize) -> LocalIndex {
+    LocalIndex::new(t)
+}
+
 /// Test-only constructor: unit tests of views need witnesses without a GPU.
 #[cfg(test)]
 pub(crate) fn witness(i: usize) -> ThreadIndex {

@@ -5,71 +5,173 @@
 //! | `read(p)` | `&[T]` (shared, immutable: any thread reads any element) |
 //! | `write(p)` | [`Out<'_, T>`]: each thread writes the elements its [`ThreadIndex`] names |
 //! | `read_write(p)` | [`InOut<'_, T>`]: as `Out`, and reading those elements too |
+//! | `write(p per block)`, `read_write(p per block)` | `Out<'_, T, PerBlock>` / `InOut<..>`: indexed by [`BlockIndex`] (one thread per block) |
+//! | `write(p per warp)`, `read_write(p per warp)` | `Out<'_, T, PerWarp>` / `InOut<..>`: indexed by [`WarpIndex`] (one thread per warp) |
+//! | `write(p per chunk(K))`, `read_write(p per chunk(K))` | `Out<'_, T, Chunks<K>>` / `InOut<..>`: thread `c` owns elements `[K·c, K·c + K)`, stored as one vector |
+//! | `atomic(p)` | [`&AtomicView<'_, T>`](AtomicView): any thread, any element, atomic operations only |
 //!
 //! Writes from many GPU threads into one `&mut [T]` would alias, so the write views
-//! hand out `&mut T` only for an index witnessed by a [`ThreadIndex`]. Sharing across
-//! threads goes through explicit tools instead: [`crate::atomic`] and
-//! [`crate::shared`]. A kernel declared `unsafe fn` may take raw access
-//! ([`Out::as_mut_ptr`], [`Out::as_mut_slice`]); its launcher is then `unsafe`.
+//! hand out `&mut T` only for an index witnessed by a witness of the view's
+//! [`Ownership`]. Sharing across threads goes through explicit tools instead: atomic
+//! views, [`crate::shared`] tiles and [`crate::collective`]. A kernel declared
+//! `unsafe fn` may take raw access ([`Out::as_mut_ptr`], [`Out::as_mut_slice`]); its
+//! launcher is then `unsafe`.
 //!
 //! # Soundness
 //!
 //! Every thread of a launch receives its own copy of each view, all pointing at the
 //! same buffer, and the host launcher guarantees that no other parameter of the
-//! launch aliases a write view's buffer (it holds `&mut DeviceBuffer`). Safe access
-//! to elements goes through [`ThreadIndex`] only, and each value of `ThreadIndex` is
-//! held by exactly one thread of the launch (see [`crate::thread`]). Two threads can
-//! therefore never obtain references to the same element, and within one thread the
-//! `&mut self` receiver serialises access as for any Rust collection. Bounds are
-//! checked: an out-of-range index panics, like slice indexing.
+//! launch aliases a write or atomic view's buffer (it holds `&mut DeviceBuffer`).
+//!
+//! - **Write views.** Safe access to elements goes through one kind of witness only,
+//!   fixed by the view's `Ownership` parameter (which the attribute chooses, so every
+//!   thread's copy has the same one). Each value of each witness kind is held by at
+//!   most one thread of the launch (see [`crate::thread`]) and names a set of elements
+//!   disjoint from every other value's (one element, or one chunk of `K`). Two threads
+//!   can therefore never obtain references to the same element, and within one thread
+//!   the `&mut self` receiver serialises access as for any Rust collection.
+//! - **Atomic views.** Every access is an atomic operation (relaxed, device scope),
+//!   and atomics do not race, so any thread may use any element.
+//!
+//! Bounds are checked: an out-of-range index panics, like slice indexing.
 
 use core::marker::PhantomData;
 use core::ops::{Index, IndexMut};
 
-use crate::thread::ThreadIndex;
+use crate::atomic::{AtomicAdd, AtomicInt};
+use crate::thread::{BlockIndex, ThreadIndex, WarpIndex};
+use crate::vector::Vector;
 
-/// What indexes a write view: only [`ThreadIndex`], a witness that the element
-/// belongs to the calling thread. The trait exists so that indexing a write view with
-/// anything else (`out[i.get()]`, `out[5]`) says so, instead of "mismatched types".
+mod sealed {
+    pub trait Ownership {}
+    impl Ownership for super::PerThread {}
+    impl Ownership for super::PerBlock {}
+    impl Ownership for super::PerWarp {}
+    impl<const K: usize> Ownership for super::Chunks<K> {}
+
+    pub trait WriteIndex<P> {}
+    impl WriteIndex<super::PerThread> for crate::thread::ThreadIndex {}
+    impl WriteIndex<super::PerBlock> for crate::thread::BlockIndex {}
+    impl WriteIndex<super::PerWarp> for crate::thread::WarpIndex {}
+}
+
+/// Which threads own which elements of a write view: the partition of the buffer
+/// among the launch's threads, fixed per parameter by the attribute.
+///
+/// | ownership | attribute | witness | owns |
+/// | --- | --- | --- | --- |
+/// | [`PerThread`] | `write(p)` | [`ThreadIndex`] | element `i` |
+/// | [`PerBlock`] | `write(p per block)` | [`BlockIndex`] | element `blockIdx.x` |
+/// | [`PerWarp`] | `write(p per warp)` | [`WarpIndex`] | element = the warp's number in the launch |
+/// | [`Chunks<K>`] | `write(p per chunk(K))` | [`ThreadIndex`] | elements `[K·c, K·c + K)` |
 ///
 /// # Soundness
 ///
-/// Sealed: implemented for [`ThreadIndex`] only, and no other crate can add an
+/// Sealed: the partitions above are the only ones, and each pairs with exactly one
+/// witness kind whose values are unique per launch.
+pub trait Ownership: sealed::Ownership {}
+impl Ownership for PerThread {}
+impl Ownership for PerBlock {}
+impl Ownership for PerWarp {}
+impl<const K: usize> Ownership for Chunks<K> {}
+
+/// One element per thread, indexed by [`ThreadIndex`] (the default).
+#[derive(Debug)]
+pub enum PerThread {}
+
+/// One element per block, indexed by [`BlockIndex`] (only thread 0 of each block
+/// holds one).
+#[derive(Debug)]
+pub enum PerBlock {}
+
+/// One element per warp, indexed by [`WarpIndex`] (only lane 0 of each warp holds
+/// one).
+#[derive(Debug)]
+pub enum PerWarp {}
+
+/// `K` consecutive elements per thread: thread `c` (its [`ThreadIndex`]) owns
+/// `[K·c, K·c + K)` and may load and store them as one vector
+/// ([`Out::set_vector`]), with a shorter last chunk as a slice ([`Out::chunk_mut`]).
+#[derive(Debug)]
+pub enum Chunks<const K: usize> {}
+
+/// What indexes a write view of ownership `P`: [`ThreadIndex`] for [`PerThread`],
+/// [`BlockIndex`] for [`PerBlock`], [`WarpIndex`] for [`PerWarp`]. The trait exists
+/// so that indexing a write view with anything else (`out[i.get()]`, `out[5]`, a
+/// thread's index into a per-block view) says so, instead of "mismatched types".
+///
+/// # Soundness
+///
+/// Sealed: implemented for those three pairs only, and no other crate can add an
 /// implementation (for `usize`, say), so every index reaching a write view is a
-/// witness.
+/// witness of the view's own partition.
 #[diagnostic::on_unimplemented(
-    message = "a write view is indexed by this thread's `ThreadIndex`, not by `{Self}`",
-    label = "not a `ThreadIndex`",
-    note = "writes go only to elements this thread owns: index with `thread::index_1d()` or an item of `thread::grid_stride(..)` (`out[i] = v`), and read slices with `x[i]` or `x[i.get()]`",
-    note = "for writes elsewhere use `xlog::device::atomic` or shared memory, or declare the kernel `unsafe fn` and use `as_mut_ptr()`"
+    message = "a `{P}` write view is not indexed by `{Self}`",
+    label = "not this view's witness",
+    note = "writes go only to elements this thread owns: `write(p)` views take `thread::index_1d()` or an item of `thread::grid_stride(..)`; `write(p per block)` views take the `BlockIndex` of `thread::block_leader()`; `write(p per warp)` views the `WarpIndex` of `thread::warp_leader()`; `per chunk(K)` views use `chunk_mut` / `set_vector`; read slices take `x[i]` or `x[i.get()]`",
+    note = "for writes elsewhere declare `atomic(p)`, use shared-memory tiles and collectives, or declare the kernel `unsafe fn` and use `as_mut_ptr()`"
 )]
-pub trait WriteIndex: sealed::Sealed + Copy {
+pub trait WriteIndex<P: Ownership = PerThread>: sealed::WriteIndex<P> + Copy {
     #[doc(hidden)]
     fn __witnessed(self) -> usize;
 }
 
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for crate::thread::ThreadIndex {}
-}
-
-impl WriteIndex for ThreadIndex {
+impl WriteIndex<PerThread> for ThreadIndex {
     #[inline(always)]
     fn __witnessed(self) -> usize {
         self.get()
     }
 }
 
+impl WriteIndex<PerBlock> for BlockIndex {
+    #[inline(always)]
+    fn __witnessed(self) -> usize {
+        self.get()
+    }
+}
+
+impl WriteIndex<PerWarp> for WarpIndex {
+    #[inline(always)]
+    fn __witnessed(self) -> usize {
+        self.get()
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn out_of_bounds(len: usize, index: usize) -> ! {
+    panic!(
+        "index out of bounds: the len is {} but the index is {}",
+        len, index
+    )
+}
+
+/// Reads chunk `c` of a read slice, `[K·c, K·c + K)`, as one vector load when its
+/// address is aligned for it (otherwise element by element): `None` when the chunk
+/// is not entirely inside `s`. Any thread may read any chunk.
+#[inline(always)]
+pub fn read_chunk<T, const K: usize>(s: &[T], c: usize) -> Option<[T; K]>
+where
+    [T; K]: Vector,
+{
+    let start = c.checked_mul(K)?;
+    let chunk = s.get(start..start.checked_add(K)?)?;
+    // SAFETY: `chunk` is `K` initialised, readable `T`s (a sub-slice of `s`), and the
+    // shared borrow excludes writes while it lives.
+    Some(unsafe { <[T; K]>::__load(chunk.as_ptr().cast::<[T; K]>()) })
+}
+
 macro_rules! write_view {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        pub struct $name<'a, T> {
+        pub struct $name<'a, T, P: Ownership = PerThread> {
             ptr: *mut T,
             len: usize,
-            _buffer: PhantomData<&'a mut [T]>,
+            _buffer: PhantomData<(&'a mut [T], *const P)>,
         }
 
-        impl<'a, T> $name<'a, T> {
+        impl<'a, T, P: Ownership> $name<'a, T, P> {
             /// Builds the view from a kernel's pointer and length parameters.
             ///
             /// # Safety
@@ -82,7 +184,8 @@ macro_rules! write_view {
             ///    (`ptr` may dangle when `len == 0`);
             /// 2. nothing but the views built for this parameter, one per thread of
             ///    the launch, accesses that memory while the kernel runs;
-            /// 3. every thread builds its view from the same `ptr` and `len`.
+            /// 3. every thread builds its view from the same `ptr` and `len`, with the
+            ///    same `P`, in a one-dimensional launch.
             #[doc(hidden)]
             #[inline(always)]
             pub unsafe fn __from_raw_parts(ptr: *mut T, len: usize) -> Self {
@@ -103,12 +206,12 @@ macro_rules! write_view {
 
             /// The element `i` names, or `None` when `i` is out of bounds.
             #[inline(always)]
-            pub fn get_mut(&mut self, i: ThreadIndex) -> Option<&mut T> {
-                let i = i.get();
+            pub fn get_mut<I: WriteIndex<P>>(&mut self, i: I) -> Option<&mut T> {
+                let i = i.__witnessed();
                 if i < self.len {
                     // SAFETY: `i < len` keeps the access in bounds (obligation 1 of
-                    // `__from_raw_parts`); `i` is witnessed by this thread's
-                    // `ThreadIndex`, so no other thread references element `i`
+                    // `__from_raw_parts`); `i` is witnessed by this thread's witness of
+                    // the view's partition, so no other thread references element `i`
                     // (see the module's # Soundness), and `&mut self` rules out a
                     // second reference from this thread.
                     Some(unsafe { &mut *self.ptr.add(i) })
@@ -149,7 +252,81 @@ macro_rules! write_view {
             }
         }
 
-        impl<T, I: WriteIndex> Index<I> for $name<'_, T> {
+        impl<T, const K: usize> $name<'_, T, Chunks<K>> {
+            const NONEMPTY_CHUNKS: () = assert!(K > 0, "a chunk holds at least one element");
+
+            /// Number of chunks, `⌈len / K⌉`: the last one is shorter when `K` does not
+            /// divide the length.
+            #[inline(always)]
+            pub fn chunk_count(&self) -> usize {
+                let () = Self::NONEMPTY_CHUNKS;
+                self.len.div_ceil(K)
+            }
+
+            /// The elements of chunk `c`, `[K·c, min(K·c + K, len))`: `K` of them, or
+            /// fewer for the last chunk.
+            ///
+            /// # Panics
+            ///
+            /// When `c >= chunk_count()`.
+            #[inline(always)]
+            #[track_caller]
+            pub fn chunk_mut(&mut self, c: ThreadIndex) -> &mut [T] {
+                let c = c.get();
+                if c >= self.chunk_count() {
+                    out_of_bounds(self.chunk_count(), c);
+                }
+                let start = c * K;
+                let n = core::cmp::min(K, self.len - start);
+                // SAFETY: `start + n <= len` (obligation 1); the chunk belongs to this
+                // thread's `ThreadIndex`, so no other thread references its elements,
+                // and `&mut self` excludes a second reference from this thread.
+                unsafe { core::slice::from_raw_parts_mut(self.ptr.add(start), n) }
+            }
+
+            /// Chunk `c` as one vector load when it is a whole chunk (`None` for the
+            /// short last chunk, or past the end).
+            #[inline(always)]
+            pub fn vector(&self, c: ThreadIndex) -> Option<[T; K]>
+            where
+                [T; K]: Vector,
+            {
+                let start = c.get().checked_mul(K)?;
+                if start.checked_add(K)? <= self.len {
+                    // SAFETY: in bounds (checked); the chunk is this thread's own, so no
+                    // other thread writes it.
+                    Some(unsafe { <[T; K]>::__load(self.ptr.add(start).cast::<[T; K]>()) })
+                } else {
+                    None
+                }
+            }
+
+            /// Stores `v` as chunk `c` with one vector store (element by element when
+            /// the view's address is not aligned for the vector).
+            ///
+            /// # Panics
+            ///
+            /// When chunk `c` is not a whole chunk inside the view (use
+            /// [`chunk_mut`](Self::chunk_mut) for the short last one).
+            #[inline(always)]
+            #[track_caller]
+            pub fn set_vector(&mut self, c: ThreadIndex, v: [T; K])
+            where
+                [T; K]: Vector,
+            {
+                let c = c.get();
+                match c.checked_mul(K).and_then(|s| s.checked_add(K)) {
+                    Some(end) if end <= self.len => {
+                        // SAFETY: in bounds (checked); the chunk is this thread's own
+                        // and `&mut self` excludes other references from this thread.
+                        unsafe { <[T; K]>::__store(self.ptr.add(c * K).cast::<[T; K]>(), v) }
+                    }
+                    _ => out_of_bounds(self.len / K, c),
+                }
+            }
+        }
+
+        impl<T, P: Ownership, I: WriteIndex<P>> Index<I> for $name<'_, T, P> {
             type Output = T;
 
             /// # Panics
@@ -159,14 +336,16 @@ macro_rules! write_view {
             #[track_caller]
             fn index(&self, i: I) -> &T {
                 let n = i.__witnessed();
-                assert!(n < self.len, "index out of bounds: the len is {} but the index is {}", self.len, n);
+                if n >= self.len {
+                    out_of_bounds(self.len, n);
+                }
                 // SAFETY: in bounds (checked above, obligation 1); element `n` belongs
                 // to this thread's witness, so no other thread writes it.
                 unsafe { &*self.ptr.add(n) }
             }
         }
 
-        impl<T, I: WriteIndex> IndexMut<I> for $name<'_, T> {
+        impl<T, P: Ownership, I: WriteIndex<P>> IndexMut<I> for $name<'_, T, P> {
             /// # Panics
             ///
             /// When `i` is out of bounds.
@@ -174,14 +353,16 @@ macro_rules! write_view {
             #[track_caller]
             fn index_mut(&mut self, i: I) -> &mut T {
                 let n = i.__witnessed();
-                assert!(n < self.len, "index out of bounds: the len is {} but the index is {}", self.len, n);
+                if n >= self.len {
+                    out_of_bounds(self.len, n);
+                }
                 // SAFETY: as in `get_mut`: in bounds, owned by this thread's witness,
                 // and `&mut self` excludes other references from this thread.
                 unsafe { &mut *self.ptr.add(n) }
             }
         }
 
-        impl<T> core::fmt::Debug for $name<'_, T> {
+        impl<T, P: Ownership> core::fmt::Debug for $name<'_, T, P> {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 f.debug_struct(stringify!($name)).field("ptr", &self.ptr).field("len", &self.len).finish()
             }
@@ -191,8 +372,9 @@ macro_rules! write_view {
 
 write_view!(
     /// The device side of a `write(p)` parameter: each thread writes the elements its
-    /// [`ThreadIndex`] witnesses (`out[i] = v`). Reading back what this thread wrote is
-    /// allowed; the buffer's prior contents are unspecified for a write-only parameter.
+    /// witness names (`out[i] = v`; see [`Ownership`] for `per block`, `per warp` and
+    /// `per chunk(K)`). Reading back what this thread wrote is allowed; the buffer's
+    /// prior contents are unspecified for a write-only parameter.
     ///
     /// See the module docs' # Soundness.
     Out
@@ -200,17 +382,210 @@ write_view!(
 
 write_view!(
     /// The device side of a `read_write(p)` parameter: each thread reads and writes the
-    /// elements its [`ThreadIndex`] witnesses (`y[i] = a * x[i.get()] + y[i]`).
+    /// elements its witness names (`y[i] = a * x[i.get()] + y[i]`).
     ///
     /// See the module docs' # Soundness.
     InOut
 );
 
+/// The device side of an `atomic(p)` parameter: every thread may access every
+/// element, and every access is atomic (relaxed ordering, device scope:
+/// [`crate::atomic`]). Indices are plain `usize`s, bounds-checked.
+///
+/// ```no_run
+/// # use xlog_device::{thread, view::AtomicView};
+/// /// The body of `#[xlog_kernel(read(data), atomic(bins))]`.
+/// fn histogram(data: &[u8], bins: &AtomicView<'_, u32>) {
+///     for i in thread::grid_stride(data.len()) {
+///         bins.fetch_add(data[i] as usize, 1);
+///     }
+/// }
+/// ```
+///
+/// There is no `bins[i] = v`: a plain store could race with another thread's
+/// access, so the view has no `Index`/`IndexMut`; use [`store`](Self::store).
+///
+/// # Soundness
+///
+/// The launcher holds the buffer `&mut` for the launch, so nothing else in the launch
+/// addresses it; every access through the view is an atomic instruction on an
+/// in-bounds, aligned element; and atomics never race. The view is `!Send`/`!Sync`
+/// like every view, but that is not needed for soundness here.
+pub struct AtomicView<'a, T: AtomicAdd> {
+    ptr: *mut T,
+    len: usize,
+    _buffer: PhantomData<&'a mut [T]>,
+}
+
+impl<T: AtomicAdd> AtomicView<'_, T> {
+    /// Builds the view from a kernel's pointer and length parameters.
+    ///
+    /// # Safety
+    ///
+    /// Only the code `#[xlog_kernel]` generates calls this; the generated entry point
+    /// and launcher uphold:
+    ///
+    /// 1. `ptr` is valid for reads and writes of `len` consecutive `T`s in device
+    ///    memory for the kernel's run, and aligned for `T` (`ptr` may dangle when
+    ///    `len == 0`);
+    /// 2. nothing but the atomic views built for this parameter accesses that memory
+    ///    while the kernel runs.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn __from_raw_parts(ptr: *mut T, len: usize) -> Self {
+        AtomicView {
+            ptr,
+            len,
+            _buffer: PhantomData,
+        }
+    }
+
+    /// Number of elements in the buffer.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn at(&self, i: usize) -> *mut T {
+        if i >= self.len {
+            out_of_bounds(self.len, i);
+        }
+        // SAFETY: `i < len`, inside the allocation (obligation 1).
+        unsafe { self.ptr.add(i) }
+    }
+
+    /// Atomic load of element `i`.
+    ///
+    /// # Panics
+    ///
+    /// When `i >= len()`, as every method of this view.
+    #[inline(always)]
+    #[track_caller]
+    pub fn load(&self, i: usize) -> T {
+        let p = self.at(i);
+        // SAFETY: `p` is in bounds and aligned (obligation 1), and every access to the
+        // buffer in this launch is atomic (obligation 2 and this type's API).
+        unsafe { crate::atomic::load(p) }
+    }
+
+    /// Atomic store of `v` into element `i`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn store(&self, i: usize, v: T) {
+        let p = self.at(i);
+        // SAFETY: as in `load`.
+        unsafe { crate::atomic::store(p, v) }
+    }
+
+    /// `atomicAdd`: adds `v` to element `i` (integers wrap), returning the old value.
+    #[inline(always)]
+    #[track_caller]
+    pub fn fetch_add(&self, i: usize, v: T) -> T {
+        let p = self.at(i);
+        // SAFETY: as in `load`.
+        unsafe { crate::atomic::fetch_add(p, v) }
+    }
+
+    /// `atomicExch`: stores `v` into element `i`, returning the old value.
+    #[inline(always)]
+    #[track_caller]
+    pub fn swap(&self, i: usize, v: T) -> T {
+        let p = self.at(i);
+        // SAFETY: as in `load`.
+        unsafe { crate::atomic::swap(p, v) }
+    }
+
+    /// The raw pointer to the first element, for `unsafe fn` kernels.
+    ///
+    /// # Safety
+    ///
+    /// Every access through it to an element another thread may access concurrently
+    /// must be atomic ([`crate::atomic`]), and within `0..len()`.
+    #[inline(always)]
+    pub unsafe fn as_ptr(&self) -> *mut T {
+        self.ptr
+    }
+}
+
+impl<T: AtomicInt> AtomicView<'_, T> {
+    /// `atomicMin` on element `i`, returning the old value.
+    #[inline(always)]
+    #[track_caller]
+    pub fn fetch_min(&self, i: usize, v: T) -> T {
+        let p = self.at(i);
+        // SAFETY: as in `load`.
+        unsafe { crate::atomic::fetch_min(p, v) }
+    }
+
+    /// `atomicMax` on element `i`, returning the old value.
+    #[inline(always)]
+    #[track_caller]
+    pub fn fetch_max(&self, i: usize, v: T) -> T {
+        let p = self.at(i);
+        // SAFETY: as in `load`.
+        unsafe { crate::atomic::fetch_max(p, v) }
+    }
+
+    /// `atomicAnd` on element `i`, returning the old value.
+    #[inline(always)]
+    #[track_caller]
+    pub fn fetch_and(&self, i: usize, v: T) -> T {
+        let p = self.at(i);
+        // SAFETY: as in `load`.
+        unsafe { crate::atomic::fetch_and(p, v) }
+    }
+
+    /// `atomicOr` on element `i`, returning the old value.
+    #[inline(always)]
+    #[track_caller]
+    pub fn fetch_or(&self, i: usize, v: T) -> T {
+        let p = self.at(i);
+        // SAFETY: as in `load`.
+        unsafe { crate::atomic::fetch_or(p, v) }
+    }
+
+    /// `atomicXor` on element `i`, returning the old value.
+    #[inline(always)]
+    #[track_caller]
+    pub fn fetch_xor(&self, i: usize, v: T) -> T {
+        let p = self.at(i);
+        // SAFETY: as in `load`.
+        unsafe { crate::atomic::fetch_xor(p, v) }
+    }
+
+    /// `atomicCAS` on element `i`: stores `new` if the element equals `current`.
+    /// `Ok(old)` when it did, `Err(found)` otherwise.
+    #[inline(always)]
+    #[track_caller]
+    pub fn compare_exchange(&self, i: usize, current: T, new: T) -> Result<T, T> {
+        let p = self.at(i);
+        // SAFETY: as in `load`.
+        unsafe { crate::atomic::compare_exchange(p, current, new) }
+    }
+}
+
+impl<T: AtomicAdd> core::fmt::Debug for AtomicView<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("AtomicView")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
     use super::*;
-    use crate::thread::witness;
+    use crate::thread::{block_witness, warp_witness, witness};
 
     #[test]
     fn indexing_through_witnesses() {
@@ -227,6 +602,70 @@ mod tests {
     }
 
     #[test]
+    fn per_block_and_per_warp_views_take_their_witnesses() {
+        let mut data = [0u32; 3];
+        // SAFETY: `data` outlives the view and nothing else touches it.
+        let mut partials =
+            unsafe { Out::<u32, PerBlock>::__from_raw_parts(data.as_mut_ptr(), data.len()) };
+        partials[block_witness(2)] = 5;
+        assert!(partials.get_mut(block_witness(3)).is_none());
+        // SAFETY: as above.
+        let mut warps =
+            unsafe { InOut::<u32, PerWarp>::__from_raw_parts(data.as_mut_ptr(), data.len()) };
+        warps[warp_witness(0)] += 9;
+        assert_eq!(data, [9, 0, 5]);
+    }
+
+    #[test]
+    fn chunks_partition_the_view_with_a_short_tail() {
+        let mut data = [1.0f32; 10];
+        // SAFETY: `data` outlives the view and nothing else touches it.
+        let mut y =
+            unsafe { InOut::<f32, Chunks<4>>::__from_raw_parts(data.as_mut_ptr(), data.len()) };
+        assert_eq!(y.chunk_count(), 3);
+        let v = y.vector(witness(1)).unwrap();
+        y.set_vector(witness(1), v.map(|e| e + 1.0));
+        assert!(y.vector(witness(2)).is_none());
+        assert_eq!(y.chunk_mut(witness(2)).len(), 2);
+        y.chunk_mut(witness(2))[1] = 7.0;
+        assert_eq!(data, [1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 1.0, 7.0]);
+        let x = [0u32, 1, 2, 3, 4, 5, 6];
+        assert_eq!(read_chunk::<u32, 2>(&x, 2), Some([4, 5]));
+        assert_eq!(read_chunk::<u32, 2>(&x, 3), None);
+        assert_eq!(read_chunk::<u32, 4>(&x, usize::MAX), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "index out of bounds: the len is 3 but the index is 3")]
+    fn chunk_past_the_end_panics() {
+        let mut data = [0u32; 9];
+        // SAFETY: `data` outlives the view and nothing else touches it.
+        let mut y =
+            unsafe { Out::<u32, Chunks<4>>::__from_raw_parts(data.as_mut_ptr(), data.len()) };
+        y.chunk_mut(witness(3));
+    }
+
+    #[test]
+    #[should_panic(expected = "index out of bounds: the len is 2 but the index is 2")]
+    fn whole_chunk_store_past_the_end_panics() {
+        let mut data = [0u32; 9];
+        // SAFETY: `data` outlives the view and nothing else touches it.
+        let mut y =
+            unsafe { Out::<u32, Chunks<4>>::__from_raw_parts(data.as_mut_ptr(), data.len()) };
+        y.set_vector(witness(2), [1; 4]);
+    }
+
+    #[test]
+    #[should_panic(expected = "index out of bounds: the len is 4 but the index is 4")]
+    fn atomic_view_checks_bounds_before_any_access() {
+        let mut data = [0u64; 4];
+        // SAFETY: `data` outlives the view and nothing else touches it.
+        let v = unsafe { AtomicView::__from_raw_parts(data.as_mut_ptr(), data.len()) };
+        assert_eq!(v.len(), 4);
+        v.fetch_add(4, 1);
+    }
+
+    #[test]
     #[should_panic(expected = "index out of bounds: the len is 2 but the index is 2")]
     fn out_of_bounds_panics() {
         let mut data = [1.0f32; 2];
@@ -239,7 +678,7 @@ mod tests {
     fn raw_access() {
         let mut data = [1u8, 2, 3];
         // SAFETY: `data` outlives the view and nothing else touches it.
-        let mut v = unsafe { InOut::__from_raw_parts(data.as_mut_ptr(), data.len()) };
+        let mut v = unsafe { InOut::<u8>::__from_raw_parts(data.as_mut_ptr(), data.len()) };
         // SAFETY: single-threaded test: no other accessor.
         let s = unsafe { v.as_mut_slice() };
         s.reverse();

@@ -2,7 +2,7 @@
 //! entry point, so the family is stamped out per type).
 
 macro_rules! elementwise {
-    ($m:ident, $t:ident, min = $min:path, max = $max:path) => {
+    ($m:ident, $t:ident, lanes = $k:tt, min = $min:path, max = $max:path) => {
         #[doc = concat!("Elementwise kernels over `", stringify!($t), "`; entry points end in `_", stringify!($m), "`.")]
         pub mod $m {
             use xlog::prelude::*;
@@ -58,6 +58,29 @@ macro_rules! elementwise {
                 let i = thread::index_1d();
                 if i < x.len() && i < y.len() {
                     y[i] = super::ops::add(super::ops::mul(a, x[i.get()]), y[i]);
+                }
+            }
+
+            /// `y[i] = a * x[i] + y[i]` (wrapping for integers) for `i < min(x.len(),
+            /// y.len())`, each thread owning one chunk of `y`
+            #[doc = concat!("(", stringify!($k), " elements, moved as one vector load and store")]
+            /// when the chunk is whole; the short last chunk element by element).
+            /// Launch one thread per chunk: `LaunchConfig::for_len(y.len().div_ceil(K))`.
+            #[xlog_kernel(read(x), read_write(y per chunk($k)), suffix = $m)]
+            pub fn axpy_vec(a: $t, x: &[$t], y: &mut [$t]) {
+                let c = thread::index_1d();
+                if let (Some(xv), Some(yv)) = (view::read_chunk::<$t, $k>(x, c.get()), y.vector(c)) {
+                    y.set_vector(
+                        c,
+                        core::array::from_fn(|k| super::ops::add(super::ops::mul(a, xv[k]), yv[k])),
+                    );
+                } else if c < y.chunk_count() {
+                    let base = c.get() * $k;
+                    for (k, e) in y.chunk_mut(c).iter_mut().enumerate() {
+                        if let Some(&xk) = x.get(base + k) {
+                            *e = super::ops::add(super::ops::mul(a, xk), *e);
+                        }
+                    }
                 }
             }
 
@@ -123,8 +146,8 @@ mod ops {
     }
 }
 
-elementwise!(f32, f32, min = f32::min, max = f32::max);
-elementwise!(f64, f64, min = f64::min, max = f64::max);
-elementwise!(i32, i32, min = i32::min, max = i32::max);
-elementwise!(u32, u32, min = u32::min, max = u32::max);
-elementwise!(u64, u64, min = u64::min, max = u64::max);
+elementwise!(f32, f32, lanes = 4, min = f32::min, max = f32::max);
+elementwise!(f64, f64, lanes = 2, min = f64::min, max = f64::max);
+elementwise!(i32, i32, lanes = 4, min = i32::min, max = i32::max);
+elementwise!(u32, u32, lanes = 4, min = u32::min, max = u32::max);
+elementwise!(u64, u64, lanes = 2, min = u64::min, max = u64::max);

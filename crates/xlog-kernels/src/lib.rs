@@ -6,6 +6,12 @@
 //! [`sub`], [`mul`], [`min`], [`max`]. Each host function launches on the stream it
 //! is given; xlog fences its inputs against work on other streams. The typed
 //! launchers themselves are in [`elementwise`] (`elementwise::f32::add::launch`).
+//! [`axpy`] runs the vectorised kernel (`elementwise::f32::axpy_vec`: each thread owns
+//! a chunk of four `f32`s and moves it with one 128-bit load and store).
+//!
+//! The second family, [`cooperative`], has threads working together without `unsafe`:
+//! [`histogram_u8`] (atomics), [`sum_u64`] / [`sum_f32`] / [`sum_f64`] (a block
+//! reduction per block, then one block over the partials), compaction and tiles.
 //!
 //! ```no_run
 //! # fn main() -> xlog::Result<()> {
@@ -22,6 +28,7 @@
 
 xlog::kernel_module!();
 
+pub mod cooperative;
 pub mod elementwise;
 
 #[cfg(not(target_arch = "nvptx64"))]

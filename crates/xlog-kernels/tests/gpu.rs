@@ -243,3 +243,449 @@ fn typed_launch_refuses_invalid_configurations_by_kernel_name() {
         "nothing ran"
     );
 }
+
+/// The cooperative kernels (atomics, per-block and per-warp results, tiles,
+/// collectives) and the vectorised axpy against CPU models, on awkward sizes: empty,
+/// one element, a block ± 1, a prime, and 2^24 + 7.
+mod cooperative {
+    use super::*;
+    use xlog::LaunchConfig;
+    use xlog_kernels::cooperative as k;
+
+    const SIZES: [usize; 7] = [0, 1, 255, 256, 257, 100_003, (1 << 24) + 7];
+
+    /// Whether a case of `n` elements runs: all do, unless `XLOG_TEST_MAX_LEN` caps
+    /// them (the compute-sanitizer passes, where 2^24 elements take too long).
+    fn within_cap(n: usize) -> bool {
+        std::env::var("XLOG_TEST_MAX_LEN")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .is_none_or(|max| n <= max)
+    }
+
+    fn bytes(seed: u64, n: usize) -> Vec<u8> {
+        let mut r = Rng::from_state(seed | 1);
+        // Skewed, so some bins see heavy contention.
+        (0..n)
+            .map(|_| {
+                let v = r.next_u64();
+                if v % 4 == 0 {
+                    7
+                } else {
+                    (v >> 8) as u8
+                }
+            })
+            .collect()
+    }
+
+    fn u32s(seed: u64, n: usize, below: u32) -> Vec<u32> {
+        let mut r = Rng::from_state(seed | 1);
+        (0..n).map(|_| r.next_u32() % below).collect()
+    }
+
+    fn cfg(blocks: usize, block: u32) -> LaunchConfig {
+        LaunchConfig::new([blocks.max(1) as u32, 1, 1], [block, 1, 1])
+    }
+
+    #[test]
+    fn histogram_matches_the_cpu() {
+        let rt = gpu_runtime();
+        let (p, c) = streams(&rt);
+        for n in SIZES.into_iter().filter(|&n| within_cap(n)) {
+            let data = bytes(n as u64, n);
+            let db = rt.upload_on(&p, &data).unwrap();
+            let got = xlog_kernels::histogram_u8(&c, &db)
+                .unwrap()
+                .download(&c)
+                .unwrap();
+            let mut want = vec![0u32; 256];
+            for &b in &data {
+                want[b as usize] += 1;
+            }
+            assert_eq!(got, want, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn every_atomic_operation_matches_the_cpu() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        for n in [1usize, 257, 100_003, (1 << 24) + 7]
+            .into_iter()
+            .filter(|&n| within_cap(n))
+        {
+            let mut r = Rng::from_state(n as u64 | 1);
+            let data: Vec<i64> = (0..n)
+                .map(|_| (r.next_u64() % (1 << 21)) as i64 - (1 << 20))
+                .collect();
+            let db = rt.upload_on(&s, &data).unwrap();
+            let init = [0, i64::MAX, i64::MIN, -1, 0, 0, 0, i64::MIN, 0];
+            let mut stats = rt.upload_on(&s, &init).unwrap();
+            let mut sums = rt.upload_on(&s, &[0.0f64, f64::NAN]).unwrap();
+            let mut small = rt.upload_on(&s, &[0.0f32]).unwrap();
+            k::atomic_fold_i64::launch(
+                &s,
+                cfg(n.div_ceil(256).min(2048), 256),
+                &db,
+                &mut stats,
+                &mut sums,
+                &mut small,
+            )
+            .unwrap();
+            let got = stats.download(&s).unwrap();
+            let want = [
+                data.iter().fold(0i64, |a, &v| a.wrapping_add(v)),
+                *data.iter().min().unwrap(),
+                *data.iter().max().unwrap(),
+                data.iter().fold(-1, |a, &v| a & v),
+                data.iter().fold(0, |a, &v| a | v),
+                data.iter().fold(0, |a, &v| a ^ v),
+                n.div_ceil(64) as i64,
+            ];
+            assert_eq!(got[..7], want, "n = {n}");
+            assert!(data.contains(&got[7]), "exchange left {} (n = {n})", got[7]);
+            assert_eq!(got[8], 42);
+            let sums = sums.download(&s).unwrap();
+            assert_eq!(sums[0], data.iter().sum::<i64>() as f64, "n = {n}");
+            assert!(data.contains(&(sums[1] as i64)), "n = {n}");
+            assert_eq!(small.download(&s).unwrap()[0], n.min(1000) as f32);
+        }
+    }
+
+    #[test]
+    fn block_sums_give_one_partial_per_block() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        for (n, blocks, block) in [
+            (0usize, 3usize, 256u32),
+            (1, 1, 32),
+            (255, 2, 256),
+            (257, 2, 256),
+            (100_003, 37, 100),
+            ((1 << 24) + 7, 1024, 256),
+            (5_000, 9, 1024),
+            (77, 5, 1),
+        ]
+        .into_iter()
+        .filter(|&(n, _, _)| within_cap(n))
+        {
+            let x: Vec<u64> = {
+                let mut r = Rng::from_state(n as u64 + 5);
+                (0..n).map(|_| r.next_u64()).collect()
+            };
+            let xb = rt.upload_on(&s, &x).unwrap();
+            let mut partials = rt.upload_on(&s, &vec![u64::MAX; blocks]).unwrap();
+            k::block_sum_u64::launch(&s, cfg(blocks, block), &xb, &mut partials).unwrap();
+            let got = partials.download(&s).unwrap();
+            let threads = blocks * block as usize;
+            let mut want = vec![0u64; blocks];
+            for (i, &v) in x.iter().enumerate() {
+                let b = (i % threads) / block as usize;
+                want[b] = want[b].wrapping_add(v);
+            }
+            assert_eq!(got, want, "n = {n}, {blocks} × {block}");
+        }
+    }
+
+    #[test]
+    fn two_pass_sums_match_the_cpu() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        for n in SIZES.into_iter().filter(|&n| within_cap(n)) {
+            let x: Vec<u64> = {
+                let mut r = Rng::from_state(n as u64 + 11);
+                (0..n).map(|_| r.next_u64()).collect()
+            };
+            let xb = rt.upload_on(&s, &x).unwrap();
+            let got = xlog_kernels::sum_u64(&s, &xb)
+                .unwrap()
+                .download(&s)
+                .unwrap();
+            assert_eq!(
+                got,
+                [x.iter().fold(0u64, |a, &v| a.wrapping_add(v))],
+                "n = {n}"
+            );
+            let f = data::<f32>(n as u64 + 3, n);
+            let fb = rt.upload_on(&s, &f).unwrap();
+            let got = xlog_kernels::sum_f32(&s, &fb)
+                .unwrap()
+                .download(&s)
+                .unwrap()[0];
+            let want: f64 = f.iter().map(|&v| v as f64).sum();
+            let scale: f64 = f.iter().map(|&v| v.abs() as f64).sum::<f64>() + 1.0;
+            assert!(
+                ((got as f64) - want).abs() <= 1e-5 * scale,
+                "n = {n}: {got} vs {want}"
+            );
+            let d = data::<f64>(n as u64 + 4, n);
+            let dbuf = rt.upload_on(&s, &d).unwrap();
+            let got = xlog_kernels::sum_f64(&s, &dbuf)
+                .unwrap()
+                .download(&s)
+                .unwrap()[0];
+            let want: f64 = d.iter().sum();
+            let scale: f64 = d.iter().map(|v| v.abs()).sum::<f64>() + 1.0;
+            assert!(
+                (got - want).abs() <= 1e-12 * scale,
+                "n = {n}: {got} vs {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn warp_sums_give_one_result_per_warp() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        for (n, block) in [
+            (1usize, 32u32),
+            (100_003, 96),
+            (1_001, 100),
+            (5_000, 1024),
+            (33, 1),
+            (257, 31),
+        ]
+        .into_iter()
+        .filter(|&(n, _)| within_cap(n))
+        {
+            let x = u32s(n as u64, n, u32::MAX);
+            let xb = rt.upload_on(&s, &x).unwrap();
+            let blocks = n.div_ceil(block as usize);
+            let per_block = (block as usize).div_ceil(32);
+            let warps = blocks * per_block;
+            let mut sums = rt.upload_on(&s, &vec![7u32; warps]).unwrap();
+            k::warp_sum_u32::launch(&s, cfg(blocks, block), &xb, &mut sums).unwrap();
+            let got = sums.download(&s).unwrap();
+            let mut want = vec![0u32; warps];
+            for (i, &v) in x.iter().enumerate() {
+                let (b, t) = (i / block as usize, i % block as usize);
+                let w = b * per_block + t / 32;
+                want[w] = want[w].wrapping_add(v);
+            }
+            assert_eq!(got, want, "n = {n}, block {block}");
+        }
+    }
+
+    #[test]
+    fn tile_reverses_each_block() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        for n in SIZES.into_iter().filter(|&n| n > 0 && within_cap(n)) {
+            let x = data::<f32>(n as u64 + 21, n);
+            let xb = rt.upload_on(&s, &x).unwrap();
+            let mut out = rt.alloc_zeroed_on::<f32>(&s, n).unwrap();
+            k::block_reverse_f32::launch(&s, k::block_reverse_f32::config(n), &xb, &mut out)
+                .unwrap();
+            let got = out.download(&s).unwrap();
+            for i in 0..n {
+                let mirror = i / 256 * 256 + 255 - i % 256;
+                let want = if mirror < n { x[mirror] } else { 0.0 };
+                assert_eq!(got[i], want, "n = {n}, at {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn compaction_keeps_the_odd_elements_and_counts_them_on_the_device() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        for n in SIZES.into_iter().filter(|&n| n > 0 && within_cap(n)) {
+            let x = u32s(n as u64 + 8, n, 1000);
+            let xb = rt.upload_on(&s, &x).unwrap();
+            let mut out = rt.upload_on(&s, &vec![u32::MAX; n]).unwrap();
+            let mut count = rt.alloc_zeroed_on::<u32>(&s, 1).unwrap();
+            k::select_odd_u32::launch(&s, LaunchConfig::for_len(n), &xb, &mut out, &mut count)
+                .unwrap();
+            let mut want: Vec<u32> = x.iter().copied().filter(|v| v % 2 == 1).collect();
+            let count = count.download(&s).unwrap()[0] as usize;
+            assert_eq!(count, want.len(), "n = {n}");
+            let mut got = out.download(&s).unwrap();
+            assert!(got[count..].iter().all(|&v| v == u32::MAX), "n = {n}");
+            got.truncate(count);
+            got.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(got, want, "n = {n}");
+        }
+    }
+
+    fn last_nonzero<T: PartialEq + Default + Copy>(a: T, b: T) -> T {
+        if b == T::default() {
+            a
+        } else {
+            b
+        }
+    }
+
+    #[test]
+    fn block_collectives_match_the_cpu_for_every_block_shape() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        for block in [1u32, 31, 32, 33, 100, 256, 1000, 1024] {
+            for n in [block as usize * 3 + 5, 1, (1 << 20) + 7]
+                .into_iter()
+                .filter(|&n| within_cap(n))
+            {
+                let x = u32s(n as u64 * 31 + block as u64, n, 1 << 30);
+                let xb = rt.upload_on(&s, &x).unwrap();
+                let mut outs: Vec<_> = (0..6)
+                    .map(|_| rt.alloc_zeroed_on::<u32>(&s, n).unwrap())
+                    .collect();
+                let [incl, excl, agg, rank, bcast, last] = &mut outs[..] else {
+                    unreachable!()
+                };
+                let blocks = n.div_ceil(block as usize);
+                k::block_collectives_u32::launch(
+                    &s,
+                    cfg(blocks, block),
+                    &xb,
+                    incl,
+                    excl,
+                    agg,
+                    rank,
+                    bcast,
+                    last,
+                )
+                .unwrap();
+                let got: Vec<Vec<u32>> = outs.iter().map(|b| b.download(&s).unwrap()).collect();
+                let b = block as usize;
+                for start in (0..n).step_by(b) {
+                    let v = |t: usize| x.get(start + t).copied().unwrap_or(0);
+                    let total = (0..b).fold(0u32, |a, t| a.wrapping_add(v(t)));
+                    let odd = (0..b).filter(|&t| v(t) % 2 == 1).count() as u32;
+                    let (mut sum, mut ranked, mut lastnz) = (0u32, 0u32, 0u32);
+                    for t in 0..b.min(n - start) {
+                        let i = start + t;
+                        let m3 = if v(t) % 3 == 0 { v(t) } else { 0 };
+                        lastnz = last_nonzero(lastnz, m3);
+                        let want = [
+                            sum.wrapping_add(v(t)),
+                            7u32.wrapping_add(sum),
+                            total,
+                            (ranked << 16) | odd,
+                            v(b - 1),
+                            lastnz,
+                        ];
+                        let have: Vec<u32> = got.iter().map(|g| g[i]).collect();
+                        assert_eq!(have, want, "block {block}, n = {n}, at {i}");
+                        sum = sum.wrapping_add(v(t));
+                        ranked += (v(t) % 2) as u32;
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn warp_collectives_match_the_cpu_for_every_block_shape() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        for block in [1u32, 5, 31, 32, 33, 100, 1024] {
+            for n in [block as usize * 3 + 5, (1 << 18) + 3]
+                .into_iter()
+                .filter(|&n| within_cap(n))
+            {
+                let mut r = Rng::from_state(n as u64 + block as u64);
+                let x: Vec<u64> = (0..n).map(|_| r.next_u64() % 100_000).collect();
+                let xb = rt.upload_on(&s, &x).unwrap();
+                let mut outs: Vec<_> = (0..5)
+                    .map(|_| rt.alloc_zeroed_on::<u64>(&s, n).unwrap())
+                    .collect();
+                let [incl, excl, red, rank, bcast] = &mut outs[..] else {
+                    unreachable!()
+                };
+                let blocks = n.div_ceil(block as usize);
+                k::warp_collectives_u64::launch(
+                    &s,
+                    cfg(blocks, block),
+                    &xb,
+                    incl,
+                    excl,
+                    red,
+                    rank,
+                    bcast,
+                )
+                .unwrap();
+                let got: Vec<Vec<u64>> = outs.iter().map(|b| b.download(&s).unwrap()).collect();
+                let b = block as usize;
+                for bstart in (0..n).step_by(b) {
+                    for wstart in (0..b).step_by(32) {
+                        let lanes = 32.min(b - wstart);
+                        let v = |l: usize| x.get(bstart + wstart + l).copied().unwrap_or(0);
+                        let red_all = (0..lanes)
+                            .map(|l| if v(l) % 3 == 0 { v(l) } else { 0 })
+                            .fold(0, last_nonzero);
+                        let odd = (0..lanes).filter(|&l| v(l) % 2 == 1).count() as u64;
+                        let (mut sum, mut ranked) = (0u64, 0u64);
+                        for l in 0..lanes {
+                            let i = bstart + wstart + l;
+                            if i >= n {
+                                break;
+                            }
+                            let want = [
+                                sum + v(l),
+                                5 + sum,
+                                red_all,
+                                (ranked << 16) | odd,
+                                v(lanes - 1),
+                            ];
+                            let have: Vec<u64> = got.iter().map(|g| g[i]).collect();
+                            assert_eq!(have, want, "block {block}, n = {n}, at {i}");
+                            sum += v(l);
+                            ranked += v(l) % 2;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn vectorised_axpy_matches_the_cpu_on_awkward_sizes_and_offsets() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        use xlog_kernels::elementwise::{f32 as kf, f64 as kd};
+        for n in [0usize, 1, 3, 4, 5, 255, 256, 257, 100_003, (1 << 24) + 7]
+            .into_iter()
+            .filter(|&n| within_cap(n))
+        {
+            for offset in [0usize, 1, 2] {
+                let total = n + offset;
+                let (x, y) = (
+                    data::<f32>(n as u64, total),
+                    data::<f32>(n as u64 + 1, total),
+                );
+                let xb = rt.upload_on(&s, &x).unwrap();
+                let mut yb = rt.upload_on(&s, &y).unwrap();
+                let a = 1.5f32;
+                if n > 0 {
+                    kf::axpy_vec::launch(
+                        &s,
+                        LaunchConfig::for_len(n.div_ceil(4)),
+                        a,
+                        &xb.slice(offset..),
+                        &mut yb.slice_mut(offset..),
+                    )
+                    .unwrap();
+                }
+                let got = yb.download(&s).unwrap();
+                for i in 0..total {
+                    let want = if i < offset { y[i] } else { a * x[i] + y[i] };
+                    assert_eq!(got[i], want, "n = {n}, offset {offset}, at {i}");
+                }
+            }
+            // x shorter than y: the rest of y is untouched; f64 chunks of two.
+            let (x, y) = (data::<f64>(n as u64, n / 2), data::<f64>(n as u64 + 2, n));
+            let xb = rt.upload_on(&s, &x).unwrap();
+            let mut yb = rt.upload_on(&s, &y).unwrap();
+            if n > 0 {
+                kd::axpy_vec::launch(&s, LaunchConfig::for_len(n.div_ceil(2)), -0.5, &xb, &mut yb)
+                    .unwrap();
+            }
+            let got = yb.download(&s).unwrap();
+            for i in 0..n {
+                let want = if i < n / 2 { -0.5 * x[i] + y[i] } else { y[i] };
+                assert_eq!(got[i], want, "f64 n = {n}, at {i}");
+            }
+        }
+    }
+}

@@ -1,10 +1,24 @@
 //! CI check (no GPU): the embedded module defines every elementwise kernel for
-//! every element type, and `ptxas` validates it for sm_80 and sm_90 without spills.
+//! every element type and every cooperative kernel, and `ptxas` validates it for
+//! sm_80 and sm_90 without spills.
 
 use xlog_kernels::MODULE;
 
 const OPS: &[&str] = &[
-    "fill", "copy", "cast_f32", "cast_f64", "scale", "axpy", "add", "sub", "mul", "min", "max",
+    "fill", "copy", "cast_f32", "cast_f64", "scale", "axpy", "axpy_vec", "add", "sub", "mul",
+    "min", "max",
+];
+const COOPERATIVE: &[&str] = &[
+    "histogram_u8",
+    "atomic_fold_i64",
+    "block_sum_u64",
+    "block_sum_f32",
+    "block_sum_f64",
+    "warp_sum_u32",
+    "block_reverse_f32",
+    "select_odd_u32",
+    "block_collectives_u32",
+    "warp_collectives_u64",
 ];
 const TYPES: &[&str] = &["f32", "f64", "i32", "u32", "u64"];
 
@@ -13,6 +27,7 @@ fn module_defines_every_kernel_for_every_type() {
     let mut want: Vec<String> = OPS
         .iter()
         .flat_map(|op| TYPES.iter().map(move |t| format!("{op}_{t}")))
+        .chain(COOPERATIVE.iter().map(|k| k.to_string()))
         .collect();
     want.sort();
     let mut got: Vec<String> = MODULE
@@ -40,6 +55,7 @@ macro_rules! check_abi {
             ("cast_f64", k::cast_f64::check_abi),
             ("scale", k::scale::check_abi),
             ("axpy", k::axpy::check_abi),
+            ("axpy_vec", k::axpy_vec::check_abi),
             ("add", k::add::check_abi),
             ("sub", k::sub::check_abi),
             ("mul", k::mul::check_abi),
@@ -54,5 +70,23 @@ macro_rules! check_abi {
 #[test]
 fn every_launcher_agrees_with_the_device_build() {
     check_abi!(f32, f64, i32, u32, u64);
-    assert_eq!(OPS.len() * TYPES.len(), MODULE.kernels().len());
+    use xlog_kernels::cooperative as c;
+    for check in [
+        c::histogram_u8::check_abi as fn() -> xlog::Result<()>,
+        c::atomic_fold_i64::check_abi,
+        c::block_sum_u64::check_abi,
+        c::block_sum_f32::check_abi,
+        c::block_sum_f64::check_abi,
+        c::warp_sum_u32::check_abi,
+        c::block_reverse_f32::check_abi,
+        c::select_odd_u32::check_abi,
+        c::block_collectives_u32::check_abi,
+        c::warp_collectives_u64::check_abi,
+    ] {
+        check().unwrap();
+    }
+    assert_eq!(
+        OPS.len() * TYPES.len() + COOPERATIVE.len(),
+        MODULE.kernels().len()
+    );
 }

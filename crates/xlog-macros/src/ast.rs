@@ -2,7 +2,7 @@
 
 use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
-use crate::attr::Mode;
+use crate::attr::{Mode, Owner};
 use crate::ctxt::Ctxt;
 
 /// What a parameter is, from its type alone.
@@ -36,8 +36,13 @@ pub struct Checked {
 pub enum Kind {
     /// Passed by copy.
     Scalar,
-    /// `&[elem]` or `&mut [elem]`, with its declared access.
-    Slice { elem: Box<Type>, mode: Mode },
+    /// `&[elem]` or `&mut [elem]`, with its declared access and, for written
+    /// slices, which threads own which elements.
+    Slice {
+        elem: Box<Type>,
+        mode: Mode,
+        owner: Owner,
+    },
 }
 
 impl Checked {

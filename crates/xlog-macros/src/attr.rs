@@ -1,12 +1,16 @@
-//! Parses the attribute arguments: `read(..)`, `write(..)`, `read_write(..)`.
+//! Parses the attribute arguments: `read(..)`, `write(..)`, `read_write(..)`,
+//! `atomic(..)`, each entry `name` or (written modes) `name per block|warp|chunk(K)`.
 
 use proc_macro2::TokenStream;
-use syn::parse::Parser;
+use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use syn::{Ident, Meta, Token};
 
 use crate::ctxt::Ctxt;
-use crate::symbol::{BLOCK, CRATE, READ, READ_WRITE, SHARED, SUFFIX, SYNTAX, WRITE};
+use crate::symbol::{
+    ATOMIC, BLOCK, CHUNK, CRATE, OWNERSHIP_SYNTAX, PER, READ, READ_WRITE, SHARED, SUFFIX, SYNTAX,
+    THREAD, WARP, WRITE,
+};
 
 /// How a kernel uses a slice parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,6 +18,8 @@ pub enum Mode {
     Read,
     Write,
     ReadWrite,
+    /// Every access atomic, by any thread at any index; read-write for fencing.
+    Atomic,
 }
 
 impl Mode {
@@ -22,19 +28,76 @@ impl Mode {
             Mode::Read => READ,
             Mode::Write => WRITE,
             Mode::ReadWrite => READ_WRITE,
+            Mode::Atomic => ATOMIC,
         }
     }
 
+    /// Whether the parameter is `&mut [T]` (and borrowed `&mut` by the launcher).
     pub fn writes(self) -> bool {
         !matches!(self, Mode::Read)
     }
 }
 
-/// One `mode(ident)` entry.
+/// Which threads own which elements of a `write` / `read_write` parameter: the
+/// view's `xlog_device::view::Ownership`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    Thread,
+    Block,
+    Warp,
+    Chunk(u32),
+}
+
+/// One `mode(ident [per owner])` entry.
 #[derive(Clone, Debug)]
 pub struct Decl {
     pub mode: Mode,
     pub ident: Ident,
+    pub owner: Owner,
+}
+
+/// `ident` or `ident per block|warp|thread|chunk(K)`.
+fn parse_entry(input: ParseStream) -> syn::Result<(Ident, Option<(Ident, Owner)>)> {
+    let ident: Ident = input.parse()?;
+    if input.is_empty() || input.peek(Token![,]) {
+        return Ok((ident, None));
+    }
+    let per: Ident = input.parse()?;
+    if per != PER {
+        return Err(syn::Error::new(
+            per.span(),
+            format!(
+                "expected `,` or `per` after `{ident}`; ownership is written {OWNERSHIP_SYNTAX}"
+            ),
+        ));
+    }
+    let what: Ident = input.parse()?;
+    let owner = match what.to_string().as_str() {
+        THREAD => Owner::Thread,
+        BLOCK => Owner::Block,
+        WARP => Owner::Warp,
+        CHUNK => {
+            let content;
+            syn::parenthesized!(content in input);
+            let k: syn::LitInt = content.parse()?;
+            match k.base10_parse::<u32>() {
+                Ok(k) if (1..=64).contains(&k) => Owner::Chunk(k),
+                _ => {
+                    return Err(syn::Error::new(
+                        k.span(),
+                        "the chunk length is an integer from 1 to 64, e.g. `per chunk(4)`",
+                    ))
+                }
+            }
+        }
+        _ => {
+            return Err(syn::Error::new(
+                what.span(),
+                format!("unknown ownership `{what}`; expected {OWNERSHIP_SYNTAX}"),
+            ))
+        }
+    };
+    Ok((ident, Some((per, owner))))
 }
 
 #[derive(Debug)]
@@ -72,22 +135,39 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                     Some(READ) => Mode::Read,
                     Some(WRITE) => Mode::Write,
                     Some(READ_WRITE) => Mode::ReadWrite,
+                    Some(ATOMIC) => Mode::Atomic,
                     _ => {
                         cx.error_spanned_by(
                             &list.path,
-                            format!("unknown access mode; expected `read`, `write` or `read_write`: {SYNTAX}"),
+                            format!("unknown access mode; expected `read`, `write`, `read_write` or `atomic`: {SYNTAX}"),
                         );
                         continue;
                     }
                 };
-                match list.parse_args_with(Punctuated::<Ident, Token![,]>::parse_terminated) {
-                    Ok(idents) if !idents.is_empty() => {
-                        attr.decls.extend(idents.into_iter().map(|ident| Decl { mode, ident }))
+                match list.parse_args_with(|input: ParseStream| Punctuated::<_, Token![,]>::parse_terminated_with(input, parse_entry)) {
+                    Ok(entries) if !entries.is_empty() => {
+                        for (ident, per) in entries {
+                            let owner = match per {
+                                None => Owner::Thread,
+                                Some((_, owner)) if matches!(mode, Mode::Write | Mode::ReadWrite) => owner,
+                                Some((per, _)) => {
+                                    cx.error_spanned_by(
+                                        &per,
+                                        format!(
+                                            "`{}({ident})` takes no ownership: only written parameters are partitioned among threads ({OWNERSHIP_SYNTAX})",
+                                            mode.keyword()
+                                        ),
+                                    );
+                                    Owner::Thread
+                                }
+                            };
+                            attr.decls.push(Decl { mode, ident, owner });
+                        }
                     }
                     Ok(_) => cx.error_spanned_by(list, format!("`{}()` names no parameter: {SYNTAX}", mode.keyword())),
                     Err(e) => cx.syn_error(syn::Error::new(
                         e.span(),
-                        format!("expected parameter names separated by commas in `{}(..)`", mode.keyword()),
+                        format!("{e}; expected parameter names separated by commas in `{}(..)`", mode.keyword()),
                     )),
                 }
             }
@@ -114,7 +194,7 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
             ),
             other => cx.error_spanned_by(
                 other,
-                format!("unexpected argument; expected `read(..)`, `write(..)` or `read_write(..)`: {SYNTAX}"),
+                format!("unexpected argument; expected `read(..)`, `write(..)`, `read_write(..)` or `atomic(..)`: {SYNTAX}"),
             ),
         }
     }
@@ -155,6 +235,46 @@ mod tests {
                 (Mode::Write, "out".into())
             ]
         );
+    }
+
+    #[test]
+    fn parses_atomic_and_ownership() {
+        let cx = Ctxt::default();
+        let a = parse(
+            &cx,
+            quote!(atomic(bins), write(partials per block, w per warp), read_write(y per chunk(4), z per thread)),
+        );
+        cx.check().unwrap();
+        let got: Vec<_> = a
+            .decls
+            .iter()
+            .map(|d| (d.mode, d.ident.to_string(), d.owner))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Mode::Atomic, "bins".into(), Owner::Thread),
+                (Mode::Write, "partials".into(), Owner::Block),
+                (Mode::Write, "w".into(), Owner::Warp),
+                (Mode::ReadWrite, "y".into(), Owner::Chunk(4)),
+                (Mode::ReadWrite, "z".into(), Owner::Thread),
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_ownership_is_reported() {
+        for bad in [
+            quote!(read(x per block)),
+            quote!(atomic(b per warp)),
+            quote!(write(o per grid)),
+            quote!(write(o per chunk(0))),
+            quote!(write(o by block)),
+        ] {
+            let cx = Ctxt::default();
+            parse(&cx, bad.clone());
+            assert!(cx.check().is_err(), "{bad} was accepted");
+        }
     }
 
     #[test]

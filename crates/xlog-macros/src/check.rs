@@ -3,17 +3,17 @@
 use std::collections::HashMap;
 
 use crate::ast::{Checked, Kernel, Kind, Shape};
-use crate::attr::{Attr, Mode};
+use crate::attr::{Attr, Mode, Owner};
 use crate::ctxt::Ctxt;
 
 /// Bind every access declaration to its parameter and check modes against types.
 /// Returns the checked parameters (complete when `cx` collected no error).
 pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
     let names: Vec<String> = kernel.params.iter().map(|p| p.ident.to_string()).collect();
-    let mut seen: HashMap<String, Mode> = HashMap::new();
+    let mut seen: HashMap<String, (Mode, Owner)> = HashMap::new();
     for decl in &attr.decls {
         let name = decl.ident.to_string();
-        if let Some(first) = seen.get(&name) {
+        if let Some((first, _)) = seen.get(&name) {
             let msg = if *first == decl.mode {
                 format!(
                     "`{name}` is listed twice in `{}(..)`; list it once",
@@ -29,7 +29,7 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
             cx.error_spanned_by(&decl.ident, msg);
             continue;
         }
-        seen.insert(name.clone(), decl.mode);
+        seen.insert(name.clone(), (decl.mode, decl.owner));
         let Some(param) = kernel.params.iter().find(|p| p.ident == decl.ident) else {
             let known = if names.is_empty() {
                 "none".to_owned()
@@ -59,7 +59,7 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
                 } else if !decl.mode.writes() && *mutable {
                     cx.error_spanned_by(
                         &param.ty,
-                        format!("`{name}` is declared `read({name})` but has type `&mut [T]`; write it as `{name}: &[T]`, or declare `write({name})` / `read_write({name})`"),
+                        format!("`{name}` is declared `read({name})` but has type `&mut [T]`; write it as `{name}: &[T]`, or declare `write({name})` / `read_write({name})` / `atomic({name})`"),
                     );
                 }
             }
@@ -70,15 +70,16 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
         let kind = match &param.shape {
             Shape::Scalar => Kind::Scalar,
             Shape::Slice { elem, .. } => match seen.get(&param.ident.to_string()) {
-                Some(&mode) => Kind::Slice {
+                Some(&(mode, owner)) => Kind::Slice {
                     elem: elem.clone(),
                     mode,
+                    owner,
                 },
                 None => {
                     let n = &param.ident;
                     cx.error_spanned_by(
                         &param.ident,
-                        format!("slice parameter `{n}` needs an access mode: add `read({n})`, `write({n})` or `read_write({n})` to #[xlog_kernel(..)]"),
+                        format!("slice parameter `{n}` needs an access mode: add `read({n})`, `write({n})`, `read_write({n})` or `atomic({n})` to #[xlog_kernel(..)]"),
                     );
                     continue;
                 }

@@ -32,5 +32,6 @@ fn ui() {
     t.compile_fail("../../tests/ui/recorder/*.rs");
     t.compile_fail("../../tests/ui/derive/*.rs");
     t.compile_fail("../../tests/ui/soundness/*.rs");
+    t.compile_fail("../../tests/ui/shared/*.rs");
     t.pass("../../tests/ui/pass/*.rs");
 }

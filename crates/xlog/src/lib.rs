@@ -69,7 +69,7 @@ pub mod __private {
     pub mod device {
         pub use xlog_device::module::__owned_by;
         pub use xlog_device::view::{InOut, Out};
-        pub use xlog_device::{abi, DeviceCopy};
+        pub use xlog_device::{abi, view, DeviceCopy};
 
         /// A pointer usable for a slice of `len` elements: `ptr`, or a dangling,
         /// aligned pointer when `len` is 0 (the runtime's empty buffers are null).

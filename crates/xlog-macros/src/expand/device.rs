@@ -22,7 +22,7 @@ pub fn entry(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
                 abi_params.push(quote!(#id: #ty));
                 call_args.push(quote!(#id));
             }
-            Kind::Slice { elem, mode } => {
+            Kind::Slice { elem, mode, owner } => {
                 let ptr = local_for(id, "ptr");
                 let len = local_for(id, "len");
                 match mode {
@@ -41,14 +41,26 @@ pub fn entry(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
                         } else {
                             quote!(InOut)
                         };
+                        let owner = super::owner_type(kernel, *owner);
                         abi_params.push(quote!(#ptr: *mut #elem, #len: usize));
                         setup.push(quote! {
                             // SAFETY: the launcher passes a live range it recorded as a write;
                             // the borrow rules on the host make it distinct from every other
-                            // slice argument, and the view hands each thread only its own element.
-                            let mut #id = unsafe { #k::__private::device::#view::__from_raw_parts(#k::__private::device::non_null_or_dangling(#ptr, #len), #len) };
+                            // slice argument, and the view hands each thread only the elements
+                            // its witness of the declared ownership names.
+                            let mut #id = unsafe { #k::__private::device::view::#view::<#elem, #owner>::__from_raw_parts(#k::__private::device::non_null_or_dangling(#ptr, #len), #len) };
                         });
                         call_args.push(quote!(&mut #id));
+                    }
+                    Mode::Atomic => {
+                        abi_params.push(quote!(#ptr: *mut #elem, #len: usize));
+                        setup.push(quote! {
+                            // SAFETY: the launcher passes a live range it recorded as a
+                            // read-write; the host borrow makes it distinct from every other
+                            // slice argument, and the view accesses it only atomically.
+                            let #id = unsafe { #k::__private::device::view::AtomicView::<#elem>::__from_raw_parts(#k::__private::device::non_null_or_dangling(#ptr, #len), #len) };
+                        });
+                        call_args.push(quote!(&#id));
                     }
                 }
             }

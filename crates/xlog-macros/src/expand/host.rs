@@ -11,7 +11,7 @@ use syn::spanned::Spanned;
 
 use super::{core_path, facade, local, local_for};
 use crate::ast::{Checked, Kernel, Kind};
-use crate::attr::{Attr, Mode};
+use crate::attr::{Attr, Mode, Owner};
 
 pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
     let k = facade(kernel);
@@ -50,7 +50,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                 param_ptrs.push(quote!(&#id as *const #ty as *mut #c::ffi::c_void));
                 table.push_str(&format!("| `{id}` | value | — |\n"));
             }
-            Kind::Slice { elem, mode } => {
+            Kind::Slice { elem, mode, owner } => {
                 let arg = local_for(id, "arg");
                 let ptr = local_for(id, "ptr");
                 let len = local_for(id, "len");
@@ -60,7 +60,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                         quote!(<_ as #rt::ReadBuffer<#elem>>::arg(#id)),
                         quote_spanned!(p.ty.span()=> &(impl #rt::ReadBuffer<#elem> + ?#c::marker::Sized)),
                     ),
-                    Mode::Write | Mode::ReadWrite => (
+                    Mode::Write | Mode::ReadWrite | Mode::Atomic => (
                         if *mode == Mode::Write {
                             quote!(Write)
                         } else {
@@ -79,7 +79,12 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                 records.push(quote!(.__record(#arg, #rt::Access::#access)));
                 param_ptrs.push(quote!(&#ptr as *const u64 as *mut #c::ffi::c_void));
                 param_ptrs.push(quote!(&#len as *const usize as *mut #c::ffi::c_void));
-                let m = mode.keyword();
+                let m = match owner {
+                    Owner::Thread => mode.keyword().to_owned(),
+                    Owner::Block => format!("{} per block", mode.keyword()),
+                    Owner::Warp => format!("{} per warp", mode.keyword()),
+                    Owner::Chunk(k) => format!("{} per chunk({k})", mode.keyword()),
+                };
                 table.push_str(&format!(
                     "| `{id}` | `{m}` | waits on {} |\n",
                     if *mode == Mode::Read {

@@ -25,7 +25,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::ast::{Checked, Kernel, Kind};
-use crate::attr::{Attr, Mode};
+use crate::attr::{Attr, Mode, Owner};
 
 /// The facade every generated path goes through: the kernel's own `extern crate`
 /// alias of `xlog` (see the module docs). Not configurable: the checks below must
@@ -134,6 +134,9 @@ pub fn abi_expr(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                 mode: Mode::ReadWrite,
                 ..
             } => quote!(ReadWrite),
+            Kind::Slice {
+                mode: Mode::Atomic, ..
+            } => quote!(Atomic),
         };
         let (abi, k) = (respan(abi.clone(), ty.span()), respan(k.clone(), ty.span()));
         quote_spanned! {ty.span()=>
@@ -151,18 +154,48 @@ pub fn abi_len(params: &[Checked]) -> usize {
     1 + 2 * params.len()
 }
 
+/// The ownership type of a written view (`xlog_device::view::Ownership`).
+pub fn owner_type(kernel: &Kernel, owner: Owner) -> TokenStream {
+    let k = facade(kernel);
+    let v = quote!(#k::__private::device::view);
+    match owner {
+        Owner::Thread => quote!(#v::PerThread),
+        Owner::Block => quote!(#v::PerBlock),
+        Owner::Warp => quote!(#v::PerWarp),
+        Owner::Chunk(n) => {
+            let n = n as usize;
+            quote!(#v::Chunks<#n>)
+        }
+    }
+}
+
 /// The device-side type of a parameter inside the body.
 fn device_param_type(kernel: &Kernel, p: &Checked) -> TokenStream {
     let k = facade(kernel);
     match &p.kind {
         Kind::Slice {
             elem,
-            mode: Mode::Write,
-        } => quote!(&mut #k::__private::device::Out<'_, #elem>),
+            mode: mode @ (Mode::Write | Mode::ReadWrite),
+            owner,
+        } => {
+            let view = if *mode == Mode::Write {
+                quote!(Out)
+            } else {
+                quote!(InOut)
+            };
+            let owner = owner_type(kernel, *owner);
+            quote!(&mut #k::__private::device::view::#view<'_, #elem, #owner>)
+        }
         Kind::Slice {
             elem,
-            mode: Mode::ReadWrite,
-        } => quote!(&mut #k::__private::device::InOut<'_, #elem>),
+            mode: Mode::Atomic,
+            ..
+        } => {
+            // Spanned on the element type, so an element without atomics is reported
+            // on the user's type.
+            let k = respan(k, elem.span());
+            quote_spanned!(elem.span()=> &#k::__private::device::view::AtomicView<'_, #elem>)
+        }
         Kind::Slice {
             mode: Mode::Read, ..
         }

@@ -1,0 +1,206 @@
+//! Kernels whose threads cooperate — through atomics, per-block and per-warp
+//! results, shared-memory tiles and collectives — all written without `unsafe`.
+//!
+//! | kernel | tool |
+//! | --- | --- |
+//! | [`histogram_u8`] | `atomic(bins)`: any thread adds to any bin |
+//! | [`atomic_fold_i64`] | every operation of an atomic view |
+//! | `block_sum_{u64,f32,f64}` | a block reduction, written `per block` by the block's leader |
+//! | [`warp_sum_u32`] | a warp reduction, written `per warp` by the warp's leader |
+//! | [`block_reverse_f32`] | a shared-memory tile: write phase, barrier, read phase |
+//! | [`select_odd_u32`] | stream compaction: block ranks, one atomic reservation per block |
+//! | [`block_collectives_u32`], [`warp_collectives_u64`] | each collective, value by value (for the GPU suite) |
+
+use xlog::prelude::*;
+
+/// `bins[b] += |{ i : data[i] == b }|`: a 256-bin histogram of bytes. `bins` needs
+/// 256 elements (a shorter one stops the kernel with a bounds panic). Any 1-D
+/// launch; a grid-stride loop covers `data`.
+#[xlog_kernel(read(data), atomic(bins))]
+pub fn histogram_u8(data: &[u8], bins: &mut [u32]) {
+    for i in thread::grid_stride(data.len()) {
+        bins.fetch_add(data[i] as usize, 1);
+    }
+}
+
+/// Folds `data` into `stats` with every integer atomic: `stats[0]` wrapping sum,
+/// `[1]` min, `[2]` max, `[3]` and, `[4]` or, `[5]` xor, `[6]` the count of every 64th
+/// element, kept with a compare-exchange loop, `[7]` the value of one element (exchange), `[8]` 42 stored
+/// by thread 0; and with float atomics: `sums[0] += data[i] as f64`, `sums[1]`
+/// swapped to `data[i] as f64`, `small[0] += 1.0` for the first 1000 elements.
+#[xlog_kernel(read(data), atomic(stats, sums, small))]
+pub fn atomic_fold_i64(data: &[i64], stats: &mut [i64], sums: &mut [f64], small: &mut [f32]) {
+    if thread::index_1d() == 0 {
+        stats.store(8, 42);
+    }
+    for i in thread::grid_stride(data.len()) {
+        let v = data[i];
+        stats.fetch_add(0, v);
+        stats.fetch_min(1, v);
+        stats.fetch_max(2, v);
+        stats.fetch_and(3, v);
+        stats.fetch_or(4, v);
+        stats.fetch_xor(5, v);
+        if i.get() % 64 == 0 {
+            let mut seen = stats.load(6);
+            while let Err(now) = stats.compare_exchange(6, seen, seen + 1) {
+                seen = now;
+            }
+        }
+        stats.swap(7, v);
+        sums.fetch_add(0, v as f64);
+        sums.swap(1, v as f64);
+        if i < 1000 {
+            small.fetch_add(0, 1.0);
+        }
+    }
+}
+
+macro_rules! block_sum {
+    ($name:ident, $t:ty, $zero:expr, $add:expr) => {
+        #[doc = concat!("`partials[b]` = the sum of the `", stringify!($t), "`s of `x` that block `b`'s threads visit in a")]
+        /// grid-stride loop (element `i` belongs to block `(i mod T) / blockDim`, `T`
+        /// the launch's threads): a thread-local sum, a block reduction, and one store
+        /// by the block's leader. With a second launch over the partials in one block,
+        /// the sum of `x` (see `crate::sum_u64`).
+        #[xlog_kernel(read(x), write(partials per block))]
+        pub fn $name(x: &[$t], partials: &mut [$t]) {
+            let mut acc: $t = $zero;
+            for i in thread::grid_stride(x.len()) {
+                acc = ($add)(acc, x[i]);
+            }
+            let total = collective::block_reduce(acc, $add);
+            if let Some(b) = thread::block_leader() {
+                if let Some(p) = partials.get_mut(b) {
+                    *p = total;
+                }
+            }
+        }
+    };
+}
+
+block_sum!(block_sum_u64, u64, 0, u64::wrapping_add);
+block_sum!(block_sum_f32, f32, 0.0, |a: f32, b: f32| a + b);
+block_sum!(block_sum_f64, f64, 0.0, |a: f64, b: f64| a + b);
+
+/// `sums[w]` = the wrapping sum of `x` over the threads of warp `w` (one element per
+/// thread, 0 past the end), stored by the warp's leader.
+#[xlog_kernel(read(x), write(sums per warp))]
+pub fn warp_sum_u32(x: &[u32], sums: &mut [u32]) {
+    let i = thread::index_1d();
+    let v = if i < x.len() { x[i] } else { 0 };
+    let s = collective::warp_reduce(v, u32::wrapping_add);
+    if let Some(w) = thread::warp_leader() {
+        if let Some(o) = sums.get_mut(w) {
+            *o = s;
+        }
+    }
+}
+
+/// Reverses each block's 256 elements through a shared tile: `out[256b + t] =
+/// x[256b + 255 - t]` (0 where that is past the end of `x`).
+#[xlog_kernel(read(x), write(out), block = 256)]
+pub fn block_reverse_f32(x: &[f32], out: &mut [f32]) {
+    let i = thread::index_1d();
+    let t = thread::local_index();
+    let mut tile = xlog::device::static_shared!(REVERSE: [f32; 256]).tile();
+    tile.set(t, if i < x.len() { x[i] } else { 0.0 });
+    let tile = tile.sync();
+    let v = tile.get(255 - t.get());
+    if let Some(o) = out.get_mut(i) {
+        *o = v;
+    }
+}
+
+/// Stream compaction: copies the odd elements of `x` into `out` and counts them in
+/// `count[0]` (which must start at 0). Within a block the kept elements keep their
+/// order; blocks reserve their ranges in `out` with one atomic add each, in whatever
+/// order they run. One element per thread.
+#[xlog_kernel(read(x), atomic(out, count))]
+pub fn select_odd_u32(x: &[u32], out: &mut [u32], count: &mut [u32]) {
+    let i = thread::index_1d();
+    let keep = i < x.len() && x[i] % 2 == 1;
+    let (rank, total) = collective::block_rank(keep);
+    let mut base = 0;
+    if thread::block_leader().is_some() && total > 0 {
+        base = count.fetch_add(0, total);
+    }
+    let base = collective::block_broadcast(base, 0);
+    if keep {
+        out.store((base + rank) as usize, x[i]);
+    }
+}
+
+/// The right operand unless it is 0: associative but not commutative, so a scan
+/// with it shows whether a collective combines in thread order.
+#[inline(always)]
+fn last_nonzero<T: PartialEq + Default>(a: T, b: T) -> T {
+    if b == T::default() {
+        a
+    } else {
+        b
+    }
+}
+
+/// Every block collective on `v = x[i]` (0 past the end), for the GPU suite:
+/// `incl` inclusive sum, `excl` exclusive sum from 7, `agg` the block's sum,
+/// `rank` `(rank << 16) | count` of odd values, `bcast` the value of the block's last
+/// thread, `last` the inclusive scan of `last_nonzero` over the multiples of 3.
+#[xlog_kernel(read(x), write(incl, excl, agg, rank, bcast, last))]
+#[allow(clippy::too_many_arguments)]
+pub fn block_collectives_u32(
+    x: &[u32],
+    incl: &mut [u32],
+    excl: &mut [u32],
+    agg: &mut [u32],
+    rank: &mut [u32],
+    bcast: &mut [u32],
+    last: &mut [u32],
+) {
+    let i = thread::index_1d();
+    let v = if i < x.len() { x[i] } else { 0 };
+    let a = collective::block_inclusive_scan(v, u32::wrapping_add);
+    let (b, total) = collective::block_exclusive_scan(v, 7, u32::wrapping_add);
+    let (r, n) = collective::block_rank(v % 2 == 1);
+    let c = collective::block_broadcast(v, thread::block_dim().x as usize - 1);
+    let d = collective::block_inclusive_scan(if v % 3 == 0 { v } else { 0 }, last_nonzero);
+    if i < x.len() {
+        incl[i] = a;
+        excl[i] = b;
+        agg[i] = total;
+        rank[i] = (r << 16) | n;
+        bcast[i] = c;
+        last[i] = d;
+    }
+}
+
+/// Every warp collective on `v = x[i]` (0 past the end), for the GPU suite: `incl`
+/// inclusive sum, `excl` exclusive sum from 5, `red` the warp's `last_nonzero`
+/// reduction over the multiples of 3, `rank` `(rank << 16) | count` of odd values,
+/// `bcast` the value of the warp's last lane.
+#[xlog_kernel(read(x), write(incl, excl, red, rank, bcast))]
+pub fn warp_collectives_u64(
+    x: &[u64],
+    incl: &mut [u64],
+    excl: &mut [u64],
+    red: &mut [u64],
+    rank: &mut [u64],
+    bcast: &mut [u64],
+) {
+    let i = thread::index_1d();
+    let v = if i < x.len() { x[i] } else { 0 };
+    let a = collective::warp_inclusive_scan(v, u64::wrapping_add);
+    let b = collective::warp_exclusive_scan(v, 5, u64::wrapping_add);
+    let c = collective::warp_reduce(if v % 3 == 0 { v } else { 0 }, last_nonzero);
+    let (r, n) = collective::warp_rank(v % 2 == 1);
+    let first = thread::thread_idx().x / 32 * 32;
+    let lanes = core::cmp::min(32, thread::block_dim().x - first);
+    let d = collective::warp_broadcast(v, lanes - 1);
+    if i < x.len() {
+        incl[i] = a;
+        excl[i] = b;
+        red[i] = c;
+        rank[i] = ((r as u64) << 16) | n as u64;
+        bcast[i] = d;
+    }
+}
