@@ -6,9 +6,14 @@
 #   scripts/gpu/run.sh OUT_DIR      # on the GPU machine
 #
 # Binaries use the lean `gpu` profile (release, stripped) to stay small.
+#
+# XLOG_BUNDLE_MODES (default "test bench") picks what is bundled: "bench" alone
+# builds only the benchmarks (the xlog benches, the peers bench in bench/peers)
+# and the report generator, for a bench-only run (XLOG_PHASES=bench run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bundle=.gpu-bundle
+modes=${XLOG_BUNDLE_MODES:-test bench}
 rm -rf "$bundle"
 mkdir -p "$bundle/bin"
 
@@ -23,7 +28,7 @@ suites=(
 for entry in "${suites[@]}"; do
   pkg=${entry%%:*}
   feat=${entry#*:}
-  for mode in test bench; do
+  for mode in $modes; do
     # Build errors go to stderr; only the JSON artifact lines are parsed.
     cargo "$mode" -p "$pkg" --features "$feat" --profile gpu --no-run --message-format=json |
       python3 -c '
@@ -48,8 +53,9 @@ for line in sys.stdin:
 ' "$bundle" "$pkg" "$mode"
   done
 done
-# Example applications, run by run.sh as-is.
-for example in saxpy pipeline; do
+# Example applications, run by run.sh as-is (with the test suites).
+[[ " $modes " == *" test "* ]] && examples=(saxpy pipeline) || examples=()
+for example in "${examples[@]}"; do
   cargo build -p "$example" --profile gpu --message-format=json |
     python3 -c '
 import json, shutil, sys
@@ -64,4 +70,25 @@ for line in sys.stdin:
         print("bundled example-" + name)
 ' "$bundle" "$example"
 done
+# The report generator (run.sh runs it after the benches) and the peers bench:
+# xlog against CubeCL and cudarc in one process. The peers bench is a workspace of
+# its own so that the root workspace's builds and tests never compile CubeCL.
+if [[ " $modes " == *" bench "* ]]; then
+  exe() { # cargo JSON -> the executable of target $1
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
+        print(m["executable"])
+' "$1"
+  }
+  report=$(cargo build -p xlog-bench-report --profile gpu --message-format=json | exe xlog-bench-report)
+  cp "$report" "$bundle/bin/report" && echo "bundled report"
+  peers=$(cargo build --manifest-path bench/peers/Cargo.toml --profile gpu --message-format=json | exe xlog-bench-peers)
+  cp "$peers" "$bundle/bin/bench-peers" && echo "bundled bench-peers"
+fi
 du -sh "$bundle"

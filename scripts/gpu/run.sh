@@ -4,7 +4,10 @@
 #   summary.md   date, device, pass/fail counts per suite, sanitizer summary
 #   tests.log    full output of every suite
 #   sanitizer.log full output of every sanitizer pass
-#   bench.md     benchmark tables
+#   results.jsonl every benchmark figure, one JSON object a line
+#   report.md    a table per benchmark (xlog, peer, ratio, target, met?), the
+#                benches' own tables at its end
+#   bandwidth.svg, launch.svg, alloc.svg  the report's plots
 # XLOG_PHASES (default "tests sanitizer bench") selects what runs, so a long run can
 # be split across calls. Exit status: non-zero if any suite or sanitizer pass failed.
 set -uo pipefail
@@ -97,11 +100,24 @@ if has sanitizer; then
   done
 fi
 
-for b in "$bin"/bench-*; do
-  has bench || break
-  [ -e "$b" ] || continue
-  { echo; timeout 300 "$b" --bench 2>&1; } >>"$out/bench.md" || status=1
-done
+if has bench; then
+  # Every bench appends its figures to one results file; the generator joins them.
+  export XLOG_BENCH_RESULTS=$out/results.jsonl
+  rm -f "$XLOG_BENCH_RESULTS" "$out/.bench.md"
+  for b in "$bin"/bench-*; do
+    [ -e "$b" ] || continue
+    { echo; echo "<!-- $(basename "$b") -->"; timeout 300 "$b" --bench 2>&1; } >>"$out/.bench.md" || status=1
+  done
+  title="GPU run $(date -u +%Y-%m-%dT%H:%MZ), device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+  if "$bin/report" "$XLOG_BENCH_RESULTS" "$out" --title "$title" --append "$out/.bench.md" >"$out/.report.log" 2>&1; then
+    { echo; echo "benchmarks: $(cat "$out/.report.log")"; } >>"$summary"
+  else
+    status=1
+    { echo; echo "benchmark report failed:"; cat "$out/.report.log"; } >>"$summary"
+    cat "$out/.bench.md" >>"$summary"
+  fi
+  rm -f "$out/.bench.md" "$out/.report.log"
+fi
 { echo; echo "overall exit: $status"; } >>"$summary"
 cat "$summary"
 exit $status

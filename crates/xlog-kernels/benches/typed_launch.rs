@@ -1,19 +1,29 @@
 //! Host cost of a typed launch with 3 buffers (`elementwise::f32::add::launch`)
 //! vs a raw `cuLaunchKernel` of the same entry point and vs cudarc's
-//! `launch_builder`, on one stream and alternating two streams. Targets: ≤ 1.2×
-//! raw on one stream; cross-stream below cudarc.
+//! `launch_builder`, on one stream and alternating two streams (bench id
+//! `typed_launch`; targets in `bench::TARGETS`).
 
 use std::ffi::c_void;
 
 use cudarc::driver::{sys, CudaContext, LaunchConfig as CuConfig, PushKernelArg};
 use xlog::LaunchConfig;
 use xlog_kernels::elementwise::f32 as k;
-use xlog_test_support::bench;
+use xlog_test_support::bench::{self, peer};
 
 const N: usize = 256;
 
 fn p<T>(v: &T) -> *mut c_void {
     v as *const T as *mut c_void
+}
+
+/// A host-cost case of this bench.
+fn case(case: &str) -> bench::Case<'_> {
+    bench::Case {
+        bench: "typed_launch",
+        case,
+        size: Some(N as u64),
+        unit: "ns",
+    }
 }
 
 fn main() {
@@ -96,7 +106,7 @@ fn main() {
         },
         sync,
     );
-    bench::row("same stream", xs, raw, "raw cuLaunchKernel", "ns", "≤ 1.2");
+    case("same stream").row(xs, raw, peer::RAW_LAUNCH);
 
     let n = N as u64;
     let (xs, cu) = bench::compare(
@@ -111,7 +121,7 @@ fn main() {
         },
         sync,
     );
-    bench::row("same stream", xs, cu, "cudarc launch_builder", "ns", "—");
+    case("same stream").row(xs, cu, peer::CUDARC);
 
     let (mut fx, mut fc) = (false, false);
     let (xc, cc) = bench::compare(
@@ -130,12 +140,5 @@ fn main() {
         },
         sync,
     );
-    bench::row(
-        "cross-stream (alternating)",
-        xc,
-        cc,
-        "cudarc launch_builder",
-        "ns",
-        "< 1.0",
-    );
+    case("cross-stream (alternating)").row(xc, cc, peer::CUDARC);
 }

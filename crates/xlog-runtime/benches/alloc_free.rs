@@ -1,5 +1,6 @@
 //! Allocation + free through the default stack (budget(stats(async))) vs raw
-//! `cuMemAllocAsync` / `cuMemFreeAsync` on the same stream. Target: ≤ 1.3×.
+//! `cuMemAllocAsync` / `cuMemFreeAsync` on the same stream (bench id `alloc_free`;
+//! target in `bench::TARGETS`).
 
 use cudarc::driver::{result, sys};
 use xlog_runtime::{AllocTag, Runtime};
@@ -35,13 +36,12 @@ fn main() {
                     .unwrap();
             },
         );
-        bench::row(
-            &format!("alloc+free {bytes} B"),
-            xlog,
-            raw,
-            "raw cuMemAllocAsync/cuMemFreeAsync",
-            "ns",
-            "≤ 1.3",
-        );
+        bench::Case {
+            bench: "alloc_free",
+            case: "alloc+free, bytes",
+            size: Some(bytes as u64),
+            unit: "ns",
+        }
+        .row(xlog, raw, bench::peer::RAW_ALLOC);
     }
 }

@@ -1,8 +1,7 @@
 //! Host cost of a launch with 3 recorded buffers: xlog's recorder vs a raw
 //! `cuLaunchKernel` and vs cudarc's `launch_builder`, on one stream and
 //! alternating between two streams; plus launch throughput from 8 threads on 8
-//! streams vs 1 thread. Targets: same stream ≤ 1.2× raw; cross-stream below
-//! cudarc; 8 threads ≥ 5× one.
+//! streams vs 1 thread (bench id `launch_overhead`; targets in `bench::TARGETS`).
 
 use std::ffi::c_void;
 use std::time::Instant;
@@ -11,7 +10,7 @@ use cudarc::driver::{sys, CudaContext, LaunchConfig as CuConfig, PushKernelArg};
 use xlog_runtime::{
     DeviceBuffer, Function, LaunchConfig, LaunchRecorder, ModuleImage, Runtime, Stream,
 };
-use xlog_test_support::bench;
+use xlog_test_support::bench::{self, peer};
 
 // SAFETY: the hand-written PTX's entry points are launched only with the
 // parameter lists documented beside each of them in kernels.ptx.
@@ -102,6 +101,16 @@ fn throughput(
     (threads * per_thread) as f64 / start.elapsed().as_secs_f64()
 }
 
+/// A host-cost case of this bench.
+fn case(case: &str) -> bench::Case<'_> {
+    bench::Case {
+        bench: "launch_overhead",
+        case,
+        size: None,
+        unit: "ns",
+    }
+}
+
 fn main() {
     bench::header(
         "launch host cost, 3 buffers (median of 100 alternating batches of 500 launches)",
@@ -150,14 +159,7 @@ fn main() {
         || raw_launch(raw_f, s1.raw(), &ptrs),
         sync_all,
     );
-    bench::row(
-        "same stream vs raw",
-        xlog_same,
-        raw_same,
-        "raw cuLaunchKernel",
-        "ns",
-        "≤ 1.2",
-    );
+    case("same stream").row(xlog_same, raw_same, peer::RAW_LAUNCH);
 
     let (xlog_same, cudarc_same) = bench::compare(
         100,
@@ -171,14 +173,7 @@ fn main() {
         },
         sync_all,
     );
-    bench::row(
-        "same stream vs cudarc",
-        xlog_same,
-        cudarc_same,
-        "cudarc launch_builder",
-        "ns",
-        "—",
-    );
+    case("same stream").row(xlog_same, cudarc_same, peer::CUDARC);
 
     // Cross-stream: alternate streams so every launch must fence the previous one.
     let (mut flip_x, mut flip_c) = (false, false);
@@ -199,14 +194,7 @@ fn main() {
         },
         sync_all,
     );
-    bench::row(
-        "cross-stream vs cudarc",
-        xlog_cross,
-        cudarc_cross,
-        "cudarc launch_builder",
-        "ns",
-        "< 1.0",
-    );
+    case("cross-stream (alternating)").row(xlog_cross, cudarc_cross, peer::CUDARC);
 
     // Throughput: 8 threads on 8 streams vs 1 thread, for xlog and for raw launches.
     let per_thread = 20_000usize;
@@ -252,7 +240,17 @@ fn main() {
     };
     let (x1, x8) = (xlog_tp(1), xlog_tp(8));
     let (r1, r8) = (raw_tp(1), raw_tp(8));
-    println!("| launches/s, xlog: 8 threads on 8 streams vs 1 thread | {x8:.0} /s | {x1:.0} /s | xlog, 1 thread | {:.3} | ≥ 5.0 |", x8 / x1);
-    println!("| launches/s, raw cuLaunchKernel: 8 threads vs 1 thread | {r8:.0} /s | {r1:.0} /s | raw, 1 thread | {:.3} | (driver ceiling) |", r8 / r1);
-    println!("| launches/s, 8 threads: xlog vs raw | {x8:.0} /s | {r8:.0} /s | raw cuLaunchKernel | {:.3} | — |", x8 / r8);
+    let rate = |case| bench::Case {
+        bench: "launch_overhead",
+        case,
+        size: None,
+        unit: "launches/s",
+    };
+    rate("throughput, 8 threads on 8 streams vs 1 thread").row(x8, x1, peer::XLOG_ONE_THREAD);
+    rate("throughput, 1 thread").row(x1, r1, peer::RAW_LAUNCH);
+    rate("throughput, 8 threads on 8 streams").row(x8, r8, peer::RAW_LAUNCH);
+    println!(
+        "| (driver ceiling) raw cuLaunchKernel, 8 threads vs 1 | {r8:.0} /s | {r1:.0} /s | raw, 1 thread | {:.3} | — |",
+        r8 / r1
+    );
 }

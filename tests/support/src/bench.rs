@@ -6,10 +6,21 @@
 //! [`compare`] is the host-cost case (wall-clock batches of calls, xlog against one
 //! peer); a bench that times on the device passes its own sampler (CUDA events).
 //!
+//! Besides its markdown table, every bench writes its figures as [`Measurement`]s,
+//! one JSON object a line, to the file named by `XLOG_BENCH_RESULTS` (when set):
+//! [`Case::row`] and [`Case::record`] do both. The report generator
+//! (`bench/report`) joins the lines of one run into tables and plots; a ratio is
+//! always xlog's figure over a peer's figure of the same bench, case and size, so it
+//! comes from one run. [`TARGETS`] holds the bound each ratio is held to.
+//!
 //! With the `gpu` feature, `header` and `runtime_or_exit` open device 0 and
 //! print the report's heading.
 
+use std::fmt;
+use std::io::Write;
 use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
 
 /// The median cost of each contender, sampled in `rounds` interleaved rounds after
 /// `warmup` untimed ones.
@@ -81,14 +92,37 @@ pub fn compare(
     (ours, peer)
 }
 
-/// A sampler: nanoseconds per call of `f` over a batch of `batch` calls. The batch
-/// loop is compiled for `f` itself, so no dynamic call is timed.
-fn per_call_ns(batch: usize, mut f: impl FnMut()) -> impl FnMut() -> f64 {
+/// A sampler for [`interleaved`]: nanoseconds per call of `f` over a batch of
+/// `batch` calls. The batch loop is compiled for `f` itself, so no dynamic call is
+/// timed.
+pub fn per_call_ns(batch: usize, f: impl FnMut()) -> impl FnMut() -> f64 {
+    per_call_ns_then(batch, f, || {})
+}
+
+/// A sampler for [`interleaved`]: nanoseconds per call of `f` over a batch of
+/// `batch` calls followed by one call of `finish`, which is timed too (a
+/// synchronisation, so that work a contender hands to another thread or queues on
+/// the device is paid for inside its own sample).
+///
+/// ```
+/// use xlog_test_support::bench::per_call_ns_then;
+///
+/// let (mut calls, mut finishes) = (0, 0);
+/// let ns = per_call_ns_then(4, || calls += 1, || finishes += 1)();
+/// assert!(ns >= 0.0);
+/// assert_eq!((calls, finishes), (4, 1));
+/// ```
+pub fn per_call_ns_then(
+    batch: usize,
+    mut f: impl FnMut(),
+    mut finish: impl FnMut(),
+) -> impl FnMut() -> f64 {
     move || {
         let t = Instant::now();
         for _ in 0..batch {
             f();
         }
+        finish();
         t.elapsed().as_nanos() as f64 / batch as f64
     }
 }
@@ -99,12 +133,239 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Prints one row of the host-cost table: xlog, the peer, and their ratio.
-pub fn row(scenario: &str, xlog: f64, peer: f64, peer_name: &str, unit: &str, target: &str) {
-    println!(
-        "| {scenario} | {xlog:.1} {unit} | {peer:.1} {unit} | {peer_name} | {:.3} | {target} |",
-        xlog / peer
-    );
+/// The contender name of xlog's own figure in every bench; every other contender of
+/// the same bench, case and size is a peer it is compared with.
+pub const XLOG: &str = "xlog";
+
+/// The environment variable naming the results file that [`record`] appends to.
+pub const RESULTS_ENV: &str = "XLOG_BENCH_RESULTS";
+
+/// One figure of one contender: a line of the results file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The bench's id (`launch_peers`, `alloc_free`, ...).
+    pub bench: String,
+    /// The scenario within the bench (`same stream`, `launch + sync`, ...).
+    pub case: String,
+    /// The problem size (elements or bytes, as the case says), where the case has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Who was measured: [`XLOG`] or a peer's name.
+    pub contender: String,
+    /// The figure, in `unit`.
+    pub value: f64,
+    /// `ns`, `GB/s`, `launches/s`, ...
+    pub unit: String,
+}
+
+/// Appends `m` as one JSON line to the file named by `XLOG_BENCH_RESULTS`; does
+/// nothing when the variable is unset. Panics if the file cannot be written (a
+/// bench run that loses its figures must not look complete).
+pub fn record(m: &Measurement) {
+    let Some(path) = std::env::var_os(RESULTS_ENV) else {
+        return;
+    };
+    let line = serde_json::to_string(m).expect("a measurement serialises");
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("cannot open {}: {e}", path.to_string_lossy()));
+    writeln!(file, "{line}")
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.to_string_lossy()));
+}
+
+/// One case of a bench: where its figures go and in which unit.
+#[derive(Clone, Copy, Debug)]
+pub struct Case<'a> {
+    /// The bench's id.
+    pub bench: &'a str,
+    /// The scenario.
+    pub case: &'a str,
+    /// The problem size, if the case has one.
+    pub size: Option<u64>,
+    /// The unit of every figure of the case.
+    pub unit: &'a str,
+}
+
+impl Case<'_> {
+    /// Records `value` for `contender` (see [`record`]).
+    pub fn record(&self, contender: &str, value: f64) {
+        record(&Measurement {
+            bench: self.bench.to_owned(),
+            case: self.case.to_owned(),
+            size: self.size,
+            contender: contender.to_owned(),
+            value,
+            unit: self.unit.to_owned(),
+        });
+    }
+
+    /// Records xlog's and the peer's figures and prints one row of the bench's
+    /// markdown table: xlog, the peer, their ratio and its target from [`TARGETS`].
+    pub fn row(&self, xlog: f64, peer: f64, peer_name: &str) {
+        self.record(XLOG, xlog);
+        self.row_against(xlog, peer, peer_name);
+    }
+
+    /// Like [`Case::row`], for a peer timed in the same rounds as an xlog figure
+    /// already recorded: records the peer's figure only.
+    pub fn row_against(&self, xlog: f64, peer: f64, peer_name: &str) {
+        self.record(peer_name, peer);
+        let unit = self.unit;
+        let scenario = match self.size {
+            Some(n) => format!("{} ({n})", self.case),
+            None => self.case.to_owned(),
+        };
+        let bound = target(self.bench, self.case, peer_name)
+            .map_or_else(|| "—".to_owned(), |t| t.bound.to_string());
+        println!(
+            "| {scenario} | {xlog:.1} {unit} | {peer:.1} {unit} | {peer_name} | {:.3} | {bound} |",
+            xlog / peer
+        );
+    }
+}
+
+/// The bound a ratio (xlog's figure over the peer's) must keep.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    /// For costs: the ratio must be at most this.
+    AtMost(f64),
+    /// For bandwidths and rates: the ratio must be at least this.
+    AtLeast(f64),
+}
+
+impl Bound {
+    /// Whether `ratio` keeps the bound.
+    pub fn met(self, ratio: f64) -> bool {
+        match self {
+            Bound::AtMost(b) => ratio <= b,
+            Bound::AtLeast(b) => ratio >= b,
+        }
+    }
+}
+
+impl fmt::Display for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Bound::AtMost(b) => write!(f, "≤ {b:.2}"),
+            Bound::AtLeast(b) => write!(f, "≥ {b:.2}"),
+        }
+    }
+}
+
+/// xlog's target against one peer in one bench.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    /// The bench's id.
+    pub bench: &'static str,
+    /// The cases it applies to, by prefix; `""` for every case of the bench.
+    pub case_prefix: &'static str,
+    /// The peer's contender name.
+    pub peer: &'static str,
+    /// The bound on xlog's figure over the peer's.
+    pub bound: Bound,
+}
+
+/// Peer names shared by the benches and [`TARGETS`].
+pub mod peer {
+    /// A raw `cuLaunchKernel` of the same entry point.
+    pub const RAW_LAUNCH: &str = "raw cuLaunchKernel";
+    /// cudarc's `launch_builder`.
+    pub const CUDARC: &str = "cudarc launch_builder";
+    /// CubeCL (CUDA runtime, JIT through NVRTC), scalar kernel.
+    pub const CUBECL: &str = "CubeCL";
+    /// CubeCL with 4-wide vectors.
+    pub const CUBECL_VEC4: &str = "CubeCL (4-wide vectors)";
+    /// The same kernel in CUDA C++, compiled by NVRTC and launched raw.
+    pub const NVRTC: &str = "CUDA C++ via NVRTC";
+    /// A device-to-device copy of one input (`cuMemcpyDtoDAsync`).
+    pub const D2D: &str = "device-to-device copy";
+    /// Raw `cuMemAllocAsync` + `cuMemFreeAsync` on the same stream.
+    pub const RAW_ALLOC: &str = "raw cuMemAllocAsync/cuMemFreeAsync";
+    /// xlog itself from one host thread (the baseline of the scaling case).
+    pub const XLOG_ONE_THREAD: &str = "xlog, 1 thread";
+}
+
+/// Every target the benches are held to. A ratio is xlog's figure over the peer's:
+/// host costs must stay at or below their bound, bandwidths and rates at or above.
+pub const TARGETS: &[Target] = &[
+    // Typed launch of a 3-buffer kernel (elementwise add).
+    t(
+        "typed_launch",
+        "same stream",
+        peer::RAW_LAUNCH,
+        Bound::AtMost(1.05),
+    ),
+    t(
+        "typed_launch",
+        "cross-stream",
+        peer::CUDARC,
+        Bound::AtMost(1.0),
+    ),
+    // The same 3-buffer launch against the nearest peers, in one process.
+    t("launch_peers", "", peer::RAW_LAUNCH, Bound::AtMost(1.05)),
+    t(
+        "launch_peers",
+        "launch + sync",
+        peer::CUBECL,
+        Bound::AtMost(1.0),
+    ),
+    t("launch_peers", "", peer::CUDARC, Bound::AtMost(1.0)),
+    // Untyped recorder launches (hand-written PTX).
+    t(
+        "launch_overhead",
+        "same stream",
+        peer::RAW_LAUNCH,
+        Bound::AtMost(1.2),
+    ),
+    t(
+        "launch_overhead",
+        "cross-stream",
+        peer::CUDARC,
+        Bound::AtMost(1.0),
+    ),
+    t(
+        "launch_overhead",
+        "throughput",
+        peer::XLOG_ONE_THREAD,
+        Bound::AtLeast(5.0),
+    ),
+    // Allocation through the default stack.
+    t("alloc_free", "", peer::RAW_ALLOC, Bound::AtMost(1.3)),
+    // Bandwidth of the Rust axpy.
+    t("axpy_bandwidth", "", peer::CUBECL, Bound::AtLeast(1.0)),
+    t("axpy_bandwidth", "", peer::CUBECL_VEC4, Bound::AtLeast(1.0)),
+    t("axpy_bandwidth", "", peer::NVRTC, Bound::AtLeast(0.98)),
+    t("axpy_bandwidth", "", peer::D2D, Bound::AtLeast(1.0)),
+    t(
+        "elementwise_bandwidth",
+        "",
+        peer::NVRTC,
+        Bound::AtLeast(0.98),
+    ),
+    t("elementwise_bandwidth", "", peer::D2D, Bound::AtLeast(1.0)),
+];
+
+const fn t(
+    bench: &'static str,
+    case_prefix: &'static str,
+    peer: &'static str,
+    bound: Bound,
+) -> Target {
+    Target {
+        bench,
+        case_prefix,
+        peer,
+        bound,
+    }
+}
+
+/// The first of [`TARGETS`] for `peer` in `bench`'s `case`, if any.
+pub fn target(bench: &str, case: &str, peer: &str) -> Option<&'static Target> {
+    TARGETS
+        .iter()
+        .find(|t| t.bench == bench && t.peer == peer && case.starts_with(t.case_prefix))
 }
 
 /// Device 0's runtime; without one, says why and exits with status 2 (a bench
@@ -117,7 +378,7 @@ pub fn runtime_or_exit() -> xlog_runtime::Runtime {
     })
 }
 
-/// Prints the title, the device and the host-cost table's header ([`row`] prints
+/// Prints the title, the device and the host-cost table's header ([`Case::row`] prints
 /// its rows); exits with status 2 without a GPU.
 #[cfg(feature = "gpu")]
 pub fn header(title: &str) {
@@ -140,6 +401,38 @@ pub fn header(title: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn targets_match_by_bench_case_prefix_and_peer() {
+        let t = target("typed_launch", "same stream", peer::RAW_LAUNCH).unwrap();
+        assert_eq!(t.bound, Bound::AtMost(1.05));
+        assert!(target(
+            "typed_launch",
+            "cross-stream (alternating)",
+            peer::RAW_LAUNCH
+        )
+        .is_none());
+        assert!(target("launch_peers", "caller thread", peer::CUBECL).is_none());
+        assert!(target("alloc_free", "alloc+free", peer::RAW_ALLOC).is_some());
+        assert!(Bound::AtMost(1.3).met(1.3) && !Bound::AtMost(1.3).met(1.31));
+        assert!(Bound::AtLeast(1.0).met(1.2) && !Bound::AtLeast(1.0).met(0.99));
+        assert_eq!(Bound::AtLeast(0.98).to_string(), "≥ 0.98");
+    }
+
+    #[test]
+    fn a_measurement_is_one_json_line_and_back() {
+        let m = Measurement {
+            bench: "b".into(),
+            case: "c \"q\"".into(),
+            size: None,
+            contender: XLOG.into(),
+            value: 1.5,
+            unit: "ns".into(),
+        };
+        let line = serde_json::to_string(&m).unwrap();
+        assert!(!line.contains('\n') && !line.contains("size"));
+        assert_eq!(serde_json::from_str::<Measurement>(&line).unwrap(), m);
+    }
 
     #[test]
     fn median_takes_the_middle_sample() {

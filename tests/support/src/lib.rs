@@ -4,8 +4,9 @@
 //!   two seeding rules the suites' recorded seeds rely on.
 //! - `gpu_runtime` (feature `gpu`): device 0's runtime, or a failing test that
 //!   says why.
-//! - [`bench`](mod@bench): the benches' timer (warm-up, interleaved rounds, medians) and the
-//!   rows of their results table; with `gpu`, the table's heading.
+//! - [`bench`](mod@bench): the benches' timer (warm-up, interleaved rounds, medians), the
+//!   rows of their results table, the results file the report is made from and the
+//!   targets; with `gpu`, the table's heading.
 //!
 //! Without the `gpu` feature this crate has no xlog dependency.
 //!
