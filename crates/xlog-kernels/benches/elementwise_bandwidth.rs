@@ -1,7 +1,9 @@
-//! Bandwidth of the typed-launched Rust `axpy_f32` (y = a·x + y) vs the same
-//! kernel in CUDA C++ compiled by NVRTC, and vs a device-to-device copy, timed
-//! with CUDA events on one stream (bench id `elementwise_bandwidth`; targets in
-//! `bench::TARGETS`). The size sweep against CubeCL is `bench/peers`.
+//! Bandwidth of the typed-launched Rust axpy (y = a·x + y, f32), scalar
+//! (`axpy_f32`, one element per thread) and vectorised (`axpy_vec_f32`, a chunk of
+//! four per thread, one 128-bit load and store), vs the same kernels in CUDA C++
+//! compiled by NVRTC, and vs a device-to-device copy, timed with CUDA events on one
+//! stream (bench id `elementwise_bandwidth`; targets in `bench::TARGETS`). The size
+//! sweep against CubeCL is `bench/peers`.
 //!
 //! Needs NVRTC at run time (on the GPU machine: LD_LIBRARY_PATH including
 //! /usr/local/cuda/targets/x86_64-linux/lib).
@@ -16,6 +18,19 @@ const CUDA_SAXPY: &str = r#"
 extern "C" __global__ void saxpy(float a, const float* x, unsigned long long xn, float* y, unsigned long long yn) {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < yn && i < xn) { y[i] = a * x[i] + y[i]; }
+}
+"#;
+
+/// The float4 form: one thread per four elements (`n` a multiple of 4 here).
+const CUDA_SAXPY4: &str = r#"
+extern "C" __global__ void saxpy4(float a, const float* x, unsigned long long xn, float* y, unsigned long long yn) {
+    unsigned long long c = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (4 * c + 3 < yn && 4 * c + 3 < xn) {
+        float4 xv = reinterpret_cast<const float4*>(x)[c];
+        float4 yv = reinterpret_cast<float4*>(y)[c];
+        yv.x = a * xv.x + yv.x; yv.y = a * xv.y + yv.y; yv.z = a * xv.z + yv.z; yv.w = a * xv.w + yv.w;
+        reinterpret_cast<float4*>(y)[c] = yv;
+    }
 }
 "#;
 
@@ -56,6 +71,7 @@ fn main() {
     let mut z = rt.alloc_zeroed_on::<f32>(&s, n).unwrap();
     s.synchronize().unwrap();
     let cfg = LaunchConfig::for_len(n);
+    let cfg4 = LaunchConfig::for_len(n / 4);
 
     let (xp, yp, nn, a) = (x.device_ptr(), y.device_ptr(), n as u64, 1.0001f32);
     let mut rust_f = || {
@@ -81,10 +97,25 @@ fn main() {
         .unwrap()
         .load_function("saxpy")
         .unwrap();
-    let launch_raw = |func: &cudarc::driver::CudaFunction| {
+    let f4 = ctx
+        .load_module(
+            cudarc::nvrtc::compile_ptx_with_opts(
+                CUDA_SAXPY4,
+                cudarc::nvrtc::CompileOptions {
+                    fmad: Some(false),
+                    ..Default::default()
+                },
+            )
+            .unwrap(),
+        )
+        .unwrap()
+        .load_function("saxpy4")
+        .unwrap();
+    let launch_raw = |func: &cudarc::driver::CudaFunction, cfg: LaunchConfig| {
         let mut params = [p(&a), p(&xp), p(&nn), p(&yp), p(&nn)];
-        // SAFETY: saxpy(float, const float*, u64, float*, u64) over live buffers of n
-        // elements, on the stream that owns them (synchronised above).
+        // SAFETY: saxpy(float, const float*, u64, float*, u64) and saxpy4 (same
+        // parameters, one thread per four elements) over live buffers of n elements,
+        // on the stream that owns them (synchronised above).
         unsafe {
             sys::cuLaunchKernel(
                 func.cu_function(),
@@ -103,20 +134,27 @@ fn main() {
         .result()
         .unwrap();
     };
-    let mut cuda_f = || launch_raw(&f);
-    let mut cuda_unfused_f = || launch_raw(&f_unfused);
+    let mut cuda_f = || launch_raw(&f, cfg);
+    let mut cuda_unfused_f = || launch_raw(&f_unfused, cfg);
+    let mut cuda4_f = || launch_raw(&f4, cfg4);
     let mut copy_f = || {
         z.copy_from(&s, &x).unwrap();
     };
     // Median event-timed milliseconds of each, after five warm-up rounds.
     let raw_s = s.raw();
-    let [rust, cuda, cuda_unfused, copy] = bench::interleaved(
+    let mut y2 = rt.upload_on(&s, &vec![0.5f32; n]).unwrap();
+    let mut rust4_f = || {
+        xlog_kernels::elementwise::f32::axpy_vec::launch(&s, cfg4, 1.0001, &x, &mut y2).unwrap();
+    };
+    let [rust, cuda, cuda_unfused, rust4, cuda4, copy] = bench::interleaved(
         5,
         50,
         [
             &mut || time_once(raw_s, &mut rust_f),
             &mut || time_once(raw_s, &mut cuda_f),
             &mut || time_once(raw_s, &mut cuda_unfused_f),
+            &mut || time_once(raw_s, &mut rust4_f),
+            &mut || time_once(raw_s, &mut cuda4_f),
             &mut || time_once(raw_s, &mut copy_f),
         ],
         || {},
@@ -131,6 +169,7 @@ fn main() {
         gbs(three, cuda_unfused),
         gbs(two, copy),
     );
+    let (r4b, c4b) = (gbs(three, rust4), gbs(three, cuda4));
     println!("| scenario | xlog | peer | peer name | ratio (xlog/peer) | target |");
     println!("| --- | --- | --- | --- | --- | --- |");
     let case = |case| bench::Case {
@@ -142,5 +181,7 @@ fn main() {
     case("axpy_f32, event-timed").row(rb, cb, peer::NVRTC);
     case("axpy_f32, event-timed").row(rb, ub, "CUDA C++ via NVRTC, --fmad=false");
     case("axpy_f32, event-timed").row(rb, db, peer::D2D);
-    println!("\n(xlog {rust:.3} ms, NVRTC {cuda:.3} ms, NVRTC unfused {cuda_unfused:.3} ms, copy {copy:.3} ms)");
+    case("axpy_vec_f32, event-timed").row(r4b, c4b, peer::NVRTC_VEC4);
+    case("axpy_vec_f32, event-timed").row(r4b, db, peer::D2D);
+    println!("\n(xlog {rust:.3} ms, vectorised {rust4:.3} ms, NVRTC {cuda:.3} ms, NVRTC unfused {cuda_unfused:.3} ms, NVRTC float4 {cuda4:.3} ms, copy {copy:.3} ms)");
 }

@@ -477,10 +477,10 @@ mod cooperative {
             k::block_reverse_f32::launch(&s, k::block_reverse_f32::config(n), &xb, &mut out)
                 .unwrap();
             let got = out.download(&s).unwrap();
-            for i in 0..n {
+            for (i, &g) in got.iter().enumerate() {
                 let mirror = i / 256 * 256 + 255 - i % 256;
                 let want = if mirror < n { x[mirror] } else { 0.0 };
-                assert_eq!(got[i], want, "n = {n}, at {i}");
+                assert_eq!(g, want, "n = {n}, at {i}");
             }
         }
     }
@@ -568,7 +568,7 @@ mod cooperative {
                         let have: Vec<u32> = got.iter().map(|g| g[i]).collect();
                         assert_eq!(have, want, "block {block}, n = {n}, at {i}");
                         sum = sum.wrapping_add(v(t));
-                        ranked += (v(t) % 2) as u32;
+                        ranked += v(t) % 2;
                     }
                 }
             }
