@@ -150,11 +150,16 @@ impl Buffer {
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         if copy == Some(true) {
-            return Err(PyBufferError::new_err("xlog exports without copying (copy=True is not supported)"));
+            return Err(PyBufferError::new_err(
+                "xlog exports without copying (copy=True is not supported)",
+            ));
         }
         if let Some(d) = dl_device {
             if d != self.__dlpack_device__() {
-                return Err(PyBufferError::new_err(format!("the buffer is on {:?}, not {d:?}", self.__dlpack_device__())));
+                return Err(PyBufferError::new_err(format!(
+                    "the buffer is on {:?}, not {d:?}",
+                    self.__dlpack_device__()
+                )));
             }
         }
         // SAFETY: the DLPack protocol makes `stream` a live stream of the consumer on
@@ -241,7 +246,9 @@ fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>, stream: &Stream) -> PyRes
             let t = Managed::from_raw(p.cast::<DLManagedTensor>()).map_err(err)?;
             py.detach(|| dlpack::import_legacy::<f32>(t, on, ReadyAfter::ImportStream))
         } else {
-            return Err(PyTypeError::new_err("__dlpack__ did not return a DLPack capsule"));
+            return Err(PyTypeError::new_err(
+                "__dlpack__ did not return a DLPack capsule",
+            ));
         }
     }
     .map_err(err)?;
