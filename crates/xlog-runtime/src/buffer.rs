@@ -25,7 +25,18 @@ pub struct BufferCore {
     pub(crate) allocator: Arc<Allocator>,
     alloc_stream: Stream,
     pub(crate) track: Mutex<UseState<Stream>>,
+    /// For imported memory: what keeps it alive; dropped (running the foreign
+    /// deleter) instead of freeing the block through `allocator`.
+    foreign: Option<ForeignOwner>,
 }
+
+/// The owner of imported memory (a DLPack tensor, an Arrow array, ...): held only
+/// to be dropped.
+struct ForeignOwner(#[allow(dead_code)] Box<dyn Send>);
+
+// SAFETY: the owner is never reached through a shared reference: it is only moved
+// out and dropped in `release`, which has `&mut self`.
+unsafe impl Sync for ForeignOwner {}
 
 impl fmt::Debug for BufferCore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -51,7 +62,33 @@ impl BufferCore {
             allocator,
             alloc_stream,
             track: Mutex::new(UseState::ready_at(ready)),
+            foreign: None,
         }
+    }
+
+    /// A core over imported memory: `owner` keeps it alive and is dropped, after
+    /// every recorded use has finished, when the buffer is.
+    pub(crate) fn new_foreign(
+        block: DeviceBlock,
+        allocator: Arc<Allocator>,
+        stream: Stream,
+        ready: UsePoint<Stream>,
+        owner: Box<dyn Send>,
+    ) -> Self {
+        BufferCore {
+            foreign: Some(ForeignOwner(owner)),
+            ..BufferCore::new(block, allocator, stream, ready)
+        }
+    }
+
+    /// The stream the buffer was allocated (or imported) on.
+    pub(crate) fn alloc_stream(&self) -> &Stream {
+        &self.alloc_stream
+    }
+
+    /// Whether the memory is another library's (imported), not the allocator's.
+    pub fn is_imported(&self) -> bool {
+        self.foreign.is_some()
     }
 
     /// Full identity of the underlying block.
@@ -91,6 +128,18 @@ impl BufferCore {
                     .report_drop_error("synchronising before a free; the block is leaked", &e);
                 return;
             }
+        }
+        if let Some(owner) = self.foreign.take() {
+            // The owner's deleter frees (or recycles) the memory at once, on no stream
+            // of ours: every use must have finished on the device first.
+            if let Err(e) = stream.synchronize() {
+                self.allocator
+                    .report_drop_error("awaiting uses of imported memory; it is leaked", &e);
+                std::mem::forget(owner);
+                return;
+            }
+            drop(owner);
+            return;
         }
         // SAFETY: the block came from this runtime's resource; every use recorded on
         // any stream is now ordered before the tail of the allocation stream, and the

@@ -250,6 +250,15 @@ pub(crate) unsafe fn event_record(ev: RawEvent, s: RawStream) -> Result<()> {
     unsafe { result::event::record(ev, s) }.map_err(|e| Error::driver("cuEventRecord", e))
 }
 
+/// Block the host until the most recent record of `ev` has completed.
+///
+/// # Safety
+/// 1. `ev` is a live event of the current context.
+pub(crate) unsafe fn event_synchronize(ev: RawEvent) -> Result<()> {
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { result::event::synchronize(ev) }.map_err(|e| Error::driver("cuEventSynchronize", e))
+}
+
 /// # Safety
 /// 1. `ev` is live and not used after this call.
 pub(crate) unsafe fn event_destroy(ev: RawEvent) -> Result<()> {

@@ -33,6 +33,9 @@
 //! - `buffer` / `copy`: [`DeviceBuffer`], views, tracked copies.
 //! - `stream`: [`Stream`], its lazily re-recorded event fence, and the stream pool.
 //! - `runtime`: [`Runtime`] and its builder.
+//! - `foreign`: memory shared with other CUDA libraries (imports with a foreign
+//!   owner, ordering a consumer's stream, export events); the formats are in
+//!   `xlog-interop`.
 //! - `driver`: the only module that calls the CUDA driver.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
@@ -42,6 +45,7 @@ mod copy;
 mod device;
 mod driver;
 mod error;
+mod foreign;
 mod launch;
 mod panics;
 pub mod resource;
@@ -61,6 +65,9 @@ pub use buffer::{
 pub use copy::{copy_device, copy_from_host, copy_to_host, fill, memset_bytes};
 pub use device::{Device, DeviceInfo};
 pub use error::{Error, Result};
+#[cfg(feature = "test-switches")]
+pub use foreign::host;
+pub use foreign::{ForeignEvent, ForeignStream, OwnedEvent, ReadyAfter};
 pub use launch::{
     Committed, Function, KernelHandle, LaunchConfig, LaunchRecorder, Module, Preflighted, Recording,
 };

@@ -268,6 +268,11 @@ impl Runtime {
         }
     }
 
+    /// The top of the resource stack (imports share it for the runtime's identity).
+    pub(crate) fn allocator(&self) -> &Arc<Allocator> {
+        &self.inner.allocator
+    }
+
     /// This runtime's process-unique id.
     pub fn id(&self) -> u64 {
         self.inner.id

@@ -34,6 +34,9 @@ struct Fence {
 
 pub(crate) struct StreamShared {
     raw: RawStream,
+    /// Whether xlog created `raw` (and destroys it); a borrowed stream of another
+    /// library is only ever waited on through the event it captured.
+    owned: bool,
     id: StreamId,
     runtime_id: u64,
     ctx: Option<Arc<Context>>,
@@ -67,6 +70,9 @@ impl Drop for StreamShared {
             if let Err(e) = unsafe { driver::event_destroy(ev) } {
                 tracing::error!(target: "xlog::stream", "destroying event of {}: {e}", self.id);
             }
+        }
+        if !self.owned {
+            return;
         }
         // SAFETY: the last reference to this stream is going away.
         if let Err(e) = unsafe { driver::stream_destroy(self.raw) } {
@@ -114,6 +120,7 @@ impl Stream {
         Ok(Stream {
             shared: Arc::new(StreamShared {
                 raw,
+                owned: true,
                 id,
                 runtime_id,
                 ctx: Some(ctx.clone()),
@@ -136,6 +143,7 @@ impl Stream {
         Stream {
             shared: Arc::new(StreamShared {
                 raw: std::ptr::null_mut(),
+                owned: true,
                 id: StreamId(id),
                 runtime_id: 0,
                 ctx: None,
@@ -150,6 +158,45 @@ impl Stream {
                 last_kernel_at: AtomicUsize::new(0),
             }),
         }
+    }
+
+    /// A stream of another library on the context of `like`, borrowed, to stand in
+    /// a buffer's use state for work that library queued (see `capture`).
+    ///
+    /// The handle is used only by [`capture`](Self::capture); waiters use the event
+    /// it records, so the foreign stream may be destroyed after that call.
+    pub(crate) fn borrowed(like: &Stream, raw: RawStream) -> Stream {
+        Stream {
+            shared: Arc::new(StreamShared {
+                raw,
+                owned: false,
+                id: StreamId(u32::MAX),
+                runtime_id: like.shared.runtime_id,
+                ctx: like.shared.ctx.clone(),
+                owner: Weak::<()>::new(),
+                panics: None,
+                published: AtomicU64::new(0),
+                fence: Mutex::new(Fence {
+                    event: None,
+                    captured: 0,
+                }),
+                last_kernel: Mutex::new(None),
+                last_kernel_at: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// Publish a point covering everything queued on this stream so far and record
+    /// the stream's event at it now, so that no later wait on the point touches the
+    /// stream itself.
+    pub(crate) fn capture(&self) -> Result<UsePoint<Stream>> {
+        let point = self.publish();
+        if self.has_device() {
+            self.bind()?;
+            let mut fence = self.shared.fence.lock_unpoisoned();
+            self.record_fence(&mut fence, point.epoch)?;
+        }
+        Ok(point)
     }
 
     /// The owner this stream was created for, while it is alive.
@@ -203,6 +250,15 @@ impl Stream {
             return Ok(());
         }
         self.bind()?;
+        if !self.shared.owned {
+            // A borrowed stream may be gone: wait for what it captured instead.
+            let fence = self.shared.fence.lock_unpoisoned();
+            return match fence.event {
+                // SAFETY: the event is this stream's and alive while `fence` is held.
+                Some(ev) => unsafe { driver::event_synchronize(ev) },
+                None => Ok(()),
+            };
+        }
         // SAFETY: the stream is alive while `self` holds it.
         unsafe { driver::stream_synchronize(self.raw()) }.map_err(|e| self.explain(e))
     }
@@ -260,30 +316,45 @@ impl Stream {
 
     /// Queue on `self` a wait for `point` (a point of another stream).
     pub(crate) fn wait_for(&self, point: &UsePoint<Stream>) -> Result<()> {
+        if point.stream == *self || !self.has_device() {
+            return Ok(());
+        }
+        Stream::wait_raw(self.raw(), point)
+    }
+
+    /// Queue on the raw stream `raw` (ours or another library's, on the bound
+    /// context) a wait for `point`.
+    pub(crate) fn wait_raw(raw: RawStream, point: &UsePoint<Stream>) -> Result<()> {
         let source = &point.stream;
-        if source == self || !self.has_device() {
+        if !source.has_device() {
             return Ok(());
         }
         let mut fence = source.shared.fence.lock_unpoisoned();
-        if fence.captured < point.epoch || fence.event.is_none() {
-            let event = match fence.event {
-                Some(e) => e,
-                None => {
-                    let e = driver::event_create_untimed()?;
-                    fence.event = Some(e);
-                    e
-                }
-            };
-            // Everything published up to `now` was enqueued before this record.
-            let now = source.shared.published.load(Ordering::Acquire);
-            // SAFETY: both handles are alive and belong to the bound context.
-            unsafe { driver::event_record(event, source.raw()) }?;
-            fence.captured = now;
+        let event = source.record_fence(&mut fence, point.epoch)?;
+        // SAFETY: `raw` and the event are alive; the wait uses the latest record,
+        // which captured at least `point.epoch` (a later record only captures more).
+        unsafe { driver::stream_wait_event(raw, event) }
+    }
+
+    /// Record this stream's event unless it already captured `epoch`; the event.
+    fn record_fence(&self, fence: &mut Fence, epoch: u64) -> Result<RawEvent> {
+        if let (Some(e), true) = (fence.event, fence.captured >= epoch) {
+            return Ok(e);
         }
-        let event = fence.event.expect("event created above");
-        // SAFETY: `self` and the event are alive; the wait uses the latest record,
-        // which captured at least `point.epoch`.
-        unsafe { driver::stream_wait_event(self.raw(), event) }
+        let event = match fence.event {
+            Some(e) => e,
+            None => {
+                let e = driver::event_create_untimed()?;
+                fence.event = Some(e);
+                e
+            }
+        };
+        // Everything published up to `now` was enqueued before this record.
+        let now = self.shared.published.load(Ordering::Acquire);
+        // SAFETY: both handles are alive and belong to the bound context.
+        unsafe { driver::event_record(event, self.raw()) }?;
+        fence.captured = now;
+        Ok(event)
     }
 
     /// Block the host until `point` has completed on its stream.

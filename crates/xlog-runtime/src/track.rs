@@ -155,11 +155,14 @@ impl<S: PartialEq + Clone> UseState<S> {
         access: Access,
         on: &'a S,
     ) -> impl Iterator<Item = &'a UsePoint<S>> + 'a {
+        self.conflicts(access).filter(move |p| p.stream != *on)
+    }
+
+    /// Every point `access` conflicts with, on any stream (what work on a stream
+    /// xlog does not know must wait for).
+    pub(crate) fn conflicts(&self, access: Access) -> impl Iterator<Item = &UsePoint<S>> {
         let reads: &[UsePoint<S>] = if access.writes() { &self.reads } else { &[] };
-        self.writes
-            .iter()
-            .chain(reads.iter())
-            .filter(move |p| p.stream != *on)
+        self.writes.iter().chain(reads.iter())
     }
 
     /// Fold the point of completed-enqueue work, preflighted against `planned`

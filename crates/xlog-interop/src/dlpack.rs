@@ -1,0 +1,546 @@
+//! DLPack: export buffers as `DLManagedTensorVersioned` (or the legacy
+//! `DLManagedTensor`), import tensors as buffers.
+//!
+//! # Export
+//!
+//! [`export`] moves a buffer out of xlog into a writable tensor; [`export_read`]
+//! shares an `Arc<DeviceBuffer>` as a tensor flagged read-only. Either way:
+//!
+//! 1. The consumer's stream ([`Consumer`]) is made to wait for the buffer's
+//!    pending work that its access conflicts with (the writes; for a writable
+//!    export the reads too), the producer half of `__dlpack__(stream=…)`.
+//! 2. The buffer stays alive, and counted by the runtime's budget and statistics,
+//!    until the deleter runs. The deleter may run on any thread; it runs at most
+//!    once because it frees the tensor it is called with.
+//! 3. When it runs, xlog records the consumer's stream as having used the buffer
+//!    up to that moment, then drops its handle: the free (stream-ordered, as for
+//!    any buffer) and, for a read export, later xlog writes (possible only once
+//!    every `Arc` is back) wait for what the consumer queued before releasing.
+//!
+//! xlog's own later launches are ordered against a writable export by ownership:
+//! the buffer left xlog, so no launch can name it until it is imported back, which
+//! names its ordering. A read export leaves xlog only `&DeviceBuffer` (through the
+//! `Arc`), so xlog can read it alongside the consumer but not write it.
+//!
+//! # Import
+//!
+//! [`import`] is `unsafe` and names what orders the producer's writes
+//! ([`ReadyAfter`]); the tensor's owning handle becomes the buffer's owner, so
+//! dropping the buffer runs the producer's deleter once, after xlog's uses.
+
+use std::ffi::c_void;
+use std::ops::RangeBounds;
+use std::sync::Arc;
+
+use dlpark::ffi::{DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use dlpark::{DlpackFlags, Managed, ManagedTensorBase};
+use xlog_runtime::{Access, DeviceBuffer, ForeignStream, ReadyAfter, Stream};
+
+use crate::element::{describe, Element};
+use crate::error::{InteropError, Result};
+use crate::held::{resolve, Held};
+
+/// An owning versioned DLPack tensor (drop runs its deleter).
+pub type Versioned = dlpark::versioned::Dlpack;
+/// An owning legacy DLPack tensor (drop runs its deleter).
+pub type Legacy = dlpark::legacy::Dlpack;
+
+/// The consumer's stream, as passed to `__dlpack__(stream=…)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Consumer(Option<ForeignStream>);
+
+impl Consumer {
+    /// The consumer works on `stream`: it waits for the buffer's pending work, and
+    /// the buffer's free waits for what it queued before releasing the tensor.
+    pub fn stream(stream: ForeignStream) -> Consumer {
+        Consumer(Some(stream))
+    }
+
+    /// The value of `__dlpack__`'s `stream` argument: `None` is the legacy default
+    /// stream, `1` and `2` the two default streams, `-1` "no synchronisation",
+    /// anything else a `CUstream`; `0` is refused (ambiguous).
+    ///
+    /// # Safety
+    /// 1. A handle other than `None`, `1`, `2` and `-1` is a live stream of the
+    ///    device's primary context, alive until the tensor's deleter has run.
+    /// 2. For `-1`: the consumer orders its use after the buffer's pending work,
+    ///    and finishes it before calling the deleter.
+    pub unsafe fn from_python(stream: Option<isize>) -> Result<Consumer> {
+        match stream {
+            None | Some(1) => Ok(Consumer(Some(ForeignStream::legacy_default()))),
+            Some(2) => Ok(Consumer(Some(ForeignStream::per_thread_default()))),
+            Some(-1) => Ok(Consumer(None)),
+            Some(s) if s > 2 => {
+                // SAFETY: obligation 1 is the caller's.
+                Ok(Consumer(Some(unsafe {
+                    ForeignStream::from_raw(s as *mut c_void)
+                })))
+            }
+            Some(s) => Err(InteropError::Unsupported {
+                what: "__dlpack__ stream",
+                reason: format!("{s} is not a CUDA stream (0 is ambiguous; use 1 or 2)"),
+            }),
+        }
+    }
+
+    /// No stream: the consumer orders itself.
+    ///
+    /// # Safety
+    /// 1. The consumer orders its use after the buffer's pending work (for
+    ///    example by synchronising the device first) and finishes it before
+    ///    calling the deleter.
+    pub unsafe fn unsynchronized() -> Consumer {
+        Consumer(None)
+    }
+}
+
+/// Export `range` of `buf` as a writable versioned tensor for `consumer`.
+pub fn export<T: Element>(
+    buf: DeviceBuffer<T>,
+    range: impl RangeBounds<usize>,
+    consumer: Consumer,
+) -> Result<Versioned> {
+    export_as(Held::Owned(buf), range, consumer)
+}
+
+/// Export `range` of a shared buffer as a read-only versioned tensor.
+pub fn export_read<T: Element>(
+    buf: Arc<DeviceBuffer<T>>,
+    range: impl RangeBounds<usize>,
+    consumer: Consumer,
+) -> Result<Versioned> {
+    export_as(Held::Shared(buf), range, consumer)
+}
+
+/// Export as a legacy `DLManagedTensor`, for consumers that do not ask for a
+/// versioned tensor (no read-only flag exists there: a shared buffer is still
+/// only read by xlog, and the consumer must not write it).
+pub fn export_legacy<T: Element>(
+    buf: DeviceBuffer<T>,
+    range: impl RangeBounds<usize>,
+    consumer: Consumer,
+) -> Result<Legacy> {
+    export_as(Held::Owned(buf), range, consumer)
+}
+
+/// [`export_legacy`] of a shared buffer.
+pub fn export_read_legacy<T: Element>(
+    buf: Arc<DeviceBuffer<T>>,
+    range: impl RangeBounds<usize>,
+    consumer: Consumer,
+) -> Result<Legacy> {
+    export_as(Held::Shared(buf), range, consumer)
+}
+
+/// The manager context: the header the consumer sees, the shape and strides it
+/// points into, and what keeps the memory alive.
+struct Exported<M, T: Element> {
+    header: M,
+    shape: [i64; 1],
+    strides: [i64; 1],
+    held: Held<T>,
+    consumer: Option<ForeignStream>,
+}
+
+fn export_as<M: ManagedTensorBase, T: Element>(
+    held: Held<T>,
+    range: impl RangeBounds<usize>,
+    consumer: Consumer,
+) -> Result<Managed<M>> {
+    let buf = held.buffer();
+    let (start, len) = resolve(range, buf.len())?;
+    let access = held.access();
+    if let Some(stream) = consumer.0 {
+        buf.core().order_foreign(stream, access)?;
+    }
+    let data = if len == 0 {
+        0
+    } else {
+        buf.device_ptr() + (start * std::mem::size_of::<T>()) as u64
+    };
+    let device = DLDevice {
+        device_type: DLDeviceType::CUDA,
+        device_id: buf.block_id().device as i32,
+    };
+    let tensor = DLTensor {
+        data: data as *mut c_void,
+        device,
+        ndim: 1,
+        dtype: T::DTYPE,
+        shape: std::ptr::null_mut(),
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    };
+    let ctx = Box::into_raw(Box::new(Exported {
+        header: M::from_parts(tensor, std::ptr::null_mut(), Some(delete::<M, T>)),
+        shape: [len as i64],
+        strides: [1],
+        held,
+        consumer: consumer.0,
+    }));
+    // SAFETY: `ctx` was just made from a box and nothing else refers to it; the
+    // shape and strides live in the same allocation as the header, until the
+    // deleter frees it.
+    let header = unsafe {
+        let e = &mut *ctx;
+        let t = e.header.tensor_mut();
+        t.shape = e.shape.as_mut_ptr();
+        t.strides = e.strides.as_mut_ptr();
+        let header = &mut e.header as *mut M;
+        // The deleter finds the context through `manager_ctx`.
+        *header = M::from_parts(*e.header.tensor(), ctx.cast(), Some(delete::<M, T>));
+        if access == Access::Read {
+            // SAFETY (flags): READ_ONLY is not IS_COPIED.
+            e.header.set_flags_unchecked(DlpackFlags::READ_ONLY);
+        }
+        header
+    };
+    // SAFETY: the header is initialised; its deleter frees it once; its metadata
+    // is never changed again.
+    unsafe { Managed::from_raw(header) }.map_err(|e| InteropError::Unsupported {
+        what: "DLPack export",
+        reason: e.to_string(),
+    })
+}
+
+/// The deleter of exported tensors.
+///
+/// # Safety
+/// `tensor` was returned by `export_as::<M, T>` and is not used after this call.
+unsafe extern "C" fn delete<M: ManagedTensorBase, T: Element>(tensor: *mut M) {
+    if tensor.is_null() {
+        return;
+    }
+    // SAFETY: `manager_ctx` is the box `export_as` leaked; the consumer hands it
+    // back exactly once.
+    let ctx = unsafe { Box::from_raw((*tensor).manager_ctx().cast::<Exported<M, T>>()) };
+    let Exported { held, consumer, .. } = *ctx;
+    if let Some(stream) = consumer {
+        let access = held.access();
+        if let Err(e) = held.buffer().core().record_foreign_use(stream, access) {
+            // The free cannot be ordered after the consumer's work: keep the memory.
+            tracing::error!(target: "xlog::interop", "ordering a released DLPack export failed; the buffer is leaked: {e}");
+            std::mem::forget(held);
+            return;
+        }
+    }
+    drop(held);
+}
+
+/// Import a DLPack tensor as a buffer on `on`'s device.
+///
+/// The tensor must be CUDA memory of that device, with `T`'s dtype, contiguous,
+/// with an aligned byte offset, and not marked read-only. On refusal the tensor
+/// is dropped (its deleter runs once) before this returns.
+///
+/// # Safety
+/// 1. `ready` orders every write the producer made before work xlog queues on
+///    `on` after this call (for a tensor obtained with `__dlpack__(stream=s)`,
+///    [`ReadyAfter::ImportStream`] when `s` is `on`'s raw handle).
+/// 2. Until the buffer is dropped nothing outside xlog writes the memory, or
+///    reads it while xlog may write it, except through the orderings of
+///    [`xlog_runtime::BufferCore::order_foreign`] and
+///    [`xlog_runtime::BufferCore::record_foreign_use`].
+pub unsafe fn import<T: Element, M: ManagedTensorBase + 'static>(
+    tensor: Managed<M>,
+    on: &Stream,
+    ready: ReadyAfter,
+) -> Result<DeviceBuffer<T>> {
+    let (ptr, len) = check::<T, M>(&tensor, on.device_ordinal())?;
+    // SAFETY: `check` established the address, length and device; the deleter
+    // keeps the memory alive while the handle lives; obligations 1 and 2 are the
+    // caller's.
+    Ok(unsafe { DeviceBuffer::import_raw(on, ptr, len, ready, tensor) }?)
+}
+
+/// Validate a tensor for import as `T` on `device`: its first element's address
+/// and its element count.
+pub(crate) fn check<T: Element, M: ManagedTensorBase>(
+    tensor: &Managed<M>,
+    device: u32,
+) -> Result<(u64, usize)> {
+    const WHAT: &str = "DLPack tensor";
+    if tensor.flags().contains(DlpackFlags::READ_ONLY) {
+        return Err(InteropError::ReadOnly { what: WHAT });
+    }
+    // SAFETY: `Managed` guarantees the descriptor is readable and immutable.
+    let t: &DLTensor = unsafe { tensor.tensor() };
+    if t.device.device_type != DLDeviceType::CUDA || t.device.device_id as i64 != device as i64 {
+        let found = if t.device.device_type == DLDeviceType::CUDA {
+            format!("CUDA device {}", t.device.device_id)
+        } else {
+            format!("device type {}", t.device.device_type.0)
+        };
+        return Err(InteropError::DeviceMismatch {
+            what: WHAT,
+            found,
+            expected: device,
+        });
+    }
+    if t.dtype != T::DTYPE {
+        return Err(InteropError::Dtype {
+            what: WHAT,
+            found: describe(t.dtype),
+            expected: std::any::type_name::<T>(),
+        });
+    }
+    let ndim = usize::try_from(t.ndim).map_err(|_| InteropError::Unsupported {
+        what: WHAT,
+        reason: format!("ndim is {}", t.ndim),
+    })?;
+    let shape: &[i64] = if ndim == 0 {
+        &[]
+    } else if t.shape.is_null() {
+        return Err(InteropError::Unsupported {
+            what: WHAT,
+            reason: "the shape pointer is null".into(),
+        });
+    } else {
+        // SAFETY: a non-null shape holds `ndim` entries (DLPack), immutable while owned.
+        unsafe { std::slice::from_raw_parts(t.shape, ndim) }
+    };
+    let mut len: usize = 1;
+    for &d in shape {
+        let d = usize::try_from(d).map_err(|_| InteropError::Unsupported {
+            what: WHAT,
+            reason: format!("negative extent in shape {shape:?}"),
+        })?;
+        len = len.checked_mul(d).ok_or(InteropError::Unsupported {
+            what: WHAT,
+            reason: format!("shape {shape:?} overflows"),
+        })?;
+    }
+    if ndim != 0 && !t.strides.is_null() {
+        // SAFETY: non-null strides hold `ndim` entries.
+        let strides = unsafe { std::slice::from_raw_parts(t.strides, ndim) };
+        // Row-major and dense; extents of 1 may carry any stride.
+        let mut expected: i64 = 1;
+        for (&d, &s) in shape.iter().zip(strides).rev() {
+            if d != 1 && s != expected && len != 0 {
+                return Err(InteropError::NonContiguous {
+                    what: WHAT,
+                    shape: shape.to_vec(),
+                    strides: strides.to_vec(),
+                });
+            }
+            expected = expected.saturating_mul(d);
+        }
+    }
+    let base = t.data as u64;
+    if base == 0 && len != 0 {
+        return Err(InteropError::NullData { what: WHAT, len });
+    }
+    let ptr = base
+        .checked_add(t.byte_offset)
+        .ok_or(InteropError::ByteOffset {
+            what: WHAT,
+            offset: t.byte_offset,
+            reason: "which overflows the address",
+        })?;
+    if ptr % std::mem::align_of::<T>() as u64 != 0 {
+        return Err(InteropError::ByteOffset {
+            what: WHAT,
+            offset: t.byte_offset,
+            reason: "which leaves the first element misaligned",
+        });
+    }
+    Ok((if len == 0 { 0 } else { ptr }, len))
+}
+
+// The generic parameter of `import` for the two ABIs, spelled out for callers.
+/// [`import`] of a versioned tensor.
+///
+/// # Safety
+/// As [`import`].
+pub unsafe fn import_versioned<T: Element>(
+    tensor: Versioned,
+    on: &Stream,
+    ready: ReadyAfter,
+) -> Result<DeviceBuffer<T>> {
+    // SAFETY: the caller's obligations are forwarded unchanged.
+    unsafe { import::<T, DLManagedTensorVersioned>(tensor, on, ready) }
+}
+
+/// [`import`] of a legacy tensor.
+///
+/// # Safety
+/// As [`import`].
+pub unsafe fn import_legacy<T: Element>(
+    tensor: Legacy,
+    on: &Stream,
+    ready: ReadyAfter,
+) -> Result<DeviceBuffer<T>> {
+    // SAFETY: the caller's obligations are forwarded unchanged.
+    unsafe { import::<T, DLManagedTensor>(tensor, on, ready) }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Imports on host memory (`xlog_runtime::host`): the checks, the owner and the
+    //! deleter, without a GPU.
+    use std::mem::{offset_of, size_of};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn versioned_layout_matches_the_header() {
+        // struct DLManagedTensorVersioned { DLPackVersion version; void* manager_ctx;
+        //   void (*deleter)(...); uint64_t flags; DLTensor dl_tensor; }
+        assert_eq!(offset_of!(DLManagedTensorVersioned, version), 0);
+        assert_eq!(offset_of!(DLManagedTensorVersioned, manager_ctx), 8);
+        assert_eq!(offset_of!(DLManagedTensorVersioned, deleter), 16);
+        assert_eq!(offset_of!(DLManagedTensorVersioned, flags), 24);
+        assert_eq!(offset_of!(DLManagedTensorVersioned, dl_tensor), 32);
+        assert_eq!(size_of::<DLManagedTensorVersioned>(), 80);
+        // struct DLTensor { void* data; DLDevice device; int32_t ndim; DLDataType dtype;
+        //   int64_t* shape; int64_t* strides; uint64_t byte_offset; }
+        assert_eq!(offset_of!(DLTensor, device), 8);
+        assert_eq!(offset_of!(DLTensor, ndim), 16);
+        assert_eq!(offset_of!(DLTensor, dtype), 20);
+        assert_eq!(offset_of!(DLTensor, shape), 24);
+        assert_eq!(offset_of!(DLTensor, strides), 32);
+        assert_eq!(offset_of!(DLTensor, byte_offset), 40);
+        assert_eq!(size_of::<DLManagedTensor>(), 64);
+        assert_eq!(
+            DlpackFlags::READ_ONLY.bits(),
+            1,
+            "DLPACK_FLAG_BITMASK_READ_ONLY"
+        );
+    }
+
+    static DELETED: AtomicUsize = AtomicUsize::new(0);
+
+    /// A foreign tensor: a header, its shape and strides, and a counting deleter.
+    #[repr(C)]
+    struct Foreign {
+        header: DLManagedTensorVersioned,
+        shape: [i64; 2],
+        strides: [i64; 2],
+        counter: &'static AtomicUsize,
+    }
+
+    unsafe extern "C" fn foreign_deleter(t: *mut DLManagedTensorVersioned) {
+        // SAFETY: made by `foreign` below, handed back once.
+        let f = unsafe { Box::from_raw((*t).manager_ctx.cast::<Foreign>()) };
+        f.counter.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn foreign(
+        counter: &'static AtomicUsize,
+        edit: impl FnOnce(&mut DLTensor, &mut [i64; 2], &mut [i64; 2], &mut DlpackFlags),
+    ) -> Versioned {
+        let tensor = DLTensor {
+            data: 0x10000 as *mut c_void,
+            device: DLDevice {
+                device_type: DLDeviceType::CUDA,
+                device_id: 0,
+            },
+            ndim: 2,
+            dtype: f32::DTYPE,
+            shape: std::ptr::null_mut(),
+            strides: std::ptr::null_mut(),
+            byte_offset: 0,
+        };
+        let f = Box::into_raw(Box::new(Foreign {
+            header: DLManagedTensorVersioned::from_parts(tensor, std::ptr::null_mut(), None),
+            shape: [3, 4],
+            strides: [4, 1],
+            counter,
+        }));
+        // SAFETY: just boxed; the header points into the same allocation.
+        unsafe {
+            let r = &mut *f;
+            let mut flags = DlpackFlags::empty();
+            edit(
+                &mut r.header.dl_tensor,
+                &mut r.shape,
+                &mut r.strides,
+                &mut flags,
+            );
+            r.header.dl_tensor.shape = r.shape.as_mut_ptr();
+            r.header.dl_tensor.strides = r.strides.as_mut_ptr();
+            r.header.manager_ctx = f.cast();
+            r.header.deleter = Some(foreign_deleter);
+            r.header.set_flags_unchecked(flags);
+            Managed::from_raw(&mut r.header).unwrap()
+        }
+    }
+
+    /// `import` with a host placeholder stream standing for device 0.
+    fn import_on_host<T: Element>(tensor: Versioned) -> Result<DeviceBuffer<T>> {
+        let s = Stream::host_placeholder(0);
+        let (ptr, len) = check::<T, DLManagedTensorVersioned>(&tensor, 0)?;
+        // SAFETY: host placeholder: nothing dereferences the address.
+        Ok(unsafe { xlog_runtime::host::import(&s, 0, ptr, len, tensor) }?)
+    }
+
+    #[test]
+    fn an_import_keeps_the_tensor_until_the_buffer_drops_then_deletes_it_once() {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let buf = import_on_host::<f32>(foreign(&N, |_, _, _, _| {})).unwrap();
+        assert_eq!((buf.device_ptr(), buf.len()), (0x10000, 12));
+        assert!(buf.core().is_imported());
+        assert_eq!(N.load(Ordering::SeqCst), 0);
+        // Dropped on another thread: the deleter may run anywhere.
+        std::thread::spawn(move || drop(buf)).join().unwrap();
+        assert_eq!(N.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn byte_offsets_and_unit_extents_import() {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let buf = import_on_host::<f32>(foreign(&N, |t, shape, strides, _| {
+            t.byte_offset = 64;
+            *shape = [1, 5];
+            *strides = [99, 1]; // any stride on an extent of 1
+        }))
+        .unwrap();
+        assert_eq!((buf.device_ptr(), buf.len()), (0x10040, 5));
+        drop(buf);
+        assert_eq!(N.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn refused_imports_name_the_fault_and_delete_once() {
+        type Edit = fn(&mut DLTensor, &mut [i64; 2], &mut [i64; 2], &mut DlpackFlags);
+        let cases: [(&str, Edit); 7] = [
+            ("is on CUDA device 1", |t, _, _, _| t.device.device_id = 1),
+            ("is on device type 1", |t, _, _, _| {
+                t.device.device_type = DLDeviceType::CPU
+            }),
+            ("holds int32", |t, _, _, _| t.dtype = i32::DTYPE),
+            ("not contiguous", |_, _, s, _| *s = [1, 3]),
+            ("misaligned", |t, _, _, _| t.byte_offset = 2),
+            ("null data pointer but 12 elements", |t, _, _, _| {
+                t.data = std::ptr::null_mut()
+            }),
+            ("read-only", |_, _, _, f| *f = DlpackFlags::READ_ONLY),
+        ];
+        for (i, (why, edit)) in cases.into_iter().enumerate() {
+            let before = DELETED.load(Ordering::SeqCst);
+            let e = import_on_host::<f32>(foreign(&DELETED, edit))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(why), "case {i}: {e}");
+            assert_eq!(
+                DELETED.load(Ordering::SeqCst),
+                before + 1,
+                "case {i}: {why}"
+            );
+        }
+    }
+
+    #[test]
+    fn null_data_with_no_elements_imports() {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let buf = import_on_host::<f32>(foreign(&N, |t, shape, _, _| {
+            t.data = std::ptr::null_mut();
+            *shape = [0, 4];
+        }))
+        .unwrap();
+        assert!(buf.is_empty());
+        drop(buf);
+        assert_eq!(N.load(Ordering::SeqCst), 1);
+    }
+}

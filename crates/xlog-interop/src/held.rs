@@ -1,0 +1,58 @@
+//! What an export keeps alive: a buffer moved out of xlog, or a shared one.
+
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use xlog_runtime::{Access, DeviceBuffer, DeviceCopy};
+
+use crate::error::Result;
+
+/// The buffer behind an export, alive (and counted by the runtime's budget and
+/// statistics) until the consumer releases it.
+// Held once per export, inside a heap context: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Held<T: DeviceCopy> {
+    /// Moved out of xlog: the consumer may write it.
+    Owned(DeviceBuffer<T>),
+    /// Shared with xlog, which can only read it through its `Arc`: read-only.
+    Shared(Arc<DeviceBuffer<T>>),
+}
+
+impl<T: DeviceCopy> Held<T> {
+    pub(crate) fn buffer(&self) -> &DeviceBuffer<T> {
+        match self {
+            Held::Owned(b) => b,
+            Held::Shared(b) => b,
+        }
+    }
+
+    /// The access the consumer gets.
+    pub(crate) fn access(&self) -> Access {
+        match self {
+            Held::Owned(_) => Access::ReadWrite,
+            Held::Shared(_) => Access::Read,
+        }
+    }
+}
+
+/// `range` of a buffer of `len` elements as (start, count).
+pub(crate) fn resolve(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => Some(s),
+        Bound::Excluded(&s) => s.checked_add(1),
+        Bound::Unbounded => Some(0),
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1),
+        Bound::Excluded(&e) => Some(e),
+        Bound::Unbounded => Some(len),
+    };
+    match (start, end) {
+        (Some(s), Some(e)) if s <= e && e <= len => Ok((s, e - s)),
+        _ => Err(xlog_runtime::Error::InvalidArgument {
+            what: "export range".into(),
+            reason: format!("it is out of bounds for a buffer of {len} elements"),
+        }
+        .into()),
+    }
+}

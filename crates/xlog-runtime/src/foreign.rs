@@ -1,0 +1,455 @@
+//! Memory shared with other CUDA libraries: the format-free half of interop.
+//!
+//! DLPack and the Arrow C Device Data Interface (crate `xlog-interop`) reduce to
+//! three operations on a buffer, defined here on top of the stack because an
+//! import needs the runtime of the stream it names:
+//!
+//! - **import**: [`DeviceBuffer::import_raw`] wraps another library's memory in an
+//!   ordinary tracked buffer. The `unsafe` call names what orders the producer's
+//!   writes ([`ReadyAfter`]: an xlog stream, a foreign stream or an event) and takes
+//!   an owner that keeps the memory alive. Launchers accept the buffer and fence it
+//!   like any other; dropping it waits for every recorded use on the device, then
+//!   drops the owner (the foreign deleter), never xlog's allocator.
+//! - **order a consumer**: [`BufferCore::order_foreign`] makes another library's
+//!   stream wait for the buffer's pending work that an access conflicts with (the
+//!   producer side of `__dlpack__(stream=…)`).
+//! - **record a consumer**: [`BufferCore::record_foreign_use`] folds "everything
+//!   that stream queued so far" into the buffer's use state, as a use with an
+//!   access: later xlog work and the buffer's free wait for it. The foreign stream
+//!   is touched once, then only the event recorded on it.
+//!
+//! [`BufferCore::ready_event`] records an event after the buffer's pending writes
+//! (an Arrow array's `sync_event`).
+
+use std::ffi::c_void;
+use std::fmt;
+
+use xlog_device::DeviceCopy;
+
+use crate::buffer::{BufferCore, DeviceBuffer};
+use crate::driver::{self, RawEvent, RawStream};
+use crate::error::{Error, Result};
+use crate::resource::{AllocTag, DeviceBlock};
+use crate::stream::Stream;
+use crate::sync::Unpoisoned;
+use crate::track::{Access, UsePoint};
+
+/// A CUDA stream of another library (a `CUstream` / `cudaStream_t`), borrowed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ForeignStream(RawStream);
+
+// SAFETY: a stream handle is a plain driver handle, usable from any thread.
+unsafe impl Send for ForeignStream {}
+// SAFETY: as above; xlog never mutates through it.
+unsafe impl Sync for ForeignStream {}
+
+impl fmt::Debug for ForeignStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ForeignStream({:#x})", self.0 as usize)
+    }
+}
+
+impl ForeignStream {
+    /// The legacy default stream (`CU_STREAM_LEGACY`, DLPack's stream `1`).
+    pub fn legacy_default() -> ForeignStream {
+        ForeignStream(1usize as RawStream)
+    }
+
+    /// The per-thread default stream (`CU_STREAM_PER_THREAD`, DLPack's stream `2`).
+    pub fn per_thread_default() -> ForeignStream {
+        ForeignStream(2usize as RawStream)
+    }
+
+    /// Wrap a raw `CUstream` handle.
+    ///
+    /// # Safety
+    /// 1. `handle` is a live stream of the primary context of the device it is
+    ///    used with (or one of the two default-stream handles), and stays alive
+    ///    until the call that receives it returns.
+    pub unsafe fn from_raw(handle: *mut c_void) -> ForeignStream {
+        ForeignStream(handle.cast())
+    }
+
+    /// The raw handle.
+    pub fn as_raw(&self) -> *mut c_void {
+        self.0.cast()
+    }
+}
+
+/// A CUDA event of another library (a `CUevent` / `cudaEvent_t`), borrowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForeignEvent(RawEvent);
+
+impl ForeignEvent {
+    /// Wrap a raw `CUevent` handle.
+    ///
+    /// # Safety
+    /// 1. `handle` is a live event of the primary context of the device it is used
+    ///    with, and stays alive until the call that receives it returns.
+    pub unsafe fn from_raw(handle: *mut c_void) -> ForeignEvent {
+        ForeignEvent(handle.cast())
+    }
+}
+
+/// What orders the producer's writes of imported memory before xlog's first use.
+#[derive(Clone, Copy, Debug)]
+pub enum ReadyAfter {
+    /// The producer already ordered them before work queued on the import stream
+    /// from now on (as `__dlpack__(stream=<the import stream>)` does).
+    ImportStream,
+    /// Everything queued on this stream so far: xlog records an event on it now.
+    Stream(ForeignStream),
+    /// The most recent record of this event (an Arrow array's `sync_event`).
+    Event(ForeignEvent),
+}
+
+/// An event xlog created and recorded; destroyed on drop.
+pub struct OwnedEvent {
+    raw: RawEvent,
+    stream: Stream,
+}
+
+// SAFETY: an event handle is a plain driver handle usable from any thread; it is
+// destroyed once, by the single owner.
+unsafe impl Send for OwnedEvent {}
+// SAFETY: shared access only reads the handle.
+unsafe impl Sync for OwnedEvent {}
+
+impl fmt::Debug for OwnedEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "OwnedEvent({:#x})", self.raw as usize)
+    }
+}
+
+impl OwnedEvent {
+    /// The raw `CUevent` (null when the buffer lives in host memory, in tests).
+    pub fn as_raw(&self) -> *mut c_void {
+        self.raw.cast()
+    }
+}
+
+impl Drop for OwnedEvent {
+    fn drop(&mut self) {
+        if self.raw.is_null() || self.stream.bind().is_err() {
+            return;
+        }
+        // SAFETY: the event was created by `ready_event` and this is its only owner.
+        if let Err(e) = unsafe { driver::event_destroy(self.raw) } {
+            tracing::error!(target: "xlog::interop", "destroying an export event: {e}");
+        }
+    }
+}
+
+impl BufferCore {
+    /// Make `consumer` wait for the buffer's pending work that `access` conflicts
+    /// with: its last writes, and for a writing access its outstanding reads too.
+    pub fn order_foreign(&self, consumer: ForeignStream, access: Access) -> Result<()> {
+        let stream = self.alloc_stream();
+        if !stream.has_device() {
+            return Ok(());
+        }
+        stream.bind()?;
+        let points: Vec<UsePoint<Stream>> = {
+            let state = self.track.lock_unpoisoned();
+            state.conflicts(access).cloned().collect()
+        };
+        points
+            .iter()
+            .try_for_each(|p| Stream::wait_raw(consumer.0, p))
+    }
+
+    /// Record that `consumer` used the buffer with `access` through everything it
+    /// has queued so far: later xlog work and the buffer's free wait for it.
+    ///
+    /// The foreign stream is touched only by this call (an event record).
+    pub fn record_foreign_use(&self, consumer: ForeignStream, access: Access) -> Result<()> {
+        let stream = self.alloc_stream();
+        if !stream.has_device() {
+            return Ok(());
+        }
+        let borrowed = Stream::borrowed(stream, consumer.0);
+        let point = borrowed.capture()?;
+        // Keep every other point: xlog work may have committed since the consumer
+        // was ordered, so the consumer's use subsumes nothing.
+        self.track
+            .lock_unpoisoned()
+            .commit(access, &point.stream, point.epoch, u64::MAX);
+        Ok(())
+    }
+
+    /// Record an event on `on` after the buffer's pending writes: a consumer that
+    /// waits on it may read the buffer.
+    pub fn ready_event(&self, on: &Stream) -> Result<OwnedEvent> {
+        if !on.has_device() {
+            return Ok(OwnedEvent {
+                raw: std::ptr::null_mut(),
+                stream: on.clone(),
+            });
+        }
+        on.bind()?;
+        let points: Vec<UsePoint<Stream>> = {
+            let state = self.track.lock_unpoisoned();
+            state.waits(Access::Read, on).cloned().collect()
+        };
+        points.iter().try_for_each(|p| on.wait_for(p))?;
+        let raw = driver::event_create_untimed()?;
+        let event = OwnedEvent {
+            raw,
+            stream: on.clone(),
+        };
+        // SAFETY: both handles are alive and belong to the bound context.
+        unsafe { driver::event_record(raw, on.raw()) }?;
+        Ok(event)
+    }
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// Import `len` elements of another library's memory at `ptr` on `on`'s device
+    /// as a tracked buffer, ordered by `ready` and kept alive by `owner`.
+    ///
+    /// The buffer is ordinary: launchers take it, xlog fences it. Dropping it
+    /// blocks until every use xlog recorded has finished on the device, then drops
+    /// `owner` (whose `Drop` runs the foreign deleter). The memory is the owner's:
+    /// the runtime's budget and statistics do not count it. If the import fails,
+    /// `owner` is dropped before returning.
+    ///
+    /// # Safety
+    /// 1. `ptr` addresses `len` initialised elements of `T` on `on`'s device, valid
+    ///    (and not freed or reused by anyone) for as long as `owner` lives.
+    /// 2. `ready` orders every write the producer made before work xlog queues on
+    ///    `on` after this call.
+    /// 3. Until the buffer is dropped, nothing outside xlog writes the memory, or
+    ///    reads it while xlog may write it, unless ordered through
+    ///    [`BufferCore::order_foreign`] / [`BufferCore::record_foreign_use`].
+    pub unsafe fn import_raw(
+        on: &Stream,
+        ptr: u64,
+        len: usize,
+        ready: ReadyAfter,
+        owner: impl Send + 'static,
+    ) -> Result<DeviceBuffer<T>> {
+        let rt = on.runtime()?;
+        // SAFETY: the caller's obligations are forwarded unchanged.
+        unsafe {
+            import_with(
+                rt.allocator().clone(),
+                on,
+                on.device_ordinal(),
+                ptr,
+                len,
+                ready,
+                Box::new(owner),
+            )
+        }
+    }
+}
+
+/// The checks and the wrapping behind `import_raw`, over any allocator.
+///
+/// # Safety
+/// As [`DeviceBuffer::import_raw`].
+unsafe fn import_with<T: DeviceCopy>(
+    allocator: std::sync::Arc<crate::resource::Allocator>,
+    on: &Stream,
+    device: u32,
+    ptr: u64,
+    len: usize,
+    ready: ReadyAfter,
+    owner: Box<dyn Send>,
+) -> Result<DeviceBuffer<T>> {
+    let what = || format!("imported memory at {ptr:#x} ({len} elements)");
+    let elem = std::mem::size_of::<T>();
+    let bytes = len.checked_mul(elem).ok_or(Error::SizeOverflow {
+        len,
+        elem_size: elem,
+    })?;
+    if ptr == 0 && bytes != 0 {
+        return Err(Error::InvalidArgument {
+            what: what(),
+            reason: "the data pointer is null but the length is not zero".into(),
+        });
+    }
+    if ptr % std::mem::align_of::<T>() as u64 != 0 {
+        return Err(Error::InvalidArgument {
+            what: what(),
+            reason: format!(
+                "the address is not aligned to {} bytes, the alignment of `{}`",
+                std::mem::align_of::<T>(),
+                std::any::type_name::<T>()
+            ),
+        });
+    }
+    let ready = match ready {
+        ReadyAfter::ImportStream => on.publish(),
+        ReadyAfter::Stream(s) => {
+            on.bind()?;
+            let producer = Stream::borrowed(on, s.0);
+            let point = producer.capture()?;
+            on.wait_for(&point)?;
+            on.publish()
+        }
+        ReadyAfter::Event(ev) => {
+            if on.has_device() {
+                on.bind()?;
+                // SAFETY: `on` is alive; the event is live by `ForeignEvent::from_raw`.
+                unsafe { driver::stream_wait_event(on.raw(), ev.0) }?;
+            }
+            on.publish()
+        }
+    };
+    let block = DeviceBlock::new(device, ptr, bytes, AllocTag("imported"));
+    let core = BufferCore::new_foreign(block, allocator, on.clone(), ready, owner);
+    Ok(DeviceBuffer::from_core(core, len))
+}
+
+/// Buffers in host memory for GPU-less tests of the layers above the runtime.
+///
+/// The recorder refuses them for launches and copies (host stacks do not track
+/// streams); exports of them carry host addresses. Never use them for real work.
+#[cfg(feature = "test-switches")]
+pub mod host {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::resource::{Allocator, DeviceMemoryResource};
+
+    /// The id host buffers report as their runtime's.
+    pub const HOST_RUNTIME_ID: u64 = u64::MAX;
+
+    /// A buffer of `len` elements allocated from `resource` (a host stack) on
+    /// `stream` (a [`Stream::host_placeholder`]).
+    pub fn buffer<T: DeviceCopy>(
+        resource: Arc<dyn DeviceMemoryResource>,
+        stream: &Stream,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>> {
+        let allocator = Arc::new(Allocator::new(HOST_RUNTIME_ID, Box::new(resource)));
+        let bytes = len * std::mem::size_of::<T>();
+        let block = allocator.allocate(bytes, stream, AllocTag("host-test"))?;
+        let ready = stream.publish();
+        Ok(DeviceBuffer::from_core(
+            BufferCore::new(block, allocator, stream.clone(), ready),
+            len,
+        ))
+    }
+
+    /// [`DeviceBuffer::import_raw`] on a host placeholder stream reporting `device`.
+    ///
+    /// # Safety
+    /// As [`DeviceBuffer::import_raw`], with host memory.
+    pub unsafe fn import<T: DeviceCopy>(
+        stream: &Stream,
+        device: u32,
+        ptr: u64,
+        len: usize,
+        owner: impl Send + 'static,
+    ) -> Result<DeviceBuffer<T>> {
+        let allocator = Arc::new(Allocator::new(
+            HOST_RUNTIME_ID,
+            Box::new(crate::resource::HostResource::new(device)),
+        ));
+        // SAFETY: the caller's obligations are forwarded unchanged.
+        unsafe {
+            import_with(
+                allocator,
+                stream,
+                device,
+                ptr,
+                len,
+                ReadyAfter::ImportStream,
+                Box::new(owner),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::resource::{Allocator, HostResource};
+
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn import(ptr: u64, len: usize, drops: &Arc<AtomicUsize>) -> Result<DeviceBuffer<u32>> {
+        let allocator = Arc::new(Allocator::new(7, Box::new(HostResource::new(0))));
+        let s = Stream::host_placeholder(0);
+        // SAFETY: host placeholder: nothing dereferences the address.
+        unsafe {
+            import_with(
+                allocator,
+                &s,
+                0,
+                ptr,
+                len,
+                ReadyAfter::ImportStream,
+                Box::new(Counted(drops.clone())),
+            )
+        }
+    }
+
+    #[test]
+    fn the_owner_is_dropped_once_when_the_buffer_is() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let buf = import(0x1000, 4, &drops).unwrap();
+        assert!(buf.core().is_imported());
+        assert_eq!((buf.device_ptr(), buf.len()), (0x1000, 4));
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "alive while the buffer is");
+        drop(buf);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_refused_import_drops_the_owner_once() {
+        for (ptr, len, why) in [
+            (0, 3, "null but the length is not zero"),
+            (0x1002, 1, "not aligned to 4 bytes"),
+            (0x1000, usize::MAX, "overflows"),
+        ] {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let e = import(ptr, len, &drops).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+            assert_eq!(drops.load(Ordering::SeqCst), 1, "{why}");
+        }
+    }
+
+    #[test]
+    fn null_data_with_zero_length_imports() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        drop(import(0, 0, &drops).unwrap());
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn an_imported_buffer_is_freed_by_its_owner_not_the_allocator() {
+        // A host allocator would count a deallocation of a block it never made as
+        // a stale block and report a drop error: none may happen.
+        let allocator = Arc::new(Allocator::new(7, Box::new(HostResource::new(0))));
+        let s = Stream::host_placeholder(0);
+        let drops = Arc::new(AtomicUsize::new(0));
+        // SAFETY: host placeholder: nothing dereferences the address.
+        let buf: DeviceBuffer<u32> = unsafe {
+            import_with(
+                allocator.clone(),
+                &s,
+                0,
+                0x2000,
+                2,
+                ReadyAfter::ImportStream,
+                Box::new(Counted(drops.clone())),
+            )
+        }
+        .unwrap();
+        drop(buf);
+        assert_eq!(allocator.drop_errors(), 0);
+        assert_eq!(allocator.resource().bytes_outstanding(), 0);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+}
