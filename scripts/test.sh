@@ -54,3 +54,7 @@ cargo test --workspace
 cargo test -p xlog-abi-kernels --features wide
 echo "== compile-fail suite (rustc $UI_TOOLCHAIN)"
 cargo "+$UI_TOOLCHAIN" test -p xlog-macros --test compiletest -- --ignored
+echo "== Python module (built and imported here; its tests need a GPU)"
+(cd python && cargo fmt -- --check && CARGO_TARGET_DIR=../target/python cargo clippy --all-targets -- -D warnings)
+CARGO_TARGET_DIR="$PWD/target/python" bash python/build.sh
+PYTHONPATH=python/build python3 -c "import xlog; print('imported', xlog.__name__, 'from', xlog.__file__)"
