@@ -199,6 +199,11 @@ fn check_axpy(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc) -> [bo
         panic!("{XLOG} axpy: {e}");
     }
     let mut y = rt.upload_on(s, &ys).unwrap();
+    k::axpy_vec::launch(s, LaunchConfig::for_len(n.div_ceil(4)), A, &x, &mut y).unwrap();
+    if let Some(e) = wrong(&y.download(s).unwrap()) {
+        panic!("{XLOG} axpy_vec: {e}");
+    }
+    let mut y = rt.upload_on(s, &ys).unwrap();
     nvrtc.axpy(s, &x, &mut y);
     if let Some(e) = wrong(&y.download(s).unwrap()) {
         panic!("{} axpy: {e}", peer::NVRTC);
@@ -226,14 +231,16 @@ fn axpy_bandwidth(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc, cu
         let x = rt.alloc_zeroed_on::<f32>(s, n).unwrap();
         let mut y = rt.alloc_zeroed_on::<f32>(s, n).unwrap();
         let mut z = rt.alloc_zeroed_on::<f32>(s, n).unwrap();
+        let mut yv = rt.alloc_zeroed_on::<f32>(s, n).unwrap();
         let (cx, cy) = (cube.zeros(n), cube.zeros(n));
         s.synchronize().unwrap();
         cube.sync();
         let cfg = LaunchConfig::for_len(n);
+        let cfg4 = LaunchConfig::for_len(n.div_ceil(4));
         let sync = || s.synchronize().unwrap();
         let mut ns = {
             let y_nvrtc = std::cell::RefCell::new(&mut y);
-            let [xlog, nv, c1, c4, copy] = bench::interleaved(
+            let [xlog, xlog4, nv, c1, c4, copy] = bench::interleaved(
                 2,
                 20,
                 [
@@ -242,6 +249,11 @@ fn axpy_bandwidth(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc, cu
                         || {
                             k::axpy::launch(s, cfg, A, &x, &mut **y_nvrtc.borrow_mut()).unwrap();
                         },
+                        sync,
+                    ),
+                    &mut bench::per_call_ns_then(
+                        batch,
+                        || k::axpy_vec::launch(s, cfg4, A, &x, &mut yv).unwrap(),
                         sync,
                     ),
                     &mut bench::per_call_ns_then(
@@ -263,30 +275,44 @@ fn axpy_bandwidth(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc, cu
                 ],
                 || {},
             );
-            [xlog, nv, c1, c4, copy]
+            [xlog, xlog4, nv, c1, c4, copy]
         };
         // Bytes moved per call over ns per call: GB/s.
         let axpy_bytes = 3.0 * 4.0 * n as f64;
-        for v in &mut ns[..4] {
+        for v in &mut ns[..5] {
             *v = axpy_bytes / *v;
         }
-        ns[4] = 2.0 * 4.0 * n as f64 / ns[4];
-        let [xlog, nv, c1, c4, copy] = ns;
-        let case = bench::Case {
-            bench: "axpy_bandwidth",
-            case: "axpy f32, elements",
-            size: Some(n as u64),
-            unit: "GB/s",
-        };
-        case.record(XLOG, xlog);
-        for (name, v, ok) in [
-            (peer::NVRTC, nv, true),
-            (peer::CUBECL, c1, cube_ok[0]),
-            (peer::CUBECL_VEC4, c4, cube_ok[1]),
-            (peer::D2D, copy, true),
+        ns[5] = 2.0 * 4.0 * n as f64 / ns[5];
+        let [xlog, xlog4, nv, c1, c4, copy] = ns;
+        // The scalar kernel against the scalar peers; the vectorised one (chunks of
+        // four, 128-bit accesses) against every peer, the copy included.
+        for (case, xlog, peers) in [
+            (
+                "axpy f32, elements",
+                xlog,
+                &[(peer::NVRTC, nv, true), (peer::CUBECL, c1, cube_ok[0])][..],
+            ),
+            (
+                "axpy_vec f32, elements",
+                xlog4,
+                &[
+                    (peer::CUBECL, c1, cube_ok[0]),
+                    (peer::CUBECL_VEC4, c4, cube_ok[1]),
+                    (peer::D2D, copy, true),
+                ][..],
+            ),
         ] {
-            if ok {
-                case.row_against(xlog, v, name);
+            let case = bench::Case {
+                bench: "axpy_bandwidth",
+                case,
+                size: Some(n as u64),
+                unit: "GB/s",
+            };
+            case.record(XLOG, xlog);
+            for &(name, v, ok) in peers {
+                if ok {
+                    case.row_against(xlog, v, name);
+                }
             }
         }
     }
