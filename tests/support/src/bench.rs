@@ -338,7 +338,12 @@ pub const TARGETS: &[Target] = &[
     // Bandwidth of the Rust axpy.
     t("axpy_bandwidth", "", peer::CUBECL, Bound::AtLeast(1.0)),
     t("axpy_bandwidth", "", peer::CUBECL_VEC4, Bound::AtLeast(1.0)),
-    t("axpy_bandwidth", "axpy f32", peer::NVRTC, Bound::AtLeast(0.98)),
+    t(
+        "axpy_bandwidth",
+        "axpy f32",
+        peer::NVRTC,
+        Bound::AtLeast(0.98),
+    ),
     t("axpy_bandwidth", "axpy_vec", peer::D2D, Bound::AtLeast(1.0)),
     // The scalar kernel matches CUDA C++; the vectorised one reaches the copy.
     t(
