@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use cudarc::driver::{sys, CudaContext, LaunchConfig as CuConfig, PushKernelArg};
 use xlog_runtime::{
-    DeviceBuffer, Function, LaunchConfig, LaunchRecorder, ModuleImage, Runtime, Stream,
+    DeviceBuffer, Function, LaunchConfig, ModuleImage, Runtime, Stream, WorkRecorder,
 };
 use xlog_test_support::bench::{self, peer};
 
@@ -31,7 +31,7 @@ fn xlog_launch(
     c: &mut DeviceBuffer<u32>,
 ) {
     let (ap, bp, cp) = (a.device_ptr(), b.device_ptr(), c.device_ptr());
-    let pre = LaunchRecorder::new(s)
+    let pre = WorkRecorder::new(s)
         .read(a)
         .read(b)
         .write(c)

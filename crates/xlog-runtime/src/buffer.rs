@@ -407,7 +407,7 @@ mod sealed {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed where a kernel reads `{T}`",
     label = "expected a `DeviceBuffer<{T}>` or a view of one",
-    note = "launchers take only memory allocated by an xlog runtime (`DeviceBuffer<T>`, `buf.slice(..)`, `buf.slice_mut(..)`) with the kernel's element type; foreign memory goes through `LaunchRecorder::skip_untracked`"
+    note = "launchers take only memory allocated by an xlog runtime (`DeviceBuffer<T>`, `buf.slice(..)`, `buf.slice_mut(..)`) with the kernel's element type; foreign memory goes through `WorkRecorder::skip_untracked`"
 )]
 pub trait ReadBuffer<T: DeviceCopy>: sealed::Sealed {
     /// The tracked location of the argument.
@@ -512,7 +512,7 @@ impl<T: DeviceCopy> WriteBuffer<T> for BufferViewMut<'_, T> {
 /// Device memory xlog did not allocate (from another library, DLPack, Arrow).
 ///
 /// No launcher accepts it. The manual recorder refuses it unless told, unsafely,
-/// that the caller has ordered it ([`crate::LaunchRecorder::skip_untracked`]); then
+/// that the caller has ordered it ([`crate::WorkRecorder::skip_untracked`]); then
 /// the work waits for the point the buffer was declared ready at.
 #[derive(Debug)]
 pub struct ForeignBuffer<T> {

@@ -6,7 +6,7 @@ use xlog_device::DeviceCopy;
 use crate::buffer::{DeviceBuffer, ReadBuffer, WriteBuffer};
 use crate::driver;
 use crate::error::{Error, Result};
-use crate::launch::LaunchRecorder;
+use crate::launch::WorkRecorder;
 use crate::stream::Stream;
 use crate::track::Access;
 
@@ -37,7 +37,7 @@ pub fn copy_from_host<T: DeviceCopy>(
         return Ok(());
     }
     let (ptr, bytes) = (arg.ptr, byte_len::<T>(src.len()));
-    let pre = LaunchRecorder::new(stream)
+    let pre = WorkRecorder::new(stream)
         .__record(arg, Access::Write)
         .preflight()?;
     // SAFETY: the closure writes only `dst`'s range, recorded as a write, on the
@@ -78,7 +78,7 @@ unsafe fn copy_to_host_raw(
         return Ok(());
     }
     let ptr = arg.ptr;
-    let pre = LaunchRecorder::new(stream)
+    let pre = WorkRecorder::new(stream)
         .__record(arg, Access::Read)
         .preflight()?;
     // SAFETY: the closure reads only the recorded range; obligation 1 covers `out`
@@ -109,7 +109,7 @@ pub fn copy_device<T: DeviceCopy>(
         return Ok(());
     }
     let (dp, sp, bytes) = (d.ptr, s_arg.ptr, byte_len::<T>(d.len));
-    let pre = LaunchRecorder::new(stream)
+    let pre = WorkRecorder::new(stream)
         .__record(s_arg, Access::Read)
         .__record(d, Access::Write)
         .preflight()?;
@@ -135,7 +135,7 @@ pub unsafe fn memset_bytes<T: DeviceCopy>(
         return Ok(());
     }
     let (ptr, bytes) = (arg.ptr, byte_len::<T>(arg.len));
-    let pre = LaunchRecorder::new(stream)
+    let pre = WorkRecorder::new(stream)
         .__record(arg, Access::Write)
         .preflight()?;
     // SAFETY: the closure writes exactly the recorded range.
@@ -154,7 +154,7 @@ pub fn fill<T: DeviceCopy>(
         return Ok(());
     }
     let (ptr, len) = (arg.ptr, arg.len);
-    let pre = LaunchRecorder::new(stream)
+    let pre = WorkRecorder::new(stream)
         .__record(arg, Access::Write)
         .preflight()?;
     match memset_pattern(&value) {

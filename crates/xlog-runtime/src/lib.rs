@@ -6,7 +6,7 @@
 //! needs on other streams (*preflight*), enqueues, and records the new use
 //! (*commit*). A forgotten fence cannot happen on the typed path: only the
 //! runtime's allocator makes a [`DeviceBuffer`], and every safe operation on one
-//! goes through [`LaunchRecorder`].
+//! goes through [`WorkRecorder`].
 //!
 //! ```no_run
 //! use xlog_runtime::{Runtime, Result};
@@ -29,7 +29,7 @@
 //! # Modules
 //! - `resource`: the [`DeviceMemoryResource`] trait, backends and adaptors.
 //! - `track`: access modes and the fencing rules (the protocol is documented there).
-//! - `launch`: [`LaunchConfig`], modules, [`LaunchRecorder`].
+//! - `launch`: [`LaunchConfig`], modules, [`WorkRecorder`].
 //! - `buffer` / `copy`: [`DeviceBuffer`], views, tracked copies.
 //! - `stream`: [`Stream`], its lazily re-recorded event fence, and the stream pool.
 //! - `runtime`: [`Runtime`] and its builder.
@@ -69,7 +69,7 @@ pub use error::{Error, Result};
 pub use foreign::host;
 pub use foreign::{ForeignEvent, ForeignStream, OwnedEvent, ReadyAfter};
 pub use launch::{
-    Committed, Function, KernelHandle, LaunchConfig, LaunchRecorder, Module, Preflighted, Recording,
+    Committed, Function, KernelHandle, LaunchConfig, Module, Preflighted, Recording, WorkRecorder,
 };
 pub use resource::{AllocStats, AllocTag, BlockId, DeviceBlock, DeviceMemoryResource, Generation};
 pub use runtime::{Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV};

@@ -224,7 +224,7 @@ impl Stream {
     }
 
     /// The raw `CUstream`, for calling other CUDA libraries inside
-    /// [`crate::LaunchRecorder::enqueue`]. Null for host placeholders.
+    /// [`crate::WorkRecorder::enqueue`]. Null for host placeholders.
     pub fn raw(&self) -> RawStream {
         self.shared.raw
     }

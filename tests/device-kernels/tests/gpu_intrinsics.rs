@@ -4,7 +4,7 @@
 //! never a pass).
 //!
 //! The module is `MODULE` (loaded once per runtime by `load_module`). Launches are
-//! manual (`LaunchRecorder` + raw parameter pointers): these kernels
+//! manual (`WorkRecorder` + raw parameter pointers): these kernels
 //! are hand-written entry points, not `#[xlog_kernel]` functions.
 //!
 //! The block reduction and scan tests run every block size from 32 to 1024 (and
@@ -15,9 +15,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use xlog_device_kernels::{bodies, MATH_F32_OUTPUTS, MATH_F64_OUTPUTS, MODULE};
-use xlog_runtime::{
-    DeviceBuffer, DeviceCopy, LaunchConfig, LaunchRecorder, Module, Runtime, Stream,
-};
+use xlog_runtime::{DeviceBuffer, DeviceCopy, LaunchConfig, Module, Runtime, Stream, WorkRecorder};
 use xlog_test_support::Rng;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -74,7 +72,7 @@ impl Gpu {
         // kernel touches only `input` (read) and `out` (written), and the launch
         // shape follows the kernel's contract.
         let _committed = unsafe {
-            LaunchRecorder::new(&self.stream)
+            WorkRecorder::new(&self.stream)
                 .read(input)
                 .write(out)
                 .preflight()?
@@ -135,7 +133,7 @@ mod indices {
         let mut params = raw_params(&mut args);
         // SAFETY: saxpy(a, x, x_len, y, y_len): reads x, reads and writes y.
         let _committed = unsafe {
-            LaunchRecorder::new(&g.stream)
+            WorkRecorder::new(&g.stream)
                 .read(&dx)
                 .read_write(&mut dy)
                 .preflight()?
@@ -388,7 +386,7 @@ mod atomics {
         let mut params = raw_params(&mut args);
         // SAFETY: atomic_cas_counter(counter, n, taken, taken_len) reads and writes both.
         let _committed = unsafe {
-            LaunchRecorder::new(&g.stream)
+            WorkRecorder::new(&g.stream)
                 .read_write(&mut counter)
                 .write(&mut taken)
                 .preflight()?
@@ -413,7 +411,7 @@ mod atomics {
         let mut params = raw_params(&mut args);
         // SAFETY: atomic_exchange(slot, n, old, slot_f32) writes all three.
         let _committed = unsafe {
-            LaunchRecorder::new(&g.stream)
+            WorkRecorder::new(&g.stream)
                 .read_write(&mut slot)
                 .write(&mut old)
                 .read_write(&mut slot_f)
@@ -835,7 +833,7 @@ mod panics {
             let mut unused = g.rt.alloc_zeroed::<u32>(1)?;
             // SAFETY: deliberate_panic(trigger: u64) touches no buffer.
             unsafe {
-                LaunchRecorder::new(&g.stream)
+                WorkRecorder::new(&g.stream)
                     .write(&mut unused)
                     .preflight()?
                     .launch(&f, LaunchConfig::for_len(4096), &mut params)
@@ -848,7 +846,7 @@ mod panics {
             // SAFETY: out_of_bounds_write(out, out_len) writes `out` (and panics
             // before writing past it).
             unsafe {
-                LaunchRecorder::new(&g.stream)
+                WorkRecorder::new(&g.stream)
                     .write(&mut out)
                     .preflight()?
                     .launch(&f, LaunchConfig::for_len(total), &mut params)

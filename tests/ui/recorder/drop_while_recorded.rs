@@ -7,7 +7,7 @@ static MODULE: xlog::ModuleImage = unsafe { xlog::ModuleImage::from_ptx("ui", ""
 
 fn call(rt: &Runtime, s: &Stream) -> xlog::Result<()> {
     let x = rt.upload(&[1.0f32; 4])?;
-    let pre = xlog::LaunchRecorder::new(s).read(&x).preflight()?;
+    let pre = xlog::WorkRecorder::new(s).read(&x).preflight()?;
     drop(x);
     let _ = pre.wait_count();
     Ok(())

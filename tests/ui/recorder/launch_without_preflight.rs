@@ -6,7 +6,7 @@ use xlog::prelude::*;
 static MODULE: xlog::ModuleImage = unsafe { xlog::ModuleImage::from_ptx("ui", "") };
 
 fn call(s: &Stream, f: &xlog::Function, x: &DeviceBuffer<f32>) -> xlog::Result<()> {
-    let rec = xlog::LaunchRecorder::new(s).read(x);
+    let rec = xlog::WorkRecorder::new(s).read(x);
     // SAFETY: does not compile.
     let _ = unsafe { rec.launch(f, LaunchConfig::for_len(1), &mut []) }?;
     Ok(())

@@ -6,7 +6,7 @@ use xlog::prelude::*;
 static MODULE: xlog::ModuleImage = unsafe { xlog::ModuleImage::from_ptx("ui", "") };
 
 fn call(s: &Stream, x: &DeviceBuffer<f32>) -> xlog::Result<()> {
-    let pre = xlog::LaunchRecorder::new(s).preflight()?;
+    let pre = xlog::WorkRecorder::new(s).preflight()?;
     let _ = pre.read(x);
     Ok(())
 }

@@ -6,7 +6,7 @@ use xlog::prelude::*;
 static MODULE: xlog::ModuleImage = unsafe { xlog::ModuleImage::from_ptx("ui", "") };
 
 fn call(s: &Stream, y: &mut DeviceBuffer<f32>) -> xlog::Result<()> {
-    let rec = xlog::LaunchRecorder::new(s).write(y);
+    let rec = xlog::WorkRecorder::new(s).write(y);
     y.fill(s, 1.0)?;
     let _ = rec.preflight()?;
     Ok(())

@@ -197,7 +197,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                 let #config = #rt::LaunchConfig::__with_kernel_settings(#config, #name_str, #block, #shared)?;
                 let #func = Self::__handle().function(#stream)?;
                 #(#takes)*
-                let #pre = #rt::LaunchRecorder::new(#stream) #(#records)* .preflight()?;
+                let #pre = #rt::WorkRecorder::new(#stream) #(#records)* .preflight()?;
                 let mut #ptrs: [*mut #c::ffi::c_void; #nptrs] = [#(#param_ptrs),*];
                 // SAFETY: `#ptrs` mirrors the entry point that the same expansion emitted
                 // for the device (scalars by value, each slice as a u64 address and a usize

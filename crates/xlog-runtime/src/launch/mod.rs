@@ -10,4 +10,4 @@ mod recorder;
 
 pub use config::LaunchConfig;
 pub use module::{Function, KernelHandle, Module};
-pub use recorder::{Committed, LaunchRecorder, Preflighted, Recording};
+pub use recorder::{Committed, Preflighted, Recording, WorkRecorder};

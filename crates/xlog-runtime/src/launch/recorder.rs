@@ -1,4 +1,4 @@
-//! [`LaunchRecorder`]: record → preflight → enqueue + commit, as types.
+//! [`WorkRecorder`]: record → preflight → enqueue + commit, as types.
 //!
 //! ```no_run
 //! # use xlog_runtime::*;
@@ -10,7 +10,7 @@
 //! let x = rt.upload(&[1.0f32; 1024])?;
 //! let mut y = rt.alloc_zeroed::<f32>(1024)?;
 //! let (xp, yp, n) = (x.device_ptr(), y.device_ptr(), 1024u64);
-//! let pre = LaunchRecorder::new(&s).read(&x).write(&mut y).preflight()?;
+//! let pre = WorkRecorder::new(&s).read(&x).write(&mut y).preflight()?;
 //! let mut params = [&xp as *const u64 as *mut _, &yp as *const u64 as *mut _, &n as *const u64 as *mut _];
 //! // SAFETY: `scale(const float*, float*, u64)` takes exactly these three values.
 //! unsafe { pre.launch(&f, LaunchConfig::for_len(1024), &mut params)? };
@@ -22,7 +22,7 @@
 //! ```compile_fail
 //! # use xlog_runtime::*;
 //! # fn f(s: &Stream, x: &DeviceBuffer<f32>) -> Result<()> {
-//! let pre = LaunchRecorder::new(s).preflight()?;
+//! let pre = WorkRecorder::new(s).preflight()?;
 //! pre.read(x); // no `read` on a preflighted recorder
 //! # Ok(()) }
 //! ```
@@ -30,7 +30,7 @@
 //! ```compile_fail
 //! # use xlog_runtime::*;
 //! # fn f(s: &Stream, func: &Function) -> Result<()> {
-//! let rec = LaunchRecorder::new(s);
+//! let rec = WorkRecorder::new(s);
 //! // SAFETY: none needed, this does not compile.
 //! unsafe { rec.launch(func, LaunchConfig::for_len(1), &mut [])? };
 //! # Ok(()) }
@@ -55,7 +55,7 @@ use crate::track::{dedup_by_key, keep_newest, Access, UsePoint};
 pub struct Recording;
 
 /// Typestate: checked, waits planned, nothing queued yet (after
-/// [`LaunchRecorder::preflight`]).
+/// [`WorkRecorder::preflight`]).
 #[derive(Debug)]
 pub struct Preflighted;
 
@@ -131,13 +131,14 @@ impl<'a> Entries<'a> {
     }
 }
 
-/// Records the buffers one piece of work touches, then fences and commits it.
+/// Records the buffers one piece of stream work touches (a kernel launch, a copy,
+/// a fill: every tracked operation goes through it), then fences and commits it.
 ///
 /// Strict: untracked memory, buffers of another runtime and resource stacks that
-/// cannot order frees are refused at [`preflight`](LaunchRecorder::preflight),
+/// cannot order frees are refused at [`preflight`](WorkRecorder::preflight),
 /// before anything is queued.
 #[must_use = "a recorder does nothing until it is preflighted and launched"]
-pub struct LaunchRecorder<'a, S = Recording> {
+pub struct WorkRecorder<'a, S = Recording> {
     stream: &'a Stream,
     entries: Entries<'a>,
     waits: Vec<UsePoint<crate::stream::Stream>>,
@@ -147,11 +148,11 @@ pub struct LaunchRecorder<'a, S = Recording> {
     _state: PhantomData<S>,
 }
 
-impl<'a> LaunchRecorder<'a, Recording> {
+impl<'a> WorkRecorder<'a, Recording> {
     /// Start recording work to run on `stream`.
     #[inline]
     pub fn new(stream: &'a Stream) -> Self {
-        LaunchRecorder {
+        WorkRecorder {
             stream,
             entries: Entries::Empty,
             waits: Vec::new(),
@@ -242,7 +243,7 @@ impl<'a> LaunchRecorder<'a, Recording> {
 
     /// Check everything that can fail and plan the cross-stream waits. Nothing is
     /// queued: a refusal leaves no state behind.
-    pub fn preflight(mut self) -> Result<LaunchRecorder<'a, Preflighted>> {
+    pub fn preflight(mut self) -> Result<WorkRecorder<'a, Preflighted>> {
         if let Some(e) = self.error.take() {
             return Err(*e);
         }
@@ -281,7 +282,7 @@ impl<'a> LaunchRecorder<'a, Recording> {
         if !crate::testing::fencing_enabled() {
             waits.clear();
         }
-        Ok(LaunchRecorder {
+        Ok(WorkRecorder {
             stream: self.stream,
             entries: self.entries,
             waits,
@@ -292,7 +293,7 @@ impl<'a> LaunchRecorder<'a, Recording> {
     }
 }
 
-impl<'a> LaunchRecorder<'a, Preflighted> {
+impl<'a> WorkRecorder<'a, Preflighted> {
     /// Number of distinct streams this work waits on.
     pub fn wait_count(&self) -> usize {
         self.waits.len()

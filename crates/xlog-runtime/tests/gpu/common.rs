@@ -1,6 +1,6 @@
 use std::ffi::c_void;
 
-use xlog_runtime::{Backend, LaunchConfig, LaunchRecorder, ModuleImage, Runtime, Stream};
+use xlog_runtime::{Backend, LaunchConfig, ModuleImage, Runtime, Stream, WorkRecorder};
 use xlog_test_support::Rng;
 
 // SAFETY: the hand-written PTX's entry points are launched only with the
@@ -52,7 +52,7 @@ pub fn slow_copy(
         .function("slow_copy")
         .unwrap();
     let (sp, dp, n) = (src.device_ptr(), dst.device_ptr(), src.len() as u64);
-    let pre = LaunchRecorder::new(s)
+    let pre = WorkRecorder::new(s)
         .read(src)
         .write(dst)
         .preflight()
@@ -77,7 +77,7 @@ pub fn slow_fill(
         .function("slow_fill")
         .unwrap();
     let (dp, n) = (dst.device_ptr(), dst.len() as u64);
-    let pre = LaunchRecorder::new(s).write(dst).preflight().unwrap();
+    let pre = WorkRecorder::new(s).write(dst).preflight().unwrap();
     let mut params = [param(&dp), param(&n), param(&value), param(&spins)];
     // SAFETY: slow_fill(u64 dst, u64 n, u32 value, u32 spins) matches the params;
     // it writes `dst`, recorded.

@@ -104,14 +104,14 @@ fn same_stream_work_records_no_fence() {
     let s = rt.new_stream().unwrap();
     let x = rt.upload_on(&s, &[1u32; 64]).unwrap();
     let mut y = rt.alloc_zeroed_on::<u32>(&s, 64).unwrap();
-    let pre = xlog_runtime::LaunchRecorder::new(&s)
+    let pre = xlog_runtime::WorkRecorder::new(&s)
         .read(&x)
         .write(&mut y)
         .preflight()
         .unwrap();
     assert_eq!(pre.wait_count(), 0);
     let other = rt.new_stream().unwrap();
-    let pre = xlog_runtime::LaunchRecorder::new(&other)
+    let pre = xlog_runtime::WorkRecorder::new(&other)
         .read(&x)
         .write(&mut y)
         .preflight()

@@ -1,5 +1,5 @@
 use xlog_runtime::resource::HostResource;
-use xlog_runtime::{Error, LaunchConfig, LaunchRecorder, Runtime};
+use xlog_runtime::{Error, LaunchConfig, Runtime, WorkRecorder};
 
 use crate::common::*;
 
@@ -23,7 +23,7 @@ fn manual_launch_of_hand_written_ptx() {
     let xb = rt.upload_on(&s, &x).unwrap();
     let mut yb = rt.upload_on(&s, &y0).unwrap();
     let (xp, yp, n, a) = (xb.device_ptr(), yb.device_ptr(), x.len() as u64, 2.0f32);
-    let pre = LaunchRecorder::new(&s)
+    let pre = WorkRecorder::new(&s)
         .read(&xb)
         .read_write(&mut yb)
         .preflight()
@@ -56,7 +56,7 @@ fn invalid_configurations_are_refused_before_anything_is_queued() {
         LaunchConfig::for_len(16).with_shared_bytes(max_shared + 1),
     ] {
         let (dp, n, v, spins) = (y.device_ptr(), 16u64, 5u32, 0u32);
-        let pre = LaunchRecorder::new(&s).write(&mut y).preflight().unwrap();
+        let pre = WorkRecorder::new(&s).write(&mut y).preflight().unwrap();
         let mut params = [param(&dp), param(&n), param(&v), param(&spins)];
         // SAFETY: matching parameter list; the launch is refused anyway.
         let e = unsafe { pre.launch(&f, cfg, &mut params) }.unwrap_err();
@@ -90,7 +90,7 @@ fn buffers_of_another_runtime_are_refused() {
     let other = Runtime::builder(0).backend(backend()).build().unwrap();
     let s = rt.stream().unwrap();
     let foreign_rt_buf = other.upload(&[1u32, 2, 3]).unwrap();
-    let e = LaunchRecorder::new(&s)
+    let e = WorkRecorder::new(&s)
         .read(&foreign_rt_buf)
         .preflight()
         .err()
@@ -121,15 +121,11 @@ fn foreign_memory_is_refused_unless_skipped_explicitly() {
     let f = unsafe {
         xlog_runtime::ForeignBuffer::<u32>::from_raw(owner.device_ptr(), 8, 0, &producer)
     };
-    let e = LaunchRecorder::new(&s)
-        .foreign(&f)
-        .preflight()
-        .err()
-        .unwrap();
+    let e = WorkRecorder::new(&s).foreign(&f).preflight().err().unwrap();
     assert!(matches!(e, Error::Untracked { .. }), "{e}");
     assert!(e.to_string().contains("skip_untracked"), "{e}");
     // SAFETY: the foreign memory is ordered by its ready point and unused elsewhere.
-    let pre = unsafe { LaunchRecorder::new(&s).skip_untracked() }
+    let pre = unsafe { WorkRecorder::new(&s).skip_untracked() }
         .foreign(&f)
         .preflight()
         .unwrap();
@@ -144,7 +140,7 @@ fn foreign_memory_is_refused_unless_skipped_explicitly() {
         xlog_runtime::ForeignBuffer::<u32>::from_raw(owner.device_ptr(), 8, 7, &producer)
     };
     // SAFETY: refused before anything is queued.
-    let e = unsafe { LaunchRecorder::new(&s).skip_untracked() }
+    let e = unsafe { WorkRecorder::new(&s).skip_untracked() }
         .foreign(&other)
         .preflight()
         .err()
@@ -160,11 +156,7 @@ fn a_stack_that_cannot_track_streams_is_refused_before_launch() {
     // SAFETY: never read.
     let buf =
         unsafe { host_rt.alloc_uninit::<u32>(&s, 16, xlog_runtime::AllocTag::UNTAGGED) }.unwrap();
-    let e = LaunchRecorder::new(&s)
-        .read(&buf)
-        .preflight()
-        .err()
-        .unwrap();
+    let e = WorkRecorder::new(&s).read(&buf).preflight().err().unwrap();
     assert!(matches!(e, Error::UntrackableResource { .. }), "{e}");
     assert!(e.to_string().contains("host"), "{e}");
 }
@@ -230,7 +222,7 @@ fn a_launch_unwinding_in_its_subscriber_stays_recorded() {
     // A first, ordinary write on `a`: the buffer's last write is on `a`.
     let (dp, len, spins) = (y.device_ptr(), n as u64, 0u32);
     let v0 = 1u32;
-    let pre = LaunchRecorder::new(&a).write(&mut y).preflight().unwrap();
+    let pre = WorkRecorder::new(&a).write(&mut y).preflight().unwrap();
     let mut params = [param(&dp), param(&len), param(&v0), param(&spins)];
     // SAFETY: slow_fill(u64 y, u64 n, u32 v, u32 spins) writes y[0..n].
     let _ = unsafe { pre.launch(&f, LaunchConfig::for_len(n), &mut params) }.unwrap();
@@ -238,7 +230,7 @@ fn a_launch_unwinding_in_its_subscriber_stays_recorded() {
     let (v1, slow) = (2u32, 20_000u32);
     let panicked = tracing::subscriber::with_default(PanicOnLaunch, || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let pre = LaunchRecorder::new(&b).write(&mut y).preflight().unwrap();
+            let pre = WorkRecorder::new(&b).write(&mut y).preflight().unwrap();
             let mut params = [param(&dp), param(&len), param(&v1), param(&slow)];
             // SAFETY: as above.
             unsafe { pre.launch(&f, LaunchConfig::for_len(n), &mut params) }.map(|_| ())
@@ -250,7 +242,7 @@ fn a_launch_unwinding_in_its_subscriber_stays_recorded() {
     // The kernel on `b` is in flight but was committed before the panic: a reader
     // on `a` must wait for `b` (an uncommitted launch would leave the last write on
     // `a`, needing no wait), and the download sees its values.
-    let pre = LaunchRecorder::new(&a).read(&y).preflight().unwrap();
+    let pre = WorkRecorder::new(&a).read(&y).preflight().unwrap();
     assert_eq!(pre.wait_count(), 1, "the panicked launch was not recorded");
     drop(pre);
     let got = y.download(&a).unwrap();
