@@ -54,6 +54,13 @@ for line in sys.stdin:
   done
 done
 # Example applications, run by run.sh as-is (with the test suites).
+# The Python module and its tests (run.sh runs them against PyTorch and CuPy).
+if [[ " $modes " == *" test "* ]]; then
+  CARGO_TARGET_DIR="$PWD/target/python" bash python/build.sh
+  mkdir -p "$bundle/python"
+  cp python/build/xlog.abi3.so python/tests/*.py "$bundle/python/"
+  echo "bundled python"
+fi
 [[ " $modes " == *" test "* ]] && examples=(saxpy pipeline) || examples=()
 for example in "${examples[@]}"; do
   cargo build -p "$example" --profile gpu --message-format=json |
@@ -88,7 +95,7 @@ for line in sys.stdin:
   }
   report=$(cargo build -p xlog-bench-report --profile gpu --message-format=json | exe xlog-bench-report)
   cp "$report" "$bundle/bin/report" && echo "bundled report"
-  peers=$(cargo build --manifest-path bench/peers/Cargo.toml --profile gpu --message-format=json | exe xlog-bench-peers)
+  peers=$(CARGO_TARGET_DIR="$PWD/target/peers" cargo build --manifest-path bench/peers/Cargo.toml --profile gpu --message-format=json | exe xlog-bench-peers)
   cp "$peers" "$bundle/bin/bench-peers" && echo "bundled bench-peers"
 fi
 du -sh "$bundle"

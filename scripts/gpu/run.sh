@@ -68,6 +68,25 @@ for e in "$bin"/example-*; do
   [ "$rc" -eq 0 ] || status=1
 done
 
+# The Python module against PyTorch and CuPy (unittest; counts from its summary).
+py=.gpu-bundle/python
+if has tests && [ -e "$py/xlog.abi3.so" ]; then
+  PYTHONPATH=$py timeout 180 python3 -m unittest discover -s "$py" -v >"$out/.py.log" 2>&1
+  rc=$?
+  read -r ran bad < <(python3 - "$out/.py.log" <<'PY'
+import re, sys
+text = open(sys.argv[1], errors="replace").read()
+ran = sum(int(n) for n in re.findall(r"^Ran (\d+) test", text, re.M))
+bad = sum(int(n) for n in re.findall(r"(?:failures|errors)=(\d+)", text))
+print(ran, bad)
+PY
+)
+  echo "| python-interop (torch, cupy) | $((ran - bad)) | $bad | $rc |" >>"$summary"
+  { echo "===== python-interop (exit $rc)"; cat "$out/.py.log"; } >>"$out/tests.log"
+  rm -f "$out/.py.log"
+  [ "$rc" -eq 0 ] || status=1
+fi
+
 if has sanitizer; then
   { echo; echo "| sanitizer (direct backend) | suite | errors | exit |"; echo "| --- | --- | --- | --- |"; } >>"$summary"
   for tool in ${XLOG_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}; do
@@ -86,7 +105,7 @@ if has sanitizer; then
       # racecheck also loses track of launches from several host threads: one there.
       threads=$([ "$tool" = racecheck ] && echo 1 || echo 4)
       XLOG_STRESS_THREADS=$threads XLOG_STRESS_SEEDS=${XLOG_SANITIZER_STRESS_SEEDS:-1} XLOG_STRESS_OPS=${XLOG_SANITIZER_STRESS_OPS:-2000} \
-      XLOG_BACKEND=direct timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+      XLOG_TEST_MAX_LEN=${XLOG_SANITIZER_MAX_LEN:-100003} XLOG_BACKEND=direct timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 99 \
         "$t" --test-threads=1 "${skips[@]}" >"$log" 2>&1
       rc=$?
       # memcheck/synccheck/initcheck print "ERROR SUMMARY: N errors"; racecheck prints
@@ -98,6 +117,17 @@ if has sanitizer; then
       [ "$rc" -eq 0 ] || status=1
     done
   done
+  if [ -e "$py/xlog.abi3.so" ]; then
+    # The round trips (the refusal tests fail on purpose inside torch/cupy calls).
+    PYTHONPATH=$py timeout 300 compute-sanitizer --tool memcheck --error-exitcode 99 \
+      python3 -m unittest test_interop.RoundTrip >"$out/.san.log" 2>&1
+    rc=$?
+    errs=$(grep -Eo "ERROR SUMMARY: [0-9]+" "$out/.san.log" | tail -1 | grep -Eo "[0-9]+" || echo "?")
+    echo "| memcheck | python-interop round trips | $errs | $rc |" >>"$summary"
+    { echo "===== memcheck python-interop (exit $rc)"; cat "$out/.san.log"; } >>"$out/sanitizer.log"
+    rm -f "$out/.san.log"
+    [ "$rc" -eq 0 ] || status=1
+  fi
 fi
 
 if has bench; then
