@@ -84,8 +84,8 @@
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use crate::view::{InOut, Out, Tiles};
 use crate::vector::Vector;
+use crate::view::{InOut, Out, Tiles};
 use crate::warp::Shuffle;
 
 /// Words per tile: status, aggregate, inclusive prefix, owner.
@@ -420,10 +420,15 @@ macro_rules! tile_view {
             where
                 [T; K]: Vector,
             {
-                let whole = c.start().checked_add(K).is_some_and(|end| end <= self.len());
+                let whole = c
+                    .start()
+                    .checked_add(K)
+                    .is_some_and(|end| end <= self.len());
                 if whole {
                     // SAFETY: as in `chunk_mut`, with the whole chunk in bounds.
-                    unsafe { <[T; K]>::__store(self.as_mut_ptr().add(c.start()).cast::<[T; K]>(), v) }
+                    unsafe {
+                        <[T; K]>::__store(self.as_mut_ptr().add(c.start()).cast::<[T; K]>(), v)
+                    }
                 } else {
                     for (o, e) in self.chunk_mut(c).iter_mut().zip(v) {
                         *o = e;

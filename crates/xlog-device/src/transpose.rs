@@ -383,23 +383,38 @@ mod tests {
             let mut slots = HashSet::new();
             let stride = |t: usize| BlockStride::__for_test(t, threads, TILE * TILE);
             for t in 0..threads {
-                let loads = Loads::<TILE> { items: stride(t), ..tile.loads_for_test() };
+                let loads = Loads::<TILE> {
+                    items: stride(t),
+                    ..tile.loads_for_test()
+                };
                 for (slot, i) in loads {
                     assert!(slots.insert(slot.get()), "slot {} loaded twice", slot.get());
                     shared[slot.get()] = x[i];
                 }
             }
             for t in 0..threads {
-                let stores = Stores::<TILE> { items: stride(t), ..tile.stores_for_test() };
+                let stores = Stores::<TILE> {
+                    items: stride(t),
+                    ..tile.stores_for_test()
+                };
                 for (w, slot) in stores {
-                    assert!(owned.insert((w.row, w.col)), "({}, {}) owned twice", w.row, w.col);
+                    assert!(
+                        owned.insert((w.row, w.col)),
+                        "({}, {}) owned twice",
+                        w.row,
+                        w.col
+                    );
                     out[w.row * rows + w.col] = shared[slot];
                 }
             }
         }
         for r in 0..rows {
             for c in 0..cols {
-                assert_eq!(out[c * rows + r], x[r * cols + c], "{rows} × {cols} at ({r}, {c})");
+                assert_eq!(
+                    out[c * rows + r],
+                    x[r * cols + c],
+                    "{rows} × {cols} at ({r}, {c})"
+                );
             }
         }
         assert_eq!(owned.len(), rows * cols);
@@ -442,8 +457,16 @@ mod tests {
         // SAFETY: `data` outlives the view and nothing else touches it.
         let mut out = unsafe { TransposeOut::<u32, 4>::__from_raw_parts(data.as_mut_ptr(), 6, 2) };
         assert_eq!((out.rows(), out.cols(), out.tiles()), (2, 3, 1));
-        out[TransposedIndex { row: 2, col: 1, _thread: PhantomData }] = 5;
+        out[TransposedIndex {
+            row: 2,
+            col: 1,
+            _thread: PhantomData,
+        }] = 5;
         assert_eq!(data[5], 5);
-        out[TransposedIndex { row: 1, col: 2, _thread: PhantomData }] = 5;
+        out[TransposedIndex {
+            row: 1,
+            col: 2,
+            _thread: PhantomData,
+        }] = 5;
     }
 }
