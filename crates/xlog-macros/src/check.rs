@@ -73,7 +73,7 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
         if let (Some(_), Some(second)) = (decls.next(), decls.next()) {
             cx.error_spanned_by(
                 &second.ident,
-                format!("a kernel takes at most one {what} parameter: the witnesses it hands out are unique only among one's"),
+                format!("a kernel takes at most one {what} parameter: witnesses drawn from two could name the same elements"),
             );
         }
     };
