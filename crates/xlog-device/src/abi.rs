@@ -46,6 +46,8 @@ pub enum ParamKind {
     ReadWrite = 3,
     /// An `atomic(..)` slice: address and length.
     Atomic = 4,
+    /// A `lookback(..)` status buffer of `u64` words: address and length.
+    LookBack = 5,
 }
 
 impl ParamKind {
@@ -58,6 +60,7 @@ impl ParamKind {
             2 => Some(ParamKind::Write),
             3 => Some(ParamKind::ReadWrite),
             4 => Some(ParamKind::Atomic),
+            5 => Some(ParamKind::LookBack),
             _ => None,
         }
     }
@@ -71,6 +74,7 @@ impl fmt::Display for ParamKind {
             ParamKind::Write => "a write slice",
             ParamKind::ReadWrite => "a read_write slice",
             ParamKind::Atomic => "an atomic slice",
+            ParamKind::LookBack => "a look-back status slice",
         })
     }
 }
@@ -348,10 +352,11 @@ mod tests {
             ParamKind::Write,
             ParamKind::ReadWrite,
             ParamKind::Atomic,
+            ParamKind::LookBack,
         ] {
             assert_eq!(ParamKind::from_bits(k as u64), Some(k));
         }
-        assert_eq!(ParamKind::from_bits(5), None);
+        assert_eq!(ParamKind::from_bits(6), None);
         assert_eq!(ParamKind::from_bits(0xff), None);
     }
 

@@ -40,6 +40,8 @@
 //! | [`warp`] | shuffles, votes, warp barrier |
 //! | [`atomic`] | atomics on 32/64-bit integers and `f32`/`f64` |
 //! | [`collective`] | safe warp and block reduce, scan, broadcast and ballot ranks |
+//! | [`lookback`] | inter-block communication: tile tickets in start order and decoupled look-back, with [`lookback::TileChunk`] witnesses |
+//! | [`transpose`] | tiled transposes: [`transpose::TransposedIndex`], the witness of a permuted output position |
 //! | [`vector`] | 64- and 128-bit vector loads and stores of small arrays |
 //! | [`math`] | `f32`/`f64` functions with documented accuracy (no libdevice) |
 //! | [`view`] | device-side views of kernel parameters ([`view::Out`], [`view::InOut`], [`view::AtomicView`]) and their [`view::Ownership`] |
@@ -67,11 +69,13 @@ pub mod atomic;
 pub mod barrier;
 pub mod collective;
 pub mod copy;
+pub mod lookback;
 pub mod math;
 pub mod module;
 pub mod panic;
 pub mod shared;
 pub mod thread;
+pub mod transpose;
 pub mod vector;
 pub mod view;
 pub mod warp;
@@ -91,5 +95,5 @@ pub mod prelude {
     pub use crate::copy::DeviceCopy;
     pub use crate::thread::{self, ThreadIndex};
     pub use crate::view::{AtomicView, InOut, Out};
-    pub use crate::{atomic, barrier, collective, math, shared, view, warp};
+    pub use crate::{atomic, barrier, collective, lookback, math, shared, transpose, view, warp};
 }

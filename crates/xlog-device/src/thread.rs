@@ -398,7 +398,7 @@ macro_rules! witness {
         impl $name {
             #[inline(always)]
             #[allow(dead_code)]
-            const fn new(i: usize) -> Self {
+            pub(crate) const fn new(i: usize) -> Self {
                 $name(i, PhantomData)
             }
 
@@ -569,6 +569,19 @@ impl Iterator for BlockStride {
             Some(LocalIndex::new(i))
         } else {
             None
+        }
+    }
+}
+
+#[cfg(test)]
+impl BlockStride {
+    /// Test-only: the block-stride loop of thread `next` of a block of `stride`.
+    pub(crate) fn __for_test(next: usize, stride: usize, len: usize) -> Self {
+        BlockStride {
+            next,
+            stride,
+            len,
+            _thread: PhantomData,
         }
     }
 }

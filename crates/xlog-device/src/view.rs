@@ -9,6 +9,9 @@
 //! | `write(p per warp)`, `read_write(p per warp)` | `Out<'_, T, PerWarp>` / `InOut<..>`: indexed by [`WarpIndex`] (one thread per warp) |
 //! | `write(p per chunk(K))`, `read_write(p per chunk(K))` | `Out<'_, T, Chunks<K>>` / `InOut<..>`: thread `c` owns elements `[K·c, K·c + K)`, stored as one vector |
 //! | `atomic(p)` | [`&AtomicView<'_, T>`](AtomicView): any thread, any element, atomic operations only |
+//! | `write(p per tile(K))`, `read_write(p per tile(K))` | `Out<'_, T, Tiles<K>>` / `InOut<..>`: chunks of look-back tiles ([`crate::lookback`]) |
+//! | `lookback(p)` (`p: &mut [u64]`) | [`&mut LookBack<'_>`](LookBack): tile tickets and decoupled look-back ([`crate::lookback`]) |
+//! | `write(p per transposed(TILE, rows))` | [`&mut TransposeOut<'_, T, TILE>`](TransposeOut): the transposed tile of each block ([`crate::transpose`]) |
 //!
 //! Writes from many GPU threads into one `&mut [T]` would alias, so the write views
 //! hand out `&mut T` only for an index witnessed by a witness of the view's
@@ -42,12 +45,16 @@ use crate::atomic::{AtomicAdd, AtomicInt};
 use crate::thread::{BlockIndex, ThreadIndex, WarpIndex};
 use crate::vector::Vector;
 
+pub use crate::lookback::LookBack;
+pub use crate::transpose::TransposeOut;
+
 mod sealed {
     pub trait Ownership {}
     impl Ownership for super::PerThread {}
     impl Ownership for super::PerBlock {}
     impl Ownership for super::PerWarp {}
     impl<const K: usize> Ownership for super::Chunks<K> {}
+    impl<const K: usize> Ownership for super::Tiles<K> {}
 
     pub trait WriteIndex<P> {}
     impl WriteIndex<super::PerThread> for crate::thread::ThreadIndex {}
@@ -64,6 +71,7 @@ mod sealed {
 /// | [`PerBlock`] | `write(p per block)` | [`BlockIndex`] | element `blockIdx.x` |
 /// | [`PerWarp`] | `write(p per warp)` | [`WarpIndex`] | element = the warp's number in the launch |
 /// | [`Chunks<K>`] | `write(p per chunk(K))` | [`ThreadIndex`] | elements `[K·c, K·c + K)` |
+/// | [`Tiles<K>`] | `write(p per tile(K))` | [`TileChunk`](crate::lookback::TileChunk) of a look-back ticket | elements `[K·c, K·c + K)`, `c = ticket·blockDim.x + threadIdx.x` |
 ///
 /// # Soundness
 ///
@@ -74,6 +82,7 @@ impl Ownership for PerThread {}
 impl Ownership for PerBlock {}
 impl Ownership for PerWarp {}
 impl<const K: usize> Ownership for Chunks<K> {}
+impl<const K: usize> Ownership for Tiles<K> {}
 
 /// One element per thread, indexed by [`ThreadIndex`] (the default).
 #[derive(Debug)]
@@ -94,6 +103,14 @@ pub enum PerWarp {}
 /// ([`Out::set_vector`]), with a shorter last chunk as a slice ([`Out::chunk_mut`]).
 #[derive(Debug)]
 pub enum Chunks<const K: usize> {}
+
+/// `K` consecutive elements per thread of a look-back tile: the thread `t` of the
+/// block holding ticket `k` ([`lookback::Ticket`](crate::lookback::Ticket)) owns
+/// chunk `c = k·blockDim.x + t`, elements `[K·c, K·c + K)`, through its
+/// [`TileChunk`](crate::lookback::TileChunk). Tiles are numbered in the order blocks
+/// start, not by `blockIdx.x`, so these views take no [`ThreadIndex`].
+#[derive(Debug)]
+pub enum Tiles<const K: usize> {}
 
 /// What indexes a write view of ownership `P`: [`ThreadIndex`] for [`PerThread`],
 /// [`BlockIndex`] for [`PerBlock`], [`WarpIndex`] for [`PerWarp`]. The trait exists

@@ -13,6 +13,11 @@
 //! [`histogram_u8`] (atomics), [`sum_u64`] / [`sum_f32`] / [`sum_f64`] (a block
 //! reduction per block, then one block over the partials), compaction and tiles.
 //!
+//! The third, [`single_pass`], has blocks that talk to each other, still without
+//! `unsafe`: [`scan_u32`] / [`scan_u64`] / [`scan_f32`] / [`max_scan_u32`]
+//! (single-pass inclusive scans with decoupled look-back) and
+//! [`transpose_matrix_f32`] / [`transpose_matrix_f64`] (shared-memory tiled transposes).
+//!
 //! ```no_run
 //! # fn main() -> xlog::Result<()> {
 //! let rt = xlog::Runtime::get(0)?;
@@ -30,9 +35,14 @@ xlog::kernel_module!();
 
 pub mod cooperative;
 pub mod elementwise;
+pub mod single_pass;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use single_pass::{
+    max_scan_u32, scan_f32, scan_u32, scan_u64, transpose_matrix_f32, transpose_matrix_f64,
+};

@@ -689,3 +689,282 @@ mod cooperative {
         }
     }
 }
+
+/// The single-pass kernels against CPU models: scans with decoupled look-back (one
+/// block per tile, and fewer blocks than tiles, which then loop), and tiled
+/// transposes on awkward shapes.
+mod single_pass {
+    use super::*;
+    use xlog::device::lookback::status_words;
+    use xlog::LaunchConfig;
+    use xlog_kernels::single_pass as k;
+
+    /// Empty, one, a block ± 1, a tile (1024 elements) ± 1, odd, a prime, 2^24 + 7.
+    const SIZES: [usize; 11] = [
+        0,
+        1,
+        255,
+        256,
+        257,
+        1023,
+        1024,
+        1025,
+        77_777,
+        100_003,
+        (1 << 24) + 7,
+    ];
+
+    fn within_cap(n: usize) -> bool {
+        std::env::var("XLOG_TEST_MAX_LEN")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .is_none_or(|max| n <= max)
+    }
+
+    fn sizes() -> impl Iterator<Item = usize> {
+        SIZES.into_iter().filter(|&n| within_cap(n))
+    }
+
+    #[test]
+    fn u32_and_u64_scans_match_the_cpu() {
+        let rt = gpu_runtime();
+        let (p, c) = streams(&rt);
+        for n in sizes() {
+            let x = data::<u32>(n as u64 + 31, n);
+            let xb = rt.upload_on(&p, &x).unwrap();
+            let got = xlog_kernels::scan_u32(&c, &xb)
+                .unwrap()
+                .download(&c)
+                .unwrap();
+            let mut acc = 0u32;
+            let want: Vec<u32> = x
+                .iter()
+                .map(|&v| {
+                    acc = acc.wrapping_add(v);
+                    acc
+                })
+                .collect();
+            assert!(
+                got == want,
+                "u32 scan, n = {n}: first difference at {:?}",
+                first_diff(&got, &want)
+            );
+            let got = xlog_kernels::max_scan_u32(&c, &xb)
+                .unwrap()
+                .download(&c)
+                .unwrap();
+            let mut m = 0u32;
+            let want: Vec<u32> = x
+                .iter()
+                .map(|&v| {
+                    m = m.max(v);
+                    m
+                })
+                .collect();
+            assert!(
+                got == want,
+                "max scan, n = {n}: first difference at {:?}",
+                first_diff(&got, &want)
+            );
+            let y = data::<u64>(n as u64 + 32, n);
+            let yb = rt.upload_on(&p, &y).unwrap();
+            let got = xlog_kernels::scan_u64(&c, &yb)
+                .unwrap()
+                .download(&c)
+                .unwrap();
+            let mut acc = 0u64;
+            let want: Vec<u64> = y
+                .iter()
+                .map(|&v| {
+                    acc = acc.wrapping_add(v);
+                    acc
+                })
+                .collect();
+            assert!(
+                got == want,
+                "u64 scan, n = {n}: first difference at {:?}",
+                first_diff(&got, &want)
+            );
+        }
+    }
+
+    fn first_diff<T: PartialEq>(a: &[T], b: &[T]) -> Option<usize> {
+        if a.len() != b.len() {
+            return Some(a.len().min(b.len()));
+        }
+        a.iter().zip(b).position(|(x, y)| x != y)
+    }
+
+    #[test]
+    fn f32_scan_matches_the_cpu_within_rounding() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        for n in sizes() {
+            let x = data::<f32>(n as u64 + 33, n);
+            let xb = rt.upload_on(&s, &x).unwrap();
+            let got = xlog_kernels::scan_f32(&s, &xb)
+                .unwrap()
+                .download(&s)
+                .unwrap();
+            assert_eq!(got.len(), n);
+            let (mut acc, mut mag) = (0f64, 0f64);
+            for (i, (&v, &g)) in x.iter().zip(&got).enumerate() {
+                acc += v as f64;
+                mag += v.abs() as f64;
+                assert!(
+                    (g as f64 - acc).abs() <= 1e-5 * (mag + 1.0),
+                    "n = {n}, at {i}: {g} vs {acc}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fewer_blocks_than_tiles_take_the_remaining_tiles_in_turn() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        for (n, blocks) in [
+            (100_003usize, 1u32),
+            (100_003, 3),
+            (5_000, 64),
+            (1 << 20, 7),
+        ] {
+            if !within_cap(n) {
+                continue;
+            }
+            let x = u32_ramp(n);
+            let xb = rt.upload_on(&s, &x).unwrap();
+            let mut out = rt.upload_on(&s, &vec![7u32; n]).unwrap();
+            let tiles = n.div_ceil(1024);
+            // Dirty status words: the launcher must zero them.
+            let mut status = rt
+                .upload_on(&s, &vec![u64::MAX; status_words(tiles)])
+                .unwrap();
+            let cfg = LaunchConfig::new([blocks, 1, 1], [256, 1, 1]);
+            for _ in 0..2 {
+                k::inclusive_scan_u32::launch(&s, cfg, &xb, &mut out, &mut status).unwrap();
+                let got = out.download(&s).unwrap();
+                let mut acc = 0u32;
+                let want: Vec<u32> = x
+                    .iter()
+                    .map(|&v| {
+                        acc = acc.wrapping_add(v);
+                        acc
+                    })
+                    .collect();
+                assert!(
+                    got == want,
+                    "n = {n}, {blocks} blocks: first difference at {:?}",
+                    first_diff(&got, &want)
+                );
+            }
+        }
+    }
+
+    fn u32_ramp(n: usize) -> Vec<u32> {
+        (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761) >> 7)
+            .collect()
+    }
+
+    #[test]
+    fn a_status_buffer_too_small_stops_early_without_writing_past_it() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        let n = 10_000;
+        let x = u32_ramp(n);
+        let xb = rt.upload_on(&s, &x).unwrap();
+        let mut out = rt.upload_on(&s, &vec![7u32; n]).unwrap();
+        // Room for 3 tiles of 1024: the rest of `out` stays untouched.
+        let mut status = rt.alloc_zeroed_on::<u64>(&s, status_words(3)).unwrap();
+        let cfg = LaunchConfig::new([10, 1, 1], [256, 1, 1]);
+        k::inclusive_scan_u32::launch(&s, cfg, &xb, &mut out, &mut status).unwrap();
+        let got = out.download(&s).unwrap();
+        let mut acc = 0u32;
+        for i in 0..n {
+            acc = acc.wrapping_add(x[i]);
+            let want = if i < 3 * 1024 { acc } else { 7 };
+            assert_eq!(got[i], want, "at {i}");
+        }
+    }
+
+    #[test]
+    fn transposes_match_the_cpu_on_awkward_shapes() {
+        let rt = gpu_runtime();
+        let (p, c) = streams(&rt);
+        for (rows, cols) in [
+            (1usize, 1usize),
+            (1, 1000),
+            (1000, 1),
+            (33, 65),
+            (32, 32),
+            (31, 33),
+            (1000, 1003),
+            (4099, 4097),
+        ] {
+            if !within_cap(rows * cols) {
+                continue;
+            }
+            let x = data::<f32>((rows * 7 + cols) as u64, rows * cols);
+            let xb = rt.upload_on(&p, &x).unwrap();
+            let got = xlog_kernels::transpose_matrix_f32(&c, &xb, rows, cols)
+                .unwrap()
+                .download(&c)
+                .unwrap();
+            for r in 0..rows {
+                for col in 0..cols {
+                    assert_eq!(
+                        got[col * rows + r],
+                        x[r * cols + col],
+                        "{rows} × {cols} at ({r}, {col})"
+                    );
+                }
+            }
+            let y = data::<f64>((rows * 5 + cols) as u64, rows * cols);
+            let yb = rt.upload_on(&p, &y).unwrap();
+            let got = xlog_kernels::transpose_matrix_f64(&c, &yb, rows, cols)
+                .unwrap()
+                .download(&c)
+                .unwrap();
+            for r in 0..rows {
+                for col in 0..cols {
+                    assert_eq!(
+                        got[col * rows + r],
+                        y[r * cols + col],
+                        "f64 {rows} × {cols} at ({r}, {col})"
+                    );
+                }
+            }
+        }
+        let x = rt.upload_on(&p, &[1.0f32; 6]).unwrap();
+        assert!(matches!(
+            xlog_kernels::transpose_matrix_f32(&c, &x, 4, 2),
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+
+    #[test]
+    fn transpose_with_other_block_sizes_and_extra_blocks() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        let (rows, cols) = (70usize, 45usize);
+        let x = data::<f32>(99, rows * cols);
+        let xb = rt.upload_on(&s, &x).unwrap();
+        for block in [32u32, 100, 1024] {
+            let mut out = rt.upload_on(&s, &vec![-1.0f32; rows * cols]).unwrap();
+            let tiles = rows.div_ceil(32) * cols.div_ceil(32);
+            let cfg = LaunchConfig::new([tiles as u32 + 5, 1, 1], [block, 1, 1]);
+            k::transpose_f32::launch(&s, cfg, &xb, &mut out, rows).unwrap();
+            let got = out.download(&s).unwrap();
+            for r in 0..rows {
+                for col in 0..cols {
+                    assert_eq!(
+                        got[col * rows + r],
+                        x[r * cols + col],
+                        "block {block} at ({r}, {col})"
+                    );
+                }
+            }
+        }
+    }
+}

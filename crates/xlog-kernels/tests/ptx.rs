@@ -1,5 +1,5 @@
 //! CI check (no GPU): the embedded module defines every elementwise kernel for
-//! every element type and every cooperative kernel, and `ptxas` validates it for
+//! every element type and every cooperative and single-pass kernel, and `ptxas` validates it for
 //! sm_80 and sm_90 without spills.
 
 use xlog_kernels::MODULE;
@@ -19,6 +19,12 @@ const COOPERATIVE: &[&str] = &[
     "select_odd_u32",
     "block_collectives_u32",
     "warp_collectives_u64",
+    "inclusive_scan_u32",
+    "inclusive_scan_u64",
+    "inclusive_scan_f32",
+    "inclusive_max_scan_u32",
+    "transpose_f32",
+    "transpose_f64",
 ];
 const TYPES: &[&str] = &["f32", "f64", "i32", "u32", "u64"];
 
@@ -82,6 +88,17 @@ fn every_launcher_agrees_with_the_device_build() {
         c::select_odd_u32::check_abi,
         c::block_collectives_u32::check_abi,
         c::warp_collectives_u64::check_abi,
+    ] {
+        check().unwrap();
+    }
+    use xlog_kernels::single_pass as p;
+    for check in [
+        p::inclusive_scan_u32::check_abi as fn() -> xlog::Result<()>,
+        p::inclusive_scan_u64::check_abi,
+        p::inclusive_scan_f32::check_abi,
+        p::inclusive_max_scan_u32::check_abi,
+        p::transpose_f32::check_abi,
+        p::transpose_f64::check_abi,
     ] {
         check().unwrap();
     }

@@ -8,8 +8,8 @@ use syn::{Ident, Meta, Token};
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    ATOMIC, BLOCK, CHUNK, CRATE, OWNERSHIP_SYNTAX, PER, READ, READ_WRITE, SHARED, SUFFIX, SYNTAX,
-    THREAD, WARP, WRITE,
+    ATOMIC, BLOCK, CHUNK, CRATE, LOOKBACK, OWNERSHIP_SYNTAX, PER, READ, READ_WRITE, SHARED, SUFFIX,
+    SYNTAX, THREAD, TILE, TRANSPOSED, WARP, WRITE,
 };
 
 /// How a kernel uses a slice parameter.
@@ -20,6 +20,9 @@ pub enum Mode {
     ReadWrite,
     /// Every access atomic, by any thread at any index; read-write for fencing.
     Atomic,
+    /// A look-back status buffer (`&mut [u64]`): zeroed by the launcher right
+    /// before the kernel, read-write for fencing.
+    LookBack,
 }
 
 impl Mode {
@@ -29,6 +32,7 @@ impl Mode {
             Mode::Write => WRITE,
             Mode::ReadWrite => READ_WRITE,
             Mode::Atomic => ATOMIC,
+            Mode::LookBack => LOOKBACK,
         }
     }
 
@@ -46,6 +50,11 @@ pub enum Owner {
     Block,
     Warp,
     Chunk(u32),
+    /// `per tile(K)`: chunks of `K` elements of look-back tiles.
+    Tile(u32),
+    /// `per transposed(TILE, rows)`: the transposed tiles of a transpose; the row
+    /// parameter is [`Attr::transposed_rows`].
+    Transposed(u32),
 }
 
 /// One `mode(ident [per owner])` entry.
@@ -56,8 +65,12 @@ pub struct Decl {
     pub owner: Owner,
 }
 
-/// `ident` or `ident per block|warp|thread|chunk(K)`.
-fn parse_entry(input: ParseStream) -> syn::Result<(Ident, Option<(Ident, Owner)>)> {
+/// A parsed entry: its name, and its ownership clause with the `per` token, the
+/// ownership and, for `per transposed(TILE, rows)`, the row parameter.
+type Entry = (Ident, Option<(Ident, Owner, Option<Ident>)>);
+
+/// `ident` or `ident per block|warp|thread|chunk(K)|tile(K)|transposed(TILE, rows)`.
+fn parse_entry(input: ParseStream) -> syn::Result<Entry> {
     let ident: Ident = input.parse()?;
     if input.is_empty() || input.peek(Token![,]) {
         return Ok((ident, None));
@@ -72,6 +85,7 @@ fn parse_entry(input: ParseStream) -> syn::Result<(Ident, Option<(Ident, Owner)>
         ));
     }
     let what: Ident = input.parse()?;
+    let mut rows = None;
     let owner = match what.to_string().as_str() {
         THREAD => Owner::Thread,
         BLOCK => Owner::Block,
@@ -90,6 +104,40 @@ fn parse_entry(input: ParseStream) -> syn::Result<(Ident, Option<(Ident, Owner)>
                 }
             }
         }
+        TILE => {
+            let content;
+            syn::parenthesized!(content in input);
+            let k: syn::LitInt = content.parse()?;
+            match k.base10_parse::<u32>() {
+                Ok(k) if (1..=64).contains(&k) => Owner::Tile(k),
+                _ => {
+                    return Err(syn::Error::new(
+                        k.span(),
+                        "the elements per thread of a tile are an integer from 1 to 64, e.g. `per tile(4)`",
+                    ))
+                }
+            }
+        }
+        TRANSPOSED => {
+            let content;
+            syn::parenthesized!(content in input);
+            let shape = "write `per transposed(TILE, rows)`: the tile side (an integer from 1 to 64) and the value parameter holding the input's row count, e.g. `per transposed(32, rows)`";
+            let t: syn::LitInt = content
+                .parse()
+                .map_err(|e| syn::Error::new(e.span(), shape))?;
+            let _: Token![,] = content
+                .parse()
+                .map_err(|e| syn::Error::new(e.span(), shape))?;
+            rows = Some(
+                content
+                    .parse::<Ident>()
+                    .map_err(|e| syn::Error::new(e.span(), shape))?,
+            );
+            match t.base10_parse::<u32>() {
+                Ok(t) if (1..=64).contains(&t) => Owner::Transposed(t),
+                _ => return Err(syn::Error::new(t.span(), shape)),
+            }
+        }
         _ => {
             return Err(syn::Error::new(
                 what.span(),
@@ -97,7 +145,7 @@ fn parse_entry(input: ParseStream) -> syn::Result<(Ident, Option<(Ident, Owner)>
             ))
         }
     };
-    Ok((ident, Some((per, owner))))
+    Ok((ident, Some((per, owner, rows))))
 }
 
 #[derive(Debug)]
@@ -112,6 +160,9 @@ pub struct Attr {
     pub block: Option<u32>,
     /// Dynamic shared memory the kernel needs per block (`shared = 4096`).
     pub shared: Option<u32>,
+    /// The value parameters named as row counts by `per transposed(TILE, rows)`,
+    /// with the written parameter each belongs to.
+    pub transposed_rows: Vec<(Ident, Ident)>,
 }
 
 pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
@@ -120,6 +171,7 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
         suffix: None,
         block: None,
         shared: None,
+        transposed_rows: Vec::new(),
     };
     let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
         Ok(m) => m,
@@ -136,6 +188,7 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                     Some(WRITE) => Mode::Write,
                     Some(READ_WRITE) => Mode::ReadWrite,
                     Some(ATOMIC) => Mode::Atomic,
+                    Some(LOOKBACK) => Mode::LookBack,
                     _ => {
                         cx.error_spanned_by(
                             &list.path,
@@ -149,8 +202,20 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                         for (ident, per) in entries {
                             let owner = match per {
                                 None => Owner::Thread,
-                                Some((_, owner)) if matches!(mode, Mode::Write | Mode::ReadWrite) => owner,
-                                Some((per, _)) => {
+                                Some((per, Owner::Transposed(_), _)) if mode != Mode::Write => {
+                                    cx.error_spanned_by(
+                                        &per,
+                                        format!("`per transposed` is for write-only parameters: declare `write({ident} per transposed(..))`"),
+                                    );
+                                    Owner::Thread
+                                }
+                                Some((_, owner, rows)) if matches!(mode, Mode::Write | Mode::ReadWrite) => {
+                                    if let Some(rows) = rows {
+                                        attr.transposed_rows.push((ident.clone(), rows));
+                                    }
+                                    owner
+                                }
+                                Some((per, _, _)) => {
                                     cx.error_spanned_by(
                                         &per,
                                         format!(
@@ -215,6 +280,36 @@ fn int_value(e: &syn::Expr) -> Option<u64> {
 mod tests {
     use super::*;
     use quote::quote;
+
+    #[test]
+    fn parses_look_back_and_transposed_ownership() {
+        let cx = Ctxt::default();
+        let a = parse(
+            &cx,
+            quote!(lookback(status), write(out per tile(4), t per transposed(32, rows))),
+        );
+        cx.check().unwrap();
+        let got: Vec<_> = a.decls.iter().map(|d| (d.mode, d.owner)).collect();
+        assert_eq!(
+            got,
+            [
+                (Mode::LookBack, Owner::Thread),
+                (Mode::Write, Owner::Tile(4)),
+                (Mode::Write, Owner::Transposed(32)),
+            ]
+        );
+        assert_eq!(a.transposed_rows[0].1, "rows");
+        for bad in [
+            quote!(write(o per tile(0))),
+            quote!(write(o per transposed(32))),
+            quote!(read_write(o per transposed(32, rows))),
+            quote!(lookback(s per tile(2))),
+        ] {
+            let cx = Ctxt::default();
+            parse(&cx, bad);
+            assert!(cx.check().is_err());
+        }
+    }
 
     #[test]
     fn parses_modes_in_order() {

@@ -65,6 +65,32 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
             }
         }
     }
+    let once = |mode: Mode, what: &str| {
+        let mut decls = attr.decls.iter().filter(|d| match mode {
+            Mode::LookBack => d.mode == Mode::LookBack,
+            _ => matches!(d.owner, Owner::Transposed(_)),
+        });
+        if let (Some(_), Some(second)) = (decls.next(), decls.next()) {
+            cx.error_spanned_by(
+                &second.ident,
+                format!("a kernel takes at most one {what} parameter: witnesses drawn from two could name the same elements"),
+            );
+        }
+    };
+    once(Mode::LookBack, "`lookback(..)`");
+    once(Mode::Write, "`per transposed(..)`");
+    for (_, rows) in &attr.transposed_rows {
+        let scalar = kernel
+            .params
+            .iter()
+            .any(|p| p.ident == *rows && matches!(p.shape, Shape::Scalar));
+        if !scalar {
+            cx.error_spanned_by(
+                rows,
+                format!("`{rows}` is not a value parameter of the kernel; `per transposed(TILE, rows)` names the `usize` parameter holding the input's row count"),
+            );
+        }
+    }
     let mut checked = Vec::with_capacity(kernel.params.len());
     for param in &kernel.params {
         let kind = match &param.shape {

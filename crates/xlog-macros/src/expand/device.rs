@@ -5,7 +5,7 @@ use quote::{format_ident, quote};
 
 use super::{facade, local_for};
 use crate::ast::{Checked, Kernel, Kind};
-use crate::attr::{Attr, Mode};
+use crate::attr::{Attr, Mode, Owner};
 
 pub fn entry(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
     let k = facade(kernel);
@@ -34,6 +34,37 @@ pub fn entry(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
                             let #id: &[#elem] = unsafe { #k::__private::device::slice_from_raw_parts(#ptr, #len) };
                         });
                         call_args.push(quote!(#id));
+                    }
+                    Mode::Write if matches!(owner, Owner::Transposed(_)) => {
+                        let Owner::Transposed(t) = *owner else {
+                            unreachable!()
+                        };
+                        let t = t as usize;
+                        let rows = attr
+                            .transposed_rows
+                            .iter()
+                            .find(|(p, _)| p == id)
+                            .map(|(_, r)| r)
+                            .expect("`per transposed` parsed with its row parameter");
+                        abi_params.push(quote!(#ptr: *mut #elem, #len: usize));
+                        setup.push(quote! {
+                            // SAFETY: as for every write view; `#rows` is a value parameter,
+                            // the same in every thread, and the macro allows one
+                            // `per transposed` parameter per kernel.
+                            let mut #id = unsafe { #k::__private::device::view::TransposeOut::<#elem, #t>::__from_raw_parts(#k::__private::device::non_null_or_dangling(#ptr, #len), #len, #rows as usize) };
+                        });
+                        call_args.push(quote!(&mut #id));
+                    }
+                    Mode::LookBack => {
+                        abi_params.push(quote!(#ptr: *mut #elem, #len: usize));
+                        setup.push(quote! {
+                            // SAFETY: the launcher passes a live range it recorded as a
+                            // read-write and zeroed on the stream right before this launch;
+                            // the host borrow makes it distinct from every other slice
+                            // argument; the macro allows one `lookback` parameter per kernel.
+                            let mut #id = unsafe { #k::__private::device::view::LookBack::__from_raw_parts(#k::__private::device::non_null_or_dangling(#ptr, #len), #len) };
+                        });
+                        call_args.push(quote!(&mut #id));
                     }
                     Mode::Write | Mode::ReadWrite => {
                         let view = if *mode == Mode::Write {

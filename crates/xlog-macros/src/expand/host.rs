@@ -40,6 +40,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
     let mut records = Vec::new();
     let mut param_ptrs = Vec::new();
     let mut table = String::new();
+    let mut zero = Vec::new();
     for p in params {
         let id = &p.ident;
         match &p.kind {
@@ -60,7 +61,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                         quote!(<_ as #rt::ReadBuffer<#elem>>::arg(#id)),
                         quote_spanned!(p.ty.span()=> &(impl #rt::ReadBuffer<#elem> + ?#c::marker::Sized)),
                     ),
-                    Mode::Write | Mode::ReadWrite | Mode::Atomic => (
+                    Mode::Write | Mode::ReadWrite | Mode::Atomic | Mode::LookBack => (
                         if *mode == Mode::Write {
                             quote!(Write)
                         } else {
@@ -77,6 +78,9 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                     let #len: usize = #arg.len;
                 });
                 records.push(quote!(.__record(#arg, #rt::Access::#access)));
+                if *mode == Mode::LookBack {
+                    zero.push(quote!((#ptr, #len * #c::mem::size_of::<#elem>())));
+                }
                 param_ptrs.push(quote!(&#ptr as *const u64 as *mut #c::ffi::c_void));
                 param_ptrs.push(quote!(&#len as *const usize as *mut #c::ffi::c_void));
                 let m = match owner {
@@ -84,11 +88,16 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                     Owner::Block => format!("{} per block", mode.keyword()),
                     Owner::Warp => format!("{} per warp", mode.keyword()),
                     Owner::Chunk(k) => format!("{} per chunk({k})", mode.keyword()),
+                    Owner::Tile(k) => format!("{} per tile({k})", mode.keyword()),
+                    Owner::Transposed(t) => format!("{} per transposed({t}, ..)", mode.keyword()),
                 };
+
                 table.push_str(&format!(
                     "| `{id}` | `{m}` | waits on {} |\n",
                     if *mode == Mode::Read {
                         "the last write on other streams"
+                    } else if *mode == Mode::LookBack {
+                        "the last write and every read on other streams; zeroed on the stream right before the kernel"
                     } else {
                         "the last write and every read on other streams"
                     }
@@ -132,6 +141,13 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
          its root, and launch them from other targets through that lib (never re-export another \
          crate's MODULE)"
     );
+    let launch = if zero.is_empty() {
+        quote!(#pre.__launch_1d(&#func, #config, &mut #ptrs))
+    } else {
+        // Each `lookback` buffer is zeroed in the launch's own recorded use, so every
+        // launch starts with no tickets and no published status.
+        quote!(#pre.__launch_1d_zeroed(&#func, #config, &mut #ptrs, &[#(#zero),*]))
+    };
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #(#docs)*
@@ -203,7 +219,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                 // for the device (scalars by value, each slice as a u64 address and a usize
                 // length, in declaration order), and every slice was recorded with its
                 // declared access; `function` verified the device build's ABI descriptor.
-                let _ = unsafe { #pre.__launch_1d(&#func, #config, &mut #ptrs) }?;
+                let _ = unsafe { #launch }?;
                 #c::result::Result::Ok(())
             }
         }

@@ -137,6 +137,10 @@ pub fn abi_expr(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
             Kind::Slice {
                 mode: Mode::Atomic, ..
             } => quote!(Atomic),
+            Kind::Slice {
+                mode: Mode::LookBack,
+                ..
+            } => quote!(LookBack),
         };
         let (abi, k) = (respan(abi.clone(), ty.span()), respan(k.clone(), ty.span()));
         quote_spanned! {ty.span()=>
@@ -166,6 +170,13 @@ pub fn owner_type(kernel: &Kernel, owner: Owner) -> TokenStream {
             let n = n as usize;
             quote!(#v::Chunks<#n>)
         }
+        Owner::Tile(n) => {
+            let n = n as usize;
+            quote!(#v::Tiles<#n>)
+        }
+        // Not an ownership parameter: these views are `TransposeOut`s
+        // (`device_param_type`).
+        Owner::Transposed(_) => quote!(#v::PerThread),
     }
 }
 
@@ -173,6 +184,18 @@ pub fn owner_type(kernel: &Kernel, owner: Owner) -> TokenStream {
 fn device_param_type(kernel: &Kernel, p: &Checked) -> TokenStream {
     let k = facade(kernel);
     match &p.kind {
+        Kind::Slice {
+            elem,
+            mode: Mode::Write,
+            owner: Owner::Transposed(t),
+        } => {
+            let t = *t as usize;
+            quote!(&mut #k::__private::device::view::TransposeOut<'_, #elem, #t>)
+        }
+        Kind::Slice {
+            mode: Mode::LookBack,
+            ..
+        } => quote!(&mut #k::__private::device::view::LookBack<'_>),
         Kind::Slice {
             elem,
             mode: mode @ (Mode::Write | Mode::ReadWrite),

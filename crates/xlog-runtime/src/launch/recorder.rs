@@ -344,6 +344,26 @@ impl<'a> WorkRecorder<'a, Preflighted> {
         config: LaunchConfig,
         params: &mut [*mut c_void],
     ) -> Result<Committed> {
+        // SAFETY: the caller's obligations; nothing is zeroed.
+        unsafe { self.launch_zeroing(func, config, params, &[]) }
+    }
+
+    /// [`launch`](Self::launch), zeroing the byte ranges `zero` (`(address, bytes)`)
+    /// on the stream right before the kernel, after every check and wait: the one
+    /// recorded use covers both. If the kernel launch fails after a range was zeroed,
+    /// the use is committed anyway (the memsets are in flight) and the error returned.
+    ///
+    /// # Safety
+    ///
+    /// As [`launch`](Self::launch), and every range in `zero` lies inside a buffer
+    /// recorded with a writing access.
+    unsafe fn launch_zeroing(
+        self,
+        func: &Function,
+        config: LaunchConfig,
+        params: &mut [*mut c_void],
+        zero: &[(u64, usize)],
+    ) -> Result<Committed> {
         if func.device().ordinal() != self.stream.device_ordinal() {
             return Err(Error::InvalidLaunch {
                 kernel: func.name().to_owned(),
@@ -361,9 +381,23 @@ impl<'a> WorkRecorder<'a, Preflighted> {
         for w in &self.waits {
             self.stream.wait_for(w)?;
         }
+        let mut queued = false;
+        for &(ptr, bytes) in zero.iter().filter(|r| r.1 > 0) {
+            // SAFETY: the range lies inside a buffer recorded with a writing access
+            // (the caller's obligation), fenced above; it is ordered on this stream.
+            let zeroed = unsafe { driver::memset_d8_async(ptr, 0, bytes, self.stream.raw()) };
+            if let Err(e) = zeroed {
+                if queued {
+                    // Earlier ranges are being zeroed: record the use.
+                    let _ = self.commit();
+                }
+                return Err(e.while_(|| format!("zeroing a buffer of `{}`", func.name())));
+            }
+            queued = true;
+        }
         // SAFETY: obligations 1 and 2 are the caller's; the configuration was
         // validated and every cross-stream hazard was fenced just above.
-        unsafe {
+        let launched = unsafe {
             driver::launch_kernel(
                 func.raw(),
                 config.grid,
@@ -372,8 +406,13 @@ impl<'a> WorkRecorder<'a, Preflighted> {
                 self.stream.raw(),
                 params,
             )
+        };
+        if let Err(e) = launched {
+            if queued {
+                let _ = self.commit();
+            }
+            return Err(e.while_(|| format!("launching `{}`", func.name())));
         }
-        .map_err(|e| e.while_(|| format!("launching `{}`", func.name())))?;
         // Commit first: what follows runs user code (tracing subscribers) and could
         // panic, and a kernel in flight must never be left unrecorded.
         let (stream, buffers, waits) =
@@ -401,6 +440,27 @@ impl<'a> WorkRecorder<'a, Preflighted> {
         config.require_one_dimensional(func.name())?;
         // SAFETY: the caller's obligations are those of `launch`.
         unsafe { self.launch(func, config, params) }
+    }
+
+    /// What generated launchers of kernels with `lookback(..)` parameters call:
+    /// [`__launch_1d`](Self::__launch_1d), zeroing each `(address, bytes)` range of
+    /// `zero` on the stream right before the kernel, in the same recorded use.
+    ///
+    /// # Safety
+    /// As [`launch`](Self::launch), and every range in `zero` lies inside a buffer
+    /// recorded with a writing access; `#[xlog_kernel]` passes the recorded address
+    /// and byte length of each `lookback` parameter, recorded read-write.
+    #[doc(hidden)]
+    pub unsafe fn __launch_1d_zeroed(
+        self,
+        func: &Function,
+        config: LaunchConfig,
+        params: &mut [*mut c_void],
+        zero: &[(u64, usize)],
+    ) -> Result<Committed> {
+        config.require_one_dimensional(func.name())?;
+        // SAFETY: the caller's obligations are those of `launch_zeroing`.
+        unsafe { self.launch_zeroing(func, config, params, zero) }
     }
 
     fn commit(self) -> Committed {

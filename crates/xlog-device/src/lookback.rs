@@ -1,0 +1,509 @@
+//! Inter-block communication for single-pass algorithms: tile tickets and decoupled
+//! look-back (Merrill & Garland, "Single-pass Parallel Prefix Scan with Decoupled
+//! Look-back", 2016; CUB's `single_pass_scan_operators.cuh`).
+//!
+//! A single-pass scan cuts its input into tiles, one per block. Each block reduces
+//! its tile, then needs the reduction of every tile before it. Decoupled look-back
+//! gets it without a second pass: each tile publishes its aggregate as soon as it
+//! has it, and its inclusive prefix once it knows it; a block walks back over its
+//! predecessors, combining aggregates until it meets an inclusive prefix.
+//!
+//! A kernel declares the status buffer `lookback(status)` with `status: &mut [u64]`
+//! and receives a [`&mut LookBack`](LookBack):
+//!
+//! ```no_run
+//! use xlog_device::{collective, lookback::{self, LookBack}, view::{Out, Tiles}};
+//!
+//! /// The body of `#[xlog_kernel(read(x), write(out per tile(4)), lookback(status))]`:
+//! /// an inclusive sum, four elements per thread.
+//! fn scan(x: &[u32], out: &mut Out<'_, u32, Tiles<4>>, status: &mut LookBack<'_>) {
+//!     if let Some(tile) = status.next_tile() {
+//!         let c = tile.chunk::<4>();
+//!         let mut v: [u32; 4] = lookback::load_chunk(x, c.get(), 0);
+//!         for j in 1..4 {
+//!             v[j] = v[j].wrapping_add(v[j - 1]);
+//!         }
+//!         let (before, total) = collective::block_exclusive_scan(v[3], 0, u32::wrapping_add);
+//!         let prefix = tile.exclusive_prefix(total, u32::wrapping_add).unwrap_or(0);
+//!         out.store_chunk(c, v.map(|e| prefix.wrapping_add(before).wrapping_add(e)));
+//!     }
+//! }
+//! ```
+//!
+//! # The protocol
+//!
+//! The buffer holds [`status_words(tiles)`](status_words) words: word 0 is the ticket
+//! counter, then four words per tile: its status (0 none, 1 aggregate published,
+//! 2 inclusive prefix published), its aggregate, its inclusive prefix and its owner
+//! (`blockIdx.x + 1` of the block that holds it). The typed launcher zeroes the whole
+//! buffer on the launch's stream, right before the kernel, as part of the same
+//! recorded launch, so every launch starts from "no tickets, no status".
+//!
+//! - [`LookBack::next_tile`] (the whole block): thread 0 takes a ticket with an
+//!   atomic `fetch_add` on word 0 and records its block as the tile's owner; the
+//!   block then learns the ticket. Tiles are numbered in the order blocks *start*,
+//!   not by `blockIdx.x`: a block only ever waits for tiles whose blocks have already
+//!   started, which are resident and run to completion whatever order the hardware
+//!   schedules blocks in. A scan therefore makes progress with any number of blocks.
+//! - [`Ticket::exclusive_prefix`] (the whole block): thread 0 — the block's leader,
+//!   the one thread that publishes — stores the aggregate, then the status with
+//!   *release* ordering; walks back reading statuses with *acquire* ordering (so the
+//!   value words it then reads are the ones published before them), sleeping while a
+//!   predecessor has published nothing yet; publishes the inclusive prefix the same
+//!   way, and broadcasts the exclusive prefix to the block.
+//!
+//! # Soundness
+//!
+//! - **No data race on the status buffer.** The launcher passes it to this parameter
+//!   only (it holds the buffer `&mut`), and every access here is an atomic load,
+//!   store or `fetch_add` on an in-bounds, aligned word. Whatever a kernel does with
+//!   its `LookBack` — tickets never published, collectives called from one thread,
+//!   statuses read in any order — gives wrong values or a hang, never a race: every
+//!   bit pattern is a valid number.
+//! - **Chunk witnesses are unique.** A [`TileChunk`] owns elements
+//!   `[K·c, K·c + K)` of a `per tile(K)` view with `c = k·blockDim.x + threadIdx.x`,
+//!   `k` its ticket. The counter hands each `k` out once per launch, and
+//!   `next_tile` records `blockIdx.x + 1` as its owner before the block barrier. Each
+//!   thread then checks, itself, that the owner word of the ticket it received names
+//!   its own block, and panics otherwise: even a misused broadcast (or uninitialised
+//!   shared memory) cannot give a thread a ticket another block holds. Block indices
+//!   are distinct in the one-dimensional launches typed launchers make, and
+//!   `threadIdx.x < blockDim.x`, so no two threads hold the same `c`; `K` is the
+//!   view's, fixed by the attribute. A kernel has at most one `lookback` parameter
+//!   (the macro checks), so all tickets come from one counter.
+//! - [`LookBack`], [`Ticket`] and [`TileChunk`] are `!Send`, `!Sync` and not
+//!   [`DeviceCopy`](crate::DeviceCopy); `next_tile` borrows the `LookBack`
+//!   mutably for as long as the ticket lives, so a thread holds one ticket at a time
+//!   (a block cannot wait on a tile it holds itself), and `exclusive_prefix`
+//!   consumes the ticket, so each tile is published once.
+//!
+//! Forward progress needs every block that takes a ticket to publish it: a ticket
+//! dropped without [`Ticket::exclusive_prefix`] makes later tiles wait forever (a
+//! hang, not undefined behaviour).
+
+use core::marker::PhantomData;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use crate::vector::Vector;
+use crate::view::{InOut, Out, Tiles};
+use crate::warp::Shuffle;
+
+/// Words per tile: status, aggregate, inclusive prefix, owner.
+const WORDS_PER_TILE: usize = 4;
+const STATUS: usize = 0;
+const AGGREGATE: usize = 1;
+const INCLUSIVE: usize = 2;
+const OWNER: usize = 3;
+
+/// Nothing published yet.
+const NONE: u64 = 0;
+/// The tile's aggregate is published.
+const PARTIAL: u64 = 1;
+/// The tile's inclusive prefix is published.
+const DONE: u64 = 2;
+
+/// The length, in `u64` words, of a status buffer for `tiles` tiles: one ticket
+/// counter and four words per tile.
+pub const fn status_words(tiles: usize) -> usize {
+    1 + WORDS_PER_TILE * tiles
+}
+
+/// The device side of a `lookback(status)` parameter: tile tickets and the tiles'
+/// published aggregates and prefixes. See the [module docs](self).
+pub struct LookBack<'a> {
+    ptr: *mut u64,
+    len: usize,
+    _buffer: PhantomData<&'a mut [u64]>,
+}
+
+impl<'a> LookBack<'a> {
+    /// Builds the view from a kernel's pointer and length parameters.
+    ///
+    /// # Safety
+    ///
+    /// Only the code `#[xlog_kernel]` generates calls this; the generated entry point
+    /// and launcher uphold:
+    ///
+    /// 1. `ptr` is valid for reads and writes of `len` consecutive `u64`s in device
+    ///    memory for the kernel's run, and aligned (`ptr` may dangle when `len == 0`);
+    /// 2. the words were zero when the kernel started (the launcher zeroes them on
+    ///    the launch's stream), and nothing but the `LookBack`s built for this
+    ///    parameter accesses them while it runs;
+    /// 3. the launch is one-dimensional, and the kernel has no other `lookback`
+    ///    parameter.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn __from_raw_parts(ptr: *mut u64, len: usize) -> Self {
+        LookBack {
+            ptr,
+            len,
+            _buffer: PhantomData,
+        }
+    }
+
+    /// How many tiles the buffer has room for: `(len - 1) / 4`.
+    #[inline(always)]
+    pub fn tiles(&self) -> usize {
+        self.len.saturating_sub(1) / WORDS_PER_TILE
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn word(&self, i: usize) -> &AtomicU64 {
+        if i >= self.len {
+            status_out_of_bounds(self.len, i);
+        }
+        // SAFETY: `i < len`: in bounds and aligned (obligation 1); every access to
+        // the buffer during the launch is atomic (obligation 2 and this type's API).
+        unsafe { AtomicU64::from_ptr(self.ptr.add(i)) }
+    }
+
+    #[inline(always)]
+    fn tile_word(&self, tile: usize, which: usize) -> &AtomicU64 {
+        self.word(1 + WORDS_PER_TILE * tile + which)
+    }
+
+    /// Takes the next tile for the calling block: `None` once every tile the buffer
+    /// has room for is taken. A block collective: every thread of the block calls it,
+    /// and all get the same ticket. Two block barriers.
+    ///
+    /// # Panics
+    ///
+    /// When the ticket a thread received is not its block's (only when the block's
+    /// threads do not all make the call).
+    #[inline(always)]
+    #[track_caller]
+    pub fn next_tile(&mut self) -> Option<Ticket<'_>> {
+        let tiles = self.tiles() as u64;
+        let block = crate::thread::block_idx().x as u64;
+        let mut taken = u64::MAX;
+        if crate::thread::thread_idx().x == 0 {
+            let k = self.word(0).fetch_add(1, Ordering::Relaxed);
+            if k < tiles {
+                self.tile_word(k as usize, OWNER)
+                    .store(block + 1, Ordering::Relaxed);
+                taken = k;
+            }
+        }
+        // The broadcast's barrier makes the owner store visible to the block.
+        let k = crate::collective::block_broadcast(taken, 0);
+        if k >= tiles {
+            return None;
+        }
+        let owner = self.tile_word(k as usize, OWNER).load(Ordering::Relaxed);
+        if owner != block + 1 {
+            foreign_ticket(k, owner);
+        }
+        Some(Ticket {
+            status: self,
+            tile: k as usize,
+            _thread: PhantomData,
+        })
+    }
+
+    /// Stores `v` as the tile's aggregate (`PARTIAL`) or inclusive prefix (`DONE`),
+    /// then its status, with release ordering.
+    #[inline(always)]
+    fn publish<T: Shuffle>(&self, tile: usize, status: u64, v: T) {
+        let slot = if status == DONE { INCLUSIVE } else { AGGREGATE };
+        self.tile_word(tile, slot)
+            .store(to_word(v), Ordering::Relaxed);
+        self.tile_word(tile, STATUS)
+            .store(status, Ordering::Release);
+    }
+
+    /// The status of `tile` once it is not [`NONE`], read with acquire ordering.
+    #[inline(always)]
+    fn wait(&self, tile: usize) -> u64 {
+        let w = self.tile_word(tile, STATUS);
+        let mut pause = 32;
+        loop {
+            let s = w.load(Ordering::Acquire);
+            if s != NONE {
+                return s;
+            }
+            crate::thread::sleep_ns(pause);
+            pause = core::cmp::min(pause * 2, 1024);
+        }
+    }
+
+    /// The reduction of tiles `0..tile` (`tile > 0`), in tile order: walks back from
+    /// `tile - 1`, combining aggregates until an inclusive prefix.
+    #[inline(always)]
+    fn look_back<T: Shuffle>(&self, tile: usize, op: &impl Fn(T, T) -> T) -> T {
+        let mut j = tile - 1;
+        let mut acc: Option<T> = None;
+        loop {
+            let s = self.wait(j);
+            let slot = if s == DONE { INCLUSIVE } else { AGGREGATE };
+            let v: T = from_word(self.tile_word(j, slot).load(Ordering::Relaxed));
+            let sum = match acc {
+                None => v,
+                Some(later) => op(v, later),
+            };
+            if s == DONE || j == 0 {
+                return sum;
+            }
+            acc = Some(sum);
+            j -= 1;
+        }
+    }
+}
+
+impl core::fmt::Debug for LookBack<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LookBack")
+            .field("ptr", &self.ptr)
+            .field("tiles", &self.tiles())
+            .finish()
+    }
+}
+
+/// The calling block's tile, from [`LookBack::next_tile`]: its number, the chunk
+/// witnesses of its elements, and the one publication of its aggregate.
+///
+/// `!Send`, `!Sync`, not `Clone`; it borrows the `LookBack` it came from.
+#[derive(Debug)]
+pub struct Ticket<'a> {
+    status: &'a LookBack<'a>,
+    tile: usize,
+    _thread: PhantomData<*const ()>,
+}
+
+impl<'a> Ticket<'a> {
+    /// The tile's number: `0` for the first block to start, then `1`, ….
+    #[inline(always)]
+    pub fn index(&self) -> usize {
+        self.tile
+    }
+
+    /// This thread's chunk of the tile for `K` elements per thread:
+    /// `c = index()·blockDim.x + threadIdx.x`, elements `[K·c, K·c + K)` of a
+    /// `per tile(K)` view. Read inputs at the same positions with
+    /// [`load_chunk`]`(x, c.get(), ..)`.
+    #[inline(always)]
+    pub fn chunk<const K: usize>(&self) -> TileChunk<K> {
+        let b = crate::thread::block_dim().x as usize;
+        let t = crate::thread::thread_idx().x as usize;
+        TileChunk(self.tile * b + t, PhantomData)
+    }
+
+    /// Publishes `aggregate` (the reduction of this tile under `op`, the same value
+    /// in every thread) and returns the reduction of every earlier tile to every
+    /// thread: `None` for tile 0. A block collective; the block's leader (thread 0)
+    /// publishes and looks back while the others wait at the broadcast. `op` must
+    /// be associative; tiles are combined in order (`op(earlier, later)`).
+    #[inline(always)]
+    pub fn exclusive_prefix<T: Shuffle>(self, aggregate: T, op: impl Fn(T, T) -> T) -> Option<T> {
+        let k = self.tile;
+        let mut prefix = 0u64;
+        if crate::thread::thread_idx().x == 0 {
+            if k == 0 {
+                self.status.publish(0, DONE, aggregate);
+            } else {
+                self.status.publish(k, PARTIAL, aggregate);
+                let before = self.status.look_back(k, &op);
+                self.status.publish(k, DONE, op(before, aggregate));
+                prefix = to_word(before);
+            }
+        }
+        let prefix = crate::collective::block_broadcast(prefix, 0);
+        if k == 0 {
+            None
+        } else {
+            Some(from_word(prefix))
+        }
+    }
+}
+
+/// The witness that the calling thread owns chunk `c` of a `per tile(K)` view
+/// (elements `[K·c, K·c + K)`): from [`Ticket::chunk`]. See the module's
+/// # Soundness for why no two threads hold equal ones.
+///
+/// No code outside this module can make one:
+///
+/// ```compile_fail
+/// let c = xlog_device::lookback::TileChunk::<4>(0, core::marker::PhantomData);
+/// ```
+///
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// fn smuggle(c: xlog_device::lookback::TileChunk<4>) { needs_send(c) }
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct TileChunk<const K: usize>(usize, PhantomData<*const ()>);
+
+impl<const K: usize> TileChunk<K> {
+    /// The chunk's number `c`.
+    #[inline(always)]
+    pub fn get(self) -> usize {
+        self.0
+    }
+
+    /// The first element of the chunk, `K·c`.
+    #[inline(always)]
+    pub fn start(self) -> usize {
+        self.0.saturating_mul(K)
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn status_out_of_bounds(len: usize, i: usize) -> ! {
+    panic!(
+        "look-back status index out of bounds: the len is {} but the index is {}",
+        len, i
+    )
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn foreign_ticket(k: u64, owner: u64) -> ! {
+    panic!(
+        "look-back ticket {} belongs to block {}, not to this one: call next_tile from every thread of the block",
+        k,
+        owner.wrapping_sub(1) as i64
+    )
+}
+
+#[inline(always)]
+fn to_word<T: Shuffle>(v: T) -> u64 {
+    let (lo, hi) = v.__to_bits();
+    lo as u64 | (hi as u64) << 32
+}
+
+#[inline(always)]
+fn from_word<T: Shuffle>(w: u64) -> T {
+    T::__from_bits(w as u32, (w >> 32) as u32)
+}
+
+/// Chunk `c` of a read slice, `[K·c, K·c + K)`, with `fill` past its end: one vector
+/// load when the chunk is whole and aligned.
+#[inline(always)]
+pub fn load_chunk<T: Copy, const K: usize>(x: &[T], c: usize, fill: T) -> [T; K]
+where
+    [T; K]: Vector,
+{
+    if let Some(v) = crate::view::read_chunk::<T, K>(x, c) {
+        return v;
+    }
+    let start = c.saturating_mul(K);
+    core::array::from_fn(|j| match start.checked_add(j) {
+        Some(i) if i < x.len() => x[i],
+        _ => fill,
+    })
+}
+
+macro_rules! tile_view {
+    ($name:ident) => {
+        impl<T, const K: usize> $name<'_, T, Tiles<K>> {
+            /// The elements of chunk `c` inside the view: `K` of them, fewer at the
+            /// end, none past it.
+            #[inline(always)]
+            pub fn chunk_mut(&mut self, c: TileChunk<K>) -> &mut [T] {
+                let len = self.len();
+                let start = core::cmp::min(c.start(), len);
+                let n = core::cmp::min(K, len - start);
+                // SAFETY: the raw pointer is not kept; `start + n <= len` stays inside
+                // the buffer, and `c` is this thread's chunk (module # Soundness), so
+                // no other thread references these elements; `&mut self` excludes a
+                // second reference from this thread.
+                unsafe { core::slice::from_raw_parts_mut(self.as_mut_ptr().add(start), n) }
+            }
+
+            /// Stores `v` into chunk `c`: one vector store when the chunk is whole and
+            /// aligned, the elements inside the view otherwise.
+            #[inline(always)]
+            pub fn store_chunk(&mut self, c: TileChunk<K>, v: [T; K])
+            where
+                [T; K]: Vector,
+            {
+                let whole = c
+                    .start()
+                    .checked_add(K)
+                    .is_some_and(|end| end <= self.len());
+                if whole {
+                    // SAFETY: as in `chunk_mut`, with the whole chunk in bounds.
+                    unsafe {
+                        <[T; K]>::__store(self.as_mut_ptr().add(c.start()).cast::<[T; K]>(), v)
+                    }
+                } else {
+                    for (o, e) in self.chunk_mut(c).iter_mut().zip(v) {
+                        *o = e;
+                    }
+                }
+            }
+        }
+    };
+}
+
+tile_view!(Out);
+tile_view!(InOut);
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    fn view(words: &mut [u64]) -> LookBack<'_> {
+        // SAFETY: the test owns `words` and accesses it through this view only.
+        unsafe { LookBack::__from_raw_parts(words.as_mut_ptr(), words.len()) }
+    }
+
+    #[test]
+    fn look_back_combines_aggregates_until_an_inclusive_prefix() {
+        let mut words = std::vec![0u64; status_words(5)];
+        let lb = view(&mut words);
+        assert_eq!(lb.tiles(), 5);
+        // Last non-zero wins: associative, not commutative, so order shows.
+        let op = |a: u32, b: u32| if b == 0 { a } else { b };
+        lb.publish(0, DONE, 7u32);
+        lb.publish(1, PARTIAL, 0u32);
+        lb.publish(2, PARTIAL, 9u32);
+        lb.publish(3, PARTIAL, 0u32);
+        assert_eq!(lb.look_back(4, &op), 9);
+        assert_eq!(lb.look_back(2, &op), 7);
+        lb.publish(3, DONE, 5u32);
+        assert_eq!(lb.look_back(4, &op), 5);
+        let add = |a: u64, b: u64| a + b;
+        let mut words = std::vec![0u64; status_words(3)];
+        let lb = view(&mut words);
+        lb.publish(0, PARTIAL, 1u64 << 40);
+        lb.publish(1, PARTIAL, 3u64);
+        assert_eq!(lb.look_back(2, &add), (1 << 40) + 3);
+    }
+
+    #[test]
+    fn values_round_trip_through_status_words() {
+        assert_eq!(from_word::<f32>(to_word(-1.5f32)), -1.5);
+        assert_eq!(from_word::<f64>(to_word(f64::MIN)), f64::MIN);
+        assert_eq!(from_word::<i64>(to_word(-3i64)), -3);
+        assert_eq!(status_words(0), 1);
+    }
+
+    #[test]
+    fn chunks_of_a_tile_view_stop_at_its_end() {
+        let mut data = [0u32; 10];
+        // SAFETY: `data` outlives the view and nothing else touches it.
+        let mut out = unsafe { Out::<u32, Tiles<4>>::__from_raw_parts(data.as_mut_ptr(), 10) };
+        out.store_chunk(TileChunk(1, PhantomData), [1, 2, 3, 4]);
+        out.store_chunk(TileChunk(2, PhantomData), [5, 6, 7, 8]);
+        assert!(out.chunk_mut(TileChunk(3, PhantomData)).is_empty());
+        assert!(out.chunk_mut(TileChunk(usize::MAX, PhantomData)).is_empty());
+        assert_eq!(data, [0, 0, 0, 0, 1, 2, 3, 4, 5, 6]);
+        let x = [1u32, 2, 3, 4, 5, 6];
+        assert_eq!(load_chunk::<u32, 4>(&x, 1, 0), [5, 6, 0, 0]);
+        assert_eq!(load_chunk::<u32, 4>(&x, 0, 0), [1, 2, 3, 4]);
+        assert_eq!(load_chunk::<u32, 4>(&x, usize::MAX, 9), [9; 4]);
+    }
+
+    #[test]
+    #[should_panic(expected = "look-back status index out of bounds")]
+    fn status_bounds_are_checked() {
+        let mut words = [0u64; 2];
+        let lb = view(&mut words);
+        lb.publish(0, DONE, 1u32);
+    }
+}
