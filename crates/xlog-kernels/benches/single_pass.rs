@@ -58,7 +58,11 @@ fn main() {
         || {},
     );
     let got = out.download(&s).unwrap();
-    assert_eq!(got[n - 1], 3u32.wrapping_mul(n as u32), "the timed scan is wrong");
+    assert_eq!(
+        got[n - 1],
+        3u32.wrapping_mul(n as u32),
+        "the timed scan is wrong"
+    );
     let gbs = |us: f64| 2.0 * (n * 4) as f64 / us / 1e3;
     println!(
         "| inclusive_scan_u32, 2^26 | {scan_us:.0} µs ({:.0} GB/s) | {copy_us:.0} µs ({:.0} GB/s) | {:.3} |",
