@@ -33,9 +33,11 @@
 //!   waiting (a hang); a source lane that is not participating yields an
 //!   unspecified value;
 //! - block exchanges go through one scratch array in shared memory, read and written
-//!   with relaxed atomics only (so never a data race), separated by the block
-//!   barrier `barrier.sync 0`, whose non-`.aligned` form PTX allows in divergent
-//!   code;
+//!   only with relaxed atomics of aligned 4-byte words (a 64-bit value is two), so
+//!   never a data race: not even when divergent calls store a `u32` and a `u64` into
+//!   one slot in the same phase, because no two accesses partially overlap. They are
+//!   separated by the block barrier `barrier.sync 0`, whose non-`.aligned` form PTX
+//!   allows in divergent code;
 //! - every value moved is a plain number, valid for any bits.
 //!
 //! Each block collective ends with a barrier, so the next one may reuse the scratch
@@ -44,8 +46,8 @@
 //! # Soundness
 //!
 //! The `unsafe` here is the warp instructions' inline PTX (the reasoning above) and
-//! the scratch array's relaxed atomics (in bounds: at most 32 warps plus one
-//! broadcast slot).
+//! the scratch array's relaxed 4-byte atomics (in bounds: at most 32 warps plus one
+//! broadcast slot, each two words).
 
 use crate::barrier::sync_threads;
 use crate::shared::{load_word, store_word};
@@ -125,18 +127,19 @@ fn ballot(mask: u32, pred: bool) -> u32 {
     })
 }
 
-/// The block's scratch slots, as a raw shared address.
+/// The block's scratch slots, two 32-bit words each, as a raw shared address.
 #[inline(always)]
-fn scratch() -> *mut u64 {
-    crate::static_shared!(XLOG_COLLECTIVE_SCRATCH: [u64; SCRATCH_SLOTS]).as_mut_ptr()
+fn scratch() -> *mut [u32; 2] {
+    crate::static_shared!(XLOG_COLLECTIVE_SCRATCH: [[u32; 2]; SCRATCH_SLOTS]).as_mut_ptr()
 }
 
 #[inline(always)]
 fn scratch_store<T: Shuffle>(slot: usize, v: T) {
     debug_assert!(slot < SCRATCH_SLOTS);
     // SAFETY: `slot < SCRATCH_SLOTS` (callers pass a warp number below 32 or the
-    // broadcast slot), the array is aligned for `u64` and so for any `T: Shuffle`,
-    // and every access to it is atomic.
+    // broadcast slot), a slot is 8 bytes aligned to 4, which `store_word` needs for
+    // any `T: Shuffle`, and every access to the array is a 4-byte atomic on one of
+    // its words.
     unsafe { store_word(scratch().add(slot).cast::<T>(), v) }
 }
 

@@ -55,15 +55,27 @@
 //! which thread last wrote an element.
 //!
 //! A tile's soundness does not rest on its phases: every tile access is a relaxed
-//! atomic load or store of a 32- or 64-bit number (`ld.relaxed` / `st.relaxed`),
-//! bounds-checked, and every bit pattern is a valid value of those types. So even a
-//! misuse that safe code can still write — a tile handed to `sync` on a path only
-//! some threads take, two tiles made from one array in different phases, a slot
-//! never written — gives unspecified values or a hang, never a data race or a read
-//! of an invalid value. What the phases add is that in code every thread of the
-//! block runs alike, every read sees exactly the value its owner stored before the
-//! barrier: the values are determined. See `docs/SOUNDNESS.md` for the barrier
-//! policy.
+//! atomic load or store of a 4-byte word at a 4-byte-aligned address (a 64-bit
+//! number is two of them), bounds-checked, and every bit pattern is a valid value of
+//! the tile's types. Because every shared-memory access safe code can make (tiles,
+//! and the scratch array of [`crate::collective`]) has that one size, two of them
+//! either touch the same word or disjoint ones: they never partially overlap, which
+//! Rust's and PTX's memory models would count as a data race even between atomics
+//! (two tiles of `u32` and `u64` over the same [`DynamicShared`] bytes, say). So
+//! even a misuse that safe code can still write — a tile handed to `sync` on a path
+//! only some threads take, two tiles made from one array (handles are `Copy`, so a
+//! second `tile()` starts a new phase sequence), a slot never written — gives
+//! unspecified values (a 64-bit value may mix the halves of two stores) or a hang,
+//! never a data race or a read of an invalid value. What the phases add is that in
+//! code every thread of the block runs alike, using one tile per array, every read
+//! sees exactly the value its owner stored before the barrier: the values are
+//! determined. See `docs/SOUNDNESS.md` for the barrier policy.
+//!
+//! Static arrays are at most [`STATIC_SHARED_MAX_BYTES`] (a compile-time check in
+//! [`static_shared!`](crate::static_shared)), so their PTX declarations are exact.
+//! A [`DynamicShared`] length comes from `%dynamic_smem_size`, the bytes the
+//! launch actually allocated (the driver refuses a launch asking for more than the
+//! kernel's limit, which the runtime checks against the device before launching).
 
 use core::marker::PhantomData;
 
@@ -193,7 +205,7 @@ impl<T, const N: usize> core::fmt::Debug for SharedArray<T, N> {
 )]
 macro_rules! static_shared {
     ($name:ident : [$t:ty; $n:expr]) => {{
-        const __XLOG_LEN: usize = $n;
+        const __XLOG_LEN: usize = $crate::shared::__static_len::<$t>($n);
         #[cfg(target_arch = "nvptx64")]
         $crate::__core::arch::global_asm!(
             $crate::__core::concat!(
@@ -226,6 +238,28 @@ macro_rules! static_shared {
         // aligned for `__XLOG_LEN` values of the element type.
         unsafe { $crate::shared::SharedArray::<$t, __XLOG_LEN>::__from_shared_ptr(__xlog_ptr) }
     }};
+}
+
+/// The most bytes one [`static_shared!`](crate::static_shared) array may hold:
+/// 48 KiB (`0xc000`), the static shared memory ptxas accepts per kernel.
+pub const STATIC_SHARED_MAX_BYTES: usize = 0xc000;
+
+/// `n`, after checking at compile time that `n` `T`s fit in
+/// [`STATIC_SHARED_MAX_BYTES`].
+///
+/// The limit is not only ptxas's: PTX sizes are 32-bit in ptxas and the driver, so
+/// an array of 2^32 bytes or more would be declared modulo 2^32, smaller than the
+/// length a tile bounds-checks against.
+#[doc(hidden)]
+pub const fn __static_len<T>(n: usize) -> usize {
+    match core::mem::size_of::<T>().checked_mul(n) {
+        Some(bytes) if bytes <= STATIC_SHARED_MAX_BYTES => n,
+        _ => panic!(
+            "a `static_shared!` array may hold at most 48 KiB (0xc000 bytes, the static shared \
+             memory of a kernel); use `DynamicShared` with the kernel's `shared = ..` setting \
+             for more"
+        ),
+    }
 }
 
 #[doc(hidden)]
@@ -383,8 +417,9 @@ pub enum Reading {}
 ///
 /// # Soundness
 ///
-/// See the module docs: every access is a relaxed atomic on an in-bounds slot, so no
-/// use of a tile is a data race; the phases make the values deterministic in
+/// See the module docs: every access is a relaxed atomic of 4-byte words of an
+/// in-bounds slot, so no use of a tile is a data race, even against a tile of
+/// another type over the same bytes; the phases make the values deterministic in
 /// uniform code. A tile is `!Send`, `!Sync` and not `Clone`: each thread keeps its
 /// own, in one phase at a time.
 pub struct Tile<T: Shuffle, Phase> {
@@ -437,8 +472,9 @@ impl<T: Shuffle> Tile<T, Writing> {
     #[track_caller]
     pub fn set(&mut self, i: LocalIndex, v: T) {
         let p = self.slot(i.get());
-        // SAFETY: `p` is an in-bounds slot of a shared array aligned for `T`, and
-        // every access to tile memory is atomic.
+        // SAFETY: `p` is an in-bounds slot of a shared array aligned for `T` (so to
+        // 4 bytes), and every safe access to shared memory is a 4-byte atomic on an
+        // aligned word.
         unsafe { store_word(p, v) }
     }
 
@@ -492,42 +528,52 @@ impl<T: Shuffle, P> core::fmt::Debug for Tile<T, P> {
     }
 }
 
-/// A relaxed atomic load of a 32- or 64-bit number.
+/// A relaxed atomic load of a 32- or 64-bit number, as 32-bit words.
+///
+/// Every shared-memory access safe code can reach goes through this function and
+/// [`store_word`], and each is one or two relaxed atomic accesses of a 4-byte word at
+/// a 4-byte-aligned address: two of them either cover the same bytes or none, so no
+/// pair of unsynchronised accesses can partially overlap (which Rust's and PTX's
+/// memory models would make a data race). A 64-bit value is two words, low word
+/// first; a value read while another thread writes it may mix the halves of two
+/// stores, which is still a valid number of every `Shuffle` type.
 ///
 /// # Safety
 ///
-/// 1. `p` is valid for reads and writes of `T` and aligned for it;
-/// 2. every concurrent access to `*p` is atomic.
+/// 1. `p` is valid for reads and writes of `T` and aligned to 4 bytes;
+/// 2. every concurrent access to the bytes of `*p` is a 4-byte atomic on a word
+///    that `p` is split into.
 #[inline(always)]
 pub(crate) unsafe fn load_word<T: Shuffle>(p: *mut T) -> T {
-    use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-    if T::__WIDE {
-        // SAFETY: obligations 1 and 2; `T` is 8 bytes, aligned to 8.
-        let b = unsafe { AtomicU64::from_ptr(p.cast::<u64>()) }.load(Relaxed);
-        T::__from_bits(b as u32, (b >> 32) as u32)
+    use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    let words = p.cast::<u32>();
+    // SAFETY: obligations 1 and 2; the first word of `T` is 4 bytes, aligned to 4.
+    let lo = unsafe { AtomicU32::from_ptr(words) }.load(Relaxed);
+    let hi = if T::__WIDE {
+        // SAFETY: as above; `T` is 8 bytes, so the second word is inside it.
+        unsafe { AtomicU32::from_ptr(words.add(1)) }.load(Relaxed)
     } else {
-        // SAFETY: obligations 1 and 2; `T` is 4 bytes, aligned to 4.
-        let b = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.load(Relaxed);
-        T::__from_bits(b, 0)
-    }
+        0
+    };
+    T::__from_bits(lo, hi)
 }
 
-/// A relaxed atomic store of a 32- or 64-bit number.
+/// A relaxed atomic store of a 32- or 64-bit number, as 32-bit words (see
+/// [`load_word`]).
 ///
 /// # Safety
 ///
 /// As [`load_word`].
 #[inline(always)]
 pub(crate) unsafe fn store_word<T: Shuffle>(p: *mut T, v: T) {
-    use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+    use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
     let (lo, hi) = v.__to_bits();
+    let words = p.cast::<u32>();
+    // SAFETY: obligations 1 and 2; the first word of `T` is 4 bytes, aligned to 4.
+    unsafe { AtomicU32::from_ptr(words) }.store(lo, Relaxed);
     if T::__WIDE {
-        // SAFETY: obligations 1 and 2; `T` is 8 bytes, aligned to 8.
-        unsafe { AtomicU64::from_ptr(p.cast::<u64>()) }
-            .store(lo as u64 | (hi as u64) << 32, Relaxed)
-    } else {
-        // SAFETY: obligations 1 and 2; `T` is 4 bytes, aligned to 4.
-        unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.store(lo, Relaxed)
+        // SAFETY: as above; `T` is 8 bytes, so the second word is inside it.
+        unsafe { AtomicU32::from_ptr(words.add(1)) }.store(hi, Relaxed);
     }
 }
 
@@ -561,6 +607,43 @@ mod tests {
         };
         w.set(local_witness(0), -3);
         assert_eq!(words[0] as i32, -3);
+    }
+
+    #[test]
+    fn wide_slots_are_two_words_low_first() {
+        let mut words = [0u32; 4];
+        let mut t: Tile<u64, Writing> = Tile {
+            ptr: words.as_mut_ptr().cast::<u64>(),
+            len: 2,
+            _phase: PhantomData,
+        };
+        t.set(local_witness(1), 0x1122_3344_5566_7788);
+        assert_eq!(words, [0, 0, 0x5566_7788, 0x1122_3344]);
+        words[0] = 0xdead_beef;
+        words[1] = 0xffff_ffff;
+        // SAFETY: `words` holds two `u64`s' worth of aligned words, used by this
+        // thread only.
+        let v = unsafe { load_word(words.as_mut_ptr().cast::<i64>()) };
+        assert_eq!(v, -0x2152_4111);
+    }
+
+    #[test]
+    fn static_arrays_up_to_48_kib_are_accepted() {
+        assert_eq!(__static_len::<u32>(STATIC_SHARED_MAX_BYTES / 4), 0x3000);
+        assert_eq!(__static_len::<u64>(0), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "at most 48 KiB")]
+    fn a_static_array_past_48_kib_is_refused() {
+        __static_len::<u32>(STATIC_SHARED_MAX_BYTES / 4 + 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "at most 48 KiB")]
+    fn a_static_array_whose_size_overflows_is_refused() {
+        // 2^61 + 1 eight-byte elements are 2^64 + 8 bytes, which wraps to 8.
+        __static_len::<u64>((1 << 61) + 1);
     }
 
     #[test]
