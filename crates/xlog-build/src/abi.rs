@@ -16,6 +16,10 @@
 //! build with [`Error::AbiMismatch`], before a launch could make the driver copy the
 //! wrong bytes. The layout digests are compared later, by the launcher, against its
 //! own descriptor.
+//!
+//! The same pass checks the module's static shared memory ([`check_shared_sizes`]):
+//! ptxas and the driver keep its sizes in 32 bits, so a declaration, or the sum of
+//! them, of 2^32 bytes or more would wrap under a tile's bounds check.
 
 use xlog_device::abi::{HeaderAbi, ParamAbi, ParamKind};
 
@@ -65,9 +69,12 @@ pub(crate) struct PtxEntry {
 /// descriptor words, after checking each descriptor against its entry's parameters.
 ///
 /// Fails with [`Error::InvalidAbiDescriptor`] for a descriptor that cannot be read
-/// or has no entry point, and with [`Error::AbiMismatch`] where an entry does not
-/// take the parameters its descriptor promises.
+/// or has no entry point, with [`Error::AbiMismatch`] where an entry does not take
+/// the parameters its descriptor promises, and with [`Error::Unexpected`] when the
+/// module's static shared memory does not fit 32-bit sizes (see
+/// [`check_shared_sizes`]).
 pub fn kernel_abis(ptx: &str) -> Result<Vec<KernelAbi>, Error> {
+    check_shared_sizes(ptx)?;
     let entries = ptx_entry_params(ptx)?;
     let descriptors = ptx_descriptors(ptx)?;
     for (kernel, _) in &descriptors {
@@ -99,6 +106,111 @@ pub fn kernel_abis(ptx: &str) -> Result<Vec<KernelAbi>, Error> {
             })
         })
         .collect()
+}
+
+/// The bound on static shared memory sizes: ptxas and the driver keep them in 32
+/// bits, so a larger declaration would silently wrap.
+pub(crate) const SHARED_BYTES_LIMIT: u64 = 1 << 32;
+
+/// Checks that every sized `.shared` declaration of `ptx`, and all of them together
+/// (each with its alignment as padding), stay below [`SHARED_BYTES_LIMIT`].
+///
+/// ptxas and the driver take a static array's size modulo 2^32, so an array of
+/// 2^32 + 16 bytes would get 16 while safe code bounds-checks against the length
+/// Rust gave it. `static_shared!` already caps each array at 48 KiB; this check
+/// covers what a cap per array cannot: enough arrays to sum past 2^32, and
+/// declarations from elsewhere. The unsized `.extern .shared` array of dynamic
+/// shared memory is skipped.
+pub(crate) fn check_shared_sizes(ptx: &str) -> Result<(), Error> {
+    let too_large = |what: String| Error::Unexpected {
+        message: format!(
+            "{what}, but ptxas and the driver keep shared memory sizes in 32 bits (a larger \
+             size would wrap and leave bounds checks unsound); static shared memory is limited \
+             to 48 KiB per kernel: keep `static_shared!` arrays small and use `DynamicShared` \
+             for more"
+        ),
+    };
+    let mut total: u64 = 0;
+    for statement in ptx.lines().flat_map(|line| strip_comment(line).split(';')) {
+        let decl = statement.split('=').next().unwrap_or("");
+        let tokens: Vec<&str> = decl.split_whitespace().collect();
+        if tokens.first() == Some(&".param") || !tokens.contains(&".shared") {
+            continue;
+        }
+        // Qualifiers (`.align 4` included), then the variables, comma-separated:
+        // `.shared .align 4 .b8 a[4], b[8]`.
+        let mut align = 1;
+        let mut lanes = 1;
+        let mut element = None;
+        let mut rest = tokens.iter();
+        let mut names = String::new();
+        while let Some(&t) = rest.next() {
+            match t {
+                ".align" => {
+                    align = rest
+                        .next()
+                        .and_then(|a| a.parse().ok())
+                        .ok_or_else(|| unreadable_shared(statement))?
+                }
+                ".shared" | ".extern" | ".visible" | ".weak" | ".common" => {}
+                ".v2" => lanes = 2,
+                ".v4" => lanes = 4,
+                ".v8" => lanes = 8,
+                ty if ty.starts_with('.') => {
+                    element = Some(type_bytes(ty).ok_or_else(|| unreadable_shared(statement))?)
+                }
+                first => {
+                    names = core::iter::once(first)
+                        .chain(rest.by_ref().copied())
+                        .collect();
+                }
+            }
+        }
+        let element = element.ok_or_else(|| unreadable_shared(statement))?;
+        for name in names.split(',').filter(|n| !n.is_empty()) {
+            let (symbol, dims) = match name.split_once('[') {
+                Some((symbol, dims)) => (symbol, Some(dims)),
+                None => (name, None),
+            };
+            let mut bytes = (element * lanes) as u128;
+            if let Some(dims) = dims {
+                // `x[]` is the unsized dynamic array; `x[2][3]` has two dimensions.
+                if dims == "]" {
+                    continue;
+                }
+                for dim in format!("[{dims}").split('[').skip(1) {
+                    let n: u128 = dim
+                        .trim()
+                        .strip_suffix(']')
+                        .and_then(|d| d.trim().parse().ok())
+                        .ok_or_else(|| unreadable_shared(statement))?;
+                    bytes = bytes.saturating_mul(n);
+                }
+            }
+            if bytes >= SHARED_BYTES_LIMIT as u128 {
+                return Err(too_large(format!(
+                    "the shared array `{symbol}` in the PTX is {bytes} bytes"
+                )));
+            }
+            total = total.saturating_add(bytes as u64 + align);
+            if total >= SHARED_BYTES_LIMIT {
+                return Err(too_large(format!(
+                    "the module's static shared arrays sum to {total} bytes or more (with \
+                     alignment) by `{symbol}`"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn unreadable_shared(statement: &str) -> Error {
+    Error::Unexpected {
+        message: format!(
+            "could not read the shared memory declaration `{}` in the PTX",
+            statement.trim()
+        ),
+    }
 }
 
 /// Decodes a descriptor into its parameters, validating the header.
@@ -796,5 +908,85 @@ mod tests {
             matches!(&err, Error::InvalidAbiDescriptor { kernel, .. } if kernel == "gone"),
             "{err}"
         );
+    }
+
+    const SHARED_ERROR: &str = "keep shared memory sizes in 32 bits";
+
+    fn shared_error(ptx: &str) -> String {
+        match check_shared_sizes(ptx) {
+            Err(Error::Unexpected { message }) => message,
+            other => panic!("expected a shared-size error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn shared_declarations_below_four_gib_pass() {
+        let ptx = "\
+.shared .align 4 .b8 __xlog_shared_k_TILE_1_1[4224];
+.extern .shared .align 16 .b8 __xlog_dynamic_shared[];
+.shared .align 8 .b8 a[264], b[4294960000]; // two in one declaration
+.visible .entry k(
+\t.param .u64 .ptr .shared .align 4 k_param_0
+)
+{
+\tcvta.shared.u64 %rd1, __xlog_shared_k_TILE_1_1;
+\tld.shared.u32 %r1, [a];
+}
+";
+        check_shared_sizes(ptx).unwrap();
+        kernel_abis(ptx).unwrap();
+    }
+
+    #[test]
+    fn a_shared_array_of_four_gib_or_more_fails_the_build() {
+        // What `static_shared!(BIG: [u32; (1 << 30) + 4])` printed before its
+        // 48 KiB cap: ptxas would keep 16 bytes.
+        let ptx = ".shared .align 4 .b8 __xlog_shared_k_BIG_3_9[4294967312];\n";
+        let message = shared_error(ptx);
+        assert!(message.contains("`__xlog_shared_k_BIG_3_9`"), "{message}");
+        assert!(message.contains("4294967312 bytes"), "{message}");
+        assert!(message.contains(SHARED_ERROR), "{message}");
+        assert!(matches!(kernel_abis(ptx), Err(Error::Unexpected { .. })));
+        let dims = ".shared .align 8 .u64 m[65536][8192];";
+        assert!(shared_error(dims).contains("`m`"));
+        let vector = "\t.shared .align 16 .v4 .u32 v[268435456];";
+        assert!(shared_error(vector).contains("`v`"));
+    }
+
+    #[test]
+    fn shared_arrays_summing_to_four_gib_fail_the_build() {
+        let ptx = "\
+.shared .align 4 .b8 a[2147483656];
+.shared .align 4 .b8 b[2147483656];
+";
+        let message = shared_error(ptx);
+        assert!(
+            message.contains("sum to") && message.contains("`b`"),
+            "{message}"
+        );
+        let listed = ".shared .align 4 .b8 a[2147483656], b[2147483656];";
+        assert!(shared_error(listed).contains("`b`"));
+        // Alignment padding counts: these sizes alone sum to 2^32 - 2.
+        let padded = ".shared .align 4 .b8 a[2147483647];\n.shared .align 4 .b8 b[2147483647];";
+        assert!(shared_error(padded).contains("sum to"));
+    }
+
+    #[test]
+    fn an_unreadable_shared_declaration_fails_the_build() {
+        for ptx in [
+            ".shared .align 4 .b8 x[N];",
+            ".shared .align .b8 x[4];",
+            ".shared .align 4 y[4];",
+        ] {
+            match check_shared_sizes(ptx) {
+                Err(Error::Unexpected { message }) => {
+                    assert!(
+                        message.contains("could not read the shared memory"),
+                        "{message}"
+                    )
+                }
+                other => panic!("{ptx}: {other:?}"),
+            }
+        }
     }
 }
