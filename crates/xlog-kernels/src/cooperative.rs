@@ -8,6 +8,7 @@
 //! | `block_sum_{u64,f32,f64}` | a block reduction, written `per block` by the block's leader |
 //! | [`warp_sum_u32`] | a warp reduction, written `per warp` by the warp's leader |
 //! | [`block_reverse_f32`] | a shared-memory tile: write phase, barrier, read phase |
+//! | [`block_reverse_u64`] | the same through dynamic shared memory |
 //! | [`select_odd_u32`] | stream compaction: block ranks, one atomic reservation per block |
 //! | [`block_collectives_u32`], [`warp_collectives_u64`] | each collective, value by value (for the GPU suite) |
 
@@ -105,6 +106,22 @@ pub fn block_reverse_f32(x: &[f32], out: &mut [f32]) {
     let t = thread::local_index();
     let mut tile = xlog::device::static_shared!(REVERSE: [f32; 256]).tile();
     tile.set(t, if i < x.len() { x[i] } else { 0.0 });
+    let tile = tile.sync();
+    let v = tile.get(255 - t.get());
+    if let Some(o) = out.get_mut(i) {
+        *o = v;
+    }
+}
+
+/// [`block_reverse_f32`] for `u64`, through the launch's dynamic shared memory
+/// (`shared = 2048`: 256 slots), whose 64-bit slots are stored and loaded as two
+/// 32-bit words.
+#[xlog_kernel(read(x), write(out), block = 256, shared = 2048)]
+pub fn block_reverse_u64(x: &[u64], out: &mut [u64]) {
+    let i = thread::index_1d();
+    let t = thread::local_index();
+    let mut tile = xlog::device::shared::DynamicShared::<u64>::get().tile();
+    tile.set(t, if i < x.len() { x[i] } else { 0 });
     let tile = tile.sync();
     let v = tile.get(255 - t.get());
     if let Some(o) = out.get_mut(i) {

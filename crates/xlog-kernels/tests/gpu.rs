@@ -486,6 +486,30 @@ mod cooperative {
     }
 
     #[test]
+    fn dynamic_tile_reverses_u64s_in_each_block() {
+        let rt = gpu_runtime();
+        let s = rt.stream().unwrap();
+        for n in SIZES.into_iter().filter(|&n| n > 0 && within_cap(n)) {
+            // Both halves of every value differ from every other value's.
+            let x: Vec<u64> = data::<u64>(n as u64 + 5, n)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| v ^ ((i as u64) << 32 | i as u64))
+                .collect();
+            let xb = rt.upload_on(&s, &x).unwrap();
+            let mut out = rt.upload_on(&s, &vec![u64::MAX; n]).unwrap();
+            k::block_reverse_u64::launch(&s, k::block_reverse_u64::config(n), &xb, &mut out)
+                .unwrap();
+            let got = out.download(&s).unwrap();
+            for (i, &g) in got.iter().enumerate() {
+                let mirror = i / 256 * 256 + 255 - i % 256;
+                let want = if mirror < n { x[mirror] } else { 0 };
+                assert_eq!(g, want, "n = {n}, at {i}");
+            }
+        }
+    }
+
+    #[test]
     fn compaction_keeps_the_odd_elements_and_counts_them_on_the_device() {
         let rt = gpu_runtime();
         let s = rt.stream().unwrap();

@@ -1,6 +1,6 @@
 //! CI check (no GPU): the embedded module defines every elementwise kernel for
-//! every element type and every cooperative and single-pass kernel, and `ptxas` validates it for
-//! sm_80 and sm_90 without spills.
+//! every element type and every cooperative and single-pass kernel, `ptxas` validates it for
+//! sm_80 and sm_90 without spills, and every shared-memory access in it is a 32-bit word.
 
 use xlog_kernels::MODULE;
 
@@ -16,6 +16,7 @@ const COOPERATIVE: &[&str] = &[
     "block_sum_f64",
     "warp_sum_u32",
     "block_reverse_f32",
+    "block_reverse_u64",
     "select_odd_u32",
     "block_collectives_u32",
     "warp_collectives_u64",
@@ -85,6 +86,7 @@ fn every_launcher_agrees_with_the_device_build() {
         c::block_sum_f64::check_abi,
         c::warp_sum_u32::check_abi,
         c::block_reverse_f32::check_abi,
+        c::block_reverse_u64::check_abi,
         c::select_odd_u32::check_abi,
         c::block_collectives_u32::check_abi,
         c::warp_collectives_u64::check_abi,
@@ -106,4 +108,177 @@ fn every_launcher_agrees_with_the_device_build() {
         OPS.len() * TYPES.len() + COOPERATIVE.len(),
         MODULE.kernels().len()
     );
+}
+
+/// A function's name and its instructions, each an opcode and its operands.
+type Function = (String, Vec<(String, Vec<String>)>);
+
+/// The shared-memory accesses of `ptx`, as `(function, instruction)`: loads, stores
+/// and atomics in the `.shared` state space, or through a generic address derived
+/// (by register arithmetic within the function) from `cvta.shared` or a `.shared`
+/// symbol. xlog's tiles and collectives reach shared memory through generic
+/// addresses that `cvta.shared` produced, so those are what this finds.
+fn shared_accesses(ptx: &str) -> Vec<(String, String)> {
+    let symbols: Vec<&str> = ptx
+        .lines()
+        .filter(|l| l.split_whitespace().any(|t| t == ".shared") && !l.trim().starts_with(".param"))
+        .filter_map(|l| l.split(';').next()?.split_whitespace().last())
+        .map(|name| name.split('[').next().unwrap_or(name))
+        .collect();
+    let mut functions: Vec<Function> = Vec::new();
+    for line in ptx.lines() {
+        let line = line.split("//").next().unwrap_or("").trim();
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        if let Some(at) = tokens.iter().position(|t| *t == ".entry" || *t == ".func") {
+            let name = tokens[at + 1..]
+                .iter()
+                .find(|t| !t.starts_with('('))
+                .map_or("", |t| t.split('(').next().unwrap_or(t));
+            functions.push((name.to_string(), Vec::new()));
+            continue;
+        }
+        let Some((_, body)) = functions.last_mut() else {
+            continue;
+        };
+        let instruction = line.trim_start_matches('{').trim_end_matches('}').trim();
+        let instruction = match instruction.strip_prefix('@') {
+            Some(guarded) => guarded.split_once(' ').map_or("", |(_, rest)| rest.trim()),
+            None => instruction,
+        };
+        let instruction = instruction.trim_end_matches(';');
+        if instruction.is_empty() || instruction.starts_with('.') || instruction.ends_with(':') {
+            continue;
+        }
+        let (opcode, operands) = instruction
+            .split_once(char::is_whitespace)
+            .unwrap_or((instruction, ""));
+        let operands = operands.split(',').map(|o| o.trim().to_string()).collect();
+        body.push((opcode.to_string(), operands));
+    }
+    let mut found = Vec::new();
+    for (function, body) in &functions {
+        let mut tainted: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        loop {
+            let before = tainted.len();
+            for (opcode, operands) in body {
+                let Some(dest) = operands.first().filter(|d| d.starts_with("%rd")) else {
+                    continue;
+                };
+                let memory = ["ld.", "st.", "atom.", "red.", "setp."]
+                    .iter()
+                    .any(|p| opcode.starts_with(p));
+                let source = opcode.starts_with("cvta.shared")
+                    || operands[1..]
+                        .iter()
+                        .any(|o| tainted.contains(o.as_str()) || symbols.contains(&o.as_str()));
+                if !memory && source {
+                    tainted.insert(dest.as_str());
+                }
+            }
+            if tainted.len() == before {
+                break;
+            }
+        }
+        for (opcode, operands) in body {
+            if !["ld.", "st.", "atom.", "red."]
+                .iter()
+                .any(|p| opcode.starts_with(p))
+            {
+                continue;
+            }
+            let other_space = [".global", ".local", ".param", ".const"]
+                .iter()
+                .any(|s| opcode.contains(s));
+            let through_shared = operands.iter().any(|o| {
+                o.strip_prefix('[').is_some_and(|a| {
+                    let base = a.split(['+', ']']).next().unwrap_or("").trim();
+                    tainted.contains(base) || symbols.contains(&base)
+                })
+            });
+            if opcode.contains(".shared") || (through_shared && !other_space) {
+                found.push((
+                    function.clone(),
+                    format!("{opcode} {}", operands.join(", ")),
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// Whether a memory instruction moves one 32-bit word.
+fn is_one_word(instruction: &str) -> bool {
+    let opcode = instruction.split_whitespace().next().unwrap_or("");
+    let width = opcode.rsplit('.').next().unwrap_or("");
+    !opcode.contains(".v2")
+        && !opcode.contains(".v4")
+        && !opcode.contains(".v8")
+        && ["b32", "u32", "s32", "f32"].contains(&width)
+}
+
+/// Safe code's shared-memory accesses (tiles, collectives) must all be relaxed
+/// atomics of one size, 4-byte words: two unsynchronised atomics that partially
+/// overlap (a `u64` store over a `u32` one) are a data race. A 64-bit or vector
+/// access to shared memory reintroduced anywhere in the module fails here.
+#[test]
+fn every_shared_memory_access_is_a_32_bit_word() {
+    let accesses = shared_accesses(MODULE.ptx());
+    // The analysis sees the accesses it guards: 64-bit tiles (static and dynamic),
+    // 64-bit collectives and the look-back scans' ticket broadcast.
+    for kernel in [
+        "block_reverse_f32",
+        "block_reverse_u64",
+        "block_sum_u64",
+        "warp_collectives_u64",
+        "inclusive_scan_u64",
+        "transpose_f64",
+    ] {
+        let n = accesses.iter().filter(|(f, _)| f == kernel).count();
+        if kernel == "warp_collectives_u64" {
+            assert_eq!(n, 0, "warp collectives use no shared memory");
+        } else {
+            assert!(n >= 2, "{kernel}: found {n} shared accesses");
+        }
+    }
+    let wide: Vec<_> = accesses.iter().filter(|(_, i)| !is_one_word(i)).collect();
+    assert!(
+        wide.is_empty(),
+        "shared-memory accesses wider than one 32-bit word: {wide:#?}"
+    );
+}
+
+#[test]
+fn the_shared_access_check_catches_a_64_bit_access() {
+    let ptx = "\
+.shared .align 8 .b8 S[64];
+.visible .entry k(
+\t.param .u64 k_param_0
+)
+{
+\t// begin inline asm
+\tcvta.shared.u64 %rd1, S;
+\t// end inline asm
+\tshl.b64 %rd2, %rd3, 3;
+\tadd.s64 %rd4, %rd1, %rd2;
+\t@%p1 st.relaxed.sys.b32 [%rd4], %r1;
+\tld.relaxed.sys.b64 %rd5, [%rd4+8];
+\tld.global.b64 %rd6, [%rd7];
+\tst.shared.v2.u32 [S], {%r1, %r2};
+}
+";
+    let accesses = shared_accesses(ptx);
+    let found: Vec<&str> = accesses.iter().map(|(_, i)| i.as_str()).collect();
+    assert_eq!(
+        found,
+        [
+            "st.relaxed.sys.b32 [%rd4], %r1",
+            "ld.relaxed.sys.b64 %rd5, [%rd4+8]",
+            "st.shared.v2.u32 [S], {%r1, %r2}",
+        ]
+    );
+    assert_eq!(
+        found.iter().map(|i| is_one_word(i)).collect::<Vec<_>>(),
+        [true, false, false]
+    );
+    assert!(accesses.iter().all(|(f, _)| f == "k"));
 }
