@@ -43,8 +43,21 @@
 //! }
 //! ```
 //!
-//! Reading before the barrier, writing a slot by a plain number, or writing in a
-//! read phase does not compile (there is no `get` on a write phase, `set` takes a
+//! A tile's *layout* fixes which witness names a slot in its write phases, so that
+//! one tile never mixes two ways of handing out slots:
+//!
+//! - [`Linear`] (the default, from `tile()`): slot `s` belongs to thread
+//!   `s mod blockDim.x`, named by a [`LocalIndex`];
+//! - [`Padded<TILE>`](Padded) (from `padded_tile::<TILE>()`): the `TILE × (TILE + 1)`
+//!   staging tile of a transpose, whose slots are named only by the
+//!   [`PaddedSlot<TILE>`](crate::transpose::PaddedSlot)s of
+//!   [`TransposeTile::loads`](crate::transpose::TransposeTile::loads). A padded slot
+//!   `r·(TILE + 1) + c` belongs to the thread that loads item `r·TILE + c`, not to
+//!   thread `(r·(TILE + 1) + c) mod blockDim.x`, so it is not a `LocalIndex`.
+//!
+//! Reading before the barrier, writing a slot by a plain number, writing in a
+//! read phase, or writing a padded tile by `LocalIndex` (or a linear one by
+//! `PaddedSlot`) does not compile (there is no `get` on a write phase, `set` takes a
 //! `LocalIndex`, there is no `set` on a read phase); a tile is neither `Copy` nor
 //! `Clone`, so an old phase cannot be kept.
 //!
@@ -80,6 +93,7 @@
 use core::marker::PhantomData;
 
 use crate::thread::LocalIndex;
+use crate::transpose::PaddedSlot;
 use crate::warp::Shuffle;
 
 #[cfg(target_arch = "nvptx64")]
@@ -170,14 +184,32 @@ impl<T, const N: usize> SharedArray<T, N> {
 }
 
 impl<T: Shuffle, const N: usize> SharedArray<T, N> {
-    /// The array as a [`Tile`] in its write phase (see the module docs).
+    /// The array as a [`Tile`] in its write phase, slots named by [`LocalIndex`]
+    /// (see the module docs).
     #[inline(always)]
     pub fn tile(self) -> Tile<T, Writing> {
-        Tile {
-            ptr: self.ptr,
-            len: N,
-            _phase: PhantomData,
-        }
+        Tile::new(self.ptr, N)
+    }
+
+    /// The array as the padded staging [`Tile`] of a `TILE × TILE` transpose, in its
+    /// write phase: slots named by the [`PaddedSlot<TILE>`](PaddedSlot)s of
+    /// [`TransposeTile::loads`](crate::transpose::TransposeTile::loads) only. `N`
+    /// must be at least `TILE · (TILE + 1)`
+    /// ([`TransposeTile::SLOTS`](crate::transpose::TransposeTile::SLOTS)), checked
+    /// when the call is compiled to code:
+    ///
+    /// ```compile_fail
+    /// let _ = xlog_device::static_shared!(S: [u32; 32 * 32]).padded_tile::<32>();
+    /// ```
+    #[inline(always)]
+    pub fn padded_tile<const TILE: usize>(self) -> Tile<T, Writing, Padded<TILE>> {
+        const {
+            assert!(
+                TILE > 0 && N / TILE > TILE,
+                "a padded transpose tile needs `TILE * (TILE + 1)` slots"
+            )
+        };
+        Tile::new(self.ptr, N)
     }
 }
 
@@ -384,14 +416,18 @@ impl<T> DynamicShared<T> {
 
 impl<T: Shuffle> DynamicShared<T> {
     /// The launch's dynamic shared memory as a [`Tile`] of `len()` slots in its write
-    /// phase (see the module docs).
+    /// phase, slots named by [`LocalIndex`] (see the module docs).
     #[inline(always)]
     pub fn tile(self) -> Tile<T, Writing> {
-        Tile {
-            ptr: self.ptr,
-            len: self.len,
-            _phase: PhantomData,
-        }
+        Tile::new(self.ptr, self.len)
+    }
+
+    /// The launch's dynamic shared memory as the padded staging [`Tile`] of a
+    /// `TILE × TILE` transpose (see [`SharedArray::padded_tile`]); a slot past
+    /// `len()` panics when stored or read.
+    #[inline(always)]
+    pub fn padded_tile<const TILE: usize>(self) -> Tile<T, Writing, Padded<TILE>> {
+        Tile::new(self.ptr, self.len)
     }
 }
 
@@ -412,23 +448,86 @@ pub enum Writing {}
 #[derive(Debug)]
 pub enum Reading {}
 
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Linear {}
+    impl<const TILE: usize> Sealed for super::Padded<TILE> {}
+}
+
+/// How the slots of a [`Tile`] are handed out to the threads of its block in a write
+/// phase: the witness type that names them. Implemented by [`Linear`] and
+/// [`Padded`] only.
+pub trait Layout: sealed::Sealed {
+    /// The witness naming a slot this thread owns in a write phase.
+    type Slot;
+
+    #[doc(hidden)]
+    fn __index(slot: Self::Slot) -> usize;
+}
+
+/// The layout of `tile()`: slot `s` belongs to thread `s mod blockDim.x`, named by
+/// its [`LocalIndex`] (`thread::local_index()`, `thread::block_stride(len)`).
+#[derive(Debug)]
+pub enum Linear {}
+
+impl Layout for Linear {
+    type Slot = LocalIndex;
+
+    #[inline(always)]
+    fn __index(slot: LocalIndex) -> usize {
+        slot.get()
+    }
+}
+
+/// The layout of `padded_tile::<TILE>()`: the `TILE` rows of `TILE + 1` slots a
+/// transpose stages a tile in, slot `r·(TILE + 1) + c` belonging to the thread that
+/// loads item `r·TILE + c` of the tile, named by its [`PaddedSlot<TILE>`](PaddedSlot)
+/// from [`TransposeTile::loads`](crate::transpose::TransposeTile::loads).
+#[derive(Debug)]
+pub enum Padded<const TILE: usize> {}
+
+impl<const TILE: usize> Layout for Padded<TILE> {
+    type Slot = PaddedSlot<TILE>;
+
+    #[inline(always)]
+    fn __index(slot: PaddedSlot<TILE>) -> usize {
+        slot.get()
+    }
+}
+
 /// A block's shared array of 32- or 64-bit numbers (`u32`, `i32`, `f32`, `u64`,
-/// `i64`, `f64`), used in phases: see the module docs.
+/// `i64`, `f64`), used in phases, its slots handed out by its [`Layout`] `L`: see
+/// the module docs.
 ///
 /// # Soundness
 ///
 /// See the module docs: every access is a relaxed atomic of 4-byte words of an
 /// in-bounds slot, so no use of a tile is a data race, even against a tile of
 /// another type over the same bytes; the phases make the values deterministic in
-/// uniform code. A tile is `!Send`, `!Sync` and not `Clone`: each thread keeps its
-/// own, in one phase at a time.
-pub struct Tile<T: Shuffle, Phase> {
+/// uniform code, and the layout keeps one tile's write phase to one kind of slot
+/// witness, each held by one thread of the block. A tile is `!Send`, `!Sync` and
+/// not `Clone`: each thread keeps its own, in one phase at a time.
+pub struct Tile<T: Shuffle, Phase, L: Layout = Linear> {
     ptr: *mut T,
     len: usize,
-    _phase: PhantomData<(*const Phase, T)>,
+    _phase: PhantomData<(*const Phase, T, L)>,
 }
 
-impl<T: Shuffle, P> Tile<T, P> {
+impl<T: Shuffle, L: Layout> Tile<T, Writing, L> {
+    /// A write phase over `len` slots at `ptr`, which the callers take from a
+    /// [`SharedArray`] or [`DynamicShared`] handle (so the slots lie in a shared
+    /// array aligned for `T`).
+    #[inline(always)]
+    fn new(ptr: *mut T, len: usize) -> Self {
+        Tile {
+            ptr,
+            len,
+            _phase: PhantomData,
+        }
+    }
+}
+
+impl<T: Shuffle, P, L: Layout> Tile<T, P, L> {
     /// Number of slots.
     #[inline(always)]
     pub fn len(&self) -> usize {
@@ -462,16 +561,17 @@ fn tile_out_of_bounds(len: usize, i: usize) -> ! {
     )
 }
 
-impl<T: Shuffle> Tile<T, Writing> {
-    /// Stores `v` into slot `i`, which this thread owns.
+impl<T: Shuffle, L: Layout> Tile<T, Writing, L> {
+    /// Stores `v` into slot `i`, which this thread owns: a [`LocalIndex`] for a
+    /// [`Linear`] tile, a [`PaddedSlot`] for a [`Padded`] one.
     ///
     /// # Panics
     ///
     /// When `i >= len()`.
     #[inline(always)]
     #[track_caller]
-    pub fn set(&mut self, i: LocalIndex, v: T) {
-        let p = self.slot(i.get());
+    pub fn set(&mut self, i: L::Slot, v: T) {
+        let p = self.slot(L::__index(i));
         // SAFETY: `p` is an in-bounds slot of a shared array aligned for `T` (so to
         // 4 bytes), and every safe access to shared memory is a 4-byte atomic on an
         // aligned word.
@@ -482,7 +582,7 @@ impl<T: Shuffle> Tile<T, Writing> {
     /// every store of the write phase is then visible to every thread of the block.
     /// Every thread of the block must call it.
     #[inline(always)]
-    pub fn sync(self) -> Tile<T, Reading> {
+    pub fn sync(self) -> Tile<T, Reading, L> {
         crate::barrier::sync_threads();
         Tile {
             ptr: self.ptr,
@@ -492,7 +592,7 @@ impl<T: Shuffle> Tile<T, Writing> {
     }
 }
 
-impl<T: Shuffle> Tile<T, Reading> {
+impl<T: Shuffle, L: Layout> Tile<T, Reading, L> {
     /// Reads slot `i` (any slot).
     ///
     /// # Panics
@@ -509,7 +609,7 @@ impl<T: Shuffle> Tile<T, Reading> {
     /// Waits at the block barrier, after which every thread has finished its reads,
     /// and returns the tile to a write phase. Every thread of the block must call it.
     #[inline(always)]
-    pub fn sync(self) -> Tile<T, Writing> {
+    pub fn sync(self) -> Tile<T, Writing, L> {
         crate::barrier::sync_threads();
         Tile {
             ptr: self.ptr,
@@ -519,7 +619,7 @@ impl<T: Shuffle> Tile<T, Reading> {
     }
 }
 
-impl<T: Shuffle, P> core::fmt::Debug for Tile<T, P> {
+impl<T: Shuffle, P, L: Layout> core::fmt::Debug for Tile<T, P, L> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Tile")
             .field("ptr", &self.ptr)
@@ -607,6 +707,15 @@ mod tests {
         };
         w.set(local_witness(0), -3);
         assert_eq!(words[0] as i32, -3);
+    }
+
+    #[test]
+    fn a_padded_tile_takes_the_slots_of_loads() {
+        let mut mem = [0u32; 20];
+        let mut t: Tile<u32, Writing, Padded<4>> = Tile::new(mem.as_mut_ptr(), 20);
+        t.set(crate::transpose::padded_witness(6), 9);
+        t.set(crate::transpose::padded_witness(19), 4);
+        assert_eq!((mem[6], mem[19]), (9, 4));
     }
 
     #[test]

@@ -29,7 +29,7 @@ use core::marker::PhantomData;
 /// Makes a witness `!Send` and `!Sync`: a value that proves "this element belongs to
 /// the current thread" must never reach another thread (through a third-party `Sync`
 /// container, a spin lock or a `Once`), or two threads would own one element.
-type ThreadBound = PhantomData<*const ()>;
+pub(crate) type ThreadBound = PhantomData<*const ()>;
 
 /// Three extents or coordinates, as CUDA's `dim3`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -486,10 +486,14 @@ witness!(
 );
 
 witness!(
-    /// The calling thread's slot in its block, `threadIdx.x`: the index a thread writes
-    /// a [`shared::Tile`](crate::shared::Tile) at in its write phase. Unique within
-    /// the block in a one-dimensional launch; shared memory belongs to one block, so
-    /// that is the uniqueness a tile needs.
+    /// The calling thread's slot in its block: `threadIdx.x` from [`local_index`], or
+    /// `threadIdx.x + k·blockDim.x` from [`block_stride`], so slot `s` always belongs
+    /// to thread `s mod blockDim.x`. It names the slots of a
+    /// [`shared::Tile`](crate::shared::Tile) of the default
+    /// [`Linear`](crate::shared::Linear) layout in its write phase. Unique within the
+    /// block in a one-dimensional launch; shared memory belongs to one block, so that
+    /// is the uniqueness a tile needs. (A transpose's padded staging tile hands its
+    /// slots out otherwise, through [`PaddedSlot`](crate::transpose::PaddedSlot).)
     ///
     /// # Soundness
     ///

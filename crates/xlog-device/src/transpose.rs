@@ -18,7 +18,7 @@
 //! /// `fn transpose(x: &[f32], out: &mut [f32], rows: usize)`.
 //! fn transpose(x: &[f32], out: &mut TransposeOut<'_, f32, 32>) {
 //!     let Some(tile) = out.tile() else { return };
-//!     let mut shared = static_shared!(T: [f32; 32 * 33]).tile();
+//!     let mut shared = static_shared!(T: [f32; 32 * 33]).padded_tile::<32>();
 //!     for (slot, i) in tile.loads() {
 //!         shared.set(slot, x[i]);
 //!     }
@@ -30,7 +30,12 @@
 //! ```
 //!
 //! The shared tile has `TILE + 1` slots a row ([`TransposeTile::SLOTS`]), so the
-//! column-wise reads of the store phase fall in different banks.
+//! column-wise reads of the store phase fall in different banks. It is a
+//! [`Padded<TILE>`](crate::shared::Padded) tile (`padded_tile::<TILE>()`), written
+//! only through the [`PaddedSlot`]s of [`TransposeTile::loads`]: slot
+//! `r·(TILE + 1) + c` belongs to the thread loading item `r·TILE + c`, which is not
+//! the thread a [`LocalIndex`](crate::thread::LocalIndex) of that number names, so
+//! the two kinds of slot never meet in one tile.
 //!
 //! # Soundness
 //!
@@ -50,14 +55,19 @@
 //!
 //! So no two threads hold witnesses of one element. Witnesses, tiles and their
 //! iterators are `!Send`, `!Sync` and not [`DeviceCopy`](crate::DeviceCopy), and
-//! have no public constructor. The shared tile is an ordinary phased
-//! [`Tile`](crate::shared::Tile); its load slots are [`LocalIndex`] witnesses
-//! because `e ↦ r·(TILE + 1) + c` is injective.
+//! have no public constructor. The shared tile is a phased
+//! [`Tile`](crate::shared::Tile) of the [`Padded<TILE>`](crate::shared::Padded)
+//! layout: its write phases take only [`PaddedSlot<TILE>`](PaddedSlot)s, which
+//! `loads()` alone makes, `r·(TILE + 1) + c` for this thread's item
+//! `e = r·TILE + c` of `block_stride(TILE²)`; `e ↦ r·(TILE + 1) + c` is injective, so
+//! no two threads of the block hold one slot. A [`LocalIndex`](crate::thread::LocalIndex)
+//! (slot `s` of thread `s mod blockDim.x`) cannot index that tile, nor a
+//! `PaddedSlot` a [`Linear`](crate::shared::Linear) one.
 
 use core::marker::PhantomData;
 use core::ops::{Index, IndexMut};
 
-use crate::thread::{BlockStride, LocalIndex};
+use crate::thread::{BlockStride, ThreadBound};
 
 /// The device side of a `write(out per transposed(TILE, rows))` parameter: the
 /// `cols × rows` output of a transpose of a `rows × cols` input. See the
@@ -245,8 +255,9 @@ impl<const TILE: usize> TransposeTile<TILE> {
     }
 
     /// The load phase: for each input element of the tile this thread loads, the
-    /// shared slot to store it in and its index in the input, `(slot, r·cols + c)`.
-    /// Elements past the input's edge are skipped.
+    /// slot of the [`Padded<TILE>`](crate::shared::Padded) staging tile to store it
+    /// in and its index in the input, `(slot, r·cols + c)`. Elements past the
+    /// input's edge are skipped.
     #[inline(always)]
     pub fn loads(&self) -> Loads<TILE> {
         Loads {
@@ -284,16 +295,20 @@ pub struct Loads<const TILE: usize> {
 }
 
 impl<const TILE: usize> Iterator for Loads<TILE> {
-    type Item = (LocalIndex, usize);
+    type Item = (PaddedSlot<TILE>, usize);
 
     #[inline(always)]
-    fn next(&mut self) -> Option<(LocalIndex, usize)> {
+    fn next(&mut self) -> Option<(PaddedSlot<TILE>, usize)> {
         for e in self.items.by_ref() {
             let (r, c) = (e.get() / TILE, e.get() % TILE);
             let (row, col) = (self.r0 + r, self.c0 + c);
             if row < self.rows && col < self.cols {
                 // `e ↦ r·(TILE + 1) + c` is injective, and `e` is this thread's.
-                return Some((LocalIndex::new(r * (TILE + 1) + c), row * self.cols + col));
+                let slot = PaddedSlot {
+                    slot: r * (TILE + 1) + c,
+                    _thread: PhantomData,
+                };
+                return Some((slot, row * self.cols + col));
             }
         }
         None
@@ -332,6 +347,42 @@ impl<const TILE: usize> Iterator for Stores<TILE> {
     }
 }
 
+/// The witness that the calling thread owns slot `r·(TILE + 1) + c` of a
+/// [`Padded<TILE>`](crate::shared::Padded) staging tile in its write phase: from
+/// [`TransposeTile::loads`], for this thread's item `r·TILE + c` of the tile. See the
+/// module's # Soundness.
+///
+/// It indexes only padded tiles of the same `TILE`, never a tile from `tile()`,
+/// whose slots [`LocalIndex`](crate::thread::LocalIndex)es name:
+///
+/// ```compile_fail
+/// use xlog_device::{static_shared, thread, transpose::TransposeTile};
+/// fn mix(t: &TransposeTile<4>) {
+///     let mut s = static_shared!(S: [u32; 20]).padded_tile::<4>();
+///     s.set(thread::local_index(), 1);
+/// }
+/// ```
+///
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// fn f(t: &xlog_device::transpose::TransposeTile<4>) {
+///     needs_send(t.loads().next().unwrap().0);
+/// }
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct PaddedSlot<const TILE: usize> {
+    slot: usize,
+    _thread: ThreadBound,
+}
+
+impl<const TILE: usize> PaddedSlot<TILE> {
+    /// The slot as a number, `r·(TILE + 1) + c`.
+    #[inline(always)]
+    pub fn get(self) -> usize {
+        self.slot
+    }
+}
+
 /// The witness that the calling thread owns output element `(row, col)` of a
 /// [`TransposeOut`]: from [`TransposeTile::stores`]. See the module's # Soundness.
 ///
@@ -356,6 +407,15 @@ impl<const TILE: usize> TransposedIndex<TILE> {
     #[inline(always)]
     pub fn col(self) -> usize {
         self.col
+    }
+}
+
+/// Test-only constructor of a padded slot.
+#[cfg(test)]
+pub(crate) fn padded_witness<const TILE: usize>(slot: usize) -> PaddedSlot<TILE> {
+    PaddedSlot {
+        slot,
+        _thread: PhantomData,
     }
 }
 

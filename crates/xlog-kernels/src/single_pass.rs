@@ -83,17 +83,17 @@ macro_rules! transpose {
         pub fn $name(x: &[$t], out: &mut [$t], rows: usize) {
             // The view carries the shape: `rows` came with it.
             let _ = rows;
-            transpose_tile(x, out, xlog::device::static_shared!($shared: [$t; 32 * 33]).tile());
+            transpose_tile(x, out, xlog::device::static_shared!($shared: [$t; 32 * 33]).padded_tile());
         }
     };
 }
 
-/// One block's tile of a transpose through the shared tile `shared`.
+/// One block's tile of a transpose through the padded shared tile `shared`.
 #[inline(always)]
 fn transpose_tile<T: Shuffle>(
     x: &[T],
     out: &mut TransposeOut<'_, T, 32>,
-    mut shared: shared::Tile<T, shared::Writing>,
+    mut shared: shared::Tile<T, shared::Writing, shared::Padded<32>>,
 ) {
     if let Some(tile) = out.tile() {
         for (slot, i) in tile.loads() {

@@ -23,7 +23,7 @@ pub fn scan(x: &[u64], out: &mut [u64], status: &mut [u64]) {
 #[xlog_kernel(read(x), write(out per transposed(16, rows)))]
 pub fn transpose(x: &[u32], out: &mut [u32], rows: usize) {
     if let Some(tile) = out.tile() {
-        let mut shared = xlog::device::static_shared!(T: [u32; 16 * 17]).tile();
+        let mut shared = xlog::device::static_shared!(T: [u32; 16 * 17]).padded_tile::<16>();
         for (slot, i) in tile.loads() {
             shared.set(slot, x[i]);
         }
