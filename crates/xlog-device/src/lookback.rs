@@ -103,9 +103,11 @@ const PARTIAL: u64 = 1;
 const DONE: u64 = 2;
 
 /// The length, in `u64` words, of a status buffer for `tiles` tiles: one ticket
-/// counter and four words per tile.
+/// counter and four words per tile. Saturates at `usize::MAX` (a length no
+/// allocation can have, so asking for it fails) rather than wrapping to a short
+/// buffer.
 pub const fn status_words(tiles: usize) -> usize {
-    1 + WORDS_PER_TILE * tiles
+    WORDS_PER_TILE.saturating_mul(tiles).saturating_add(1)
 }
 
 /// The device side of a `lookback(status)` parameter: tile tickets and the tiles'
@@ -481,6 +483,10 @@ mod tests {
         assert_eq!(from_word::<f64>(to_word(f64::MIN)), f64::MIN);
         assert_eq!(from_word::<i64>(to_word(-3i64)), -3);
         assert_eq!(status_words(0), 1);
+        assert_eq!(status_words(3), 13);
+        assert_eq!(status_words(usize::MAX / 4), usize::MAX - 2);
+        assert_eq!(status_words(usize::MAX / 4 + 1), usize::MAX);
+        assert_eq!(status_words(usize::MAX), usize::MAX);
     }
 
     #[test]
