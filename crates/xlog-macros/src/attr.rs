@@ -1,5 +1,6 @@
 //! Parses the attribute arguments: `read(..)`, `write(..)`, `read_write(..)`,
-//! `atomic(..)`, each entry `name` or (written modes) `name per block|warp|chunk(K)`.
+//! `atomic(..)`, `lookback(..)`, each entry `name` or (written modes)
+//! `name per block|warp|thread|chunk(K)|tile(K)|transposed(TILE, rows)`.
 
 use proc_macro2::TokenStream;
 use syn::parse::{ParseStream, Parser};
@@ -8,8 +9,8 @@ use syn::{Ident, Meta, Token};
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    ATOMIC, BLOCK, CHUNK, CRATE, LOOKBACK, OWNERSHIP_SYNTAX, PER, READ, READ_WRITE, SHARED, SUFFIX,
-    SYNTAX, THREAD, TILE, TRANSPOSED, WARP, WRITE,
+    ATOMIC, BLOCK, CHUNK, CRATE, LOOKBACK, MODES, OWNERSHIP_SYNTAX, PER, READ, READ_WRITE, SHARED,
+    SUFFIX, SYNTAX, THREAD, TILE, TRANSPOSED, WARP, WRITE,
 };
 
 /// How a kernel uses a slice parameter.
@@ -192,7 +193,7 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                     _ => {
                         cx.error_spanned_by(
                             &list.path,
-                            format!("unknown access mode; expected `read`, `write`, `read_write` or `atomic`: {SYNTAX}"),
+                            format!("unknown access mode; expected {MODES}: {SYNTAX}"),
                         );
                         continue;
                     }
@@ -259,7 +260,7 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
             ),
             other => cx.error_spanned_by(
                 other,
-                format!("unexpected argument; expected `read(..)`, `write(..)`, `read_write(..)` or `atomic(..)`: {SYNTAX}"),
+                format!("unexpected argument; expected an access mode ({MODES}) or a launch setting: {SYNTAX}"),
             ),
         }
     }
@@ -395,6 +396,7 @@ mod tests {
         let msgs: Vec<String> = e.into_iter().map(|e| e.to_string()).collect();
         assert_eq!(msgs.len(), 3, "{msgs:?}");
         assert!(msgs[0].contains("unknown access mode"));
+        assert!(msgs[0].contains("`lookback`") && msgs[0].contains("per transposed(32, rows)"));
         assert!(msgs[1].contains("names no parameter"));
         assert!(msgs[2].contains("parameter names"));
     }

@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 
-use crate::ast::{Checked, Kernel, Kind, Shape};
+use syn::Type;
+
+use crate::ast::{ungroup, Checked, Kernel, Kind, Shape};
 use crate::attr::{Attr, Mode, Owner};
 use crate::ctxt::Ctxt;
 
@@ -50,8 +52,16 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
                 &decl.ident,
                 format!("`{name}` is passed by value; access modes are only for slice parameters (`&[T]`, `&mut [T]`)"),
             ),
-            Shape::Slice { mutable, .. } => {
-                if decl.mode.writes() && !mutable {
+            Shape::Slice { elem, mutable } => {
+                if decl.mode == Mode::LookBack && !is_primitive(elem, "u64") {
+                    cx.error_spanned_by(
+                        elem,
+                        format!(
+                            "`{name}` is declared `lookback({name})`, so its type is `&mut [u64]` (the status words: one ticket counter and four words per tile, `xlog::device::lookback::status_words(tiles)` of them), not `&mut [{}]`",
+                            quote::quote!(#elem)
+                        ),
+                    );
+                } else if decl.mode.writes() && !mutable {
                     cx.error_spanned_by(
                         &param.ty,
                         format!("`{name}` is declared `{}({name})` but has type `&[T]`; write it as `{name}: &mut [T]`, or declare `read({name})`", decl.mode.keyword()),
@@ -80,15 +90,20 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
     once(Mode::LookBack, "`lookback(..)`");
     once(Mode::Write, "`per transposed(..)`");
     for (_, rows) in &attr.transposed_rows {
-        let scalar = kernel
-            .params
-            .iter()
-            .any(|p| p.ident == *rows && matches!(p.shape, Shape::Scalar));
-        if !scalar {
-            cx.error_spanned_by(
+        match kernel.params.iter().find(|p| p.ident == *rows) {
+            Some(p) if matches!(p.shape, Shape::Scalar) => {
+                if !is_primitive(&p.ty, "usize") {
+                    let ty = &p.ty;
+                    cx.error_spanned_by(
+                        ty,
+                        format!("`{rows}` holds the row count of `per transposed(TILE, {rows})`, so its type is `usize`, not `{}`: declare `{rows}: usize` (a conversion could change the shape the witnesses are derived from)", quote::quote!(#ty)),
+                    );
+                }
+            }
+            _ => cx.error_spanned_by(
                 rows,
                 format!("`{rows}` is not a value parameter of the kernel; `per transposed(TILE, rows)` names the `usize` parameter holding the input's row count"),
-            );
+            ),
         }
     }
     let mut checked = Vec::with_capacity(kernel.params.len());
@@ -105,7 +120,7 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
                     let n = &param.ident;
                     cx.error_spanned_by(
                         &param.ident,
-                        format!("slice parameter `{n}` needs an access mode: add `read({n})`, `write({n})`, `read_write({n})` or `atomic({n})` to #[xlog_kernel(..)]"),
+                        format!("slice parameter `{n}` needs an access mode: add `read({n})`, `write({n})`, `read_write({n})`, `atomic({n})` or `lookback({n})` to #[xlog_kernel(..)]"),
                     );
                     continue;
                 }
@@ -118,4 +133,52 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
         });
     }
     checked
+}
+
+/// Whether `ty` is the primitive `name` (`u64`, `usize`), written bare or as
+/// `core::primitive::name` / `std::primitive::name`. Only the spelling is checked;
+/// generated code passes the value where the real primitive is required, so a type
+/// merely named like one fails to compile there.
+fn is_primitive(ty: &Type, name: &str) -> bool {
+    let Type::Path(p) = ungroup(ty) else {
+        return false;
+    };
+    if p.qself.is_some() || p.path.segments.iter().any(|s| !s.arguments.is_empty()) {
+        return false;
+    }
+    let segments: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    match segments.as_slice() {
+        [only] => only == name,
+        [krate, primitive, last] => {
+            (krate == "core" || krate == "std") && primitive == "primitive" && last == name
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn primitives_are_recognised_by_their_spellings() {
+        for (ty, name, yes) in [
+            ("usize", "usize", true),
+            ("::core::primitive::usize", "usize", true),
+            ("std::primitive::u64", "u64", true),
+            ("u32", "u64", false),
+            ("f32", "usize", false),
+            ("my::usize", "usize", false),
+            ("Vec<usize>", "usize", false),
+            ("&usize", "usize", false),
+        ] {
+            let t: Type = syn::parse_str(ty).unwrap();
+            assert_eq!(is_primitive(&t, name), yes, "{ty}");
+        }
+    }
 }

@@ -48,10 +48,10 @@ pub fn entry(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
                             .expect("`per transposed` parsed with its row parameter");
                         abi_params.push(quote!(#ptr: *mut #elem, #len: usize));
                         setup.push(quote! {
-                            // SAFETY: as for every write view; `#rows` is a value parameter,
-                            // the same in every thread, and the macro allows one
+                            // SAFETY: as for every write view; `#rows` is a `usize` value
+                            // parameter, the same in every thread, and the macro allows one
                             // `per transposed` parameter per kernel.
-                            let mut #id = unsafe { #k::__private::device::view::TransposeOut::<#elem, #t>::__from_raw_parts(#k::__private::device::non_null_or_dangling(#ptr, #len), #len, #rows as usize) };
+                            let mut #id = unsafe { #k::__private::device::view::TransposeOut::<#elem, #t>::__from_raw_parts(#k::__private::device::non_null_or_dangling(#ptr, #len), #len, #rows) };
                         });
                         call_args.push(quote!(&mut #id));
                     }
