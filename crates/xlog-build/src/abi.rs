@@ -70,8 +70,8 @@ pub(crate) struct PtxEntry {
 ///
 /// Fails with [`Error::InvalidAbiDescriptor`] for a descriptor that cannot be read
 /// or has no entry point, with [`Error::AbiMismatch`] where an entry does not take
-/// the parameters its descriptor promises, and with [`Error::Unexpected`] when the
-/// module's static shared memory does not fit 32-bit sizes (see
+/// the parameters its descriptor promises, and with [`Error::SharedMemoryTooLarge`]
+/// when the module's static shared memory does not fit 32-bit sizes (see
 /// [`check_shared_sizes`]).
 pub fn kernel_abis(ptx: &str) -> Result<Vec<KernelAbi>, Error> {
     check_shared_sizes(ptx)?;
@@ -113,7 +113,8 @@ pub fn kernel_abis(ptx: &str) -> Result<Vec<KernelAbi>, Error> {
 pub(crate) const SHARED_BYTES_LIMIT: u64 = 1 << 32;
 
 /// Checks that every sized `.shared` declaration of `ptx`, and all of them together
-/// (each with its alignment as padding), stay below [`SHARED_BYTES_LIMIT`].
+/// (each with its alignment as padding), stay below [`SHARED_BYTES_LIMIT`]; fails
+/// with [`Error::SharedMemoryTooLarge`] otherwise.
 ///
 /// ptxas and the driver take a static array's size modulo 2^32, so an array of
 /// 2^32 + 16 bytes would get 16 while safe code bounds-checks against the length
@@ -122,13 +123,11 @@ pub(crate) const SHARED_BYTES_LIMIT: u64 = 1 << 32;
 /// declarations from elsewhere. The unsized `.extern .shared` array of dynamic
 /// shared memory is skipped.
 pub(crate) fn check_shared_sizes(ptx: &str) -> Result<(), Error> {
-    let too_large = |what: String| Error::Unexpected {
-        message: format!(
-            "{what}, but ptxas and the driver keep shared memory sizes in 32 bits (a larger \
-             size would wrap and leave bounds checks unsound); static shared memory is limited \
-             to 48 KiB per kernel: keep `static_shared!` arrays small and use `DynamicShared` \
-             for more"
-        ),
+    let too_large = |symbol: &str, bytes: u128, summed: bool| Error::SharedMemoryTooLarge {
+        symbol: symbol.to_owned(),
+        bytes,
+        limit: SHARED_BYTES_LIMIT,
+        summed,
     };
     let mut total: u64 = 0;
     for statement in ptx.lines().flat_map(|line| strip_comment(line).split(';')) {
@@ -188,16 +187,11 @@ pub(crate) fn check_shared_sizes(ptx: &str) -> Result<(), Error> {
                 }
             }
             if bytes >= SHARED_BYTES_LIMIT as u128 {
-                return Err(too_large(format!(
-                    "the shared array `{symbol}` in the PTX is {bytes} bytes"
-                )));
+                return Err(too_large(symbol, bytes, false));
             }
             total = total.saturating_add(bytes as u64 + align);
             if total >= SHARED_BYTES_LIMIT {
-                return Err(too_large(format!(
-                    "the module's static shared arrays sum to {total} bytes or more (with \
-                     alignment) by `{symbol}`"
-                )));
+                return Err(too_large(symbol, total.into(), true));
             }
         }
     }
@@ -385,7 +379,7 @@ pub(crate) fn ptx_descriptors(ptx: &str) -> Result<Vec<(String, Vec<u64>)>, Erro
             other => {
                 return Err(invalid(format!(
                     "unexpected element type `{other}` in `{line}` (expected `.b8` or `.u64`)"
-                )))
+                )));
             }
         };
         let mut values = match line.split_once('=') {
@@ -914,7 +908,10 @@ mod tests {
 
     fn shared_error(ptx: &str) -> String {
         match check_shared_sizes(ptx) {
-            Err(Error::Unexpected { message }) => message,
+            Err(e @ Error::SharedMemoryTooLarge { limit, .. }) => {
+                assert_eq!(limit, 1 << 32);
+                e.to_string()
+            }
             other => panic!("expected a shared-size error, got {other:?}"),
         }
     }
@@ -946,7 +943,12 @@ mod tests {
         assert!(message.contains("`__xlog_shared_k_BIG_3_9`"), "{message}");
         assert!(message.contains("4294967312 bytes"), "{message}");
         assert!(message.contains(SHARED_ERROR), "{message}");
-        assert!(matches!(kernel_abis(ptx), Err(Error::Unexpected { .. })));
+        assert!(matches!(
+            kernel_abis(ptx),
+            Err(Error::SharedMemoryTooLarge { symbol, bytes: 4294967312, summed: false, .. })
+                if symbol == "__xlog_shared_k_BIG_3_9"
+        ));
+        assert!(message.contains("DynamicShared"), "{message}");
         let dims = ".shared .align 8 .u64 m[65536][8192];";
         assert!(shared_error(dims).contains("`m`"));
         let vector = "\t.shared .align 16 .v4 .u32 v[268435456];";
@@ -964,6 +966,11 @@ mod tests {
             message.contains("sum to") && message.contains("`b`"),
             "{message}"
         );
+        assert!(matches!(
+            check_shared_sizes(ptx),
+            Err(Error::SharedMemoryTooLarge { symbol, bytes: 4294967320, summed: true, .. })
+                if symbol == "b"
+        ));
         let listed = ".shared .align 4 .b8 a[2147483656], b[2147483656];";
         assert!(shared_error(listed).contains("`b`"));
         // Alignment padding counts: these sizes alone sum to 2^32 - 2.

@@ -115,6 +115,21 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// The module's static shared memory does not fit the 32-bit sizes ptxas and the
+    /// driver keep: one `.shared` declaration, or the declarations summed with their
+    /// alignment, reach `limit` bytes, so the size would wrap and leave bounds checks
+    /// unsound.
+    SharedMemoryTooLarge {
+        /// The shared array that reaches the limit (alone, or as the last of the sum).
+        symbol: String,
+        /// Its size in bytes, or the running total when `summed`.
+        bytes: u128,
+        /// The bound, in bytes (2^32).
+        limit: u64,
+        /// Whether `bytes` is the sum of the module's declarations up to `symbol`
+        /// rather than `symbol`'s own size.
+        summed: bool,
+    },
     /// Something the pipeline relies on did not hold (a missing environment variable
     /// that cargo always sets, a link manifest without an output, ...).
     Unexpected {
@@ -210,6 +225,30 @@ impl fmt::Display for Error {
                 f,
                 "the ABI descriptor of kernel `{kernel}` in the PTX is unreadable: {reason}"
             ),
+            Error::SharedMemoryTooLarge {
+                symbol,
+                bytes,
+                limit,
+                summed,
+            } => {
+                if *summed {
+                    write!(
+                        f,
+                        "the module's static shared arrays sum to {bytes} bytes or more (with \
+                         alignment) by `{symbol}`"
+                    )?;
+                } else {
+                    write!(f, "the shared array `{symbol}` in the PTX is {bytes} bytes")?;
+                }
+                write!(
+                    f,
+                    ", but ptxas and the driver keep shared memory sizes in 32 bits (sizes of \
+                     {limit} bytes or more would wrap and leave bounds checks unsound); static \
+                     shared memory is limited to 48 KiB per kernel: keep `static_shared!` arrays \
+                     small (and few), and move larger scratch space to `DynamicShared` with the \
+                     kernel's `shared = <bytes>` setting"
+                )
+            }
             Error::Unexpected { message } => write!(f, "{message}"),
         }
     }
