@@ -137,6 +137,7 @@ const HEADINGS: &[(&str, &str)] = &[
     ("launch_overhead", "recorder launch host cost and multi-thread throughput (hand-written PTX)"),
     ("alloc_free", "allocation + free host cost, default stack against raw stream-ordered allocation"),
     ("elementwise_bandwidth", "axpy bandwidth, CUDA-event timed (2^26 elements)"),
+    ("library", "query-engine library against CUB through PyTorch / CuPy, CUDA-event timed, one run"),
 ];
 
 fn heading(bench: &str) -> String {

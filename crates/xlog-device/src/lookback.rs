@@ -47,10 +47,15 @@
 //!   schedules blocks in. A scan therefore makes progress with any number of blocks.
 //! - [`Ticket::exclusive_prefix`] (the whole block): thread 0 — the block's leader,
 //!   the one thread that publishes — stores the aggregate, then the status with
-//!   *release* ordering; walks back reading statuses with *acquire* ordering (so the
-//!   value words it then reads are the ones published before them), sleeping while a
-//!   predecessor has published nothing yet; publishes the inclusive prefix the same
-//!   way, and broadcasts the exclusive prefix to the block.
+//!   *release* ordering. The block's first warp then walks back a window of 32
+//!   predecessors at a time (CUB's `TilePrefixCallbackOp`): lane `l` reads the status
+//!   of tile `end − 32 + l` with *acquire* ordering (so the value word it then reads
+//!   is the one published before it), sleeping while that tile has published
+//!   nothing; a ballot finds the nearest predecessor with an inclusive prefix, and a
+//!   shuffle reduction combines the window from there on, in tile order. Windows
+//!   repeat until one holds an inclusive prefix (tile 0 always publishes one). The
+//!   leader publishes the inclusive prefix the same way and broadcasts the exclusive
+//!   prefix to the block. Blocks narrower than a warp walk back one tile at a time.
 //!
 //! # Soundness
 //!
@@ -82,11 +87,11 @@
 //! hang, not undefined behaviour).
 
 use core::marker::PhantomData;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 
 use crate::vector::Vector;
 use crate::view::{InOut, Out, Tiles};
-use crate::warp::Shuffle;
+use crate::warp::{Shuffle, WARP_SIZE};
 
 /// Words per tile: status, aggregate, inclusive prefix, owner.
 const WORDS_PER_TILE: usize = 4;
@@ -180,10 +185,9 @@ impl<'a> LookBack<'a> {
         let block = crate::thread::block_idx().x as u64;
         let mut taken = u64::MAX;
         if crate::thread::thread_idx().x == 0 {
-            let k = self.word(0).fetch_add(1, Ordering::Relaxed);
+            let k = gpu::fetch_add(self.word(0), 1);
             if k < tiles {
-                self.tile_word(k as usize, OWNER)
-                    .store(block + 1, Ordering::Relaxed);
+                gpu::store_relaxed(self.tile_word(k as usize, OWNER), block + 1);
                 taken = k;
             }
         }
@@ -192,7 +196,7 @@ impl<'a> LookBack<'a> {
         if k >= tiles {
             return None;
         }
-        let owner = self.tile_word(k as usize, OWNER).load(Ordering::Relaxed);
+        let owner = gpu::load_relaxed(self.tile_word(k as usize, OWNER));
         if owner != block + 1 {
             foreign_ticket(k, owner);
         }
@@ -208,10 +212,8 @@ impl<'a> LookBack<'a> {
     #[inline(always)]
     fn publish<T: Shuffle>(&self, tile: usize, status: u64, v: T) {
         let slot = if status == DONE { INCLUSIVE } else { AGGREGATE };
-        self.tile_word(tile, slot)
-            .store(to_word(v), Ordering::Relaxed);
-        self.tile_word(tile, STATUS)
-            .store(status, Ordering::Release);
+        gpu::store_relaxed(self.tile_word(tile, slot), to_word(v));
+        gpu::store_release(self.tile_word(tile, STATUS), status);
     }
 
     /// The status of `tile` once it is not [`NONE`], read with acquire ordering.
@@ -220,12 +222,12 @@ impl<'a> LookBack<'a> {
         let w = self.tile_word(tile, STATUS);
         let mut pause = 32;
         loop {
-            let s = w.load(Ordering::Acquire);
+            let s = gpu::load_acquire(w);
             if s != NONE {
                 return s;
             }
             crate::thread::sleep_ns(pause);
-            pause = core::cmp::min(pause * 2, 1024);
+            pause = core::cmp::min(pause * 2, 256);
         }
     }
 
@@ -238,7 +240,7 @@ impl<'a> LookBack<'a> {
         loop {
             let s = self.wait(j);
             let slot = if s == DONE { INCLUSIVE } else { AGGREGATE };
-            let v: T = from_word(self.tile_word(j, slot).load(Ordering::Relaxed));
+            let v: T = from_word(gpu::load_relaxed(self.tile_word(j, slot)));
             let sum = match acc {
                 None => v,
                 Some(later) => op(v, later),
@@ -250,6 +252,165 @@ impl<'a> LookBack<'a> {
             j -= 1;
         }
     }
+}
+
+impl LookBack<'_> {
+    /// The reduction of tiles `0..tile` (`tile > 0`), in tile order, walked back a
+    /// window of 32 tiles at a time by the 32 lanes of the calling warp (all of
+    /// them call it; every lane gets the result). Lane `l` reads tile
+    /// `end − 32 + l`, so the oldest tile of the window is on lane 0.
+    #[inline(always)]
+    fn warp_look_back<T: Shuffle>(&self, tile: usize, op: &impl Fn(T, T) -> T) -> T {
+        let lane = (crate::thread::thread_idx().x % WARP_SIZE) as usize;
+        let mut end = tile;
+        let mut acc: Option<T> = None;
+        loop {
+            // Lanes before tile 0 (`end < 32`) read nothing: they lie below tile 0,
+            // which always holds an inclusive prefix, so they are never combined.
+            let (done, v) = match (end + lane).checked_sub(WARP_SIZE as usize) {
+                Some(j) => {
+                    let s = self.wait(j);
+                    let slot = if s == DONE { INCLUSIVE } else { AGGREGATE };
+                    let v: T = from_word(gpu::load_relaxed(self.tile_word(j, slot)));
+                    (s == DONE, v)
+                }
+                None => (false, from_word(0)),
+            };
+            let done = warp_ballot(done);
+            // The nearest tile with an inclusive prefix, or the whole window.
+            let first = if done == 0 {
+                0
+            } else {
+                WARP_SIZE - 1 - done.leading_zeros()
+            };
+            // Suffix reduction: lane `l` ends with the window's tiles `l..32`
+            // combined in tile order.
+            let mut r = v;
+            let mut d = 1;
+            while d < WARP_SIZE {
+                let later = warp_shuffle_down(r, d);
+                if lane + (d as usize) < WARP_SIZE as usize {
+                    r = op(r, later);
+                }
+                d <<= 1;
+            }
+            let window = warp_shuffle_idx(r, first);
+            let sum = match acc {
+                None => window,
+                Some(later) => op(window, later),
+            };
+            if done != 0 {
+                return sum;
+            }
+            acc = Some(sum);
+            end -= WARP_SIZE as usize;
+        }
+    }
+}
+
+/// The status words' accesses at GPU scope. `core::sync::atomic` lowers to PTX's
+/// *system* scope (`ld.acquire.sys`, `st.release.sys`), which also orders against
+/// the host and peer devices and costs microseconds per publication; the tiles of
+/// one launch only talk to each other, so GPU scope is enough (as in CUB). On the
+/// host (unit tests) the same operations go through `core::sync::atomic`.
+mod gpu {
+    use core::sync::atomic::AtomicU64;
+    #[cfg(not(target_arch = "nvptx64"))]
+    use core::sync::atomic::Ordering;
+
+    macro_rules! access {
+        ($(#[$doc:meta])* $name:ident($($v:ident)?) -> $ret:ty, $ptx:literal, $host:expr) => {
+            $(#[$doc])*
+            #[inline(always)]
+            pub(super) fn $name(w: &AtomicU64 $(, $v: u64)?) -> $ret {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let p = w.as_ptr();
+                    access!(@asm $ptx, p $(, $v)?)
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    let f: fn(&AtomicU64 $(, access!(@ty $v))?) -> $ret = $host;
+                    f(w $(, $v)?)
+                }
+            }
+        };
+        (@ty $v:ident) => { u64 };
+        (@asm $ptx:literal, $p:ident) => {{
+            let r: u64;
+            // SAFETY: `p` comes from a reference to an aligned atomic word in device
+            // memory; the access is atomic, so it races with no other access to the
+            // word (all of which are atomic). No options: the asm is a compiler
+            // barrier for the memory accesses the ordering covers.
+            unsafe { core::arch::asm!($ptx, r = out(reg64) r, p = in(reg64) $p, options(nostack)) };
+            r
+        }};
+        (@asm $ptx:literal, $p:ident, $v:ident) => {{
+            // SAFETY: as above.
+            unsafe { core::arch::asm!($ptx, p = in(reg64) $p, v = in(reg64) $v, options(nostack)) };
+        }};
+    }
+
+    access!(
+        /// `ld.acquire.gpu`.
+        load_acquire() -> u64, "ld.acquire.gpu.b64 {r}, [{p}];", |w| w.load(Ordering::Acquire)
+    );
+    access!(
+        /// `ld.relaxed.gpu`.
+        load_relaxed() -> u64, "ld.relaxed.gpu.b64 {r}, [{p}];", |w| w.load(Ordering::Relaxed)
+    );
+    access!(
+        /// `st.release.gpu`.
+        store_release(v) -> (), "st.release.gpu.b64 [{p}], {v};", |w, v| w.store(v, Ordering::Release)
+    );
+    access!(
+        /// `st.relaxed.gpu`.
+        store_relaxed(v) -> (), "st.relaxed.gpu.b64 [{p}], {v};", |w, v| w.store(v, Ordering::Relaxed)
+    );
+
+    /// `atom.relaxed.gpu.add`: the previous value.
+    #[inline(always)]
+    pub(super) fn fetch_add(w: &AtomicU64, v: u64) -> u64 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let r: u64;
+            // SAFETY: as in `access!`.
+            unsafe {
+                core::arch::asm!(
+                    "atom.relaxed.gpu.add.u64 {r}, [{p}], {v};",
+                    r = out(reg64) r, p = in(reg64) w.as_ptr(), v = in(reg64) v,
+                    options(nostack)
+                )
+            };
+            r
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        w.fetch_add(v, Ordering::Relaxed)
+    }
+}
+
+/// `vote.sync.ballot` over the whole warp.
+#[inline(always)]
+fn warp_ballot(pred: bool) -> u32 {
+    // SAFETY: the full mask contains the calling lane, which is the one requirement
+    // whose violation PTX leaves undefined on sm_70 and newer (the `collective`
+    // module's contract): a lane that does not arrive makes the others wait (a
+    // hang) or yields unspecified values, never undefined behaviour.
+    unsafe { crate::warp::ballot(crate::warp::FULL_MASK, pred) }
+}
+
+/// `shfl.sync.down` over the whole warp.
+#[inline(always)]
+fn warp_shuffle_down<T: Shuffle>(v: T, delta: u32) -> T {
+    // SAFETY: as in `warp_ballot`.
+    unsafe { crate::warp::shuffle_down(crate::warp::FULL_MASK, v, delta) }
+}
+
+/// `shfl.sync.idx` over the whole warp.
+#[inline(always)]
+fn warp_shuffle_idx<T: Shuffle>(v: T, src: u32) -> T {
+    // SAFETY: as in `warp_ballot`.
+    unsafe { crate::warp::shuffle_idx(crate::warp::FULL_MASK, v, src) }
 }
 
 impl core::fmt::Debug for LookBack<'_> {
@@ -298,16 +459,29 @@ impl<'a> Ticket<'a> {
     #[inline(always)]
     pub fn exclusive_prefix<T: Shuffle>(self, aggregate: T, op: impl Fn(T, T) -> T) -> Option<T> {
         let k = self.tile;
+        let t = crate::thread::thread_idx().x;
         let mut prefix = 0u64;
-        if crate::thread::thread_idx().x == 0 {
-            if k == 0 {
+        if k == 0 {
+            if t == 0 {
                 self.status.publish(0, DONE, aggregate);
-            } else {
-                self.status.publish(k, PARTIAL, aggregate);
-                let before = self.status.look_back(k, &op);
-                self.status.publish(k, DONE, op(before, aggregate));
-                prefix = to_word(before);
             }
+        } else if crate::thread::block_dim().x >= WARP_SIZE {
+            // A uniform branch: the whole first warp walks back together.
+            if t < WARP_SIZE {
+                if t == 0 {
+                    self.status.publish(k, PARTIAL, aggregate);
+                }
+                let before = self.status.warp_look_back(k, &op);
+                if t == 0 {
+                    self.status.publish(k, DONE, op(before, aggregate));
+                    prefix = to_word(before);
+                }
+            }
+        } else if t == 0 {
+            self.status.publish(k, PARTIAL, aggregate);
+            let before = self.status.look_back(k, &op);
+            self.status.publish(k, DONE, op(before, aggregate));
+            prefix = to_word(before);
         }
         let prefix = crate::collective::block_broadcast(prefix, 0);
         if k == 0 {
@@ -398,6 +572,37 @@ where
     })
 }
 
+/// Chunk `c` of a read slice, `[K·c, K·c + K)`, with `fill` past its end, as `K / V`
+/// vector loads of `V` elements each when the chunk is whole and aligned: the load
+/// of a tile with more elements per thread than one vector holds (`K` a multiple
+/// of `V`; otherwise element by element).
+#[inline(always)]
+pub fn load_chunk_by<T: Copy, const K: usize, const V: usize>(x: &[T], c: usize, fill: T) -> [T; K]
+where
+    [T; V]: Vector,
+{
+    let start = c.saturating_mul(K);
+    let whole = K % V == 0 && start.checked_add(K).is_some_and(|end| end <= x.len());
+    if whole {
+        let mut out = [fill; K];
+        for (q, part) in out.chunks_exact_mut(V).enumerate() {
+            match crate::view::read_chunk::<T, V>(x, start / V + q) {
+                Some(v) => part.copy_from_slice(&v),
+                None => {
+                    for (j, e) in part.iter_mut().enumerate() {
+                        *e = x[start + q * V + j];
+                    }
+                }
+            }
+        }
+        return out;
+    }
+    core::array::from_fn(|j| match start.checked_add(j) {
+        Some(i) if i < x.len() => x[i],
+        _ => fill,
+    })
+}
+
 macro_rules! tile_view {
     ($name:ident) => {
         impl<T, const K: usize> $name<'_, T, Tiles<K>> {
@@ -430,6 +635,40 @@ macro_rules! tile_view {
                     // SAFETY: as in `chunk_mut`, with the whole chunk in bounds.
                     unsafe {
                         <[T; K]>::__store(self.as_mut_ptr().add(c.start()).cast::<[T; K]>(), v)
+                    }
+                } else {
+                    for (o, e) in self.chunk_mut(c).iter_mut().zip(v) {
+                        *o = e;
+                    }
+                }
+            }
+
+            /// Stores `v` into chunk `c` as `K / V` vector stores of `V` elements
+            /// when the chunk is whole and `K` a multiple of `V`, element by element
+            /// otherwise: the store of a tile with more elements per thread than one
+            /// vector holds.
+            #[inline(always)]
+            pub fn store_chunk_by<const V: usize>(&mut self, c: TileChunk<K>, v: [T; K])
+            where
+                T: Copy,
+                [T; V]: Vector,
+            {
+                let whole = K % V == 0
+                    && c.start()
+                        .checked_add(K)
+                        .is_some_and(|end| end <= self.len());
+                if whole {
+                    for (q, part) in v.chunks_exact(V).enumerate() {
+                        let w: [T; V] = core::array::from_fn(|j| part[j]);
+                        // SAFETY: as in `chunk_mut`: `[start + qV, start + qV + V)`
+                        // lies inside the whole chunk `c`, which is in bounds and
+                        // this thread's alone.
+                        unsafe {
+                            <[T; V]>::__store(
+                                self.as_mut_ptr().add(c.start() + q * V).cast::<[T; V]>(),
+                                w,
+                            )
+                        }
                     }
                 } else {
                     for (o, e) in self.chunk_mut(c).iter_mut().zip(v) {

@@ -18,6 +18,13 @@
 //! (single-pass inclusive scans with decoupled look-back) and
 //! [`transpose_matrix_f32`] / [`transpose_matrix_f64`] (shared-memory tiled transposes).
 //!
+//! The query-engine library, still without `unsafe` in kernel bodies: [`reduce`]
+//! (sum, min, max and [`reduce::fold`] under a kernel of your own), [`scan`]
+//! (single-pass inclusive and exclusive scans with a warp-wide decoupled look-back)
+//! and [`gather`] (gather and scatter by index, out-of-range indices reported as
+//! errors). Results stay on the device; temporary memory comes from the stream's
+//! runtime and its budget.
+//!
 //! ```no_run
 //! # fn main() -> xlog::Result<()> {
 //! let rt = xlog::Runtime::get(0)?;
@@ -35,6 +42,9 @@ xlog::kernel_module!();
 
 pub mod cooperative;
 pub mod elementwise;
+pub mod gather;
+pub mod reduce;
+pub mod scan;
 pub mod single_pass;
 
 #[cfg(not(target_arch = "nvptx64"))]

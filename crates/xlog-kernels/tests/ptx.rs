@@ -1,6 +1,7 @@
 //! CI check (no GPU): the embedded module defines every elementwise kernel for
-//! every element type and every cooperative and single-pass kernel, `ptxas` validates it for
-//! sm_80 and sm_90 without spills, and every shared-memory access in it is a 32-bit word.
+//! every element type and every cooperative, single-pass and library kernel,
+//! `ptxas` validates it for sm_80 and sm_90 without spills, and every shared-memory
+//! access in it is a 32-bit word.
 
 use xlog_kernels::MODULE;
 
@@ -28,6 +29,40 @@ const COOPERATIVE: &[&str] = &[
     "transpose_f64",
 ];
 const TYPES: &[&str] = &["f32", "f64", "i32", "u32", "u64"];
+/// The query-engine library's element types.
+const LIBRARY_TYPES: &[&str] = &["u32", "i32", "f32", "u64", "i64", "f64"];
+
+/// The library's kernels: reduce, scan, gather / scatter for every type, and the
+/// user-style operators.
+fn library() -> Vec<String> {
+    let mut v: Vec<String> =
+        LIBRARY_TYPES
+            .iter()
+            .flat_map(|t| {
+                [
+                    "reduce_sum",
+                    "reduce_min",
+                    "reduce_max",
+                    "scan_inclusive_sum",
+                    "scan_exclusive_sum",
+                ]
+                .iter()
+                .map(move |op| format!("{op}_{t}"))
+                .chain(["u32", "u64"].iter().flat_map(move |i| {
+                    [format!("gather_{t}_by_{i}"), format!("scatter_{t}_by_{i}")]
+                }))
+            })
+            .collect();
+    v.extend(
+        [
+            "fold_or_u32",
+            "scan_inclusive_max_u32",
+            "scan_last_nonzero_u32",
+        ]
+        .map(String::from),
+    );
+    v
+}
 
 #[test]
 fn module_defines_every_kernel_for_every_type() {
@@ -35,6 +70,7 @@ fn module_defines_every_kernel_for_every_type() {
         .iter()
         .flat_map(|op| TYPES.iter().map(move |t| format!("{op}_{t}")))
         .chain(COOPERATIVE.iter().map(|k| k.to_string()))
+        .chain(library())
         .collect();
     want.sort();
     let mut got: Vec<String> = MODULE
@@ -104,8 +140,23 @@ fn every_launcher_agrees_with_the_device_build() {
     ] {
         check().unwrap();
     }
+    use xlog_kernels::{gather as g, reduce as r, scan as s};
+    for check in [
+        r::reduce_sum_f32::check_abi as fn() -> xlog::Result<()>,
+        r::reduce_min_i64::check_abi,
+        r::reduce_max_u64::check_abi,
+        r::fold_or_u32::check_abi,
+        s::scan_inclusive_sum_i32::check_abi,
+        s::scan_exclusive_sum_f64::check_abi,
+        s::scan_inclusive_max_u32::check_abi,
+        s::scan_last_nonzero_u32::check_abi,
+        g::gather_f32_by_u64::check_abi,
+        g::scatter_i64_by_u32::check_abi,
+    ] {
+        check().unwrap();
+    }
     assert_eq!(
-        OPS.len() * TYPES.len() + COOPERATIVE.len(),
+        OPS.len() * TYPES.len() + COOPERATIVE.len() + library().len(),
         MODULE.kernels().len()
     );
 }

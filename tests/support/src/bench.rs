@@ -287,6 +287,16 @@ pub mod peer {
     pub const RAW_ALLOC: &str = "raw cuMemAllocAsync/cuMemFreeAsync";
     /// xlog itself from one host thread (the baseline of the scaling case).
     pub const XLOG_ONE_THREAD: &str = "xlog, 1 thread";
+    /// `cupy.sum` with CuPy's CUB accelerator (`cub::DeviceReduce`).
+    pub const CUPY_SUM: &str = "CuPy sum (CUB)";
+    /// `torch.cumsum` (`cub::DeviceScan`).
+    pub const TORCH_CUMSUM: &str = "torch.cumsum (CUB)";
+    /// `torch.bincount`.
+    pub const TORCH_BINCOUNT: &str = "torch.bincount";
+    /// Tensor indexing `x[idx]` with `int64` indices.
+    pub const TORCH_INDEXING: &str = "torch indexing";
+    /// `Tensor.index_copy_` with `int64` indices.
+    pub const TORCH_INDEX_COPY: &str = "torch index_copy_";
 }
 
 /// Every target the benches are held to. A ratio is xlog's figure over the peer's:
@@ -363,6 +373,33 @@ pub const TARGETS: &[Target] = &[
         "axpy_vec_f32",
         peer::D2D,
         Bound::AtLeast(1.0),
+    ),
+    // The query-engine library against CUB (through CuPy and PyTorch), n = 10^8,
+    // in elements per second.
+    t("library", "sum f32", peer::CUPY_SUM, Bound::AtLeast(0.9)),
+    t(
+        "library",
+        "inclusive scan i32",
+        peer::TORCH_CUMSUM,
+        Bound::AtLeast(0.9),
+    ),
+    t(
+        "library",
+        "histogram 256 bins",
+        peer::TORCH_BINCOUNT,
+        Bound::AtLeast(1.5),
+    ),
+    t(
+        "library",
+        "random gather f32",
+        peer::TORCH_INDEXING,
+        Bound::AtLeast(0.9),
+    ),
+    t(
+        "library",
+        "scatter f32",
+        peer::TORCH_INDEX_COPY,
+        Bound::AtLeast(0.9),
     ),
 ];
 

@@ -1,0 +1,217 @@
+//! The query-engine library against CUB on the same GPU, in one run (bench id
+//! `library`): xlog's reduce, scan, histogram, gather and scatter at n = 10^8,
+//! each host call timed with CUDA events (median of 30 rounds after 3 warm-ups),
+//! then the same operations in PyTorch and CuPy (which call CUB), timed the same
+//! way by `library_cub.py`, which this bench runs as a child process. Figures are
+//! rates (10^9 elements per second), so a ratio is xlog's speed over the peer's;
+//! the targets are in `bench::TARGETS`.
+//!
+//! The script is `XLOG_CUB_SCRIPT` or `benches/library_cub.py` of this crate; the
+//! interpreter `XLOG_PYTHON` or `python3`. Without PyTorch and CuPy the peers are
+//! missing and the bench fails (a comparison without its peer is not a result).
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use cudarc::driver::{result, sys};
+use xlog::Stream;
+use xlog_test_support::bench::{self, Case};
+
+/// Event-timed milliseconds of one call of `f` on `s`.
+fn time_once(s: &Stream, f: &mut dyn FnMut()) -> f64 {
+    // SAFETY: fresh events recorded on a live stream, synchronised before use and
+    // destroyed after.
+    unsafe {
+        let a = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).unwrap();
+        let b = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).unwrap();
+        result::event::record(a, s.raw()).unwrap();
+        f();
+        result::event::record(b, s.raw()).unwrap();
+        result::event::synchronize(b).unwrap();
+        let ms = result::event::elapsed(a, b).unwrap() as f64;
+        result::event::destroy(a).unwrap();
+        result::event::destroy(b).unwrap();
+        ms
+    }
+}
+
+/// The median event-timed milliseconds of `f`.
+fn median_ms(s: &Stream, f: &mut dyn FnMut()) -> f64 {
+    let [ms] = bench::interleaved(3, 30, [&mut || time_once(s, f)], || {});
+    ms
+}
+
+/// The cases, in the order both sides run them: (case, the CUB peer's name).
+const CASES: &[(&str, &str)] = &[
+    ("sum f32", bench::peer::CUPY_SUM),
+    ("inclusive scan i32", bench::peer::TORCH_CUMSUM),
+    ("histogram 256 bins u8", bench::peer::TORCH_BINCOUNT),
+    ("random gather f32", bench::peer::TORCH_INDEXING),
+    ("scatter f32", bench::peer::TORCH_INDEX_COPY),
+];
+
+fn main() {
+    let rt = bench::runtime_or_exit();
+    let info = rt.device().info();
+    let n: usize = std::env::var("XLOG_LIBRARY_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000_000);
+    println!("## query-engine library vs CUB through PyTorch / CuPy (n = {n}, CUDA events, median of 30)\n");
+    println!(
+        "device: {} (sm_{}{})\n",
+        info.name, info.compute_capability.0, info.compute_capability.1
+    );
+    let s = rt.new_stream().unwrap();
+    let mut ours: HashMap<&str, f64> = HashMap::new();
+
+    // sum f32
+    let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.001).collect();
+    let xb = rt.upload_on(&s, &x).unwrap();
+    let want: f64 = x.iter().map(|&v| v as f64).sum();
+    let got = xlog_kernels::reduce::sum(&s, &xb)
+        .unwrap()
+        .download(&s)
+        .unwrap()[0] as f64;
+    assert!(
+        (got - want).abs() <= want * 1e-4,
+        "the timed sum is wrong: {got} vs {want}"
+    );
+    ours.insert(
+        "sum f32",
+        median_ms(&s, &mut || {
+            let _ = xlog_kernels::reduce::sum(&s, &xb).unwrap();
+        }),
+    );
+    drop(xb);
+
+    // inclusive scan i32
+    let xi: Vec<i32> = (0..n).map(|i| (i % 7) as i32 - 3).collect();
+    let xib = rt.upload_on(&s, &xi).unwrap();
+    let got = xlog_kernels::scan::inclusive_sum(&s, &xib)
+        .unwrap()
+        .download(&s)
+        .unwrap();
+    let want = xi.iter().fold(0i32, |a, &b| a.wrapping_add(b));
+    assert_eq!(got[n - 1], want, "the timed scan is wrong");
+    drop(got);
+    ours.insert(
+        "inclusive scan i32",
+        median_ms(&s, &mut || {
+            let _ = xlog_kernels::scan::inclusive_sum(&s, &xib).unwrap();
+        }),
+    );
+    drop(xib);
+
+    // histogram of bytes, 256 bins (global atomics: not yet privatised)
+    let bytes: Vec<u8> = (0..n)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8)
+        .collect();
+    let bb = rt.upload_on(&s, &bytes).unwrap();
+    let mut bins = rt.alloc_zeroed_on::<u32>(&s, 256).unwrap();
+    let hcfg = xlog::LaunchConfig::new([1024, 1, 1], [256, 1, 1]);
+    ours.insert(
+        "histogram 256 bins u8",
+        median_ms(&s, &mut || {
+            bins.fill(&s, 0).unwrap();
+            xlog_kernels::cooperative::histogram_u8::launch(&s, hcfg, &bb, &mut bins).unwrap();
+        }),
+    );
+    let total: u64 = bins.download(&s).unwrap().iter().map(|&c| c as u64).sum();
+    assert_eq!(total, n as u64, "the timed histogram is wrong");
+    drop(bb);
+
+    // random gather and permutation scatter, f32 values, 64-bit indices (as torch's)
+    let mut r = xlog_test_support::Rng::from_state(12345);
+    let idx: Vec<u64> = (0..n).map(|_| r.next_u64() % n as u64).collect();
+    let mut perm: Vec<u64> = (0..n as u64).collect();
+    for i in (1..n).rev() {
+        perm.swap(i, (r.next_u64() % (i as u64 + 1)) as usize);
+    }
+    let xb = rt.upload_on(&s, &x).unwrap();
+    let ib = rt.upload_on(&s, &idx).unwrap();
+    let pb = rt.upload_on(&s, &perm).unwrap();
+    let got = xlog_kernels::gather::gather(&s, &xb, &ib)
+        .unwrap()
+        .download(&s)
+        .unwrap();
+    assert_eq!(
+        got[n / 3],
+        x[idx[n / 3] as usize],
+        "the timed gather is wrong"
+    );
+    drop(got);
+    ours.insert(
+        "random gather f32",
+        median_ms(&s, &mut || {
+            let _ = xlog_kernels::gather::gather(&s, &xb, &ib).unwrap();
+        }),
+    );
+    let mut out = rt.alloc_zeroed_on::<f32>(&s, n).unwrap();
+    ours.insert(
+        "scatter f32",
+        median_ms(&s, &mut || {
+            xlog_kernels::gather::scatter(&s, &xb, &pb, &mut out).unwrap();
+        }),
+    );
+    assert_eq!(
+        out.download(&s).unwrap()[perm[7] as usize],
+        x[7],
+        "the timed scatter is wrong"
+    );
+    drop((xb, ib, pb, out));
+    s.synchronize().unwrap();
+
+    // The CUB side, on the same GPU, after ours (its memory freed).
+    let script = std::env::var("XLOG_CUB_SCRIPT").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/benches/library_cub.py").to_owned()
+    });
+    let python = std::env::var("XLOG_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let output = Command::new(&python)
+        .arg(&script)
+        .arg(n.to_string())
+        .env_remove(bench::RESULTS_ENV)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python} {script}: {e}"));
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{script} failed: {}",
+        output.status
+    );
+    let peers: HashMap<String, f64> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (case, ms) = l.split_once('\t')?;
+            Some((case.to_owned(), ms.trim().parse().ok()?))
+        })
+        .collect();
+
+    println!("| case | xlog | CUB peer | peer | ratio (xlog speed / peer speed) | target |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    let rate = |ms: f64| n as f64 / ms / 1e6;
+    let mut missing = Vec::new();
+    for &(case, peer) in CASES {
+        let c = Case {
+            bench: "library",
+            case,
+            size: Some(n as u64),
+            unit: "Gelem/s",
+        };
+        let mine = ours[case];
+        match peers.get(case) {
+            Some(&theirs) => c.row(rate(mine), rate(theirs), peer),
+            None => {
+                c.record(bench::XLOG, rate(mine));
+                missing.push(case);
+            }
+        }
+        println!(
+            "<!-- {case}: xlog {mine:.3} ms, {peer} {} -->",
+            peers
+                .get(case)
+                .map_or("missing".to_owned(), |ms| format!("{ms:.3} ms"))
+        );
+    }
+    assert!(missing.is_empty(), "no CUB figure for {missing:?}");
+}

@@ -1,0 +1,353 @@
+//! Reductions: the sum, minimum or maximum of a buffer, or its fold under an
+//! operator of your own, left on the device as a one-element buffer.
+//!
+//! # Algorithm
+//!
+//! Two launches of one kernel (CUB's `DeviceReduce` shape). The first runs at most
+//! [`MAX_BLOCKS`] blocks of [`BLOCK`] threads; each thread folds a grid-stride
+//! sequence of 16-byte chunks (four 32-bit or two 64-bit elements, one vector load
+//! each, four loads in flight per step), the block folds its threads' values
+//! ([`collective::block_reduce`]) and its leader writes one partial. The second
+//! launch is one block over the partials, writing the result. An input of at most
+//! one block's worth of chunks takes the second launch only.
+//!
+//! | | |
+//! | --- | --- |
+//! | work | `O(n)`, every element read once |
+//! | launches | 2 (1 when `n ≤ BLOCK · elements per chunk`) |
+//! | temporary memory | one element per first-pass block: at most `MAX_BLOCKS` elements, from the stream's runtime (its budget applies) |
+//! | determinism | the combination order depends only on `n`: the same input gives the same bits, floats included |
+//!
+//! # Edge cases
+//!
+//! An empty input gives the operator's identity (`0`, `T::MAX` / `+∞` for the
+//! minimum, `T::MIN` / `-∞` for the maximum). Integer sums wrap. Float sums are
+//! summed in a tree order, not left to right, so they may differ from a sequential
+//! sum by rounding; a NaN or an infinity propagates as in any sum. Float minimum
+//! and maximum follow [`f32::min`] / [`f32::max`]: NaNs are ignored (an all-NaN
+//! input gives the identity, `+∞` or `-∞`).
+//!
+//! # Your own operator
+//!
+//! The operator runs on the device, so it is compiled into a kernel: write a kernel
+//! whose body is [`fold_block`] with your operator and identity, and name it in a
+//! [`FoldKernel`] implementation; [`fold`] then runs it like [`sum`]:
+//!
+//! ```ignore
+//! #[xlog_kernel(read(x), write(partials per block), block = 256)]
+//! pub fn fold_xor_u64(x: &[u64], partials: &mut [u64]) {
+//!     xlog_kernels::reduce::fold_block::<u64, 2>(x, partials, 0, |a, b| a ^ b);
+//! }
+//! pub struct Xor;
+//! impl xlog_kernels::reduce::FoldKernel<u64> for Xor {
+//!     fn launch(s: &Stream, cfg: LaunchConfig, x: &BufferView<'_, u64>, partials: &mut DeviceBuffer<u64>) -> Result<()> {
+//!         fold_xor_u64::launch(s, cfg, x, partials)
+//!     }
+//! }
+//! let x_xor = xlog_kernels::reduce::fold::<u64, Xor>(&s, &x)?;
+//! ```
+//!
+//! The operator must be associative and commutative: threads and blocks are
+//! combined in an order fixed by the launch shape, not the elements' order.
+
+use xlog::device::vector::Vector;
+use xlog::device::view::{read_chunk, Out, PerBlock};
+use xlog::device::warp::Shuffle;
+use xlog::prelude::*;
+
+/// Threads per block of every reduction kernel.
+pub const BLOCK: u32 = 256;
+
+/// The most blocks a first pass launches (and so the most partials it leaves).
+pub const MAX_BLOCKS: u32 = 1024;
+
+/// Chunks each thread loads before folding them (loads in flight per thread).
+const UNROLL: usize = 4;
+
+/// Chunk `c` of `x` folded under `op`, elements past the end counting as
+/// `identity`.
+#[inline(always)]
+fn chunk_fold<T: Copy, const K: usize>(
+    x: &[T],
+    c: usize,
+    identity: T,
+    op: impl Fn(T, T) -> T + Copy,
+) -> T
+where
+    [T; K]: Vector,
+{
+    let v: [T; K] = match read_chunk::<T, K>(x, c) {
+        Some(v) => v,
+        None => {
+            let start = c.saturating_mul(K);
+            core::array::from_fn(|j| match start.checked_add(j) {
+                Some(i) if i < x.len() => x[i],
+                _ => identity,
+            })
+        }
+    };
+    let mut acc = v[0];
+    for &e in &v[1..] {
+        acc = op(acc, e);
+    }
+    acc
+}
+
+/// One block's share of a reduction: this block's threads fold a grid-stride
+/// sequence of `K`-element chunks of `x` (16-byte vector loads, [`UNROLL`] in
+/// flight), the block folds its threads, and its leader stores the block's value in
+/// `partials[blockIdx.x]` (nothing when `partials` is shorter).
+///
+/// The body of every reduction kernel, for any element type and operator; every
+/// thread of the block must call it (it contains a block collective). `op` must be
+/// associative and commutative, with `identity` its identity element.
+#[inline(always)]
+pub fn fold_block<T: Shuffle, const K: usize>(
+    x: &[T],
+    partials: &mut Out<'_, T, PerBlock>,
+    identity: T,
+    op: impl Fn(T, T) -> T + Copy,
+) where
+    [T; K]: Vector,
+{
+    let chunks = x.len().div_ceil(K);
+    let stride = thread::total_threads();
+    let mut c = thread::index_1d().get();
+    let mut acc = identity;
+    while c.saturating_add((UNROLL - 1) * stride) < chunks {
+        let v: [T; UNROLL] =
+            core::array::from_fn(|u| chunk_fold::<T, K>(x, c + u * stride, identity, op));
+        for e in v {
+            acc = op(acc, e);
+        }
+        c += UNROLL * stride;
+    }
+    while c < chunks {
+        acc = op(acc, chunk_fold::<T, K>(x, c, identity, op));
+        c += stride;
+    }
+    let total = collective::block_reduce(acc, op);
+    if let Some(b) = thread::block_leader() {
+        if let Some(p) = partials.get_mut(b) {
+            *p = total;
+        }
+    }
+}
+
+macro_rules! reductions {
+    ($($t:ty, $k:literal, $sum:ident = $add:expr, $min:ident = $minf:expr, $max:ident = $maxf:expr, $lo:expr, $hi:expr;)*) => {$(
+        #[doc = concat!("Per-block partial sums of `", stringify!($t), "`s (wrapping for integers): the first pass of [`sum`], and its second over the partials.")]
+        #[xlog_kernel(read(x), write(partials per block), block = 256)]
+        pub fn $sum(x: &[$t], partials: &mut [$t]) {
+            fold_block::<$t, $k>(x, partials, 0 as $t, $add);
+        }
+
+        #[doc = concat!("Per-block minima of `", stringify!($t), "`s: the passes of [`min`].")]
+        #[xlog_kernel(read(x), write(partials per block), block = 256)]
+        pub fn $min(x: &[$t], partials: &mut [$t]) {
+            fold_block::<$t, $k>(x, partials, $hi, $minf);
+        }
+
+        #[doc = concat!("Per-block maxima of `", stringify!($t), "`s: the passes of [`max`].")]
+        #[xlog_kernel(read(x), write(partials per block), block = 256)]
+        pub fn $max(x: &[$t], partials: &mut [$t]) {
+            fold_block::<$t, $k>(x, partials, $lo, $maxf);
+        }
+    )*};
+}
+
+reductions! {
+    u32, 4, reduce_sum_u32 = u32::wrapping_add, reduce_min_u32 = u32::min, reduce_max_u32 = u32::max, u32::MIN, u32::MAX;
+    i32, 4, reduce_sum_i32 = i32::wrapping_add, reduce_min_i32 = i32::min, reduce_max_i32 = i32::max, i32::MIN, i32::MAX;
+    f32, 4, reduce_sum_f32 = |a: f32, b: f32| a + b, reduce_min_f32 = f32::min, reduce_max_f32 = f32::max, f32::NEG_INFINITY, f32::INFINITY;
+    u64, 2, reduce_sum_u64 = u64::wrapping_add, reduce_min_u64 = u64::min, reduce_max_u64 = u64::max, u64::MIN, u64::MAX;
+    i64, 2, reduce_sum_i64 = i64::wrapping_add, reduce_min_i64 = i64::min, reduce_max_i64 = i64::max, i64::MIN, i64::MAX;
+    f64, 2, reduce_sum_f64 = |a: f64, b: f64| a + b, reduce_min_f64 = f64::min, reduce_max_f64 = f64::max, f64::NEG_INFINITY, f64::INFINITY;
+}
+
+/// Per-block bitwise ors of `u32`s: an operator outside the built-in ones, written
+/// the way a kernel of your own is (the [`BitOr`] of [`fold`]).
+#[xlog_kernel(read(x), write(partials per block), block = 256)]
+pub fn fold_or_u32(x: &[u32], partials: &mut [u32]) {
+    fold_block::<u32, 4>(x, partials, 0, |a, b| a | b);
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    use xlog::{AllocTag, BufferView, DeviceBuffer, LaunchConfig, ReadBuffer, Result, Stream};
+
+    use super::{BLOCK, MAX_BLOCKS, UNROLL};
+
+    /// A reduction kernel: its element type, the elements each thread loads per
+    /// chunk, and its launch. The kernel's body is [`fold_block`](super::fold_block)
+    /// (or one that keeps its contract: every block's leader writes
+    /// `partials[blockIdx.x]`, the fold of what its block read, and a one-block launch
+    /// over all of `x` writes the fold of `x`).
+    pub trait FoldKernel<T: xlog::DeviceCopy> {
+        /// Elements per 16-byte chunk (`K` of `fold_block::<T, K>`).
+        const CHUNK: usize = 16 / core::mem::size_of::<T>();
+
+        /// Launches the kernel over `x`, writing one value per block into `partials`.
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            partials: &mut DeviceBuffer<T>,
+        ) -> Result<()>;
+    }
+
+    /// The fold of `x` under kernel `K`'s operator, as a one-element buffer on the
+    /// device (`K`'s identity for an empty `x`). See the [module docs](super) for
+    /// the algorithm, its temporary memory and the order elements are combined in.
+    ///
+    /// # Errors
+    ///
+    /// A budget refusal of the partials or the result (`BudgetExceeded`; nothing
+    /// was launched), or a launch error.
+    pub fn fold<T: xlog::DeviceCopy, K: FoldKernel<T>>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>> {
+        let x = x.as_view();
+        let rt = s.runtime()?;
+        let per_block = BLOCK as usize * K::CHUNK;
+        let blocks = x
+            .len()
+            .div_ceil(per_block * UNROLL)
+            .clamp(1, MAX_BLOCKS as usize);
+        // SAFETY: a one-block launch of the kernel writes element 0 (the trait's
+        // contract) before anything reads it; the launch is recorded as a write.
+        let mut out = unsafe { rt.alloc_uninit::<T>(s, 1, AllocTag("reduce result")) }?;
+        if x.len() <= per_block {
+            K::launch(s, one_block(), &x, &mut out)?;
+            return Ok(out);
+        }
+        // SAFETY: the first pass launches `blocks` blocks, whose leaders write
+        // `partials[0..blocks]`, every element, before the second pass reads them.
+        let mut partials = unsafe { rt.alloc_uninit::<T>(s, blocks, AllocTag("reduce partials")) }?;
+        K::launch(
+            s,
+            LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1]),
+            &x,
+            &mut partials,
+        )?;
+        K::launch(s, one_block(), &partials.as_view(), &mut out)?;
+        Ok(out)
+    }
+
+    fn one_block() -> LaunchConfig {
+        LaunchConfig::new([1, 1, 1], [BLOCK, 1, 1])
+    }
+
+    /// The operator of [`sum`]: wrapping addition for integers, `+` for floats.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Sum;
+    /// The operator of [`min`].
+    #[derive(Clone, Copy, Debug)]
+    pub struct Min;
+    /// The operator of [`max`].
+    #[derive(Clone, Copy, Debug)]
+    pub struct Max;
+    /// Bitwise or of `u32`s (an operator written the way a user's is, for the GPU
+    /// suite and the docs).
+    #[derive(Clone, Copy, Debug)]
+    pub struct BitOr;
+
+    macro_rules! kernel {
+        ($op:ident, $t:ty, $kernel:ident) => {
+            impl FoldKernel<$t> for $op {
+                fn launch(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, $t>,
+                    partials: &mut DeviceBuffer<$t>,
+                ) -> Result<()> {
+                    super::$kernel::launch(s, cfg, x, partials)
+                }
+            }
+        };
+    }
+
+    macro_rules! kernels {
+        ($($t:ty: $sum:ident, $min:ident, $max:ident;)*) => {$(
+            kernel!(Sum, $t, $sum);
+            kernel!(Min, $t, $min);
+            kernel!(Max, $t, $max);
+        )*};
+    }
+
+    kernels! {
+        u32: reduce_sum_u32, reduce_min_u32, reduce_max_u32;
+        i32: reduce_sum_i32, reduce_min_i32, reduce_max_i32;
+        f32: reduce_sum_f32, reduce_min_f32, reduce_max_f32;
+        u64: reduce_sum_u64, reduce_min_u64, reduce_max_u64;
+        i64: reduce_sum_i64, reduce_min_i64, reduce_max_i64;
+        f64: reduce_sum_f64, reduce_min_f64, reduce_max_f64;
+    }
+    kernel!(BitOr, u32, fold_or_u32);
+
+    /// The sum of `x` (wrapping for integers; a tree order for floats) as a
+    /// one-element device buffer; `0` when `x` is empty. For `u32`, `i32`, `u64`,
+    /// `i64`, `f32`, `f64`. `O(n)`, two launches, at most
+    /// [`MAX_BLOCKS`](super::MAX_BLOCKS) elements of temporary memory
+    /// ([module docs](super)).
+    ///
+    /// ```no_run
+    /// # fn main() -> xlog::Result<()> {
+    /// let rt = xlog::Runtime::get(0)?;
+    /// let s = rt.stream()?;
+    /// let x = rt.upload_on(&s, &[1u32, 2, 3])?;
+    /// assert_eq!(xlog_kernels::reduce::sum(&s, &x)?.download(&s)?, [6]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`fold`].
+    pub fn sum<T: xlog::DeviceCopy>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>>
+    where
+        Sum: FoldKernel<T>,
+    {
+        fold::<T, Sum>(s, x)
+    }
+
+    /// The minimum of `x` as a one-element device buffer; `T::MAX` (`+∞` for
+    /// floats) when `x` is empty. Float NaNs are ignored (all NaN gives `+∞`);
+    /// `-0.0` and `+0.0` compare equal (either may come back). As [`sum`]
+    /// otherwise.
+    ///
+    /// # Errors
+    ///
+    /// As [`fold`].
+    pub fn min<T: xlog::DeviceCopy>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>>
+    where
+        Min: FoldKernel<T>,
+    {
+        fold::<T, Min>(s, x)
+    }
+
+    /// The maximum of `x` as a one-element device buffer; `T::MIN` (`-∞` for
+    /// floats) when `x` is empty. NaNs and zeros as in [`min`].
+    ///
+    /// # Errors
+    ///
+    /// As [`fold`].
+    pub fn max<T: xlog::DeviceCopy>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>>
+    where
+        Max: FoldKernel<T>,
+    {
+        fold::<T, Max>(s, x)
+    }
+}

@@ -1,0 +1,288 @@
+//! Prefix scans in one pass: inclusive and exclusive sums of `u32`, `i32`, `u64`,
+//! `i64`, `f32`, `f64`, and scans under an operator of your own.
+//!
+//! # Algorithm
+//!
+//! One launch, one block of [`BLOCK`] threads per tile (CUB's `DeviceScan` with
+//! decoupled look-back). A tile is 64 bytes per thread: [`ITEMS_32`] elements of a
+//! 32-bit type or [`ITEMS_64`] of a 64-bit one, each thread loading and storing its
+//! consecutive elements as 16-byte vectors. A thread scans its elements, the block
+//! scans the threads' totals ([`collective::block_exclusive_scan`]), and the tile
+//! publishes its aggregate and learns the total of every tile before it from a
+//! warp-wide look-back ([`Ticket::exclusive_prefix`](xlog::device::lookback::Ticket::exclusive_prefix):
+//! 32 predecessors per step). Tiles are numbered in the order blocks start, so the
+//! scan makes progress whatever order the hardware runs blocks in.
+//!
+//! | | |
+//! | --- | --- |
+//! | work | `O(n)`: every element read once and written once |
+//! | launches | 1 (and the launcher's zeroing of the status words) |
+//! | temporary memory | the look-back status: `8 · (1 + 4 · tiles)` bytes, about 1 % of the input, from the stream's runtime (its budget applies) |
+//! | determinism | the combination order depends only on `n`: the same input gives the same bits, floats included |
+//!
+//! # Edge cases
+//!
+//! An empty input gives an empty output without a launch. Integer sums wrap. Float
+//! sums are combined in a tree order within a thread's elements, the block and the
+//! tiles, so they may differ from a sequential sum by rounding; a NaN or infinity
+//! propagates to every later element, as in a sequential sum. An exclusive scan
+//! starts from the identity (`0` for sums): `out[0] = 0`, `out[i] = x[0] + … + x[i-1]`.
+//!
+//! # Your own operator
+//!
+//! Write a kernel whose body is [`scan_tiles`] with your operator (associative;
+//! it need not be commutative: elements are combined in order) and identity, and
+//! name it in a [`ScanKernel`] implementation; [`scan`] runs it. [`InclusiveMaxU32`]
+//! is one, written the way yours would be.
+
+use xlog::device::lookback::{self, LookBack};
+use xlog::device::vector::Vector;
+use xlog::device::view::{Out, Tiles};
+use xlog::device::warp::Shuffle;
+use xlog::prelude::*;
+
+/// Threads per block of every scan kernel.
+pub const BLOCK: u32 = 256;
+/// Elements per thread of a 32-bit scan (four 16-byte vectors).
+pub const ITEMS_32: usize = 16;
+/// Elements per thread of a 64-bit scan (four 16-byte vectors).
+pub const ITEMS_64: usize = 8;
+
+/// One block's share of a single-pass scan under `op` (associative, `identity` its
+/// identity): while tiles remain, take one, scan its `blockDim.x · K` elements
+/// (`K` consecutive ones per thread, moved as vectors of `V`), publish its
+/// aggregate, look back for the total of the tiles before it and store the scanned
+/// tile: `out[i] = x[0] op … op x[i]` when `INCLUSIVE`, `identity op x[0] op … op
+/// x[i-1]` otherwise.
+///
+/// The body of every scan kernel; every thread of the block must call it (it holds
+/// block collectives). `status` needs `lookback::status_words(⌈len / (blockDim.x · K)⌉)`
+/// words.
+#[inline(always)]
+pub fn scan_tiles<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: bool>(
+    x: &[T],
+    out: &mut Out<'_, T, Tiles<K>>,
+    status: &mut LookBack<'_>,
+    identity: T,
+    op: impl Fn(T, T) -> T + Copy,
+) where
+    [T; V]: Vector,
+{
+    while let Some(tile) = status.next_tile() {
+        let c = tile.chunk::<K>();
+        let v: [T; K] = lookback::load_chunk_by::<T, K, V>(x, c.get(), identity);
+        let mut run = v;
+        for j in 1..K {
+            run[j] = op(run[j - 1], v[j]);
+        }
+        let (before, total) = collective::block_exclusive_scan(run[K - 1], identity, op);
+        let base = match tile.exclusive_prefix(total, op) {
+            Some(prefix) => op(prefix, before),
+            None => before,
+        };
+        let scanned: [T; K] = if INCLUSIVE {
+            run.map(|e| op(base, e))
+        } else {
+            core::array::from_fn(|j| if j == 0 { base } else { op(base, run[j - 1]) })
+        };
+        out.store_chunk_by::<V>(c, scanned);
+    }
+}
+
+macro_rules! sums {
+    ($($t:ty, $k:tt, $v:tt, $incl:ident, $excl:ident, $zero:expr, $add:expr;)*) => {$(
+        #[doc = concat!("`out[i] = x[0] + … + x[i]` over `", stringify!($t), "`s, in one pass: the kernel of [`inclusive_sum`].")]
+        #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 256)]
+        pub fn $incl(x: &[$t], out: &mut [$t], status: &mut [u64]) {
+            scan_tiles::<$t, $k, $v, true>(x, out, status, $zero, $add);
+        }
+
+        #[doc = concat!("`out[i] = x[0] + … + x[i-1]` over `", stringify!($t), "`s, in one pass: the kernel of [`exclusive_sum`].")]
+        #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 256)]
+        pub fn $excl(x: &[$t], out: &mut [$t], status: &mut [u64]) {
+            scan_tiles::<$t, $k, $v, false>(x, out, status, $zero, $add);
+        }
+    )*};
+}
+
+sums! {
+    u32, 16, 4, scan_inclusive_sum_u32, scan_exclusive_sum_u32, 0, u32::wrapping_add;
+    i32, 16, 4, scan_inclusive_sum_i32, scan_exclusive_sum_i32, 0, i32::wrapping_add;
+    f32, 16, 4, scan_inclusive_sum_f32, scan_exclusive_sum_f32, 0.0, |a: f32, b: f32| a + b;
+    u64, 8, 2, scan_inclusive_sum_u64, scan_exclusive_sum_u64, 0, u64::wrapping_add;
+    i64, 8, 2, scan_inclusive_sum_i64, scan_exclusive_sum_i64, 0, i64::wrapping_add;
+    f64, 8, 2, scan_inclusive_sum_f64, scan_exclusive_sum_f64, 0.0, |a: f64, b: f64| a + b;
+}
+
+/// `out[i]` = the last non-zero element of `x[0..=i]` (0 if none): a scan under an
+/// associative, non-commutative operator of the kind a user writes, so the GPU
+/// suite sees elements combined in order.
+#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256)]
+pub fn scan_last_nonzero_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
+    scan_tiles::<u32, 16, 4, true>(x, out, status, 0, |a, b| if b == 0 { a } else { b });
+}
+
+/// `out[i] = max(x[0], …, x[i])` over `u32`s: the kernel of [`InclusiveMaxU32`].
+#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256)]
+pub fn scan_inclusive_max_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
+    scan_tiles::<u32, 16, 4, true>(x, out, status, 0, u32::max);
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    use xlog::device::lookback::status_words;
+    use xlog::{AllocTag, BufferView, DeviceBuffer, LaunchConfig, ReadBuffer, Result, Stream};
+
+    use super::BLOCK;
+
+    /// A scan kernel: its elements per thread and its launch. The kernel's body is
+    /// [`scan_tiles`](super::scan_tiles) (or one keeping its contract: one tile of
+    /// `BLOCK · ITEMS` elements per ticket, every element of `out` written).
+    pub trait ScanKernel<T: xlog::DeviceCopy> {
+        /// Elements per thread (`K` of `scan_tiles`).
+        const ITEMS: usize;
+
+        /// Launches the kernel: `x` in, `out` (as long as `x`) out, `status` its
+        /// look-back words (the launcher zeroes them).
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            out: &mut DeviceBuffer<T>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()>;
+    }
+
+    /// The scan of `x` by kernel `K`, into a new buffer as long as `x`: one launch
+    /// of one block per tile ([module docs](super)).
+    ///
+    /// # Errors
+    ///
+    /// A budget refusal of the output or the status words (`BudgetExceeded`;
+    /// nothing was launched), or a launch error.
+    pub fn scan<T: xlog::DeviceCopy, K: ScanKernel<T>>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>> {
+        let x = x.as_view();
+        let rt = s.runtime()?;
+        // SAFETY: every tile is taken (one block per tile, each taking tickets
+        // until none is left) and every element of every tile is stored before the
+        // launch ends; the launch is recorded as a write of the whole buffer.
+        let mut out = unsafe { rt.alloc_uninit::<T>(s, x.len(), AllocTag("scan output")) }?;
+        if x.is_empty() {
+            return Ok(out);
+        }
+        let tiles = x.len().div_ceil(BLOCK as usize * K::ITEMS);
+        let grid = u32::try_from(tiles).map_err(|_| xlog::Error::InvalidArgument {
+            what: "xlog_kernels::scan::scan".to_owned(),
+            reason: format!(
+                "{} elements need {tiles} tiles, more than a grid holds",
+                x.len()
+            ),
+        })?;
+        // SAFETY: the typed launcher zeroes a `lookback` parameter's words on the
+        // stream right before the kernel, as part of the same recorded launch.
+        let mut status =
+            unsafe { rt.alloc_uninit::<u64>(s, status_words(tiles), AllocTag("scan status")) }?;
+        K::launch(
+            s,
+            LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]),
+            &x,
+            &mut out,
+            &mut status,
+        )?;
+        Ok(out)
+    }
+
+    /// The inclusive sum: `out[i] = x[0] + … + x[i]`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct InclusiveSum;
+    /// The exclusive sum: `out[0] = 0`, `out[i] = x[0] + … + x[i-1]`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct ExclusiveSum;
+    /// The running maximum of `u32`s (a user-style operator).
+    #[derive(Clone, Copy, Debug)]
+    pub struct InclusiveMaxU32;
+    /// The last non-zero element so far, of `u32`s (associative, not commutative).
+    #[derive(Clone, Copy, Debug)]
+    pub struct LastNonZeroU32;
+
+    macro_rules! kernel {
+        ($op:ident, $t:ty, $items:expr, $kernel:ident) => {
+            impl ScanKernel<$t> for $op {
+                const ITEMS: usize = $items;
+                fn launch(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, $t>,
+                    out: &mut DeviceBuffer<$t>,
+                    status: &mut DeviceBuffer<u64>,
+                ) -> Result<()> {
+                    super::$kernel::launch(s, cfg, x, out, status)
+                }
+            }
+        };
+    }
+
+    use super::{ITEMS_32, ITEMS_64};
+    kernel!(InclusiveSum, u32, ITEMS_32, scan_inclusive_sum_u32);
+    kernel!(InclusiveSum, i32, ITEMS_32, scan_inclusive_sum_i32);
+    kernel!(InclusiveSum, f32, ITEMS_32, scan_inclusive_sum_f32);
+    kernel!(InclusiveSum, u64, ITEMS_64, scan_inclusive_sum_u64);
+    kernel!(InclusiveSum, i64, ITEMS_64, scan_inclusive_sum_i64);
+    kernel!(InclusiveSum, f64, ITEMS_64, scan_inclusive_sum_f64);
+    kernel!(ExclusiveSum, u32, ITEMS_32, scan_exclusive_sum_u32);
+    kernel!(ExclusiveSum, i32, ITEMS_32, scan_exclusive_sum_i32);
+    kernel!(ExclusiveSum, f32, ITEMS_32, scan_exclusive_sum_f32);
+    kernel!(ExclusiveSum, u64, ITEMS_64, scan_exclusive_sum_u64);
+    kernel!(ExclusiveSum, i64, ITEMS_64, scan_exclusive_sum_i64);
+    kernel!(ExclusiveSum, f64, ITEMS_64, scan_exclusive_sum_f64);
+    kernel!(InclusiveMaxU32, u32, ITEMS_32, scan_inclusive_max_u32);
+    kernel!(LastNonZeroU32, u32, ITEMS_32, scan_last_nonzero_u32);
+
+    /// `out[i] = x[0] + … + x[i]` (wrapping for integers), in one pass, into a new
+    /// buffer as long as `x`. `O(n)`, one launch, about 1 % of the input in
+    /// temporary status words; deterministic ([module docs](super)).
+    ///
+    /// ```no_run
+    /// # fn main() -> xlog::Result<()> {
+    /// let rt = xlog::Runtime::get(0)?;
+    /// let s = rt.stream()?;
+    /// let x = rt.upload_on(&s, &[1i32, 2, 3])?;
+    /// assert_eq!(xlog_kernels::scan::inclusive_sum(&s, &x)?.download(&s)?, [1, 3, 6]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`scan`].
+    pub fn inclusive_sum<T: xlog::DeviceCopy>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>>
+    where
+        InclusiveSum: ScanKernel<T>,
+    {
+        scan::<T, InclusiveSum>(s, x)
+    }
+
+    /// `out[0] = 0`, `out[i] = x[0] + … + x[i-1]`, in one pass. As
+    /// [`inclusive_sum`] otherwise.
+    ///
+    /// # Errors
+    ///
+    /// As [`scan`].
+    pub fn exclusive_sum<T: xlog::DeviceCopy>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>>
+    where
+        ExclusiveSum: ScanKernel<T>,
+    {
+        scan::<T, ExclusiveSum>(s, x)
+    }
+}
