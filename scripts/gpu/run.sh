@@ -16,6 +16,8 @@ out=${1:-${OUT:-gpu-out}}
 mkdir -p "$out"
 bin=.gpu-bundle/bin
 export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+# The kernel-library bench times CUB (through PyTorch and CuPy) with this script.
+export XLOG_CUB_SCRIPT=${XLOG_CUB_SCRIPT:-$PWD/crates/xlog-kernels/benches/library_cub.py}
 export PATH=/usr/local/cuda/bin:$PATH
 status=0
 phases=" ${XLOG_PHASES:-tests sanitizer bench} "
