@@ -30,9 +30,13 @@ pub struct BufferCore {
     foreign: Option<ForeignOwner>,
 }
 
-/// The owner of imported memory (a DLPack tensor, an Arrow array, ...): held only
-/// to be dropped.
-struct ForeignOwner(#[allow(dead_code)] Box<dyn Send>);
+/// The owner of imported memory (a DLPack tensor, an Arrow array, ...) and the
+/// registration of its range: held only to be dropped, the owner first (fields
+/// drop in order), so the range stays registered until the producer has it back.
+struct ForeignOwner {
+    _owner: Box<dyn Send>,
+    _range: Box<dyn Send + Sync>,
+}
 
 // SAFETY: the owner is never reached through a shared reference: it is only moved
 // out and dropped in `release`, which has `&mut self`.
@@ -74,9 +78,13 @@ impl BufferCore {
         stream: Stream,
         ready: UsePoint<Stream>,
         owner: Box<dyn Send>,
+        range: Box<dyn Send + Sync>,
     ) -> Self {
         BufferCore {
-            foreign: Some(ForeignOwner(owner)),
+            foreign: Some(ForeignOwner {
+                _owner: owner,
+                _range: range,
+            }),
             ..BufferCore::new(block, allocator, stream, ready)
         }
     }
@@ -94,6 +102,11 @@ impl BufferCore {
     /// Full identity of the underlying block.
     pub fn id(&self) -> BlockId {
         self.id
+    }
+
+    /// Size of the underlying block in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Id of the runtime that owns the buffer.
@@ -131,7 +144,8 @@ impl BufferCore {
         }
         if let Some(owner) = self.foreign.take() {
             // The owner's deleter frees (or recycles) the memory at once, on no stream
-            // of ours: every use must have finished on the device first.
+            // of ours: every use must have finished on the device first. A leaked
+            // owner keeps its range registered: the memory stays in use.
             if let Err(e) = stream.synchronize() {
                 self.allocator
                     .report_drop_error("awaiting uses of imported memory; it is leaked", &e);

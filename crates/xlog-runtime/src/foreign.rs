@@ -20,9 +20,26 @@
 //!
 //! [`BufferCore::ready_event`] records an event after the buffer's pending writes
 //! (an Arrow array's `sync_event`).
+//!
+//! **One identity per memory.** A process-wide registry holds the address ranges
+//! of live imports and exports (per device). An import that overlaps either is
+//! refused: two imports of one tensor, or an import of memory xlog has exported,
+//! would otherwise give two tracked buffers (two use states, never fenced against
+//! each other) over the same bytes, and safe code could pass them to one launch as
+//! `&[T]` and `&mut [T]`. An export ([`BufferCore::mark_exported`]) does not check:
+//! the buffer it exports is xlog's one identity of the memory.
+//!
+//! **Default streams.** A foreign stream given as the per-thread default stream
+//! (`2`) is ordered through the legacy default stream (`1`): "the per-thread
+//! default stream" names a different stream on each thread, and the thread that
+//! releases a tensor need not be the one that used it; every thread's per-thread
+//! default stream synchronises with the legacy stream, so an event recorded on (or
+//! a wait queued on) the legacy stream covers all of them.
 
 use std::ffi::c_void;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use xlog_device::DeviceCopy;
 
@@ -73,6 +90,17 @@ impl ForeignStream {
     /// The raw handle.
     pub fn as_raw(&self) -> *mut c_void {
         self.0.cast()
+    }
+
+    /// The stream xlog records events on and queues waits on for this one: the
+    /// legacy default stream for the per-thread default stream (whose handle means
+    /// another stream on every thread), the stream itself otherwise.
+    pub fn ordering_stream(&self) -> ForeignStream {
+        if *self == ForeignStream::per_thread_default() {
+            ForeignStream::legacy_default()
+        } else {
+            *self
+        }
     }
 }
 
@@ -153,33 +181,83 @@ impl BufferCore {
             let state = self.track.lock_unpoisoned();
             state.conflicts(access).cloned().collect()
         };
-        points
-            .iter()
-            .try_for_each(|p| Stream::wait_raw(consumer.0, p))
+        let raw = consumer.ordering_stream().0;
+        points.iter().try_for_each(|p| Stream::wait_raw(raw, p))
+    }
+
+    /// Block the host until the buffer's pending work that `access` conflicts with
+    /// has finished: the ordering for a consumer that names no stream.
+    pub fn wait_host(&self, access: Access) -> Result<()> {
+        if !self.alloc_stream().has_device() {
+            return Ok(());
+        }
+        let points: Vec<UsePoint<Stream>> = {
+            let state = self.track.lock_unpoisoned();
+            state.conflicts(access).cloned().collect()
+        };
+        points.iter().try_for_each(Stream::host_wait)
     }
 
     /// Record that `consumer` used the buffer with `access` through everything it
     /// has queued so far: later xlog work and the buffer's free wait for it.
     ///
-    /// The foreign stream is touched only by this call (an event record).
+    /// The foreign stream is touched only by this call (one event record). The use
+    /// is folded into the buffer's allocation stream, which waits for that event
+    /// (and, for a writing use, for every other recorded use): the buffer's use
+    /// state keeps one point per xlog stream however many times it is exported.
     pub fn record_foreign_use(&self, consumer: ForeignStream, access: Access) -> Result<()> {
         let stream = self.alloc_stream();
         if !stream.has_device() {
             return Ok(());
         }
-        let borrowed = Stream::borrowed(stream, consumer.0);
-        let point = borrowed.capture()?;
-        // Keep every other point: xlog work may have committed since the consumer
-        // was ordered, so the consumer's use subsumes nothing.
+        stream.bind()?;
+        let borrowed = Stream::borrowed(stream, consumer.ordering_stream().0);
+        let foreign = borrowed.capture()?;
+        let (planned, others): (u64, Vec<UsePoint<Stream>>) = {
+            let state = self.track.lock_unpoisoned();
+            (state.version(), state.conflicts(access).cloned().collect())
+        };
+        stream.wait_for(&foreign)?;
+        others.iter().try_for_each(|p| stream.wait_for(p))?;
+        let point = stream.publish();
         self.track
             .lock_unpoisoned()
-            .commit(access, &point.stream, point.epoch, u64::MAX);
+            .commit(access, stream, point.epoch, planned);
         Ok(())
+    }
+
+    /// Block the host until all work on the buffer's device has finished: the
+    /// release of a consumer that named no stream, whose uses could be anywhere.
+    pub fn finish_unordered_use(&self) -> Result<()> {
+        let stream = self.alloc_stream();
+        if !stream.has_device() {
+            return Ok(());
+        }
+        stream.bind()?;
+        driver::ctx_synchronize()
     }
 
     /// Record an event on `on` after the buffer's pending writes: a consumer that
     /// waits on it may read the buffer.
+    ///
+    /// `on` must be a stream of the buffer's runtime (a host placeholder only for a
+    /// buffer in host memory): an event of no device would order nothing.
     pub fn ready_event(&self, on: &Stream) -> Result<OwnedEvent> {
+        let mine = self.alloc_stream();
+        if mine.has_device()
+            && (!on.has_device()
+                || on.runtime_id() != mine.runtime_id()
+                || on.device_ordinal() != mine.device_ordinal())
+        {
+            return Err(Error::InvalidArgument {
+                what: format!("{on:?}"),
+                reason: format!(
+                    "the event must be recorded on a stream of the buffer's runtime ({}, device {})",
+                    mine.runtime_id(),
+                    mine.device_ordinal()
+                ),
+            });
+        }
         if !on.has_device() {
             return Ok(OwnedEvent {
                 raw: std::ptr::null_mut(),
@@ -201,6 +279,121 @@ impl BufferCore {
         unsafe { driver::event_record(raw, on.raw()) }?;
         Ok(event)
     }
+
+    /// Register the buffer's memory as exported until the returned mark is
+    /// dropped: imports overlapping it are refused meanwhile (see the module
+    /// docs). An export context holds the mark until its deleter has run.
+    pub fn mark_exported(&self) -> Box<dyn Send + Sync> {
+        let domain = Domain::of(self.alloc_stream(), self.id().device);
+        Box::new(RANGES.insert(domain, self.id().ptr, self.bytes(), Kind::Exported))
+    }
+}
+
+/// Which address space a range lives in: a device's, or host memory in tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Domain {
+    host: bool,
+    device: u32,
+}
+
+impl Domain {
+    fn of(stream: &Stream, device: u32) -> Domain {
+        Domain {
+            host: !stream.has_device(),
+            device,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Imported,
+    Exported,
+}
+
+struct Entry {
+    id: u64,
+    domain: Domain,
+    start: u64,
+    end: u64,
+    kind: Kind,
+}
+
+/// Live imported and exported ranges (few at a time: scanned linearly).
+struct Ranges {
+    live: Mutex<Vec<Entry>>,
+    next: AtomicU64,
+}
+
+static RANGES: Ranges = Ranges {
+    live: Mutex::new(Vec::new()),
+    next: AtomicU64::new(1),
+};
+
+/// A registered range; dropping it unregisters it.
+struct RangeMark {
+    id: u64,
+}
+
+impl Drop for RangeMark {
+    fn drop(&mut self) {
+        if self.id != 0 {
+            RANGES.live.lock_unpoisoned().retain(|e| e.id != self.id);
+        }
+    }
+}
+
+impl Ranges {
+    fn insert(&self, domain: Domain, start: u64, bytes: usize, kind: Kind) -> RangeMark {
+        if bytes == 0 {
+            return RangeMark { id: 0 };
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let end = start.saturating_add(bytes as u64);
+        self.live.lock_unpoisoned().push(Entry {
+            id,
+            domain,
+            start,
+            end,
+            kind,
+        });
+        RangeMark { id }
+    }
+
+    /// Register an import of `[start, start + bytes)`, refusing overlaps.
+    fn import(&self, domain: Domain, start: u64, bytes: usize) -> Result<RangeMark> {
+        if bytes == 0 {
+            return Ok(RangeMark { id: 0 });
+        }
+        let end = start.saturating_add(bytes as u64);
+        let mut live = self.live.lock_unpoisoned();
+        if let Some(e) = live
+            .iter()
+            .find(|e| e.domain == domain && e.start < end && start < e.end)
+        {
+            return Err(Error::InvalidArgument {
+                what: format!("imported memory at {start:#x} ({bytes} bytes)"),
+                reason: format!(
+                    "it overlaps memory {} at {:#x}..{:#x}, still alive: one memory gets one xlog buffer (drop the other, or import a copy)",
+                    match e.kind {
+                        Kind::Imported => "already imported",
+                        Kind::Exported => "xlog exported",
+                    },
+                    e.start,
+                    e.end
+                ),
+            });
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        live.push(Entry {
+            id,
+            domain,
+            start,
+            end,
+            kind: Kind::Imported,
+        });
+        Ok(RangeMark { id })
+    }
 }
 
 impl<T: DeviceCopy> DeviceBuffer<T> {
@@ -221,6 +414,11 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// 3. Until the buffer is dropped, nothing outside xlog writes the memory, or
     ///    reads it while xlog may write it, unless ordered through
     ///    [`BufferCore::order_foreign`] / [`BufferCore::record_foreign_use`].
+    ///
+    /// What is checked instead of assumed: the memory must not overlap a live
+    /// import or a live export of xlog's (on the same device). Such an import is
+    /// refused, so one memory never has two xlog buffers; the caller need not (and
+    /// cannot) vouch for that.
     pub unsafe fn import_raw(
         on: &Stream,
         ptr: u64,
@@ -279,11 +477,12 @@ unsafe fn import_with<T: DeviceCopy>(
             ),
         });
     }
+    let mark = RANGES.import(Domain::of(on, device), ptr, bytes)?;
     let ready = match ready {
         ReadyAfter::ImportStream => on.publish(),
         ReadyAfter::Stream(s) => {
             on.bind()?;
-            let producer = Stream::borrowed(on, s.0);
+            let producer = Stream::borrowed(on, s.ordering_stream().0);
             let point = producer.capture()?;
             on.wait_for(&point)?;
             on.publish()
@@ -298,7 +497,7 @@ unsafe fn import_with<T: DeviceCopy>(
         }
     };
     let block = DeviceBlock::new(device, ptr, bytes, AllocTag("imported"));
-    let core = BufferCore::new_foreign(block, allocator, on.clone(), ready, owner);
+    let core = BufferCore::new_foreign(block, allocator, on.clone(), ready, owner, Box::new(mark));
     Ok(DeviceBuffer::from_core(core, len))
 }
 
@@ -318,7 +517,12 @@ pub mod host {
 
     /// A buffer of `len` elements allocated from `resource` (a host stack) on
     /// `stream` (a [`Stream::host_placeholder`]).
-    pub fn buffer<T: DeviceCopy>(
+    ///
+    /// # Safety
+    /// 1. The buffer's address is a host address although the buffer claims a
+    ///    device: it is never handed to code that dereferences it as device memory
+    ///    (a real DLPack or Arrow consumer), nor written through a launch or copy.
+    pub unsafe fn buffer<T: DeviceCopy>(
         resource: Arc<dyn DeviceMemoryResource>,
         stream: &Stream,
         len: usize,
@@ -418,6 +622,57 @@ mod tests {
             assert!(e.contains(why), "{e}");
             assert_eq!(drops.load(Ordering::SeqCst), 1, "{why}");
         }
+    }
+
+    #[test]
+    fn memory_imported_twice_is_refused_until_the_first_buffer_drops() {
+        let (first, second) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let a = import(0x40000, 16, &first).unwrap();
+        // Overlapping, not equal: the tail of `a` and beyond.
+        let e = import(0x40000 + 60, 4, &second).unwrap_err().to_string();
+        assert!(e.contains("already imported"), "{e}");
+        assert_eq!(
+            second.load(Ordering::SeqCst),
+            1,
+            "the refused owner is dropped once"
+        );
+        // Adjacent memory is another memory.
+        drop(import(0x40000 + 64, 4, &second).unwrap());
+        drop(a);
+        assert_eq!(first.load(Ordering::SeqCst), 1);
+        drop(import(0x40000, 16, &second).unwrap());
+        assert_eq!(second.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn memory_xlog_exported_is_refused_as_an_import_while_the_export_lives() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mine = import(0x50000, 8, &drops).unwrap();
+        // An export of a buffer is allowed over its own import.
+        let mark = mine.core().mark_exported();
+        drop(mine);
+        let e = import(0x50000 + 4, 1, &drops).unwrap_err().to_string();
+        assert!(e.contains("xlog exported"), "{e}");
+        drop(mark);
+        drop(import(0x50000, 8, &drops).unwrap());
+        assert_eq!(drops.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn the_per_thread_default_stream_is_ordered_through_the_legacy_stream() {
+        // Handle 2 is a different stream on every thread: a deleter running on
+        // another thread than the consumer's would record on the wrong one.
+        assert_eq!(
+            ForeignStream::per_thread_default().ordering_stream(),
+            ForeignStream::legacy_default()
+        );
+        assert_eq!(
+            ForeignStream::legacy_default().ordering_stream(),
+            ForeignStream::legacy_default()
+        );
+        // SAFETY: the handle is only compared.
+        let other = unsafe { ForeignStream::from_raw(0x7f00_0000_1000 as *mut c_void) };
+        assert_eq!(other.ordering_stream(), other);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Test-only switches (feature `test-switches`): fault injection at the runtime's
 //! failure points, and a switch that disables cross-stream fencing so a stress test
 //! can prove it would see the hazards fencing prevents. Never enable the feature in
-//! a build that runs real work.
+//! a build that runs real work: the switches that break xlog's guarantees
+//! ([`set_fencing`], [`crate::host::buffer`]) are `unsafe fn`s, so that a
+//! dependency turning the feature on cannot make safe code unsound.
 //!
 //! Without the feature only the two hooks the runtime calls are compiled:
 //! [`fault_point!`] expands to nothing and [`fencing_enabled`] is `true`. The one
@@ -118,7 +120,20 @@ mod switches {
 
     /// Turn cross-stream fencing on or off, process-wide. Off, preflight plans no
     /// waits and frees wait for nothing: work on different streams races.
-    pub fn set_fencing(enabled: bool) {
+    ///
+    /// ```compile_fail,E0133
+    /// // Turning fencing off is a promise only the caller can make.
+    /// xlog_runtime::testing::set_fencing(false);
+    /// ```
+    ///
+    /// # Safety
+    /// 1. With `enabled == false`, until fencing is turned back on, no two pieces of
+    ///    work in the process that conflict on a buffer (a write and any other use)
+    ///    run on different streams, and no buffer is dropped while another stream
+    ///    may still use it; or the caller accepts the data races and
+    ///    use-after-free that follow, in a test that exists to observe them on
+    ///    plain numbers (a stress test's teeth), never in real work.
+    pub unsafe fn set_fencing(enabled: bool) {
         FENCING.store(enabled, Ordering::SeqCst);
     }
 

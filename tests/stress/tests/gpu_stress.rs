@@ -689,17 +689,21 @@ fn stress_has_teeth() {
     struct Restore;
     impl Drop for Restore {
         fn drop(&mut self) {
-            testing::set_fencing(true);
+            // SAFETY: turning fencing back on promises nothing.
+            unsafe { testing::set_fencing(true) };
         }
     }
     let _restore = Restore;
-    testing::set_fencing(false);
+    // SAFETY: this test exists to observe the races fencing prevents, on plain
+    // integers it only compares; `serial()` keeps every other test out meanwhile.
+    unsafe { testing::set_fencing(false) };
     let shape = Shape {
         slow_percent: 40,
         ..SHAPE
     };
     let t = run_seeds(&rt, 1000..1003, 1_500, 2, &shape, false);
-    testing::set_fencing(true);
+    // SAFETY: turning fencing back on promises nothing.
+    unsafe { testing::set_fencing(true) };
     rt.synchronize().unwrap();
     println!(
         "teeth: fencing off, ops={} mismatches={}",

@@ -15,7 +15,9 @@ pub const UNFENCED_ENV: &str = "XLOG_TEST_UNFENCED";
 /// Panics (fails the test) without a device.
 pub fn rt() -> Runtime {
     if std::env::var_os(UNFENCED_ENV).is_some() {
-        xlog_runtime::testing::set_fencing(false);
+        // SAFETY: only `hazard_tests_have_teeth`'s child process sets the variable,
+        // to observe the races fencing prevents on plain numbers it compares.
+        unsafe { xlog_runtime::testing::set_fencing(false) };
     }
     xlog_test_support::gpu_runtime()
 }
