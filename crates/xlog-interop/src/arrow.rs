@@ -62,6 +62,9 @@ struct ExportOwner<T: Element> {
     _values: Held<T>,
     _validity: Option<Held<u8>>,
     _event: Option<OwnedEvent>,
+    /// The buffers' ranges, registered as exported until the release: importing
+    /// them back into xlog meanwhile is refused.
+    _marks: Vec<Box<dyn Send + Sync>>,
     /// The `CUevent` that `sync_event` points at.
     event_handle: Box<*mut c_void>,
 }
@@ -74,6 +77,10 @@ unsafe impl<T: Element> Sync for ExportOwner<T> {}
 
 /// Export a column as a device array and its schema, with a `sync_event`
 /// recorded on `on` after the column's pending writes.
+///
+/// `on` must be a stream of the column's runtime and device: another runtime's
+/// stream, or a host placeholder, is refused (an event there would order
+/// nothing).
 pub fn export<T: Element>(
     column: Column<T>,
     on: &Stream,
@@ -90,10 +97,13 @@ pub fn export<T: Element>(
     let raw_event = event.as_ref().map_or(std::ptr::null_mut(), |e| e.as_raw());
     let (values_ptr, values_bytes) = (values.device_ptr(), len * std::mem::size_of::<T>());
     let validity_at = validity.as_ref().map(|v| (v.device_ptr(), v.len()));
+    let mut marks = vec![values.core().mark_exported()];
+    marks.extend(validity.as_ref().map(|v| v.core().mark_exported()));
     let owner: Arc<AssertUnwindSafe<ExportOwner<T>>> = Arc::new(AssertUnwindSafe(ExportOwner {
         _values: Held::Owned(values),
         _validity: validity.map(Held::Owned),
         _event: event,
+        _marks: marks,
         event_handle: Box::new(raw_event),
     }));
     let sync_event = if raw_event.is_null() {
@@ -171,6 +181,10 @@ unsafe impl Sync for Imported {}
 ///    work queued on `on` after this call; otherwise waiting on the event orders
 ///    them.
 /// 3. Nobody writes the memory until the array is released.
+///
+/// Checked, not assumed: lengths, offsets and null counts are non-negative and
+/// their byte extents fit the address space, and buffers overlapping a live
+/// import or an xlog export are refused.
 pub unsafe fn import<T: Element>(
     array: ArrowDeviceArray,
     schema: &FFI_ArrowSchema,
@@ -219,19 +233,48 @@ pub unsafe fn import<T: Element>(
             ),
         });
     }
+    // arrow-rs casts the C fields (`int64_t`) to `usize`: a negative one comes back
+    // as 2^63 or more.
     let (len, offset) = (array.len(), array.offset());
+    for (field, v) in [("length", len), ("offset", offset)] {
+        if v > i64::MAX as usize {
+            return Err(InteropError::Unsupported {
+                what: WHAT,
+                reason: format!("the {field} is negative ({})", v as i64),
+            });
+        }
+    }
+    let elem = std::mem::size_of::<T>() as u64;
+    let extent = (offset as u64)
+        .checked_add(len as u64)
+        .and_then(|n| n.checked_mul(elem));
     let validity = array.buffer(0) as u64;
     let values = array.buffer(1) as u64;
+    let bits_extent = (offset / 8) as u64 + len.div_ceil(8) as u64;
+    if extent.and_then(|bytes| values.checked_add(bytes)).is_none()
+        || validity.checked_add(bits_extent).is_none()
+    {
+        return Err(InteropError::Unsupported {
+            what: WHAT,
+            reason: format!("offset {offset} + length {len} elements overflow the address space"),
+        });
+    }
     if values == 0 && len != 0 {
         return Err(InteropError::NullData { what: WHAT, len });
     }
-    let null_count = match array.null_count_opt() {
-        Some(n) => n,
-        None if validity == 0 => 0,
-        None => {
+    let null_count = match array.null_count() as i64 {
+        n @ 0.. if n as usize <= len => n as usize,
+        -1 if validity == 0 => 0,
+        -1 => {
             return Err(InteropError::Unsupported {
                 what: WHAT,
                 reason: "the null count is unknown (-1)".into(),
+            })
+        }
+        n => {
+            return Err(InteropError::Unsupported {
+                what: WHAT,
+                reason: format!("null count {n} for {len} elements"),
             })
         }
     };
@@ -255,7 +298,6 @@ pub unsafe fn import<T: Element>(
         ReadyAfter::Event(unsafe { ForeignEvent::from_raw(*sync_event.cast::<*mut c_void>()) })
     };
     let owner = Arc::new(Imported(array));
-    let elem = std::mem::size_of::<T>() as u64;
     let values_at = if len == 0 {
         0
     } else {

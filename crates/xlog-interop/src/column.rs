@@ -39,7 +39,8 @@ impl<T: Element> Column<T> {
 
     /// A column with a validity bitmap of at least `ceil(len / 8)` bytes and the
     /// number of its cleared bits among the first `len` (not checked on the
-    /// device: it is carried to Arrow consumers as given).
+    /// device: it is carried to Arrow consumers as given). The bitmap must be of
+    /// the values' runtime and device.
     pub fn with_validity(
         values: DeviceBuffer<T>,
         validity: DeviceBuffer<u8>,
@@ -53,6 +54,19 @@ impl<T: Element> Column<T> {
                     "{} bytes and {null_count} nulls for {} values (needs {needed} bytes)",
                     validity.len(),
                     values.len()
+                ),
+            });
+        }
+        let (v, b) = (values.core(), validity.core());
+        if v.runtime_id() != b.runtime_id() || v.id().device != b.id().device {
+            return Err(InteropError::Unsupported {
+                what: "validity bitmap",
+                reason: format!(
+                    "it is on device {} of runtime {}, the values on device {} of runtime {}",
+                    b.id().device,
+                    b.runtime_id(),
+                    v.id().device,
+                    v.runtime_id()
                 ),
             });
         }

@@ -3,24 +3,30 @@
 //!
 //! # Export
 //!
-//! [`export`] moves a buffer out of xlog into a writable tensor; [`export_read`]
-//! shares an `Arc<DeviceBuffer>` as a tensor flagged read-only. Either way:
+//! Every safe export gives the consumer a **writable** tensor and records its use
+//! as a write: [`export`] moves a buffer out of xlog, [`lend`] lends it until the
+//! deleter runs and then hands it back. Consumers may write whatever they are
+//! given (PyTorch ignores DLPack's read-only flag; the legacy ABI has none), so
+//! xlog keeps no way to use the buffer meanwhile: ownership is the exclusion.
+//! [`export_read`] shares an `Arc<DeviceBuffer>` flagged read-only, and is
+//! `unsafe`: the consumer's honouring of the flag is the caller's promise.
 //!
 //! 1. The consumer's stream ([`Consumer`]) is made to wait for the buffer's
 //!    pending work that its access conflicts with (the writes; for a writable
-//!    export the reads too), the producer half of `__dlpack__(stream=…)`.
+//!    export the reads too), the producer half of `__dlpack__(stream=…)`. A
+//!    consumer with no stream ([`Consumer::no_stream`], Python's `-1`) gets the
+//!    same ordering on the host: the export waits for that work first.
 //! 2. The buffer stays alive, and counted by the runtime's budget and statistics,
-//!    until the deleter runs. The deleter may run on any thread; it runs at most
-//!    once because it frees the tensor it is called with.
+//!    until the deleter runs, and its memory is registered as exported: importing
+//!    it back into xlog meanwhile is refused (one memory, one xlog buffer). The
+//!    deleter may run on any thread; it runs at most once because it frees the
+//!    tensor it is called with.
 //! 3. When it runs, xlog records the consumer's stream as having used the buffer
-//!    up to that moment, then drops its handle: the free (stream-ordered, as for
-//!    any buffer) and, for a read export, later xlog writes (possible only once
-//!    every `Arc` is back) wait for what the consumer queued before releasing.
-//!
-//! xlog's own later launches are ordered against a writable export by ownership:
-//! the buffer left xlog, so no launch can name it until it is imported back, which
-//! names its ordering. A read export leaves xlog only `&DeviceBuffer` (through the
-//! `Arc`), so xlog can read it alongside the consumer but not write it.
+//!    up to that moment (for the per-thread default stream, the legacy default
+//!    stream, which covers every thread's), then drops or gives back its handle:
+//!    the free (stream-ordered, as for any buffer) and later xlog work wait for
+//!    what the consumer queued before releasing. A consumer with no stream is
+//!    awaited by synchronising the device.
 //!
 //! # Import
 //!
@@ -38,12 +44,17 @@ use xlog_runtime::{Access, DeviceBuffer, ForeignStream, ReadyAfter, Stream};
 
 use crate::element::{describe, Element};
 use crate::error::{InteropError, Result};
-use crate::held::{resolve, Held};
+use crate::held::{resolve, Held, Lent};
 
 /// An owning versioned DLPack tensor (drop runs its deleter).
 pub type Versioned = dlpark::versioned::Dlpack;
 /// An owning legacy DLPack tensor (drop runs its deleter).
 pub type Legacy = dlpark::legacy::Dlpack;
+
+/// Stream handles below this are refused by [`Consumer::from_python`]: a handle is
+/// the address of a driver object, never in the first 64 KiB (Linux's default
+/// `vm.mmap_min_addr`). Larger bogus integers cannot be told from handles.
+pub const MIN_STREAM_HANDLE: isize = 0x1_0000;
 
 /// The consumer's stream, as passed to `__dlpack__(stream=…)`.
 #[derive(Clone, Copy, Debug)]
@@ -52,30 +63,39 @@ pub struct Consumer(Option<ForeignStream>);
 impl Consumer {
     /// The consumer works on `stream`: it waits for the buffer's pending work, and
     /// the buffer's free waits for what it queued before releasing the tensor.
+    ///
+    /// The stream must still exist when the consumer releases the tensor (the
+    /// deleter records an event on it); see `docs/SOUNDNESS.md`'s assumptions.
     pub fn stream(stream: ForeignStream) -> Consumer {
         Consumer(Some(stream))
     }
 
     /// The value of `__dlpack__`'s `stream` argument: `None` is the legacy default
-    /// stream, `1` and `2` the two default streams, `-1` "no synchronisation",
-    /// anything else a `CUstream`; `0` is refused (ambiguous).
+    /// stream, `1` and `2` the two default streams, `-1` no stream
+    /// ([`Consumer::no_stream`]), anything else a `CUstream`. Refused: `0`
+    /// (ambiguous), other negative values, and handles below
+    /// [`MIN_STREAM_HANDLE`] (no stream lives there).
     ///
     /// # Safety
     /// 1. A handle other than `None`, `1`, `2` and `-1` is a live stream of the
     ///    device's primary context, alive until the tensor's deleter has run.
-    /// 2. For `-1`: the consumer orders its use after the buffer's pending work,
-    ///    and finishes it before calling the deleter.
     pub unsafe fn from_python(stream: Option<isize>) -> Result<Consumer> {
         match stream {
             None | Some(1) => Ok(Consumer(Some(ForeignStream::legacy_default()))),
             Some(2) => Ok(Consumer(Some(ForeignStream::per_thread_default()))),
-            Some(-1) => Ok(Consumer(None)),
-            Some(s) if s > 2 => {
+            Some(-1) => Ok(Consumer::no_stream()),
+            Some(s) if s >= MIN_STREAM_HANDLE => {
                 // SAFETY: obligation 1 is the caller's.
                 Ok(Consumer(Some(unsafe {
                     ForeignStream::from_raw(s as *mut c_void)
                 })))
             }
+            Some(s) if s > 2 => Err(InteropError::Unsupported {
+                what: "__dlpack__ stream",
+                reason: format!(
+                    "{s} is not a CUDA stream handle (handles are addresses of at least {MIN_STREAM_HANDLE:#x})"
+                ),
+            }),
             Some(s) => Err(InteropError::Unsupported {
                 what: "__dlpack__ stream",
                 reason: format!("{s} is not a CUDA stream (0 is ambiguous; use 1 or 2)"),
@@ -83,18 +103,17 @@ impl Consumer {
         }
     }
 
-    /// No stream: the consumer orders itself.
-    ///
-    /// # Safety
-    /// 1. The consumer orders its use after the buffer's pending work (for
-    ///    example by synchronising the device first) and finishes it before
-    ///    calling the deleter.
-    pub unsafe fn unsynchronized() -> Consumer {
+    /// No stream (`__dlpack__(stream=-1)`): the consumer could use the tensor on
+    /// any stream, so xlog orders it on the host. The export blocks until the
+    /// buffer's conflicting pending work has finished; the deleter synchronises
+    /// the device before the buffer is freed or used again.
+    pub fn no_stream() -> Consumer {
         Consumer(None)
     }
 }
 
-/// Export `range` of `buf` as a writable versioned tensor for `consumer`.
+/// Export `range` of `buf` as a writable versioned tensor for `consumer`; the
+/// buffer is freed after the consumer releases it.
 pub fn export<T: Element>(
     buf: DeviceBuffer<T>,
     range: impl RangeBounds<usize>,
@@ -103,18 +122,7 @@ pub fn export<T: Element>(
     export_as(Held::Owned(buf), range, consumer)
 }
 
-/// Export `range` of a shared buffer as a read-only versioned tensor.
-pub fn export_read<T: Element>(
-    buf: Arc<DeviceBuffer<T>>,
-    range: impl RangeBounds<usize>,
-    consumer: Consumer,
-) -> Result<Versioned> {
-    export_as(Held::Shared(buf), range, consumer)
-}
-
-/// Export as a legacy `DLManagedTensor`, for consumers that do not ask for a
-/// versioned tensor (no read-only flag exists there: a shared buffer is still
-/// only read by xlog, and the consumer must not write it).
+/// [`export`] as a legacy `DLManagedTensor` (no flags: writable).
 pub fn export_legacy<T: Element>(
     buf: DeviceBuffer<T>,
     range: impl RangeBounds<usize>,
@@ -123,12 +131,52 @@ pub fn export_legacy<T: Element>(
     export_as(Held::Owned(buf), range, consumer)
 }
 
-/// [`export_legacy`] of a shared buffer.
-pub fn export_read_legacy<T: Element>(
+/// Lend `range` of `buf` to `consumer` as a writable versioned tensor. When the
+/// consumer releases it (or the export is refused), `back` receives the buffer,
+/// its use state holding the consumer's use as a write. `back` may run on any
+/// thread, inside the consumer's release call: it must not block on anything the
+/// releasing thread may hold (a Python caller: it must not take the GIL while a
+/// lock the GIL's holder waits for is held).
+pub fn lend<T: Element>(
+    buf: DeviceBuffer<T>,
+    range: impl RangeBounds<usize>,
+    consumer: Consumer,
+    back: impl FnOnce(DeviceBuffer<T>) + Send + 'static,
+) -> Result<Versioned> {
+    export_as(Held::Lent(Lent::new(buf, Box::new(back))), range, consumer)
+}
+
+/// [`lend`] as a legacy `DLManagedTensor`.
+pub fn lend_legacy<T: Element>(
+    buf: DeviceBuffer<T>,
+    range: impl RangeBounds<usize>,
+    consumer: Consumer,
+    back: impl FnOnce(DeviceBuffer<T>) + Send + 'static,
+) -> Result<Legacy> {
+    export_as(Held::Lent(Lent::new(buf, Box::new(back))), range, consumer)
+}
+
+/// Export `range` of a shared buffer as a versioned tensor flagged
+/// `READ_ONLY`, while xlog keeps reading it through other `Arc`s.
+///
+/// ```compile_fail,E0133
+/// # use std::sync::Arc;
+/// # fn f(buf: Arc<xlog_runtime::DeviceBuffer<f32>>) {
+/// // Whether the consumer honours the flag is a promise only the caller can make.
+/// let _ = xlog_interop::dlpack::export_read(buf, .., xlog_interop::dlpack::Consumer::no_stream());
+/// # }
+/// ```
+///
+/// # Safety
+/// 1. The consumer honours `DLPACK_FLAG_BITMASK_READ_ONLY`: nothing writes the
+///    memory through the tensor or anything made from it. (PyTorch 2.x does not:
+///    it imports the tensor as writable. Use [`lend`] for consumers that may
+///    write, which is every Python consumer.)
+pub unsafe fn export_read<T: Element>(
     buf: Arc<DeviceBuffer<T>>,
     range: impl RangeBounds<usize>,
     consumer: Consumer,
-) -> Result<Legacy> {
+) -> Result<Versioned> {
     export_as(Held::Shared(buf), range, consumer)
 }
 
@@ -140,6 +188,8 @@ struct Exported<M, T: Element> {
     strides: [i64; 1],
     held: Held<T>,
     consumer: Option<ForeignStream>,
+    /// The buffer's range, registered as exported until the deleter has run.
+    mark: Box<dyn Send + Sync>,
 }
 
 fn export_as<M: ManagedTensorBase, T: Element>(
@@ -150,9 +200,11 @@ fn export_as<M: ManagedTensorBase, T: Element>(
     let buf = held.buffer();
     let (start, len) = resolve(range, buf.len())?;
     let access = held.access();
-    if let Some(stream) = consumer.0 {
-        buf.core().order_foreign(stream, access)?;
+    match consumer.0 {
+        Some(stream) => buf.core().order_foreign(stream, access)?,
+        None => buf.core().wait_host(access)?,
     }
+    let mark = buf.core().mark_exported();
     let data = if len == 0 {
         0
     } else {
@@ -177,6 +229,7 @@ fn export_as<M: ManagedTensorBase, T: Element>(
         strides: [1],
         held,
         consumer: consumer.0,
+        mark,
     }));
     // SAFETY: `ctx` was just made from a box and nothing else refers to it; the
     // shape and strides live in the same allocation as the header, until the
@@ -214,17 +267,27 @@ unsafe extern "C" fn delete<M: ManagedTensorBase, T: Element>(tensor: *mut M) {
     // SAFETY: `manager_ctx` is the box `export_as` leaked; the consumer hands it
     // back exactly once.
     let ctx = unsafe { Box::from_raw((*tensor).manager_ctx().cast::<Exported<M, T>>()) };
-    let Exported { held, consumer, .. } = *ctx;
-    if let Some(stream) = consumer {
-        let access = held.access();
-        if let Err(e) = held.buffer().core().record_foreign_use(stream, access) {
-            // The free cannot be ordered after the consumer's work: keep the memory.
-            tracing::error!(target: "xlog::interop", "ordering a released DLPack export failed; the buffer is leaked: {e}");
-            std::mem::forget(held);
-            return;
-        }
+    let Exported {
+        held,
+        consumer,
+        mark,
+        ..
+    } = *ctx;
+    let core = held.buffer().core();
+    let ordered = match consumer {
+        Some(stream) => core.record_foreign_use(stream, held.access()),
+        None => core.finish_unordered_use(),
+    };
+    if let Err(e) = ordered {
+        // The free cannot be ordered after the consumer's work: keep the memory (and
+        // its registration: it may still be in use).
+        tracing::error!(target: "xlog::interop", "ordering a released DLPack export failed; the buffer is leaked: {e}");
+        std::mem::forget(held);
+        std::mem::forget(mark);
+        return;
     }
     drop(held);
+    drop(mark);
 }
 
 /// Import a DLPack tensor as a buffer on `on`'s device.
@@ -241,6 +304,10 @@ unsafe extern "C" fn delete<M: ManagedTensorBase, T: Element>(tensor: *mut M) {
 ///    reads it while xlog may write it, except through the orderings of
 ///    [`xlog_runtime::BufferCore::order_foreign`] and
 ///    [`xlog_runtime::BufferCore::record_foreign_use`].
+///
+/// Checked, not assumed: a tensor overlapping a live import or an xlog export
+/// (importing one tensor twice, or xlog's own export) is refused, as
+/// [`DeviceBuffer::import_raw`] says.
 pub unsafe fn import<T: Element, M: ManagedTensorBase + 'static>(
     tensor: Managed<M>,
     on: &Stream,
@@ -426,12 +493,14 @@ mod tests {
         f.counter.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// `base` differs between tests: live imports of one memory are refused.
     fn foreign(
         counter: &'static AtomicUsize,
+        base: usize,
         edit: impl FnOnce(&mut DLTensor, &mut [i64; 2], &mut [i64; 2], &mut DlpackFlags),
     ) -> Versioned {
         let tensor = DLTensor {
-            data: 0x10000 as *mut c_void,
+            data: base as *mut c_void,
             device: DLDevice {
                 device_type: DLDeviceType::CUDA,
                 device_id: 0,
@@ -478,7 +547,7 @@ mod tests {
     #[test]
     fn an_import_keeps_the_tensor_until_the_buffer_drops_then_deletes_it_once() {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let buf = import_on_host::<f32>(foreign(&N, |_, _, _, _| {})).unwrap();
+        let buf = import_on_host::<f32>(foreign(&N, 0x10000, |_, _, _, _| {})).unwrap();
         assert_eq!((buf.device_ptr(), buf.len()), (0x10000, 12));
         assert!(buf.core().is_imported());
         assert_eq!(N.load(Ordering::SeqCst), 0);
@@ -490,13 +559,13 @@ mod tests {
     #[test]
     fn byte_offsets_and_unit_extents_import() {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let buf = import_on_host::<f32>(foreign(&N, |t, shape, strides, _| {
+        let buf = import_on_host::<f32>(foreign(&N, 0x20000, |t, shape, strides, _| {
             t.byte_offset = 64;
             *shape = [1, 5];
             *strides = [99, 1]; // any stride on an extent of 1
         }))
         .unwrap();
-        assert_eq!((buf.device_ptr(), buf.len()), (0x10040, 5));
+        assert_eq!((buf.device_ptr(), buf.len()), (0x20040, 5));
         drop(buf);
         assert_eq!(N.load(Ordering::SeqCst), 1);
     }
@@ -519,7 +588,7 @@ mod tests {
         ];
         for (i, (why, edit)) in cases.into_iter().enumerate() {
             let before = DELETED.load(Ordering::SeqCst);
-            let e = import_on_host::<f32>(foreign(&DELETED, edit))
+            let e = import_on_host::<f32>(foreign(&DELETED, 0x30000, edit))
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(why), "case {i}: {e}");
@@ -532,9 +601,29 @@ mod tests {
     }
 
     #[test]
+    fn a_tensor_imported_twice_is_refused_and_deleted_once() {
+        static FIRST: AtomicUsize = AtomicUsize::new(0);
+        static SECOND: AtomicUsize = AtomicUsize::new(0);
+        let a = import_on_host::<f32>(foreign(&FIRST, 0x50000, |_, _, _, _| {})).unwrap();
+        // Another handle over the same memory (as `from_dlpack(t)` twice gives).
+        let e = import_on_host::<f32>(foreign(&SECOND, 0x50000, |_, _, _, _| {}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("already imported"), "{e}");
+        assert_eq!(
+            SECOND.load(Ordering::SeqCst),
+            1,
+            "the refused tensor is deleted once"
+        );
+        assert_eq!(FIRST.load(Ordering::SeqCst), 0);
+        drop(a);
+        assert_eq!(FIRST.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
     fn null_data_with_no_elements_imports() {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let buf = import_on_host::<f32>(foreign(&N, |t, shape, _, _| {
+        let buf = import_on_host::<f32>(foreign(&N, 0x40000, |t, shape, _, _| {
             t.data = std::ptr::null_mut();
             *shape = [0, 4];
         }))

@@ -1,10 +1,12 @@
 //! Zero-copy interop for xlog buffers: DLPack tensors and Arrow C Device Data
 //! Interface arrays, in and out, ordered on the device.
 //!
-//! - [`dlpack`]: export a [`DeviceBuffer`](xlog_runtime::DeviceBuffer) (moved:
-//!   writable; shared through an `Arc`: read-only) as a `DLManagedTensorVersioned`,
-//!   making the consumer's stream wait for pending writes; import a tensor as a
-//!   tracked buffer whose drop runs the producer's deleter.
+//! - [`dlpack`]: export a [`DeviceBuffer`](xlog_runtime::DeviceBuffer) (moved,
+//!   or lent until the consumer releases it; writable either way) as a
+//!   `DLManagedTensorVersioned`, making the consumer's stream wait for pending
+//!   work; import a tensor as a tracked buffer whose drop runs the producer's
+//!   deleter. One memory has at most one live xlog buffer: imports overlapping a
+//!   live import or export are refused.
 //! - [`arrow`]: the same for `ArrowDeviceArray`, with `sync_event`.
 //! - [`Column`]: values plus an Arrow validity bitmap, owned or imported.
 //!
@@ -13,23 +15,23 @@
 //! `xlog-runtime`.
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use xlog_interop::dlpack::{self, Consumer};
-//! use xlog_runtime::{ForeignStream, ReadyAfter, Runtime};
+//! use xlog_runtime::{ForeignStream, Runtime};
 //!
 //! # fn main() -> xlog_interop::Result<()> {
 //! let rt = Runtime::get(0)?;
 //! let s = rt.stream()?;
 //! let buf = rt.upload_on(&s, &[1.0f32, 2.0, 3.0])?;
-//! // Hand it to a library working on the legacy default stream, read-only.
-//! let tensor = dlpack::export_read(Arc::new(buf), .., Consumer::stream(ForeignStream::legacy_default()))?;
-//! // ... and take it back as an xlog buffer: the same memory, fenced on `s`.
-//! // SAFETY: our own export; the legacy stream waited for the upload and `s`
-//! // orders nothing else before it, so wait for the legacy stream.
-//! let err = unsafe {
-//!     dlpack::import_versioned::<f32>(tensor, &s, ReadyAfter::Stream(ForeignStream::legacy_default()))
-//! };
-//! assert!(err.is_err()); // read-only tensors are refused
+//! let ptr = buf.device_ptr();
+//! // Lend it to a library working on the legacy default stream: that stream waits
+//! // for the upload; the buffer comes back when the library releases the tensor.
+//! let (tx, rx) = std::sync::mpsc::channel();
+//! let tensor = dlpack::lend(buf, .., Consumer::stream(ForeignStream::legacy_default()), move |b| {
+//!     let _ = tx.send(b);
+//! })?;
+//! drop(tensor); // the library's release: xlog records what it queued
+//! let back = rx.recv().unwrap();
+//! assert_eq!(back.device_ptr(), ptr);
 //! # Ok(()) }
 //! ```
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]

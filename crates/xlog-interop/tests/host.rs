@@ -18,8 +18,18 @@ fn stack() -> (Arc<dyn DeviceMemoryResource>, StatsHandle, Stream) {
 }
 
 fn no_sync() -> Consumer {
-    // SAFETY: host memory: there is no device work to order.
-    unsafe { Consumer::unsynchronized() }
+    Consumer::no_stream()
+}
+
+/// A host-memory buffer claiming device 0.
+fn buffer<T: xlog_runtime::DeviceCopy>(
+    res: Arc<dyn DeviceMemoryResource>,
+    s: &Stream,
+    len: usize,
+) -> DeviceBuffer<T> {
+    // SAFETY: these tests only inspect what an export describes and when memory is
+    // freed; nothing dereferences the host address as device memory or launches.
+    unsafe { host::buffer(res, s, len) }.unwrap()
 }
 
 fn live(stats: &StatsHandle) -> usize {
@@ -29,7 +39,7 @@ fn live(stats: &StatsHandle) -> usize {
 #[test]
 fn a_writable_export_describes_the_range_and_lives_until_the_deleter() {
     let (res, stats, s) = stack();
-    let buf: DeviceBuffer<f32> = host::buffer(res, &s, 100).unwrap();
+    let buf: DeviceBuffer<f32> = buffer(res, &s, 100);
     let base = buf.device_ptr();
     assert_eq!(live(&stats), 400);
     let tensor = dlpack::export(buf, 10..30, no_sync()).unwrap();
@@ -54,8 +64,9 @@ fn a_writable_export_describes_the_range_and_lives_until_the_deleter() {
 #[test]
 fn a_read_export_is_flagged_and_shares_the_buffer() {
     let (res, stats, s) = stack();
-    let buf = Arc::new(host::buffer::<u32>(res, &s, 8).unwrap());
-    let tensor = dlpack::export_read(buf.clone(), .., no_sync()).unwrap();
+    let buf = Arc::new(buffer::<u32>(res, &s, 8));
+    // SAFETY: nothing writes through the tensor (nothing reads it either).
+    let tensor = unsafe { dlpack::export_read(buf.clone(), .., no_sync()) }.unwrap();
     assert!(tensor.flags().contains(DlpackFlags::READ_ONLY));
     assert_eq!(Arc::strong_count(&buf), 2, "the export holds the buffer");
     drop(buf);
@@ -67,7 +78,7 @@ fn a_read_export_is_flagged_and_shares_the_buffer() {
 #[test]
 fn a_legacy_export_carries_the_same_tensor() {
     let (res, stats, s) = stack();
-    let buf: DeviceBuffer<i64> = host::buffer(res, &s, 4).unwrap();
+    let buf: DeviceBuffer<i64> = buffer(res, &s, 4);
     let ptr = buf.device_ptr();
     let tensor = dlpack::export_legacy(buf, .., no_sync()).unwrap();
     // SAFETY: valid while the handle lives.
@@ -79,7 +90,7 @@ fn a_legacy_export_carries_the_same_tensor() {
 #[test]
 fn an_out_of_bounds_range_is_refused_and_the_buffer_freed() {
     let (res, stats, s) = stack();
-    let buf: DeviceBuffer<f32> = host::buffer(res, &s, 4).unwrap();
+    let buf: DeviceBuffer<f32> = buffer(res, &s, 4);
     let Err(e) = dlpack::export(buf, 2..9, no_sync()) else {
         panic!("an out-of-bounds range was exported")
     };
@@ -104,8 +115,8 @@ fn python_stream_values_follow_the_protocol() {
 #[test]
 fn an_arrow_export_carries_values_validity_and_nulls_until_release() {
     let (res, stats, s) = stack();
-    let values: DeviceBuffer<f64> = host::buffer(res.clone(), &s, 20).unwrap();
-    let validity: DeviceBuffer<u8> = host::buffer(res, &s, 3).unwrap();
+    let values: DeviceBuffer<f64> = buffer(res.clone(), &s, 20);
+    let validity: DeviceBuffer<u8> = buffer(res, &s, 3);
     let (vp, np) = (values.device_ptr(), validity.device_ptr());
     let col = Column::with_validity(values, validity, 2).unwrap();
     assert_eq!(col.origin(), Origin::Owned);
@@ -128,7 +139,7 @@ fn an_arrow_export_carries_values_validity_and_nulls_until_release() {
 #[test]
 fn a_column_without_nulls_exports_no_validity_buffer() {
     let (res, stats, s) = stack();
-    let (array, _schema) = Column::new(host::buffer::<i32>(res, &s, 5).unwrap())
+    let (array, _schema) = Column::new(buffer::<i32>(res, &s, 5))
         .into_arrow(&s)
         .unwrap();
     assert!(array.array.buffer(0).is_null());
@@ -140,8 +151,8 @@ fn a_column_without_nulls_exports_no_validity_buffer() {
 #[test]
 fn a_short_validity_bitmap_is_refused() {
     let (res, _, s) = stack();
-    let values = host::buffer::<f32>(res.clone(), &s, 17).unwrap();
-    let validity = host::buffer::<u8>(res, &s, 2).unwrap();
+    let values = buffer::<f32>(res.clone(), &s, 17);
+    let validity = buffer::<u8>(res, &s, 2);
     let e = Column::with_validity(values, validity, 0).unwrap_err();
     assert!(e.to_string().contains("needs 3 bytes"), "{e}");
 }
@@ -150,7 +161,7 @@ fn a_short_validity_bitmap_is_refused() {
 fn a_refused_arrow_import_releases_the_array_once() {
     let (res, stats, s) = stack();
     for case in 0..3 {
-        let buf = host::buffer::<f32>(res.clone(), &s, 6).unwrap();
+        let buf = buffer::<f32>(res.clone(), &s, 6);
         let (mut array, schema) = Column::new(buf).into_arrow(&s).unwrap();
         let want = match case {
             0 => {
@@ -178,4 +189,136 @@ fn a_refused_arrow_import_releases_the_array_once() {
             "case {case}: released once (the buffer is freed)"
         );
     }
+}
+
+#[test]
+fn a_lent_buffer_is_writable_for_the_consumer_and_comes_back_after_the_deleter() {
+    use std::sync::Mutex;
+    let (res, stats, s) = stack();
+    let buf: DeviceBuffer<f32> = buffer(res, &s, 16);
+    let ptr = buf.device_ptr();
+    let slot: Arc<Mutex<Option<DeviceBuffer<f32>>>> = Arc::new(Mutex::new(None));
+    let back = slot.clone();
+    let tensor = dlpack::lend(buf, 4..8, no_sync(), move |b| {
+        *back.lock().unwrap() = Some(b);
+    })
+    .unwrap();
+    // A consumer may write: no read-only flag, and xlog holds no handle meanwhile.
+    assert!(!tensor.flags().contains(DlpackFlags::READ_ONLY));
+    // SAFETY: valid while the handle lives.
+    assert_eq!(unsafe { tensor.tensor() }.data as u64, ptr + 16);
+    assert!(slot.lock().unwrap().is_none(), "lent: out of xlog");
+    assert_eq!(live(&stats), 64);
+    std::thread::spawn(move || drop(tensor)).join().unwrap();
+    let b = slot
+        .lock()
+        .unwrap()
+        .take()
+        .expect("given back by the deleter");
+    assert_eq!((b.device_ptr(), b.len()), (ptr, 16));
+    assert_eq!(live(&stats), 64, "given back, not freed");
+    drop(b);
+    assert_eq!(live(&stats), 0);
+}
+
+#[test]
+fn a_refused_lend_gives_the_buffer_back() {
+    use std::sync::Mutex;
+    let (res, _, s) = stack();
+    let slot = Arc::new(Mutex::new(None));
+    let back = slot.clone();
+    let Err(e) = dlpack::lend_legacy(buffer::<u8>(res, &s, 4), 2..9, no_sync(), move |b| {
+        *back.lock().unwrap() = Some(b);
+    }) else {
+        panic!("an out-of-bounds range was lent")
+    };
+    assert!(e.to_string().contains("out of bounds"), "{e}");
+    assert!(slot.lock().unwrap().is_some());
+}
+
+#[test]
+fn xlog_refuses_to_import_its_own_live_export() {
+    use std::sync::Mutex;
+    let (res, stats, s) = stack();
+    let buf: DeviceBuffer<f32> = buffer(res, &s, 8);
+    let (ptr, len) = (buf.device_ptr(), buf.len());
+    let slot = Arc::new(Mutex::new(None));
+    let back = slot.clone();
+    let tensor = dlpack::lend_legacy(buf, 2.., no_sync(), move |b| {
+        *back.lock().unwrap() = Some(b);
+    })
+    .unwrap();
+    // A consumer hands the tensor straight back (the legacy-capsule retry of
+    // `xlog.from_dlpack(wrapper_of_an_xlog_buffer)`): a second identity of the
+    // memory, refused; the tensor is deleted once, so the buffer comes back.
+    // SAFETY: host memory, never dereferenced; the import is refused anyway.
+    let e = unsafe { host::import::<f32>(&s, 0, ptr + 8, len - 2, tensor) }.unwrap_err();
+    assert!(e.to_string().contains("xlog exported"), "{e}");
+    let b = slot
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the refused tensor was deleted");
+    assert_eq!(live(&stats), 32);
+    // Once it is back, the memory is no longer exported. (An import of it now would
+    // be the caller's unsafe promise, as for any memory.)
+    let tensor = dlpack::export(b, .., no_sync()).unwrap();
+    drop(tensor);
+    assert_eq!(live(&stats), 0);
+}
+
+#[test]
+fn implausible_python_stream_handles_are_refused() {
+    // SAFETY: every value is refused before it is used as a handle.
+    unsafe {
+        for bogus in [3isize, 12345, dlpack::MIN_STREAM_HANDLE - 1] {
+            let e = Consumer::from_python(Some(bogus)).unwrap_err().to_string();
+            assert!(e.contains("not a CUDA stream handle"), "{bogus}: {e}");
+        }
+    }
+}
+
+#[test]
+fn negative_or_overflowing_arrow_fields_are_refused_and_the_array_released_once() {
+    let (res, stats, s) = stack();
+    // Field offsets in `struct ArrowArray`: length 0, null_count 8, offset 16.
+    for (field, value, want) in [
+        (0usize, -5i64, "length is negative"),
+        (2, -1, "offset is negative"),
+        (2, i64::MAX / 2, "overflow the address space"),
+        (1, -7, "null count -7"),
+        (1, 99, "null count 99"),
+    ] {
+        let col = Column::with_validity(
+            buffer::<f32>(res.clone(), &s, 6),
+            buffer(res.clone(), &s, 1),
+            0,
+        )
+        .unwrap();
+        let (mut array, schema) = col.into_arrow(&s).unwrap();
+        array.device_id = s.device_ordinal() as i64;
+        // SAFETY: the field is an `int64_t` of the `#[repr(C)]` ArrowArray at the
+        // start of the struct (layout checked by the crate's tests).
+        unsafe {
+            (&mut array.array as *mut _ as *mut i64)
+                .add(field)
+                .write(value);
+        }
+        // SAFETY: refused before anything is dereferenced.
+        let e = unsafe { arrow::import::<f32>(array, &schema, &s) }
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{want}: {e}");
+        assert_eq!(live(&stats), 0, "{want}: released once");
+    }
+}
+
+#[test]
+fn a_validity_bitmap_of_another_device_is_refused() {
+    let (res, _, s) = stack();
+    let other: Arc<dyn DeviceMemoryResource> = Arc::new(HostResource::new(1));
+    let values = buffer::<f32>(res, &s, 8);
+    let validity = buffer::<u8>(other, &s, 1);
+    let e = Column::with_validity(values, validity, 0).unwrap_err();
+    assert!(e.to_string().contains("on device 1"), "{e}");
 }
