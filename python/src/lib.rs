@@ -3,18 +3,19 @@
 //!
 //! Every hand-off follows the DLPack Python protocol's stream handshake: an import
 //! passes the xlog stream to the producer's `__dlpack__(stream=…)`, so the
-//! producer makes it wait for pending work; an export makes the consumer's stream
-//! wait for xlog's pending writes, and records the consumer's stream when it
-//! releases the tensor, so xlog's free (and later writes) wait for the consumer.
-//! User code needs no synchronisation.
+//! producer makes it wait for pending work; an export lends the buffer (the
+//! consumer may write it), makes the consumer's stream wait for xlog's pending
+//! work, and records the consumer's stream as a writer when it releases the
+//! tensor, so xlog's later work and free wait for the consumer. User code needs no
+//! synchronisation.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::{c_void, CStr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use dlpark::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use dlpark::Managed;
-use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 use xlog_interop::dlpack::{self, Consumer};
@@ -64,28 +65,78 @@ impl Stream {
     }
 }
 
+/// Where a buffer's memory is: here (xlog may use it), or lent to a DLPack
+/// consumer until it releases the tensor.
+enum Slot {
+    Here(Arc<DeviceBuffer<f32>>),
+    Lent,
+}
+
+type Shared = Arc<Mutex<Slot>>;
+
+fn lock(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
+    slot.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A float32 device buffer: xlog-allocated or imported from another library.
 ///
-/// `__dlpack__` exports it read-only (versioned consumers see the read-only
-/// flag); while a consumer holds it, xlog can read it but in-place methods
-/// (`axpy`) refuse. Dropping the last reference to an imported buffer waits for
-/// xlog's work on it, then runs the producer's deleter.
+/// `__dlpack__` lends it to the consumer, which may write it: until the consumer
+/// releases the tensor, xlog methods that touch the data raise `BufferError`, and
+/// afterwards they see the consumer's writes (ordered on the device). Dropping the
+/// last reference to an imported buffer waits for xlog's work on it, then runs the
+/// producer's deleter.
+///
+/// Locks: the slot's mutex is only taken with the GIL released (inside
+/// `py.detach`) or for a few instructions, and nothing calls Python or drops a
+/// buffer while holding it, so no thread ever waits for it while holding the GIL
+/// that its holder needs. Identity (`len`, `device_ptr`) is cached: it needs no
+/// lock and works while the buffer is lent.
 #[pyclass(frozen)]
 struct Buffer {
-    inner: std::sync::Mutex<Arc<DeviceBuffer<f32>>>,
+    slot: Shared,
     stream: xlog_runtime::Stream,
+    ptr: u64,
+    len: usize,
+    device: u32,
+    imported: bool,
+}
+
+fn lent_error() -> PyErr {
+    PyBufferError::new_err(
+        "the buffer is lent to a DLPack consumer (e.g. a torch or cupy array made from it): release that array first",
+    )
 }
 
 impl Buffer {
     fn new(buf: DeviceBuffer<f32>, stream: &xlog_runtime::Stream) -> Buffer {
         Buffer {
-            inner: std::sync::Mutex::new(Arc::new(buf)),
+            ptr: buf.device_ptr(),
+            len: buf.len(),
+            device: buf.block_id().device,
+            imported: buf.core().is_imported(),
+            slot: Arc::new(Mutex::new(Slot::Here(Arc::new(buf)))),
             stream: stream.clone(),
         }
     }
 
-    fn shared(&self) -> Arc<DeviceBuffer<f32>> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// The buffer, to read, unless lent. Call with the GIL released.
+    fn get(&self) -> PyResult<Arc<DeviceBuffer<f32>>> {
+        match &*lock(&self.slot) {
+            Slot::Here(b) => Ok(b.clone()),
+            Slot::Lent => Err(lent_error()),
+        }
+    }
+
+    /// Take the buffer out to lend it (unique: no call is using it meanwhile).
+    fn take(&self) -> PyResult<DeviceBuffer<f32>> {
+        let mut slot = lock(&self.slot);
+        match std::mem::replace(&mut *slot, Slot::Lent) {
+            Slot::Here(b) => Arc::try_unwrap(b).map_err(|b| {
+                *slot = Slot::Here(b);
+                PyBufferError::new_err("the buffer is in use by another call")
+            }),
+            Slot::Lent => Err(lent_error()),
+        }
     }
 }
 
@@ -94,52 +145,67 @@ impl Buffer {
     /// Device address of the first element.
     #[getter]
     fn device_ptr(&self) -> u64 {
-        self.shared().device_ptr()
+        self.ptr
     }
 
     /// Whether the memory belongs to another library (imported).
     #[getter]
     fn imported(&self) -> bool {
-        self.shared().core().is_imported()
+        self.imported
     }
 
     fn __len__(&self) -> usize {
-        self.shared().len()
+        self.len
     }
 
     /// `self = a * x + self`, in place, on this buffer's stream.
     fn axpy(&self, py: Python<'_>, a: f32, x: &Buffer) -> PyResult<()> {
-        let xs = x.shared();
-        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(y) = Arc::get_mut(&mut guard) else {
-            return Err(PyBufferError::new_err(
-                "the buffer is shared (exported through DLPack or aliased): release the consumer's tensor before writing it",
+        if std::ptr::eq(self, x) {
+            return Err(PyValueError::new_err(
+                "x is the buffer being written: pass a copy (e.g. `b.scale(1.0)`)",
             ));
-        };
-        py.detach(|| xlog_kernels::axpy(&self.stream, a, &*xs, y))
-            .map_err(err)
+        }
+        py.detach(|| {
+            let xs = x.get()?;
+            let result = {
+                let mut slot = lock(&self.slot);
+                match &mut *slot {
+                    Slot::Here(y) => match Arc::get_mut(y) {
+                        Some(y) => xlog_kernels::axpy(&self.stream, a, &*xs, y).map_err(err),
+                        None => Err(PyBufferError::new_err(
+                            "the buffer is in use by another call",
+                        )),
+                    },
+                    Slot::Lent => Err(lent_error()),
+                }
+            };
+            drop(xs);
+            result
+        })
     }
 
     /// `a * self` into a new xlog buffer, on this buffer's stream.
     fn scale(&self, py: Python<'_>, a: f32) -> PyResult<Buffer> {
-        let x = self.shared();
-        let out = py
-            .detach(|| xlog_kernels::scale(&self.stream, &*x, a))
-            .map_err(err)?;
+        let out = py.detach(|| {
+            let x = self.get()?;
+            xlog_kernels::scale(&self.stream, &*x, a).map_err(err)
+        })?;
         Ok(Buffer::new(out, &self.stream))
     }
 
     /// Copy to a Python list (synchronises the buffer's stream).
     fn tolist(&self, py: Python<'_>) -> PyResult<Vec<f32>> {
-        let x = self.shared();
-        py.detach(|| x.download(&self.stream)).map_err(err)
+        py.detach(|| {
+            let x = self.get()?;
+            x.download(&self.stream).map_err(err)
+        })
     }
 
     fn __dlpack_device__(&self) -> (i32, i32) {
-        (2, self.shared().block_id().device as i32)
+        (2, self.device as i32)
     }
 
-    /// Export read-only for a consumer working on `stream` (DLPack protocol).
+    /// Lend the buffer to a consumer working on `stream` (DLPack protocol).
     #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
     fn __dlpack__<'py>(
         &self,
@@ -163,15 +229,35 @@ impl Buffer {
             }
         }
         // SAFETY: the DLPack protocol makes `stream` a live stream of the consumer on
-        // this device, kept alive while it uses the tensor.
+        // this device, kept alive while it uses the tensor. (A bogus integer from
+        // plain Python cannot be told from a handle: see python/README.md.)
         let consumer = unsafe { Consumer::from_python(stream) }.map_err(err)?;
-        let buf = self.shared();
-        if max_version.is_some_and(|(major, _)| major >= 1) {
-            let tensor = dlpack::export_read(buf, .., consumer).map_err(err)?;
-            capsule(py, tensor.into_raw().cast(), VERSIONED, drop_versioned)
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        let weak: Weak<Mutex<Slot>> = Arc::downgrade(&self.slot);
+        // Runs in the consumer's release (any thread, maybe holding the GIL): takes
+        // the slot's lock for one store, and drops the buffer only without it.
+        let back = move |b: DeviceBuffer<f32>| {
+            if let Some(slot) = weak.upgrade() {
+                *lock(&slot) = Slot::Here(Arc::new(b));
+            }
+        };
+        // The export orders the consumer (or, for -1, waits on the host): detached.
+        let raw = py.detach(|| -> PyResult<usize> {
+            let buf = self.take()?;
+            Ok(if versioned {
+                dlpack::lend(buf, .., consumer, back)
+                    .map_err(err)?
+                    .into_raw() as usize
+            } else {
+                dlpack::lend_legacy(buf, .., consumer, back)
+                    .map_err(err)?
+                    .into_raw() as usize
+            })
+        })?;
+        if versioned {
+            capsule(py, raw as *mut c_void, VERSIONED, drop_versioned)
         } else {
-            let tensor = dlpack::export_read_legacy(buf, .., consumer).map_err(err)?;
-            capsule(py, tensor.into_raw().cast(), LEGACY, drop_legacy)
+            capsule(py, raw as *mut c_void, LEGACY, drop_legacy)
         }
     }
 }

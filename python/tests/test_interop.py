@@ -36,9 +36,11 @@ class RoundTrip(unittest.TestCase):
             # The last writes of x and y come after the slow work on ts.
             x.copy_(torch.arange(N, device="cuda", dtype=torch.float32) + slow[0, 0] * 0)
             y.fill_(1.0)
-        # Zero-copy import: torch makes s wait for ts.
-        xb = xlog.from_dlpack(x, s)
-        yb = xlog.from_dlpack(y, s)
+            # Zero-copy import: torch makes s wait for its current stream, ts. (Outside
+            # this block torch's current stream is the default one, which a pool
+            # stream such as ts does not synchronise with.)
+            xb = xlog.from_dlpack(x, s)
+            yb = xlog.from_dlpack(y, s)
         self.assertEqual(xb.device_ptr, x.data_ptr())
         self.assertEqual(yb.device_ptr, y.data_ptr())
         self.assertTrue(xb.imported and yb.imported)
@@ -59,6 +61,10 @@ class RoundTrip(unittest.TestCase):
             self.assertTrue(torch.equal(t_y, ref * 2.0 + 1.0))
             self.assertTrue(torch.isfinite(other).all().item())
 
+        # A lent buffer is lent once: a second consumer waits for the first.
+        with self.assertRaises(BufferError):
+            torch.from_dlpack(out)
+        del t_out
         # CuPy reads the xlog buffer on its current stream.
         c = cupy.from_dlpack(out)
         self.assertEqual(c.data.ptr, out.device_ptr)
@@ -75,7 +81,7 @@ class RoundTrip(unittest.TestCase):
             self.assertTrue(torch.equal(torch.from_dlpack(yb), ref * 3.0 + 1.0))
 
         # Release everything; imported memory goes back to torch after xlog's work.
-        del xb, yb, out, t_out, c
+        del xb, yb, out, c
         with torch.cuda.stream(ts):
             self.assertTrue(torch.equal(y, torch.arange(N, device="cuda") * 3.0 + 1.0))
 
@@ -85,7 +91,116 @@ class RoundTrip(unittest.TestCase):
         self.assertEqual(b.scale(2.0).tolist(), [2.0, 4.0, 6.0])
 
 
+class Lending(unittest.TestCase):
+    """Every export is a loan to a consumer that may write (torch ignores the
+    read-only flag): xlog refuses to touch the buffer until the consumer releases
+    it, then sees the consumer's writes, ordered on the device."""
+
+    def test_a_consumer_writes_and_xlog_sees_it_only_after_the_release(self):
+        ts = torch.cuda.Stream()
+        s = xlog.Stream(0)
+        x = xlog.upload([1.0] * N, s)
+        with torch.cuda.stream(ts):
+            t = torch.from_dlpack(x)
+            self.assertEqual(t.data_ptr(), x.device_ptr)
+            slow = busy(ts)
+            t.add_(100.0 + slow[0, 0] * 0)   # the write sits behind slow work on ts
+        self.assertEqual(len(x), N)          # identity works while lent
+        with self.assertRaises(BufferError):
+            x.tolist()
+        with self.assertRaises(BufferError):
+            x.scale(1.0)
+        del t                                # release: recorded as a write on ts
+        host = numpy.array(x.tolist())       # xlog's read waits for ts
+        numpy.testing.assert_array_equal(host, numpy.full(N, 101.0, dtype=numpy.float32))
+
+    def test_stream_minus_one_is_ordered_on_the_host(self):
+        s = xlog.Stream(0)
+        xb = xlog.from_dlpack(torch.ones(N, device="cuda"), s)
+        for _ in range(200):
+            xb.scale(1.0)                    # s busy
+        out = xb.scale(2.0)                  # the write of out sits behind them
+        t = torch.utils.dlpack.from_dlpack(out.__dlpack__(stream=-1))
+        self.assertEqual(int((t != 2.0).sum().item()), 0)
+        del t
+        self.assertEqual(out.scale(1.0).tolist()[:3], [2.0, 2.0, 2.0])
+
+    def test_len_while_another_thread_writes_does_not_deadlock(self):
+        import threading
+        s = xlog.Stream(0)
+        y = xlog.upload([0.0] * 4096, s)
+        x = xlog.upload([1.0] * 4096, s)
+        stop = threading.Event()
+        reads = [0]
+
+        def reader():
+            while not stop.is_set():
+                len(y)
+                reads[0] += 1
+
+        def writer():
+            for _ in range(5000):
+                y.axpy(1.0, x)
+            stop.set()
+
+        threads = [threading.Thread(target=reader), threading.Thread(target=writer)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        self.assertFalse(any(t.is_alive() for t in threads), "deadlocked")
+        self.assertGreater(reads[0], 0)
+        self.assertEqual(y.tolist()[:2], [5000.0, 5000.0])
+
+    def test_axpy_of_a_buffer_with_itself_is_refused(self):
+        s = xlog.Stream(0)
+        y = xlog.upload([1.0, 2.0], s)
+        with self.assertRaises(ValueError):
+            y.axpy(1.0, y)
+
+
+class Legacy:
+    """A pre-1.0 DLPack producer wrapper: no max_version keyword."""
+    def __init__(self, b):
+        self.b = b
+
+    def __dlpack__(self, stream=None):
+        return self.b.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self.b.__dlpack_device__()
+
+
+class OneIdentity(unittest.TestCase):
+    """One memory has at most one live xlog buffer."""
+
+    def test_xlog_refuses_its_own_export_and_gets_the_buffer_back(self):
+        s1, s2 = xlog.Stream(0), xlog.Stream(0)
+        x = xlog.upload([1.0, 2.0, 3.0, 4.0], s1)
+        with self.assertRaisesRegex(RuntimeError, "xlog exported"):
+            xlog.from_dlpack(Legacy(x), s2)
+        self.assertEqual(x.tolist(), [1.0, 2.0, 3.0, 4.0])   # given back
+
+    def test_a_tensor_imported_twice_is_refused(self):
+        s1, s2 = xlog.Stream(0), xlog.Stream(0)
+        t = torch.arange(4, device="cuda", dtype=torch.float32)
+        a = xlog.from_dlpack(t, s1)
+        with self.assertRaisesRegex(RuntimeError, "already imported"):
+            xlog.from_dlpack(t, s2)
+        with self.assertRaisesRegex(RuntimeError, "already imported"):
+            xlog.from_dlpack(t[1:], s2)                      # overlapping
+        del a
+        b = xlog.from_dlpack(t, s2)
+        self.assertEqual(b.tolist(), [0.0, 1.0, 2.0, 3.0])
+
+
 class Refusals(unittest.TestCase):
+    def test_a_bogus_stream_integer_is_refused(self):
+        x = xlog.upload([1.0, 2.0], xlog.Stream(0))
+        with self.assertRaisesRegex(RuntimeError, "not a CUDA stream handle"):
+            x.__dlpack__(stream=12345)
+        self.assertEqual(x.tolist(), [1.0, 2.0])             # not lent
+
     def setUp(self):
         self.s = xlog.Stream(0)
 
