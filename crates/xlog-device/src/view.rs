@@ -532,50 +532,33 @@ impl<T: AtomicAdd> AtomicView<'_, T> {
     }
 }
 
+/// Generates `AtomicView` read-modify-write methods that forward `(i, v)` to the
+/// [`crate::atomic`] function of the same name on the bounds-checked element `i`.
+macro_rules! atomic_view_rmw {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        #[track_caller]
+        pub fn $name(&self, i: usize, v: T) -> T {
+            let p = self.at(i);
+            // SAFETY: as in `load`.
+            unsafe { crate::atomic::$name(p, v) }
+        }
+    )*};
+}
+
 impl<T: AtomicInt> AtomicView<'_, T> {
-    /// `atomicMin` on element `i`, returning the old value.
-    #[inline(always)]
-    #[track_caller]
-    pub fn fetch_min(&self, i: usize, v: T) -> T {
-        let p = self.at(i);
-        // SAFETY: as in `load`.
-        unsafe { crate::atomic::fetch_min(p, v) }
-    }
-
-    /// `atomicMax` on element `i`, returning the old value.
-    #[inline(always)]
-    #[track_caller]
-    pub fn fetch_max(&self, i: usize, v: T) -> T {
-        let p = self.at(i);
-        // SAFETY: as in `load`.
-        unsafe { crate::atomic::fetch_max(p, v) }
-    }
-
-    /// `atomicAnd` on element `i`, returning the old value.
-    #[inline(always)]
-    #[track_caller]
-    pub fn fetch_and(&self, i: usize, v: T) -> T {
-        let p = self.at(i);
-        // SAFETY: as in `load`.
-        unsafe { crate::atomic::fetch_and(p, v) }
-    }
-
-    /// `atomicOr` on element `i`, returning the old value.
-    #[inline(always)]
-    #[track_caller]
-    pub fn fetch_or(&self, i: usize, v: T) -> T {
-        let p = self.at(i);
-        // SAFETY: as in `load`.
-        unsafe { crate::atomic::fetch_or(p, v) }
-    }
-
-    /// `atomicXor` on element `i`, returning the old value.
-    #[inline(always)]
-    #[track_caller]
-    pub fn fetch_xor(&self, i: usize, v: T) -> T {
-        let p = self.at(i);
-        // SAFETY: as in `load`.
-        unsafe { crate::atomic::fetch_xor(p, v) }
+    atomic_view_rmw! {
+        /// `atomicMin` on element `i`, returning the old value.
+        fetch_min;
+        /// `atomicMax` on element `i`, returning the old value.
+        fetch_max;
+        /// `atomicAnd` on element `i`, returning the old value.
+        fetch_and;
+        /// `atomicOr` on element `i`, returning the old value.
+        fetch_or;
+        /// `atomicXor` on element `i`, returning the old value.
+        fetch_xor;
     }
 
     /// `atomicCAS` on element `i`: stores `new` if the element equals `current`.
