@@ -543,22 +543,9 @@ impl<T: Shuffle, P, L: Layout> Tile<T, P, L> {
     #[inline(always)]
     #[track_caller]
     fn slot(&self, i: usize) -> *mut T {
-        if i >= self.len {
-            tile_out_of_bounds(self.len, i);
-        }
-        // SAFETY: `i < len`: inside the shared array the tile was made from.
-        unsafe { self.ptr.add(i) }
+        // SAFETY: the tile's `len` slots lie inside the shared array it was made from.
+        unsafe { crate::view::checked_element(self.ptr, self.len, i, "shared tile ") }
     }
-}
-
-#[cold]
-#[inline(never)]
-#[track_caller]
-fn tile_out_of_bounds(len: usize, i: usize) -> ! {
-    panic!(
-        "shared tile index out of bounds: the len is {} but the index is {}",
-        len, i
-    )
 }
 
 impl<T: Shuffle, L: Layout> Tile<T, Writing, L> {

@@ -157,11 +157,33 @@ impl WriteIndex<PerWarp> for WarpIndex {
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn out_of_bounds(len: usize, index: usize) -> ! {
+fn out_of_bounds(what: &'static str, len: usize, index: usize) -> ! {
     panic!(
-        "index out of bounds: the len is {} but the index is {}",
-        len, index
+        "{}index out of bounds: the len is {} but the index is {}",
+        what, len, index
     )
+}
+
+/// Element `i` of the `len` elements at `ptr`, bounds-checked: the one check behind
+/// every indexed view, atomic view and shared tile. Past the end it panics with
+/// "`{what}index out of bounds: the len is {len} but the index is {i}`".
+///
+/// # Safety
+///
+/// `ptr` is valid for `len` consecutive `T`s (it may dangle when `len == 0`).
+#[inline(always)]
+#[track_caller]
+pub(crate) unsafe fn checked_element<T>(
+    ptr: *mut T,
+    len: usize,
+    i: usize,
+    what: &'static str,
+) -> *mut T {
+    if i >= len {
+        out_of_bounds(what, len, i);
+    }
+    // SAFETY: `i < len`: inside the `len` elements at `ptr` (the caller's obligation).
+    unsafe { ptr.add(i) }
 }
 
 /// Reads chunk `c` of a read slice, `[K·c, K·c + K)`, as one vector load when its
@@ -291,7 +313,7 @@ macro_rules! write_view {
             pub fn chunk_mut(&mut self, c: ThreadIndex) -> &mut [T] {
                 let c = c.get();
                 if c >= self.chunk_count() {
-                    out_of_bounds(self.chunk_count(), c);
+                    out_of_bounds("", self.chunk_count(), c);
                 }
                 let start = c * K;
                 let n = core::cmp::min(K, self.len - start);
@@ -338,7 +360,7 @@ macro_rules! write_view {
                         // and `&mut self` excludes other references from this thread.
                         unsafe { <[T; K]>::__store(self.ptr.add(c * K).cast::<[T; K]>(), v) }
                     }
-                    _ => out_of_bounds(self.len / K, c),
+                    _ => out_of_bounds("", self.len / K, c),
                 }
             }
         }
@@ -352,13 +374,10 @@ macro_rules! write_view {
             #[inline(always)]
             #[track_caller]
             fn index(&self, i: I) -> &T {
-                let n = i.__witnessed();
-                if n >= self.len {
-                    out_of_bounds(self.len, n);
-                }
-                // SAFETY: in bounds (checked above, obligation 1); element `n` belongs
-                // to this thread's witness, so no other thread writes it.
-                unsafe { &*self.ptr.add(n) }
+                // SAFETY: the buffer holds `len` elements (obligation 1), so the
+                // pointer is in bounds; element `i` belongs to this thread's witness,
+                // so no other thread writes it.
+                unsafe { &*checked_element(self.ptr, self.len, i.__witnessed(), "") }
             }
         }
 
@@ -369,13 +388,10 @@ macro_rules! write_view {
             #[inline(always)]
             #[track_caller]
             fn index_mut(&mut self, i: I) -> &mut T {
-                let n = i.__witnessed();
-                if n >= self.len {
-                    out_of_bounds(self.len, n);
-                }
-                // SAFETY: as in `get_mut`: in bounds, owned by this thread's witness,
-                // and `&mut self` excludes other references from this thread.
-                unsafe { &mut *self.ptr.add(n) }
+                // SAFETY: as in `get_mut`: in bounds (obligation 1 and the check),
+                // owned by this thread's witness, and `&mut self` excludes other
+                // references from this thread.
+                unsafe { &mut *checked_element(self.ptr, self.len, i.__witnessed(), "") }
             }
         }
 
@@ -472,11 +488,8 @@ impl<T: AtomicAdd> AtomicView<'_, T> {
     #[inline(always)]
     #[track_caller]
     fn at(&self, i: usize) -> *mut T {
-        if i >= self.len {
-            out_of_bounds(self.len, i);
-        }
-        // SAFETY: `i < len`, inside the allocation (obligation 1).
-        unsafe { self.ptr.add(i) }
+        // SAFETY: the buffer holds `len` elements (obligation 1).
+        unsafe { checked_element(self.ptr, self.len, i, "") }
     }
 
     /// Atomic load of element `i`.
