@@ -4,7 +4,7 @@
 //! are exercised too.
 
 use xlog::{Error, Runtime, Stream};
-use xlog_test_support::{gpu_runtime, Rng};
+use xlog_test_support::{gpu_runtime, within_test_cap as within_cap, Rng};
 
 trait Sample: Copy + PartialEq + std::fmt::Debug + xlog_kernels::Element {
     fn sample(r: &mut Rng) -> Self;
@@ -253,15 +253,6 @@ mod cooperative {
     use xlog_kernels::cooperative as k;
 
     const SIZES: [usize; 7] = [0, 1, 255, 256, 257, 100_003, (1 << 24) + 7];
-
-    /// Whether a case of `n` elements runs: all do, unless `XLOG_TEST_MAX_LEN` caps
-    /// them (the compute-sanitizer passes, where 2^24 elements take too long).
-    fn within_cap(n: usize) -> bool {
-        std::env::var("XLOG_TEST_MAX_LEN")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .is_none_or(|max| n <= max)
-    }
 
     fn bytes(seed: u64, n: usize) -> Vec<u8> {
         let mut r = Rng::from_state(seed | 1);
@@ -738,13 +729,6 @@ mod single_pass {
         (1 << 24) + 7,
     ];
 
-    fn within_cap(n: usize) -> bool {
-        std::env::var("XLOG_TEST_MAX_LEN")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .is_none_or(|max| n <= max)
-    }
-
     fn sizes() -> impl Iterator<Item = usize> {
         SIZES.into_iter().filter(|&n| within_cap(n))
     }
@@ -760,35 +744,23 @@ mod single_pass {
                 .unwrap()
                 .download(&c)
                 .unwrap();
-            let mut acc = 0u32;
-            let want: Vec<u32> = x
-                .iter()
-                .map(|&v| {
-                    acc = acc.wrapping_add(v);
-                    acc
-                })
-                .collect();
-            assert!(
-                got == want,
-                "u32 scan, n = {n}: first difference at {:?}",
-                first_diff(&got, &want)
+            assert_inclusive_scan(
+                &got,
+                &x,
+                0u32,
+                |a, b| a.wrapping_add(b),
+                &format!("u32 scan, n = {n}"),
             );
             let got = xlog_kernels::max_scan_u32(&c, &xb)
                 .unwrap()
                 .download(&c)
                 .unwrap();
-            let mut m = 0u32;
-            let want: Vec<u32> = x
-                .iter()
-                .map(|&v| {
-                    m = m.max(v);
-                    m
-                })
-                .collect();
-            assert!(
-                got == want,
-                "max scan, n = {n}: first difference at {:?}",
-                first_diff(&got, &want)
+            assert_inclusive_scan(
+                &got,
+                &x,
+                0u32,
+                |a, b| a.max(b),
+                &format!("max scan, n = {n}"),
             );
             let y = data::<u64>(n as u64 + 32, n);
             let yb = rt.upload_on(&p, &y).unwrap();
@@ -796,20 +768,38 @@ mod single_pass {
                 .unwrap()
                 .download(&c)
                 .unwrap();
-            let mut acc = 0u64;
-            let want: Vec<u64> = y
-                .iter()
-                .map(|&v| {
-                    acc = acc.wrapping_add(v);
-                    acc
-                })
-                .collect();
-            assert!(
-                got == want,
-                "u64 scan, n = {n}: first difference at {:?}",
-                first_diff(&got, &want)
+            assert_inclusive_scan(
+                &got,
+                &y,
+                0u64,
+                |a, b| a.wrapping_add(b),
+                &format!("u64 scan, n = {n}"),
             );
         }
+    }
+
+    /// Asserts that `got` is the inclusive scan of `x` under `op` starting from
+    /// `init`, naming the first difference (`what` says which case).
+    fn assert_inclusive_scan<T: PartialEq + Copy>(
+        got: &[T],
+        x: &[T],
+        init: T,
+        op: impl Fn(T, T) -> T,
+        what: &str,
+    ) {
+        let mut acc = init;
+        let want: Vec<T> = x
+            .iter()
+            .map(|&v| {
+                acc = op(acc, v);
+                acc
+            })
+            .collect();
+        assert!(
+            got == want,
+            "{what}: first difference at {:?}",
+            first_diff(got, &want)
+        );
     }
 
     fn first_diff<T: PartialEq>(a: &[T], b: &[T]) -> Option<usize> {
@@ -868,18 +858,12 @@ mod single_pass {
             for _ in 0..2 {
                 k::inclusive_scan_u32::launch(&s, cfg, &xb, &mut out, &mut status).unwrap();
                 let got = out.download(&s).unwrap();
-                let mut acc = 0u32;
-                let want: Vec<u32> = x
-                    .iter()
-                    .map(|&v| {
-                        acc = acc.wrapping_add(v);
-                        acc
-                    })
-                    .collect();
-                assert!(
-                    got == want,
-                    "n = {n}, {blocks} blocks: first difference at {:?}",
-                    first_diff(&got, &want)
+                assert_inclusive_scan(
+                    &got,
+                    &x,
+                    0u32,
+                    |a, b| a.wrapping_add(b),
+                    &format!("n = {n}, {blocks} blocks"),
                 );
             }
         }

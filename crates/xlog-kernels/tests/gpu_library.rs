@@ -5,7 +5,7 @@
 //! and adversarial data, with inputs uploaded on another stream.
 
 use xlog::{DeviceBuffer, Error, Runtime, Stream};
-use xlog_test_support::{gpu_runtime, Rng};
+use xlog_test_support::{gpu_runtime, within_test_cap as within_cap, Rng};
 
 /// Sizes around every boundary the kernels have: the reduction's block (256
 /// threads × 4 elements) and two-launch threshold, the scans' tiles (4096 and 2048
@@ -32,15 +32,6 @@ const SIZES: &[usize] = &[
     (1 << 24) + 7,
 ];
 
-/// Whether a case of `n` elements runs: all do, unless `XLOG_TEST_MAX_LEN` caps
-/// them (the compute-sanitizer passes).
-fn within_cap(n: usize) -> bool {
-    std::env::var("XLOG_TEST_MAX_LEN")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_none_or(|max| n <= max)
-}
-
 fn sizes() -> impl Iterator<Item = usize> {
     SIZES.iter().copied().filter(|&n| within_cap(n))
 }
@@ -51,6 +42,22 @@ fn streams(rt: &Runtime) -> (Stream, Stream) {
 
 fn upload<T: xlog::DeviceCopy>(rt: &Runtime, p: &Stream, v: &[T]) -> DeviceBuffer<T> {
     rt.upload_on(p, v).unwrap()
+}
+
+/// One `#[test]` per element type, `<type>_matches_the_cpu`, each calling
+/// `$check::<type>()`.
+macro_rules! each_type_matches_the_cpu {
+    ($check:ident) => {
+        each_type_matches_the_cpu!($check: u32_matches_the_cpu u32, i32_matches_the_cpu i32,
+            u64_matches_the_cpu u64, i64_matches_the_cpu i64,
+            f32_matches_the_cpu f32, f64_matches_the_cpu f64);
+    };
+    ($check:ident: $($name:ident $t:ty),*) => {$(
+        #[test]
+        fn $name() {
+            $check::<$t>();
+        }
+    )*};
 }
 
 /// Data kinds: random, all equal, ascending, descending, extremes.
@@ -227,30 +234,7 @@ mod reduce {
         }
     }
 
-    #[test]
-    fn u32_matches_the_cpu() {
-        check::<u32>();
-    }
-    #[test]
-    fn i32_matches_the_cpu() {
-        check::<i32>();
-    }
-    #[test]
-    fn u64_matches_the_cpu() {
-        check::<u64>();
-    }
-    #[test]
-    fn i64_matches_the_cpu() {
-        check::<i64>();
-    }
-    #[test]
-    fn f32_matches_the_cpu() {
-        check::<f32>();
-    }
-    #[test]
-    fn f64_matches_the_cpu() {
-        check::<f64>();
-    }
+    each_type_matches_the_cpu!(check);
 
     #[test]
     fn float_specials_follow_min_max_and_propagate_in_sums() {
@@ -339,30 +323,7 @@ mod scan {
         }
     }
 
-    #[test]
-    fn u32_matches_the_cpu() {
-        check::<u32>();
-    }
-    #[test]
-    fn i32_matches_the_cpu() {
-        check::<i32>();
-    }
-    #[test]
-    fn u64_matches_the_cpu() {
-        check::<u64>();
-    }
-    #[test]
-    fn i64_matches_the_cpu() {
-        check::<i64>();
-    }
-    #[test]
-    fn f32_matches_the_cpu() {
-        check::<f32>();
-    }
-    #[test]
-    fn f64_matches_the_cpu() {
-        check::<f64>();
-    }
+    each_type_matches_the_cpu!(check);
 
     #[test]
     fn user_operators_combine_in_order() {

@@ -4,6 +4,8 @@
 //!   two seeding rules the suites' recorded seeds rely on.
 //! - `gpu_runtime` (feature `gpu`): device 0's runtime, or a failing test that
 //!   says why.
+//! - [`within_test_cap`]: whether a GPU case of `n` elements runs under
+//!   `XLOG_TEST_MAX_LEN`.
 //! - [`bench`](mod@bench): the benches' timer (warm-up, interleaved rounds, medians), the
 //!   rows of their results table, the results file the report is made from and the
 //!   targets; with `gpu`, the table's heading.
@@ -29,3 +31,13 @@ mod rng;
 #[cfg(feature = "gpu")]
 pub use gpu::gpu_runtime;
 pub use rng::Rng;
+
+/// Whether a GPU test case of `n` elements runs: all do, unless the environment
+/// variable `XLOG_TEST_MAX_LEN` caps them (the compute-sanitizer passes, where
+/// 2^24 elements take too long). A value that is not a number caps nothing.
+pub fn within_test_cap(n: usize) -> bool {
+    std::env::var("XLOG_TEST_MAX_LEN")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_none_or(|max| n <= max)
+}
