@@ -57,20 +57,28 @@ macro_rules! kernels {
     )*};
 }
 
-kernels! {
-    u32, u32, gather_u32_by_u32, scatter_u32_by_u32;
-    i32, u32, gather_i32_by_u32, scatter_i32_by_u32;
-    f32, u32, gather_f32_by_u32, scatter_f32_by_u32;
-    u64, u32, gather_u64_by_u32, scatter_u64_by_u32;
-    i64, u32, gather_i64_by_u32, scatter_i64_by_u32;
-    f64, u32, gather_f64_by_u32, scatter_f64_by_u32;
-    u32, u64, gather_u32_by_u64, scatter_u32_by_u64;
-    i32, u64, gather_i32_by_u64, scatter_i32_by_u64;
-    f32, u64, gather_f32_by_u64, scatter_f32_by_u64;
-    u64, u64, gather_u64_by_u64, scatter_u64_by_u64;
-    i64, u64, gather_i64_by_u64, scatter_i64_by_u64;
-    f64, u64, gather_f64_by_u64, scatter_f64_by_u64;
+/// Feeds the table of (element type, index type, gather kernel, scatter kernel)
+/// to `$m`: the kernels and their host impls are made from the one list.
+macro_rules! each_pair {
+    ($m:ident) => {
+        $m! {
+            u32, u32, gather_u32_by_u32, scatter_u32_by_u32;
+            i32, u32, gather_i32_by_u32, scatter_i32_by_u32;
+            f32, u32, gather_f32_by_u32, scatter_f32_by_u32;
+            u64, u32, gather_u64_by_u32, scatter_u64_by_u32;
+            i64, u32, gather_i64_by_u32, scatter_i64_by_u32;
+            f64, u32, gather_f64_by_u32, scatter_f64_by_u32;
+            u32, u64, gather_u32_by_u64, scatter_u32_by_u64;
+            i32, u64, gather_i32_by_u64, scatter_i32_by_u64;
+            f32, u64, gather_f32_by_u64, scatter_f32_by_u64;
+            u64, u64, gather_u64_by_u64, scatter_u64_by_u64;
+            i64, u64, gather_i64_by_u64, scatter_i64_by_u64;
+            f64, u64, gather_f64_by_u64, scatter_f64_by_u64;
+        }
+    };
 }
+
+each_pair!(kernels);
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -136,20 +144,7 @@ mod host {
         )*};
     }
 
-    indexed! {
-        u32, u32, gather_u32_by_u32, scatter_u32_by_u32;
-        i32, u32, gather_i32_by_u32, scatter_i32_by_u32;
-        f32, u32, gather_f32_by_u32, scatter_f32_by_u32;
-        u64, u32, gather_u64_by_u32, scatter_u64_by_u32;
-        i64, u32, gather_i64_by_u32, scatter_i64_by_u32;
-        f64, u32, gather_f64_by_u32, scatter_f64_by_u32;
-        u32, u64, gather_u32_by_u64, scatter_u32_by_u64;
-        i32, u64, gather_i32_by_u64, scatter_i32_by_u64;
-        f32, u64, gather_f32_by_u64, scatter_f32_by_u64;
-        u64, u64, gather_u64_by_u64, scatter_u64_by_u64;
-        i64, u64, gather_i64_by_u64, scatter_i64_by_u64;
-        f64, u64, gather_f64_by_u64, scatter_f64_by_u64;
-    }
+    each_pair!(indexed);
 
     const THREADS: u32 = 256;
 
