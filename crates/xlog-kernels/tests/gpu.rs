@@ -457,6 +457,17 @@ mod cooperative {
         }
     }
 
+    /// Asserts that `got` is `x` reversed within each block of 256, with `zero`
+    /// where the mirrored element lies past the end of `x`.
+    fn assert_block_reversed<T: PartialEq + Copy + std::fmt::Debug>(got: &[T], x: &[T], zero: T) {
+        let n = x.len();
+        for (i, &g) in got.iter().enumerate() {
+            let mirror = i / 256 * 256 + 255 - i % 256;
+            let want = if mirror < n { x[mirror] } else { zero };
+            assert_eq!(g, want, "n = {n}, at {i}");
+        }
+    }
+
     #[test]
     fn tile_reverses_each_block() {
         let rt = gpu_runtime();
@@ -467,12 +478,7 @@ mod cooperative {
             let mut out = rt.alloc_zeroed_on::<f32>(&s, n).unwrap();
             k::block_reverse_f32::launch(&s, k::block_reverse_f32::config(n), &xb, &mut out)
                 .unwrap();
-            let got = out.download(&s).unwrap();
-            for (i, &g) in got.iter().enumerate() {
-                let mirror = i / 256 * 256 + 255 - i % 256;
-                let want = if mirror < n { x[mirror] } else { 0.0 };
-                assert_eq!(g, want, "n = {n}, at {i}");
-            }
+            assert_block_reversed(&out.download(&s).unwrap(), &x, 0.0);
         }
     }
 
@@ -491,12 +497,7 @@ mod cooperative {
             let mut out = rt.upload_on(&s, &vec![u64::MAX; n]).unwrap();
             k::block_reverse_u64::launch(&s, k::block_reverse_u64::config(n), &xb, &mut out)
                 .unwrap();
-            let got = out.download(&s).unwrap();
-            for (i, &g) in got.iter().enumerate() {
-                let mirror = i / 256 * 256 + 255 - i % 256;
-                let want = if mirror < n { x[mirror] } else { 0 };
-                assert_eq!(g, want, "n = {n}, at {i}");
-            }
+            assert_block_reversed(&out.download(&s).unwrap(), &x, 0);
         }
     }
 
