@@ -897,6 +897,26 @@ mod single_pass {
         }
     }
 
+    /// Asserts that `got` is the transpose of `x`, a row-major matrix of `rows`
+    /// rows (`what` says which case).
+    fn assert_transposed<T: PartialEq + std::fmt::Debug>(
+        got: &[T],
+        x: &[T],
+        rows: usize,
+        what: &str,
+    ) {
+        let cols = x.len().checked_div(rows).unwrap_or(0);
+        for r in 0..rows {
+            for col in 0..cols {
+                assert_eq!(
+                    got[col * rows + r],
+                    x[r * cols + col],
+                    "{what} at ({r}, {col})"
+                );
+            }
+        }
+    }
+
     #[test]
     fn transposes_match_the_cpu_on_awkward_shapes() {
         let rt = gpu_runtime();
@@ -920,30 +940,14 @@ mod single_pass {
                 .unwrap()
                 .download(&c)
                 .unwrap();
-            for r in 0..rows {
-                for col in 0..cols {
-                    assert_eq!(
-                        got[col * rows + r],
-                        x[r * cols + col],
-                        "{rows} × {cols} at ({r}, {col})"
-                    );
-                }
-            }
+            assert_transposed(&got, &x, rows, &format!("{rows} × {cols}"));
             let y = data::<f64>((rows * 5 + cols) as u64, rows * cols);
             let yb = rt.upload_on(&p, &y).unwrap();
             let got = xlog_kernels::transpose_matrix_f64(&c, &yb, rows, cols)
                 .unwrap()
                 .download(&c)
                 .unwrap();
-            for r in 0..rows {
-                for col in 0..cols {
-                    assert_eq!(
-                        got[col * rows + r],
-                        y[r * cols + col],
-                        "f64 {rows} × {cols} at ({r}, {col})"
-                    );
-                }
-            }
+            assert_transposed(&got, &y, rows, &format!("f64 {rows} × {cols}"));
         }
         let x = rt.upload_on(&p, &[1.0f32; 6]).unwrap();
         assert!(matches!(
@@ -965,15 +969,7 @@ mod single_pass {
             let cfg = LaunchConfig::new([tiles as u32 + 5, 1, 1], [block, 1, 1]);
             k::transpose_f32::launch(&s, cfg, &xb, &mut out, rows).unwrap();
             let got = out.download(&s).unwrap();
-            for r in 0..rows {
-                for col in 0..cols {
-                    assert_eq!(
-                        got[col * rows + r],
-                        x[r * cols + col],
-                        "block {block} at ({r}, {col})"
-                    );
-                }
-            }
+            assert_transposed(&got, &x, rows, &format!("block {block}"));
         }
     }
 }
