@@ -215,10 +215,7 @@ impl<T: Shuffle, const N: usize> SharedArray<T, N> {
 
 impl<T, const N: usize> core::fmt::Debug for SharedArray<T, N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SharedArray")
-            .field("ptr", &self.ptr)
-            .field("len", &N)
-            .finish()
+        crate::view::debug_ptr_len(f, "SharedArray", self.ptr, N)
     }
 }
 
@@ -433,10 +430,7 @@ impl<T: Shuffle> DynamicShared<T> {
 
 impl<T> core::fmt::Debug for DynamicShared<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("DynamicShared")
-            .field("ptr", &self.ptr)
-            .field("len", &self.len)
-            .finish()
+        crate::view::debug_ptr_len(f, "DynamicShared", self.ptr, self.len)
     }
 }
 
@@ -608,10 +602,7 @@ impl<T: Shuffle, L: Layout> Tile<T, Reading, L> {
 
 impl<T: Shuffle, P, L: Layout> core::fmt::Debug for Tile<T, P, L> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Tile")
-            .field("ptr", &self.ptr)
-            .field("len", &self.len)
-            .finish()
+        crate::view::debug_ptr_len(f, "Tile", self.ptr, self.len)
     }
 }
 

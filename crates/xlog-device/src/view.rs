@@ -164,6 +164,20 @@ fn out_of_bounds(what: &'static str, len: usize, index: usize) -> ! {
     )
 }
 
+/// The `Debug` output shared by the views and tiles over `len` elements at `ptr`:
+/// `Name { ptr: .., len: .. }`.
+pub(crate) fn debug_ptr_len<T>(
+    f: &mut core::fmt::Formatter<'_>,
+    name: &str,
+    ptr: *const T,
+    len: usize,
+) -> core::fmt::Result {
+    f.debug_struct(name)
+        .field("ptr", &ptr)
+        .field("len", &len)
+        .finish()
+}
+
 /// Element `i` of the `len` elements at `ptr`, bounds-checked: the one check behind
 /// every indexed view, atomic view and shared tile. Past the end it panics with
 /// "`{what}index out of bounds: the len is {len} but the index is {i}`".
@@ -397,7 +411,7 @@ macro_rules! write_view {
 
         impl<T, P: Ownership> core::fmt::Debug for $name<'_, T, P> {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                f.debug_struct(stringify!($name)).field("ptr", &self.ptr).field("len", &self.len).finish()
+                debug_ptr_len(f, stringify!($name), self.ptr, self.len)
             }
         }
     };
@@ -587,10 +601,7 @@ impl<T: AtomicInt> AtomicView<'_, T> {
 
 impl<T: AtomicAdd> core::fmt::Debug for AtomicView<'_, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("AtomicView")
-            .field("ptr", &self.ptr)
-            .field("len", &self.len)
-            .finish()
+        debug_ptr_len(f, "AtomicView", self.ptr, self.len)
     }
 }
 
