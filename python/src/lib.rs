@@ -99,6 +99,53 @@ struct Buffer {
     len: usize,
     device: u32,
     imported: bool,
+    /// For memory xlog allocated: its range, registered as held so that an import
+    /// of it (e.g. `cupy.cuda.UnownedMemory(b.device_ptr, …)` through
+    /// `from_dlpack`) is refused instead of giving the memory a second xlog buffer.
+    /// Declared after `slot`: dropped after the buffer. (Imports are registered
+    /// by the import itself.)
+    _held: Option<Box<dyn Send + Sync>>,
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // Dropping the buffer may block (an imported buffer waits for xlog's work
+        // before running the producer's deleter): never with the GIL held.
+        let inner = std::mem::replace(&mut *lock(&self.slot), Slot::Lent);
+        without_gil(move || drop(inner));
+    }
+}
+
+/// Run `f` on this thread with the GIL released if this thread holds it.
+///
+/// Used for every wait that may run with the GIL held (a `Buffer`'s drop, an
+/// export's deleter): a cupy or torch host function queued before the awaited
+/// work may need the GIL, and would wait for it forever.
+fn without_gil<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    // SAFETY: `PyThreadState_GetDict` returns null, with no exception set, when
+    // the calling thread has no current thread state (does not hold the GIL).
+    let attached = !unsafe { pyo3::ffi::PyThreadState_GetDict() }.is_null();
+    if attached {
+        // Attaching a thread that is attached only bumps a count; `detach` then
+        // releases the GIL around `f` and takes it back.
+        Python::attach(|py| py.detach(f))
+    } else {
+        f()
+    }
+}
+
+/// The deleters' blocking section (see `dlpack::set_blocking_section`).
+fn blocking_section(work: &mut dyn FnMut()) {
+    /// `detach` runs its closure on the calling thread: the reference is never
+    /// used elsewhere.
+    struct OnThisThread<'a>(&'a mut dyn FnMut());
+    // SAFETY: as above; the closure runs and returns before `detach` does.
+    unsafe impl Send for OnThisThread<'_> {}
+    let w = OnThisThread(work);
+    without_gil(move || {
+        let w = w;
+        (w.0)()
+    });
 }
 
 fn lent_error() -> PyErr {
@@ -109,11 +156,13 @@ fn lent_error() -> PyErr {
 
 impl Buffer {
     fn new(buf: DeviceBuffer<f32>, stream: &xlog_runtime::Stream) -> Buffer {
+        let imported = buf.core().is_imported();
         Buffer {
+            _held: (!imported).then(|| buf.core().mark_held()),
             ptr: buf.device_ptr(),
             len: buf.len(),
             device: buf.block_id().device,
-            imported: buf.core().is_imported(),
+            imported,
             slot: Arc::new(Mutex::new(Slot::Here(Arc::new(buf)))),
             stream: stream.clone(),
         }
@@ -317,6 +366,8 @@ fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>, stream: &Stream) -> PyRes
     };
     let on = &stream.inner;
     let raw = cap.as_ptr();
+    // A tensor with no deleter is refused by the import (nothing would keep its
+    // memory alive); the capsule is consumed either way.
     // SAFETY: `raw` is a live object for this call; the name checks make the
     // pointer a tensor of that ABI, whose ownership moves to us when we rename it.
     let buf = unsafe {
@@ -353,6 +404,7 @@ fn upload(py: Python<'_>, values: Vec<f32>, stream: &Stream) -> PyResult<Buffer>
 /// The xlog Python module.
 #[pymodule]
 fn xlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    dlpack::set_blocking_section(blocking_section);
     m.add_class::<Stream>()?;
     m.add_class::<Buffer>()?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;

@@ -193,6 +193,26 @@ class OneIdentity(unittest.TestCase):
         b = xlog.from_dlpack(t, s2)
         self.assertEqual(b.tolist(), [0.0, 1.0, 2.0, 3.0])
 
+    def test_an_xlog_buffer_wrapped_by_its_address_is_refused(self):
+        # cupy memory over an xlog buffer's address, owned by the buffer: importing
+        # it would give the memory a second xlog buffer, never fenced against the
+        # first (b.axpy on s1 racing b2.scale on s2).
+        n = 1 << 16
+        s1, s2 = xlog.Stream(0), xlog.Stream(0)
+        b = xlog.upload([1.0] * n, s1)
+        mem = cupy.cuda.UnownedMemory(b.device_ptr, 4 * n, owner=b)
+        arr = cupy.ndarray((n,), dtype=cupy.float32,
+                           memptr=cupy.cuda.MemoryPointer(mem, 0))
+        with self.assertRaisesRegex(RuntimeError, "of a live xlog buffer"):
+            xlog.from_dlpack(arr, s2)
+        with self.assertRaisesRegex(RuntimeError, "of a live xlog buffer"):
+            xlog.from_dlpack(arr[n // 2:], s2)               # overlapping
+        c = b.scale(2.0)                                     # results are held too
+        mem_c = cupy.cuda.UnownedMemory(c.device_ptr, 4 * n, owner=c)
+        with self.assertRaisesRegex(RuntimeError, "of a live xlog buffer"):
+            xlog.from_dlpack(cupy.ndarray((n,), dtype=cupy.float32,
+                                          memptr=cupy.cuda.MemoryPointer(mem_c, 0)), s2)
+
 
 class Refusals(unittest.TestCase):
     def test_a_bogus_stream_integer_is_refused(self):

@@ -181,10 +181,13 @@ unsafe impl Sync for Imported {}
 ///    work queued on `on` after this call; otherwise waiting on the event orders
 ///    them.
 /// 3. Nobody writes the memory until the array is released.
+/// 4. No buffer of the array is memory of a live xlog buffer (e.g. an array a
+///    foreign library made over a buffer's `device_ptr`): one memory would get
+///    two xlog buffers whose uses are never fenced against each other.
 ///
 /// Checked, not assumed: lengths, offsets and null counts are non-negative and
 /// their byte extents fit the address space, and buffers overlapping a live
-/// import or an xlog export are refused.
+/// import, an xlog export or a buffer marked held are refused.
 pub unsafe fn import<T: Element>(
     array: ArrowDeviceArray,
     schema: &FFI_ArrowSchema,

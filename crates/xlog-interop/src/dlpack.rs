@@ -256,6 +256,36 @@ fn export_as<M: ManagedTensorBase, T: Element>(
     })
 }
 
+/// How the deleter of exported tensors runs its part that may block the host
+/// (synchronising for a consumer with no stream, dropping a buffer nobody takes
+/// back): given the work, it runs it once on the calling thread.
+pub type BlockingSection = fn(&mut dyn FnMut());
+
+static BLOCKING: std::sync::OnceLock<BlockingSection> = std::sync::OnceLock::new();
+
+/// Set how deleters run their blocking part (once per process; `false` if it was
+/// already set). A binding to an interpreter with a global lock sets one that
+/// releases the lock when the calling thread holds it: a consumer may call the
+/// deleter holding it while work the wait needs (a host callback) takes it.
+pub fn set_blocking_section(run: BlockingSection) -> bool {
+    BLOCKING.set(run).is_ok()
+}
+
+fn blocking(f: impl FnOnce()) {
+    let mut f = Some(f);
+    let mut once = || {
+        if let Some(f) = f.take() {
+            f()
+        }
+    };
+    match BLOCKING.get() {
+        Some(run) => run(&mut once),
+        None => once(),
+    }
+    // A section that did not run the work: run it here rather than skip it.
+    once();
+}
+
 /// The deleter of exported tensors.
 ///
 /// # Safety
@@ -273,21 +303,31 @@ unsafe extern "C" fn delete<M: ManagedTensorBase, T: Element>(tensor: *mut M) {
         mark,
         ..
     } = *ctx;
-    let core = held.buffer().core();
+    // Recording on the consumer's stream does not block: done before returning,
+    // while the stream is certainly alive.
     let ordered = match consumer {
-        Some(stream) => core.record_foreign_use(stream, held.access()),
-        None => core.finish_unordered_use(),
+        Some(stream) => held
+            .buffer()
+            .core()
+            .record_foreign_use(stream, held.access()),
+        None => Ok(()),
     };
-    if let Err(e) = ordered {
-        // The free cannot be ordered after the consumer's work: keep the memory (and
-        // its registration: it may still be in use).
-        tracing::error!(target: "xlog::interop", "ordering a released DLPack export failed; the buffer is leaked: {e}");
-        std::mem::forget(held);
-        std::mem::forget(mark);
-        return;
-    }
-    drop(held);
-    drop(mark);
+    blocking(move || {
+        let ordered = ordered.and_then(|()| match consumer {
+            Some(_) => Ok(()),
+            None => held.buffer().core().finish_unordered_use(),
+        });
+        if let Err(e) = ordered {
+            // The free cannot be ordered after the consumer's work: keep the memory
+            // (and its registration: it may still be in use).
+            tracing::error!(target: "xlog::interop", "ordering a released DLPack export failed; the buffer is leaked: {e}");
+            std::mem::forget(held);
+            std::mem::forget(mark);
+            return;
+        }
+        drop(held);
+        drop(mark);
+    });
 }
 
 /// Import a DLPack tensor as a buffer on `on`'s device.
@@ -304,10 +344,14 @@ unsafe extern "C" fn delete<M: ManagedTensorBase, T: Element>(tensor: *mut M) {
 ///    reads it while xlog may write it, except through the orderings of
 ///    [`xlog_runtime::BufferCore::order_foreign`] and
 ///    [`xlog_runtime::BufferCore::record_foreign_use`].
+/// 3. No part of the tensor is memory of a live xlog buffer (e.g. a tensor a
+///    foreign library made over a buffer's `device_ptr`): one memory would get
+///    two xlog buffers whose uses are never fenced against each other.
 ///
-/// Checked, not assumed: a tensor overlapping a live import or an xlog export
-/// (importing one tensor twice, or xlog's own export) is refused, as
-/// [`DeviceBuffer::import_raw`] says.
+/// Checked, not assumed: a tensor with no deleter is refused (nothing would keep
+/// its memory alive), and a tensor overlapping a live import, an xlog export or
+/// a buffer marked held (importing one tensor twice, or xlog's own export) is
+/// refused, as [`DeviceBuffer::import_raw`] says.
 pub unsafe fn import<T: Element, M: ManagedTensorBase + 'static>(
     tensor: Managed<M>,
     on: &Stream,
@@ -329,6 +373,15 @@ pub(crate) fn check<T: Element, M: ManagedTensorBase>(
     const WHAT: &str = "DLPack tensor";
     if tensor.flags().contains(DlpackFlags::READ_ONLY) {
         return Err(InteropError::ReadOnly { what: WHAT });
+    }
+    // SAFETY: `Managed` keeps the header readable while it lives.
+    if unsafe { &*tensor.as_ptr() }.deleter().is_none() {
+        return Err(InteropError::Unsupported {
+            what: WHAT,
+            reason: "it has no deleter: nothing would keep its memory alive while xlog uses it \
+                     (import a tensor with a deleter, or a copy)"
+                .into(),
+        });
     }
     // SAFETY: `Managed` guarantees the descriptor is readable and immutable.
     let t: &DLTensor = unsafe { tensor.tensor() };
@@ -554,6 +607,38 @@ mod tests {
         // Dropped on another thread: the deleter may run anywhere.
         std::thread::spawn(move || drop(buf)).join().unwrap();
         assert_eq!(N.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn the_blocking_section_runs_the_work_once_even_if_the_section_skips_it() {
+        static RAN: AtomicUsize = AtomicUsize::new(0);
+        static SECTIONS: AtomicUsize = AtomicUsize::new(0);
+        fn section(work: &mut dyn FnMut()) {
+            SECTIONS.fetch_add(1, Ordering::SeqCst);
+            work();
+            work();
+        }
+        assert!(set_blocking_section(section));
+        assert!(!set_blocking_section(section), "set once per process");
+        blocking(|| {
+            RAN.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(
+            (RAN.load(Ordering::SeqCst), SECTIONS.load(Ordering::SeqCst)),
+            (1, 1)
+        );
+    }
+
+    #[test]
+    fn a_tensor_with_no_deleter_is_refused() {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let t = foreign(&N, 0x18000, |_, _, _, _| {});
+        let raw = t.as_ptr();
+        // SAFETY: the header is alive and ours; without a deleter its box is leaked.
+        unsafe { (*raw).deleter = None };
+        let e = import_on_host::<f32>(t).unwrap_err().to_string();
+        assert!(e.contains("no deleter"), "{e}");
+        assert_eq!(N.load(Ordering::SeqCst), 0);
     }
 
     #[test]

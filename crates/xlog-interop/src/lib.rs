@@ -5,8 +5,9 @@
 //!   or lent until the consumer releases it; writable either way) as a
 //!   `DLManagedTensorVersioned`, making the consumer's stream wait for pending
 //!   work; import a tensor as a tracked buffer whose drop runs the producer's
-//!   deleter. One memory has at most one live xlog buffer: imports overlapping a
-//!   live import or export are refused.
+//!   deleter. Imports overlapping a live import, an export or a buffer marked
+//!   held are refused; importing memory of any other live xlog buffer is excluded
+//!   by the `unsafe` imports' obligations.
 //! - [`arrow`]: the same for `ArrowDeviceArray`, with `sync_event`.
 //! - [`Column`]: values plus an Arrow validity bitmap, owned or imported.
 //!

@@ -139,6 +139,11 @@ impl BufferCore {
                 // users cannot be awaited.
                 self.allocator
                     .report_drop_error("synchronising before a free; the block is leaked", &e);
+                // An imported buffer's owner would run the producer's deleter when
+                // the field drops, with uses maybe pending: leak it too.
+                if let Some(owner) = self.foreign.take() {
+                    std::mem::forget(owner);
+                }
                 return;
             }
         }

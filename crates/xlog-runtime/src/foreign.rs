@@ -22,12 +22,20 @@
 //! (an Arrow array's `sync_event`).
 //!
 //! **One identity per memory.** A process-wide registry holds the address ranges
-//! of live imports and exports (per device). An import that overlaps either is
+//! of live imports and exports (per device), and of buffers a binding registers
+//! as held ([`BufferCore::mark_held`]). An import that overlaps any of them is
 //! refused: two imports of one tensor, or an import of memory xlog has exported,
 //! would otherwise give two tracked buffers (two use states, never fenced against
 //! each other) over the same bytes, and safe code could pass them to one launch as
 //! `&[T]` and `&mut [T]`. An export ([`BufferCore::mark_exported`]) does not check:
 //! the buffer it exports is xlog's one identity of the memory.
+//!
+//! The registry does not hold every xlog allocation (a registration per
+//! allocation would cost every launch path a global lock): an xlog buffer that
+//! was never exported or marked held can reach an import only through a raw
+//! address, which is why "the range is not memory of a live xlog buffer" is an
+//! obligation of the `unsafe` imports. A safe binding that hands raw addresses to
+//! its users (the Python module) marks each buffer it exposes as held.
 //!
 //! **Default streams.** A foreign stream given as the per-thread default stream
 //! (`2`) is ordered through the legacy default stream (`1`): "the per-thread
@@ -284,8 +292,22 @@ impl BufferCore {
     /// dropped: imports overlapping it are refused meanwhile (see the module
     /// docs). An export context holds the mark until its deleter has run.
     pub fn mark_exported(&self) -> Box<dyn Send + Sync> {
+        self.mark(Kind::Exported)
+    }
+
+    /// Register the buffer's memory as held by a live xlog buffer until the
+    /// returned mark is dropped: imports overlapping it are refused meanwhile.
+    ///
+    /// For bindings that expose a buffer's address to code that may import it
+    /// (e.g. `cupy.cuda.UnownedMemory(buf.device_ptr, …)` then `from_dlpack`):
+    /// keep the mark no longer than the buffer (drop it right after the buffer).
+    pub fn mark_held(&self) -> Box<dyn Send + Sync> {
+        self.mark(Kind::Held)
+    }
+
+    fn mark(&self, kind: Kind) -> Box<dyn Send + Sync> {
         let domain = Domain::of(self.alloc_stream(), self.id().device);
-        Box::new(RANGES.insert(domain, self.id().ptr, self.bytes(), Kind::Exported))
+        Box::new(RANGES.insert(domain, self.id().ptr, self.bytes(), kind))
     }
 }
 
@@ -309,6 +331,7 @@ impl Domain {
 enum Kind {
     Imported,
     Exported,
+    Held,
 }
 
 struct Entry {
@@ -319,7 +342,7 @@ struct Entry {
     kind: Kind,
 }
 
-/// Live imported and exported ranges (few at a time: scanned linearly).
+/// Live imported, exported and held ranges (few at a time: scanned linearly).
 struct Ranges {
     live: Mutex<Vec<Entry>>,
     next: AtomicU64,
@@ -367,9 +390,11 @@ impl Ranges {
         }
         let end = start.saturating_add(bytes as u64);
         let mut live = self.live.lock_unpoisoned();
+        // Name an import or export over a held mark: it says more.
         if let Some(e) = live
             .iter()
-            .find(|e| e.domain == domain && e.start < end && start < e.end)
+            .filter(|e| e.domain == domain && e.start < end && start < e.end)
+            .min_by_key(|e| e.kind == Kind::Held)
         {
             return Err(Error::InvalidArgument {
                 what: format!("imported memory at {start:#x} ({bytes} bytes)"),
@@ -378,6 +403,7 @@ impl Ranges {
                     match e.kind {
                         Kind::Imported => "already imported",
                         Kind::Exported => "xlog exported",
+                        Kind::Held => "of a live xlog buffer",
                     },
                     e.start,
                     e.end
@@ -414,11 +440,15 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// 3. Until the buffer is dropped, nothing outside xlog writes the memory, or
     ///    reads it while xlog may write it, unless ordered through
     ///    [`BufferCore::order_foreign`] / [`BufferCore::record_foreign_use`].
+    /// 4. No part of the range is memory of a live xlog buffer (one xlog
+    ///    allocated, e.g. reached through its `device_ptr`): that would give one
+    ///    memory two xlog buffers whose uses are never fenced against each other.
     ///
-    /// What is checked instead of assumed: the memory must not overlap a live
-    /// import or a live export of xlog's (on the same device). Such an import is
-    /// refused, so one memory never has two xlog buffers; the caller need not (and
-    /// cannot) vouch for that.
+    /// What is checked on top of that: an import overlapping a live import, a live
+    /// export of xlog's or a buffer marked held ([`BufferCore::mark_held`]), on the
+    /// same device, is refused. The check covers every buffer the caller can only
+    /// have reached through xlog's interop, not an arbitrary xlog allocation whose
+    /// address the caller took by hand: obligation 4 covers those.
     pub unsafe fn import_raw(
         on: &Stream,
         ptr: u64,
@@ -656,6 +686,31 @@ mod tests {
         drop(mark);
         drop(import(0x50000, 8, &drops).unwrap());
         assert_eq!(drops.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn memory_of_a_held_xlog_buffer_is_refused_as_an_import_while_marked() {
+        // An xlog allocation (not an import), as a binding exposes it.
+        let allocator = Arc::new(Allocator::new(7, Box::new(HostResource::new(0))));
+        let s = Stream::host_placeholder(0);
+        let block = allocator.allocate(64, &s, AllocTag("held-test")).unwrap();
+        let own: DeviceBuffer<u32> = DeviceBuffer::from_core(
+            BufferCore::new(block, allocator, s.clone(), s.publish()),
+            16,
+        );
+        let ptr = own.device_ptr();
+        let drops = Arc::new(AtomicUsize::new(0));
+        // Unmarked: the registry does not know it (the unsafe import's obligation 4).
+        drop(import(ptr + 4, 1, &drops).unwrap());
+        let mark = own.core().mark_held();
+        let e = import(ptr + 60, 4, &drops).unwrap_err().to_string();
+        assert!(e.contains("of a live xlog buffer"), "{e}");
+        // Adjacent memory is another memory.
+        drop(import(ptr + 64, 1, &drops).unwrap());
+        drop(own);
+        drop(mark);
+        drop(import(ptr, 16, &drops).unwrap());
+        assert_eq!(drops.load(Ordering::SeqCst), 4);
     }
 
     #[test]
