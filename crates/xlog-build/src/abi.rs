@@ -72,7 +72,7 @@ pub(crate) struct PtxEntry {
 /// or has no entry point, with [`Error::AbiMismatch`] where an entry does not take
 /// the parameters its descriptor promises, and with [`Error::SharedMemoryTooLarge`]
 /// when the module's static shared memory does not fit 32-bit sizes (see
-/// [`check_shared_sizes`]).
+/// `check_shared_sizes`).
 pub fn kernel_abis(ptx: &str) -> Result<Vec<KernelAbi>, Error> {
     check_shared_sizes(ptx)?;
     let entries = ptx_entry_params(ptx)?;

@@ -94,7 +94,7 @@ where
 }
 
 /// One block's share of a reduction: this block's threads fold a grid-stride
-/// sequence of `K`-element chunks of `x` (16-byte vector loads, [`UNROLL`] in
+/// sequence of `K`-element chunks of `x` (16-byte vector loads, `UNROLL` (4) in
 /// flight), the block folds its threads, and its leader stores the block's value in
 /// `partials[blockIdx.x]` (nothing when `partials` is shorter).
 ///
