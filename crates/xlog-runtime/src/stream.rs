@@ -107,7 +107,43 @@ impl PartialEq for Stream {
 
 impl Eq for Stream {}
 
+impl StreamShared {
+    /// A stream's shared state with nothing published, no event and no kernel yet.
+    fn new(
+        raw: RawStream,
+        owned: bool,
+        id: StreamId,
+        runtime_id: u64,
+        ctx: Option<Arc<Context>>,
+        owner: Weak<dyn Any + Send + Sync>,
+        panics: Option<Arc<PanicBoard>>,
+    ) -> StreamShared {
+        StreamShared {
+            raw,
+            owned,
+            id,
+            runtime_id,
+            ctx,
+            owner,
+            panics,
+            published: AtomicU64::new(0),
+            fence: Mutex::new(Fence {
+                event: None,
+                captured: 0,
+            }),
+            last_kernel: Mutex::new(None),
+            last_kernel_at: AtomicUsize::new(0),
+        }
+    }
+}
+
 impl Stream {
+    fn with(shared: StreamShared) -> Stream {
+        Stream {
+            shared: Arc::new(shared),
+        }
+    }
+
     pub(crate) fn create(
         ctx: &Arc<Context>,
         id: StreamId,
@@ -117,47 +153,30 @@ impl Stream {
     ) -> Result<Stream> {
         ctx.bind()?;
         let raw = driver::stream_create()?;
-        Ok(Stream {
-            shared: Arc::new(StreamShared {
-                raw,
-                owned: true,
-                id,
-                runtime_id,
-                ctx: Some(ctx.clone()),
-                owner,
-                panics: Some(panics),
-                published: AtomicU64::new(0),
-                fence: Mutex::new(Fence {
-                    event: None,
-                    captured: 0,
-                }),
-                last_kernel: Mutex::new(None),
-                last_kernel_at: AtomicUsize::new(0),
-            }),
-        })
+        Ok(Stream::with(StreamShared::new(
+            raw,
+            true,
+            id,
+            runtime_id,
+            Some(ctx.clone()),
+            owner,
+            Some(panics),
+        )))
     }
 
     /// A stream that has no CUDA stream behind it, for exercising resources on the
     /// host. Never passed to the driver: resources that need one refuse it.
     pub fn host_placeholder(id: u32) -> Stream {
-        Stream {
-            shared: Arc::new(StreamShared {
-                raw: std::ptr::null_mut(),
-                owned: true,
-                id: StreamId(id),
-                runtime_id: 0,
-                ctx: None,
-                owner: Weak::<()>::new(),
-                panics: None,
-                published: AtomicU64::new(0),
-                fence: Mutex::new(Fence {
-                    event: None,
-                    captured: 0,
-                }),
-                last_kernel: Mutex::new(None),
-                last_kernel_at: AtomicUsize::new(0),
-            }),
-        }
+        let none = Weak::<()>::new();
+        Stream::with(StreamShared::new(
+            std::ptr::null_mut(),
+            true,
+            StreamId(id),
+            0,
+            None,
+            none,
+            None,
+        ))
     }
 
     /// A stream of another library on the context of `like`, borrowed, to stand in
@@ -166,24 +185,16 @@ impl Stream {
     /// The handle is used only by [`capture`](Self::capture); waiters use the event
     /// it records, so the foreign stream may be destroyed after that call.
     pub(crate) fn borrowed(like: &Stream, raw: RawStream) -> Stream {
-        Stream {
-            shared: Arc::new(StreamShared {
-                raw,
-                owned: false,
-                id: StreamId(u32::MAX),
-                runtime_id: like.shared.runtime_id,
-                ctx: like.shared.ctx.clone(),
-                owner: Weak::<()>::new(),
-                panics: None,
-                published: AtomicU64::new(0),
-                fence: Mutex::new(Fence {
-                    event: None,
-                    captured: 0,
-                }),
-                last_kernel: Mutex::new(None),
-                last_kernel_at: AtomicUsize::new(0),
-            }),
-        }
+        let none = Weak::<()>::new();
+        Stream::with(StreamShared::new(
+            raw,
+            false,
+            StreamId(u32::MAX),
+            like.shared.runtime_id,
+            like.shared.ctx.clone(),
+            none,
+            None,
+        ))
     }
 
     /// Publish a point covering everything queued on this stream so far and record
