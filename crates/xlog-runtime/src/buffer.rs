@@ -413,6 +413,8 @@ pub struct ArgRef<'a> {
     pub ptr: u64,
     /// Element count.
     pub len: usize,
+    /// Byte length: `len` elements of the buffer's element type.
+    pub bytes: usize,
 }
 
 mod sealed {
@@ -496,6 +498,7 @@ impl<T: DeviceCopy> ReadBuffer<T> for DeviceBuffer<T> {
             core: &self.core,
             ptr: self.core.id.ptr,
             len: self.len,
+            bytes: self.len * std::mem::size_of::<T>(),
         }
     }
 }
@@ -510,6 +513,7 @@ impl<T: DeviceCopy> ReadBuffer<T> for BufferView<'_, T> {
             core: self.core,
             ptr: self.ptr,
             len: self.len,
+            bytes: self.len * std::mem::size_of::<T>(),
         }
     }
 }
@@ -519,6 +523,7 @@ impl<T: DeviceCopy> ReadBuffer<T> for BufferViewMut<'_, T> {
             core: self.core,
             ptr: self.ptr,
             len: self.len,
+            bytes: self.len * std::mem::size_of::<T>(),
         }
     }
 }

@@ -5,6 +5,9 @@
 //! module speaks in xlog types; everything that can misuse the driver is here,
 //! where its safety obligations are written down once.
 //!
+//! When the process runs on the simulator ([`crate::sim`]), each function hands its
+//! call to the simulated driver instead, with the same contract.
+//!
 //! See the [CUDA driver API](https://docs.nvidia.com/cuda/cuda-driver-api/index.html).
 
 use std::ffi::{c_void, CString};
@@ -13,6 +16,7 @@ use std::sync::OnceLock;
 use cudarc::driver::{result, sys};
 
 use crate::error::{Error, Result};
+use crate::sim::{self, SimEntry, Touch};
 
 pub(crate) type RawStream = sys::CUstream;
 pub(crate) type RawEvent = sys::CUevent;
@@ -21,6 +25,9 @@ pub(crate) type RawModule = sys::CUmodule;
 
 /// Load `libcuda` and call `cuInit` once per process.
 pub(crate) fn init() -> Result<()> {
+    if sim::is_active() {
+        return Ok(());
+    }
     static INIT: OnceLock<std::result::Result<(), (bool, Option<u32>)>> = OnceLock::new();
     let outcome = INIT.get_or_init(|| {
         // SAFETY: probing the shared library has no preconditions; it only dlopens.
@@ -48,6 +55,9 @@ pub(crate) fn init() -> Result<()> {
 /// Number of CUDA devices.
 pub(crate) fn device_count() -> Result<u32> {
     init()?;
+    if sim::is_active() {
+        return Ok(1);
+    }
     result::device::get_count()
         .map(|c| c as u32)
         .map_err(|e| Error::driver("cuDeviceGetCount", e))
@@ -81,6 +91,7 @@ pub struct DeviceInfo {
 /// A retained primary context of one device.
 pub(crate) struct Context {
     device: sys::CUdevice,
+    /// Null on the simulator, which has no contexts to bind.
     ctx: sys::CUcontext,
     pub(crate) info: DeviceInfo,
 }
@@ -97,6 +108,13 @@ impl Context {
         let count = device_count()?;
         if ordinal >= count {
             return Err(Error::DeviceOutOfRange { ordinal, count });
+        }
+        if sim::is_active() {
+            return Ok(Context {
+                device: 0,
+                ctx: std::ptr::null_mut(),
+                info: sim::device_info(ordinal),
+            });
         }
         let device =
             result::device::get(ordinal as i32).map_err(|e| Error::driver("cuDeviceGet", e))?;
@@ -165,6 +183,9 @@ impl Context {
     /// Make this context current on the calling thread (a cheap check when it already is).
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
+        if self.ctx.is_null() {
+            return Ok(());
+        }
         let current =
             result::ctx::get_current().map_err(|e| Error::driver("cuCtxGetCurrent", e))?;
         if current != Some(self.ctx) {
@@ -178,6 +199,9 @@ impl Context {
     /// Keep freed memory in the device's default pool instead of returning it to
     /// the OS at every synchronisation, so stream-ordered reuse stays cheap.
     pub(crate) fn retain_pool_memory(&self) -> Result<()> {
+        if self.ctx.is_null() {
+            return Ok(());
+        }
         // SAFETY: `self.device` is valid; the pool returned is the device's default pool.
         unsafe {
             let pool = result::device::get_default_mem_pool(self.device)
@@ -195,6 +219,9 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        if self.ctx.is_null() {
+            return;
+        }
         // SAFETY: the context was retained in `open` and is released exactly once.
         if let Err(e) = unsafe { result::primary_ctx::release(self.device) } {
             tracing::error!(target: "xlog::driver", "cuDevicePrimaryCtxRelease failed: {e}");
@@ -204,11 +231,17 @@ impl Drop for Context {
 
 /// Wait for all work in the current context.
 pub(crate) fn ctx_synchronize() -> Result<()> {
+    if sim::is_active() {
+        return sim::ctx_synchronize();
+    }
     result::ctx::synchronize().map_err(|e| Error::driver("cuCtxSynchronize", e))
 }
 
 /// Create a non-blocking stream in the current context.
 pub(crate) fn stream_create() -> Result<RawStream> {
+    if sim::is_active() {
+        return sim::stream_create();
+    }
     result::stream::create(result::stream::StreamKind::NonBlocking)
         .map_err(|e| Error::driver("cuStreamCreate", e))
 }
@@ -216,6 +249,10 @@ pub(crate) fn stream_create() -> Result<RawStream> {
 /// # Safety
 /// 1. `s` was created by [`stream_create`] and is not used after this call.
 pub(crate) unsafe fn stream_destroy(s: RawStream) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::stream_destroy(s) };
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::stream::destroy(s) }.map_err(|e| Error::driver("cuStreamDestroy", e))
 }
@@ -223,6 +260,10 @@ pub(crate) unsafe fn stream_destroy(s: RawStream) -> Result<()> {
 /// # Safety
 /// 1. `s` is a live stream of the current context.
 pub(crate) unsafe fn stream_synchronize(s: RawStream) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::stream_synchronize(s) };
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::stream::synchronize(s) }.map_err(|e| Error::driver("cuStreamSynchronize", e))
 }
@@ -232,6 +273,10 @@ pub(crate) unsafe fn stream_synchronize(s: RawStream) -> Result<()> {
 /// # Safety
 /// 1. `s` and `ev` are live handles of the current context.
 pub(crate) unsafe fn stream_wait_event(s: RawStream, ev: RawEvent) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::stream_wait_event(s, ev) };
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::stream::wait_event(s, ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
         .map_err(|e| Error::driver("cuStreamWaitEvent", e))
@@ -239,6 +284,9 @@ pub(crate) unsafe fn stream_wait_event(s: RawStream, ev: RawEvent) -> Result<()>
 
 /// Create an event without timing (the cheapest kind to record and wait on).
 pub(crate) fn event_create_untimed() -> Result<RawEvent> {
+    if sim::is_active() {
+        return sim::event_create();
+    }
     result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
         .map_err(|e| Error::driver("cuEventCreate", e))
 }
@@ -246,6 +294,10 @@ pub(crate) fn event_create_untimed() -> Result<RawEvent> {
 /// # Safety
 /// 1. `ev` and `s` are live handles of the current context.
 pub(crate) unsafe fn event_record(ev: RawEvent, s: RawStream) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::event_record(ev, s) };
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::event::record(ev, s) }.map_err(|e| Error::driver("cuEventRecord", e))
 }
@@ -255,6 +307,10 @@ pub(crate) unsafe fn event_record(ev: RawEvent, s: RawStream) -> Result<()> {
 /// # Safety
 /// 1. `ev` is a live event of the current context.
 pub(crate) unsafe fn event_synchronize(ev: RawEvent) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::event_synchronize(ev) };
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::event::synchronize(ev) }.map_err(|e| Error::driver("cuEventSynchronize", e))
 }
@@ -262,6 +318,10 @@ pub(crate) unsafe fn event_synchronize(ev: RawEvent) -> Result<()> {
 /// # Safety
 /// 1. `ev` is live and not used after this call.
 pub(crate) unsafe fn event_destroy(ev: RawEvent) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::event_destroy(ev) };
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::event::destroy(ev) }.map_err(|e| Error::driver("cuEventDestroy", e))
 }
@@ -271,6 +331,10 @@ pub(crate) unsafe fn event_destroy(ev: RawEvent) -> Result<()> {
 /// # Safety
 /// 1. `s` is a live stream of the current context.
 pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: RawStream) -> Result<u64> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::mem_alloc_async(bytes, s) };
+    }
     // SAFETY: obligation 1 is the caller's; the memory is returned uninitialised as bytes.
     unsafe { result::malloc_async(s, bytes) }.map_err(|e| Error::driver("cuMemAllocAsync", e))
 }
@@ -279,12 +343,19 @@ pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: RawStream) -> Result<u64> 
 /// 1. `ptr` came from [`mem_alloc_async`] on this context and is not freed twice.
 /// 2. All work touching `ptr` is ordered before the current tail of `s`.
 pub(crate) unsafe fn mem_free_async(ptr: u64, s: RawStream) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::mem_free_async(ptr, s) };
+    }
     // SAFETY: obligations 1 and 2 are the caller's.
     unsafe { result::free_async(ptr, s) }.map_err(|e| Error::driver("cuMemFreeAsync", e))
 }
 
 /// Synchronous allocation (`cuMemAlloc`), the backend compute-sanitizer sees best.
 pub(crate) fn mem_alloc(bytes: usize) -> Result<u64> {
+    if sim::is_active() {
+        return sim::mem_alloc(bytes);
+    }
     // SAFETY: returns fresh memory; no aliasing obligations at allocation.
     unsafe { result::malloc_sync(bytes) }.map_err(|e| Error::driver("cuMemAlloc", e))
 }
@@ -292,6 +363,9 @@ pub(crate) fn mem_alloc(bytes: usize) -> Result<u64> {
 /// # Safety
 /// 1. `ptr` came from [`mem_alloc`] and no queued work touches it any more.
 pub(crate) unsafe fn mem_free(ptr: u64) -> Result<()> {
+    if sim::is_active() {
+        return sim::mem_free(ptr);
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::free_sync(ptr) }.map_err(|e| Error::driver("cuMemFree", e))
 }
@@ -306,6 +380,10 @@ pub(crate) unsafe fn memcpy_htod_async(
     len: usize,
     s: RawStream,
 ) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::memcpy_htod_async(dst, src, len, s) };
+    }
     // SAFETY: obligations 1 and 2 are the caller's; they make `src..src+len` a
     // readable byte slice for the call.
     unsafe { result::memcpy_htod_async(dst, std::slice::from_raw_parts(src, len), s) }
@@ -321,6 +399,10 @@ pub(crate) unsafe fn memcpy_dtoh_async(
     len: usize,
     s: RawStream,
 ) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::memcpy_dtoh_async(dst, src, len, s) };
+    }
     // SAFETY: obligations 1 and 2 are the caller's; they make `dst..dst+len` a
     // writable byte slice nothing else touches until the copy lands.
     unsafe { result::memcpy_dtoh_async(std::slice::from_raw_parts_mut(dst, len), src, s) }
@@ -330,6 +412,10 @@ pub(crate) unsafe fn memcpy_dtoh_async(
 /// # Safety
 /// 1. Both ranges are device memory ordered on `s`; they do not overlap.
 pub(crate) unsafe fn memcpy_dtod_async(dst: u64, src: u64, len: usize, s: RawStream) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::memcpy_dtod_async(dst, src, len, s) };
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::memcpy_dtod_async(dst, src, len, s) }
         .map_err(|e| Error::driver("cuMemcpyDtoDAsync", e))
@@ -338,6 +424,10 @@ pub(crate) unsafe fn memcpy_dtod_async(dst: u64, src: u64, len: usize, s: RawStr
 /// # Safety
 /// 1. `dst..dst+len` is device memory ordered on `s`.
 pub(crate) unsafe fn memset_d8_async(dst: u64, value: u8, len: usize, s: RawStream) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::memset_d8_async(dst, value, len, s) };
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::memset_d8_async(dst, value, len, s) }
         .map_err(|e| Error::driver("cuMemsetD8Async", e))
@@ -351,6 +441,10 @@ pub(crate) unsafe fn memset_d32_async(
     count: usize,
     s: RawStream,
 ) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::memset_d32_async(dst, value, count, s) };
+    }
     // SAFETY: obligation 1 is the caller's.
     // cudarc's result layer wraps only the 8-bit memset.
     unsafe { sys::cuMemsetD32Async(dst, value, count, s) }
@@ -360,6 +454,9 @@ pub(crate) unsafe fn memset_d32_async(
 
 /// Load a module image (NUL-terminated PTX text or a cubin) into the current context.
 pub(crate) fn module_load(image: &[u8]) -> Result<RawModule> {
+    if sim::is_active() {
+        return sim::module_load();
+    }
     // SAFETY: `image` is a complete PTX (NUL-terminated by the caller) or cubin image
     // that outlives the call; the driver copies what it keeps.
     unsafe { result::module::load_data(image.as_ptr().cast()) }
@@ -368,7 +465,15 @@ pub(crate) fn module_load(image: &[u8]) -> Result<RawModule> {
 
 /// # Safety
 /// 1. `m` is a loaded module of the current context.
-pub(crate) unsafe fn module_function(m: RawModule, name: &str) -> Result<Option<RawFunction>> {
+pub(crate) unsafe fn module_function(
+    m: RawModule,
+    name: &str,
+    entry: Option<SimEntry>,
+) -> Result<Option<RawFunction>> {
+    if sim::is_active() {
+        // SAFETY: obligation 1 is the caller's.
+        return unsafe { sim::module_function(m, name, entry) }.map(Some);
+    }
     let Ok(cname) = CString::new(name) else {
         return Ok(None);
     };
@@ -385,6 +490,10 @@ pub(crate) unsafe fn module_function(m: RawModule, name: &str) -> Result<Option<
 /// # Safety
 /// 1. `m` is a loaded module of the current context.
 pub(crate) unsafe fn module_global(m: RawModule, name: &str) -> Result<Option<(u64, usize)>> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return Ok(unsafe { sim::module_global(m, name) });
+    }
     let Ok(cname) = CString::new(name) else {
         return Ok(None);
     };
@@ -399,6 +508,10 @@ pub(crate) unsafe fn module_global(m: RawModule, name: &str) -> Result<Option<(u
 /// # Safety
 /// 1. `m` is loaded and none of its functions is used after this call.
 pub(crate) unsafe fn module_unload(m: RawModule) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::module_unload(m) };
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::module::unload(m) }.map_err(|e| Error::driver("cuModuleUnload", e))
 }
@@ -406,6 +519,9 @@ pub(crate) unsafe fn module_unload(m: RawModule) -> Result<()> {
 /// Zeroed, page-locked host memory mapped into the device's address space; returns
 /// the host pointer and the device address of the same bytes.
 pub(crate) fn host_alloc_mapped(bytes: usize) -> Result<(*mut u8, u64)> {
+    if sim::is_active() {
+        return sim::host_alloc_mapped(bytes);
+    }
     // SAFETY: a fresh allocation of `bytes` bytes, zeroed before anyone can see it;
     // the device alias is queried for exactly that allocation.
     unsafe {
@@ -426,6 +542,9 @@ pub(crate) fn host_alloc_mapped(bytes: usize) -> Result<(*mut u8, u64)> {
 /// # Safety
 /// 1. `host` came from [`host_alloc_mapped`] and nothing uses it any more.
 pub(crate) unsafe fn host_free(host: *mut u8) -> Result<()> {
+    if sim::is_active() {
+        return sim::host_free(host);
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::free_host(host.cast()) }.map_err(|e| Error::driver("cuMemFreeHost", e))
 }
@@ -435,6 +554,10 @@ pub(crate) unsafe fn host_free(host: *mut u8) -> Result<()> {
 /// # Safety
 /// 1. `dst..dst+src.len()` is device memory nothing else is using.
 pub(crate) unsafe fn memcpy_htod_sync(dst: u64, src: &[u8]) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::memcpy_htod_sync(dst, src) };
+    }
     // SAFETY: obligation 1 is the caller's; `src` is a live slice.
     unsafe { result::memcpy_htod_sync(dst, src) }.map_err(|e| Error::driver("cuMemcpyHtoD", e))
 }
@@ -444,6 +567,9 @@ pub(crate) unsafe fn memcpy_htod_sync(dst: u64, src: &[u8]) -> Result<()> {
 /// # Safety
 /// 1. `f` is a live function of the current context.
 pub(crate) unsafe fn function_set_max_dynamic_shared(f: RawFunction, bytes: u32) -> Result<()> {
+    if sim::is_active() {
+        return Ok(());
+    }
     // SAFETY: obligation 1 is the caller's.
     unsafe {
         result::function::set_function_attribute(
@@ -455,7 +581,8 @@ pub(crate) unsafe fn function_set_max_dynamic_shared(f: RawFunction, bytes: u32)
     .map_err(|e| Error::driver("cuFuncSetAttribute", e))
 }
 
-/// Enqueue a kernel.
+/// Enqueue a kernel. `touches` (the recorded buffers) are what the simulator's
+/// hazard detector checks; the GPU ignores them.
 ///
 /// # Safety
 /// 1. `f` is a live function of the current context and `params` holds one pointer
@@ -469,7 +596,12 @@ pub(crate) unsafe fn launch_kernel(
     shared_bytes: u32,
     s: RawStream,
     params: &mut [*mut c_void],
+    touches: &[Touch],
 ) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: obligations 1 and 2 are the caller's.
+        return unsafe { sim::launch_kernel(f, grid, block, shared_bytes, s, params, touches) };
+    }
     // SAFETY: obligations 1 and 2 are the caller's.
     unsafe {
         result::launch_kernel(

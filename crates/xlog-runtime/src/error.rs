@@ -17,7 +17,7 @@ pub enum Error {
     /// The CUDA driver library (`libcuda.so`) could not be loaded.
     #[error(
         "no CUDA driver found (libcuda.so could not be loaded): install the NVIDIA driver \
-         or run on a machine with a GPU"
+         or run on a machine with a GPU, or set XLOG_BACKEND=sim to run on xlog's CPU simulator"
     )]
     NoDriver,
 
@@ -188,6 +188,16 @@ pub enum Error {
         message: String,
     },
 
+    /// Something the selected backend cannot do: a PTX kernel loaded at run time on
+    /// the simulator, the simulator in a process that already uses the GPU.
+    #[error("{what} is not supported: {reason}")]
+    Unsupported {
+        /// What was asked for.
+        what: String,
+        /// Why not, and what to do instead.
+        reason: String,
+    },
+
     /// A fault injected by a test through the runtime's fault hooks.
     #[error("injected fault at {site}")]
     InjectedFault {
@@ -202,6 +212,7 @@ impl std::fmt::Debug for Error {
             Error::NoDriver => "NoDriver",
             Error::DeviceOutOfRange { .. } => "DeviceOutOfRange",
             Error::Driver { .. } => "Driver",
+            Error::Unsupported { .. } => "Unsupported",
             Error::BudgetExceeded { .. } => "BudgetExceeded",
             Error::SizeOverflow { .. } => "SizeOverflow",
             Error::StaleBlock { .. } => "StaleBlock",

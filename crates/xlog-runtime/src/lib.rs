@@ -37,6 +37,8 @@
 //!   owner, ordering a consumer's stream, export events); the formats are in
 //!   `xlog-interop`.
 //! - `driver`: the only module that calls the CUDA driver.
+//! - [`sim`]: the simulator backend the driver layer hands its calls to when
+//!   `XLOG_BACKEND=sim`, and its hazard detector.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
@@ -50,6 +52,7 @@ mod launch;
 mod panics;
 pub mod resource;
 mod runtime;
+pub mod sim;
 mod stream;
 mod sync;
 #[cfg(feature = "test-switches")]

@@ -23,7 +23,9 @@ use crate::sync::Unpoisoned;
 
 /// Environment variable read by [`Runtime::get`]: the budget in bytes.
 pub const BUDGET_ENV: &str = "XLOG_BUDGET_BYTES";
-/// Environment variable read by [`Runtime::get`]: `async` (default) or `direct`.
+/// Environment variable read by [`Runtime::get`]: `async` (default) or `direct`
+/// (the memory backend), or `sim`: the whole process runs on the simulator
+/// (see [`crate::sim`]) with the async backend's stream-ordered allocation.
 pub const BACKEND_ENV: &str = "XLOG_BACKEND";
 
 /// Which backend allocates device memory.
@@ -102,12 +104,22 @@ pub struct RuntimeBuilder {
     stats: bool,
     csv: Option<Box<dyn Write + Send>>,
     pool_size: usize,
+    simulator: bool,
 }
 
 impl RuntimeBuilder {
     /// The backend (default [`Backend::Async`]).
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
+        self
+    }
+
+    /// Run on the simulator instead of the GPU (see [`crate::sim`]): kernels,
+    /// streams and memory on the host, with the hazard detector. It applies to the
+    /// whole process; [`build`](Self::build) refuses it with
+    /// [`Error::Unsupported`] once the process uses the GPU.
+    pub fn simulator(mut self) -> Self {
+        self.simulator = true;
         self
     }
 
@@ -138,6 +150,9 @@ impl RuntimeBuilder {
     /// Open the device and compose the stack:
     /// `budget(stats(logging(backend)))`, leaving out what was not asked for.
     pub fn build(self) -> Result<Runtime> {
+        if self.simulator {
+            crate::sim::select()?;
+        }
         let device = Device::open(self.ordinal)?;
         let base: Box<dyn DeviceMemoryResource> = match self.backend {
             Backend::Async => Box::new(AsyncResource::new(&device)?),
@@ -194,11 +209,13 @@ impl Runtime {
         }
         match std::env::var(BACKEND_ENV).as_deref() {
             Ok("direct") => b = b.backend(Backend::Direct),
-            Ok("async") | Err(_) => {}
+            Ok("async" | "sim") | Err(_) => {}
             Ok(other) => {
                 return Err(Error::InvalidArgument {
                     what: BACKEND_ENV.into(),
-                    reason: format!("`{other}` is not a backend; use `async` or `direct`"),
+                    reason: format!(
+                        "`{other}` is not a backend; use `async`, `direct` or `sim` (the simulator)"
+                    ),
                 })
             }
         }
@@ -216,6 +233,7 @@ impl Runtime {
             stats: true,
             csv: None,
             pool_size: 16,
+            simulator: false,
         }
     }
 

@@ -9,6 +9,9 @@
 //!   CPU model. Reproducible by seed; a
 //!   failing seed is shrunk and the minimal failing program printed.
 //! - `stress_has_teeth`: the same with fencing switched off must report mismatches.
+//! - `detector_reports_every_unfenced_pair` (simulator only): with fencing off and
+//!   one host thread, the hazard detector reports exactly the conflicting,
+//!   unordered access pairs a CPU model of the program predicts.
 //! - `sixteen_threads_share_a_budgeted_runtime`, `injected_faults_leave_the_runtime_usable`.
 //!
 //! Scale with XLOG_STRESS_SEEDS, XLOG_STRESS_OPS, XLOG_STRESS_THREADS.
@@ -675,11 +678,226 @@ fn stress() {
         t.mismatches,
         t0.elapsed().as_secs_f64()
     );
+    let hazards = xlog_runtime::sim::take_hazards();
+    assert!(
+        hazards.is_empty(),
+        "the simulator's detector found {} hazards in the fenced stress; first: {}",
+        hazards.len(),
+        hazards[0]
+    );
     assert_eq!(
         t.mismatches, 0,
         "the fenced stress saw hazards (seeds printed above)"
     );
     assert_eq!(rt.drop_errors(), 0);
+}
+
+/// What the simulator's hazard detector must report for `prog` issued by one host
+/// thread with fencing off: every pair of accesses to overlapping bytes of one
+/// buffer, at least one writing, on two streams, unless a download (a host wait)
+/// on the earlier access's stream came between them. Mirrors what each operation
+/// enqueues: an allocation and its upload or zeroing on its stream, a free on the
+/// allocation stream, nothing for zero bytes, the final check and the frees at the
+/// end of `execute`.
+fn unfenced_pairs(prog: &[Op], streams: usize, seed: u64) -> usize {
+    struct Past {
+        bytes: std::ops::Range<usize>,
+        write: bool,
+        stream: usize,
+        tick: u64,
+    }
+    struct Buf {
+        len: usize,
+        stream: usize,
+        history: Vec<Past>,
+    }
+    struct Sim {
+        bufs: Vec<Option<Buf>>,
+        ticks: Vec<u64>,
+        host: Vec<u64>,
+        pairs: usize,
+    }
+    impl Sim {
+        /// One operation on `stream` touching `(slot, word range, writes)`.
+        fn op(&mut self, stream: usize, touches: &[(usize, std::ops::Range<usize>, bool)]) {
+            self.ticks[stream] += 1;
+            let tick = self.ticks[stream];
+            for (slot, words, write) in touches.iter().cloned() {
+                let bytes = words.start * 4..words.end * 4;
+                if bytes.is_empty() {
+                    continue;
+                }
+                let buf = self.bufs[slot].as_mut().unwrap();
+                self.pairs += buf
+                    .history
+                    .iter()
+                    .filter(|p| {
+                        (p.write || write)
+                            && p.bytes.start < bytes.end
+                            && bytes.start < p.bytes.end
+                            && p.stream != stream
+                            && self.host[p.stream] < p.tick
+                    })
+                    .count();
+                buf.history.push(Past {
+                    bytes,
+                    write,
+                    stream,
+                    tick,
+                });
+            }
+        }
+        fn len(&self, slot: usize) -> usize {
+            self.bufs[slot].as_ref().map_or(0, |b| b.len)
+        }
+        fn free(&mut self, slot: usize) {
+            if let Some(b) = &self.bufs[slot] {
+                let (stream, len) = (b.stream, b.len);
+                self.op(stream, &[(slot, 0..len, true)]);
+            }
+            self.bufs[slot] = None;
+        }
+        fn download(&mut self, slot: usize, stream: usize) {
+            let len = self.len(slot);
+            if len > 0 {
+                self.op(stream, &[(slot, 0..len, false)]);
+                self.host[stream] = self.ticks[stream];
+            }
+        }
+    }
+    let slots = SHAPE.slots;
+    let want = model(prog, slots);
+    let mut m = Sim {
+        bufs: (0..slots).map(|_| None).collect(),
+        ticks: vec![0; streams],
+        host: vec![0; streams],
+        pairs: 0,
+    };
+    for (i, op) in prog.iter().enumerate() {
+        if !want.effective[i] {
+            continue;
+        }
+        match *op {
+            Op::Alloc {
+                slot, len, stream, ..
+            } => {
+                m.free(slot);
+                m.bufs[slot] = Some(Buf {
+                    len,
+                    stream,
+                    history: Vec::new(),
+                });
+                // The allocation, then its upload or zeroing.
+                m.op(stream, &[(slot, 0..len, true)]);
+                m.op(stream, &[(slot, 0..len, true)]);
+            }
+            Op::Free { slot } => m.free(slot),
+            Op::Kernel {
+                a, b, out, stream, ..
+            } => {
+                let mut t = vec![(a, 0..m.len(a), false)];
+                if b != a {
+                    t.push((b, 0..m.len(b), false));
+                }
+                t.push((out, 0..m.len(out), true));
+                m.op(stream, &t);
+            }
+            Op::Halves {
+                a,
+                out,
+                streams: (s1, s2),
+                ..
+            } => {
+                let (n, mid) = (m.len(out), m.len(out) / 2);
+                m.op(s1, &[(a, 0..m.len(a), false), (out, 0..mid, true)]);
+                m.op(s2, &[(a, 0..m.len(a), false), (out, mid..n, true)]);
+            }
+            Op::Copy { src, dst, stream } => {
+                let n = m.len(src).min(m.len(dst));
+                m.op(stream, &[(src, 0..n, false), (dst, 0..n, true)]);
+            }
+            Op::Upload {
+                slot,
+                off,
+                len,
+                stream,
+                ..
+            }
+            | Op::Fill {
+                slot,
+                off,
+                len,
+                stream,
+                ..
+            } => {
+                let (start, n) = clamp(off, len, m.len(slot));
+                m.op(stream, &[(slot, start..start + n, true)]);
+            }
+            Op::Download { slot, stream } => m.download(slot, stream),
+        }
+    }
+    let mut r = Rng::new(seed ^ 0x5A5A);
+    for slot in 0..slots {
+        if m.bufs[slot].is_some() && want.end[slot].is_some() {
+            let stream = r.below(streams);
+            m.download(slot, stream);
+        }
+    }
+    for slot in 0..slots {
+        m.free(slot);
+    }
+    m.pairs
+}
+
+/// The simulator's hazard detector reports every hazard the unfenced stress
+/// creates, exactly as many as the CPU model predicts, whether or not the timing
+/// exposed it as a wrong value.
+#[test]
+fn detector_reports_every_unfenced_pair() {
+    let _g = serial();
+    if !xlog_runtime::sim::is_active() {
+        println!("detector: the hazard detector runs on the simulator only (XLOG_BACKEND=sim)");
+        return;
+    }
+    let rt = gpu_runtime();
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: turning fencing back on promises nothing.
+            unsafe { testing::set_fencing(true) };
+        }
+    }
+    let _restore = Restore;
+    let streams: Vec<Stream> = (0..SHAPE.streams)
+        .map(|_| rt.new_stream().unwrap())
+        .collect();
+    rt.synchronize().unwrap();
+    let _ = xlog_runtime::sim::take_hazards();
+    let (mut predicted, mut reported) = (0, 0);
+    for seed in 2000..2003 {
+        let prog = generate(seed, 1_500, &SHAPE);
+        // SAFETY: the test observes the races fencing prevents, on plain integers it
+        // only counts; `serial()` keeps every other test out meanwhile.
+        unsafe { testing::set_fencing(false) };
+        let _ = execute(&rt, &streams, &prog, 1, seed);
+        // SAFETY: turning fencing back on promises nothing.
+        unsafe { testing::set_fencing(true) };
+        rt.synchronize().unwrap();
+        let want = unfenced_pairs(&prog, streams.len(), seed);
+        let got = xlog_runtime::sim::take_hazards();
+        println!(
+            "detector: seed {seed}: {} hazards reported, {want} predicted",
+            got.len()
+        );
+        if let Some(h) = got.first() {
+            println!("  first: {h}");
+        }
+        assert_eq!(got.len(), want, "seed {seed}");
+        predicted += want;
+        reported += got.len();
+    }
+    assert!(predicted > 0, "the unfenced programs must contain hazards");
+    assert_eq!(reported, predicted);
 }
 
 #[test]

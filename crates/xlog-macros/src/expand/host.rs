@@ -106,6 +106,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
         }
     }
     let nptrs = param_ptrs.len();
+    let sim_entry = super::device::sim_entry(attr, kernel);
     let param_names = params.iter().map(|p| p.ident.to_string());
     let abi = super::abi_expr(attr, kernel, params);
     let type_doc = format!(
@@ -191,7 +192,8 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                     #name_str,
                     #name::ABI,
                     &[#(#param_names),*],
-                );
+                )
+                .simulated_by(#sim_entry);
                 &HANDLE
             }
 

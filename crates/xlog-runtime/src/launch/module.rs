@@ -13,6 +13,7 @@ use crate::device::Device;
 use crate::driver::{self, RawFunction, RawModule};
 use crate::error::{Error, Result};
 use crate::panics::{PanicBoard, RecordSlot};
+use crate::sim::SimEntry;
 use crate::sync::Unpoisoned;
 
 struct LoadedModule {
@@ -123,18 +124,27 @@ impl Module {
 
     /// The kernel entry point `name`, looked up once and cached.
     pub fn function(&self, name: &str) -> Result<Function> {
+        self.function_with(name, None)
+    }
+
+    /// [`function`](Self::function), giving the simulator the kernel's host build
+    /// (what typed launchers pass; the GPU ignores it).
+    pub(crate) fn function_with(&self, name: &str, sim: Option<SimEntry>) -> Result<Function> {
         let mut cache = self.functions.lock_unpoisoned();
         if let Some(f) = cache.get(name) {
-            return Ok(f.clone());
+            if sim.is_none() || !crate::sim::is_active() {
+                return Ok(f.clone());
+            }
         }
         self.loaded.device.bind()?;
         // SAFETY: the module is loaded on this device's context, bound above.
-        let raw = unsafe { driver::module_function(self.loaded.raw, name) }?.ok_or_else(|| {
-            Error::KernelNotFound {
-                kernel: name.to_owned(),
-                module: self.name.clone(),
-            }
-        })?;
+        let raw =
+            unsafe { driver::module_function(self.loaded.raw, name, sim) }?.ok_or_else(|| {
+                Error::KernelNotFound {
+                    kernel: name.to_owned(),
+                    module: self.name.clone(),
+                }
+            })?;
         let f = Function(Arc::new(FunctionInner {
             raw,
             name: Arc::from(name),
@@ -230,6 +240,7 @@ pub struct KernelHandle {
     name: &'static str,
     abi: &'static [u64],
     params: &'static [&'static str],
+    sim: Option<SimEntry>,
     slots: [OnceLock<(u64, Function)>; 4],
 }
 
@@ -247,8 +258,16 @@ impl KernelHandle {
             name,
             abi,
             params,
+            sim: None,
             slots: [const { OnceLock::new() }; 4],
         }
+    }
+
+    /// The same handle, with the kernel's host build for the simulator (what
+    /// `#[xlog_kernel]` generates next to the device entry point).
+    pub const fn simulated_by(mut self, entry: SimEntry) -> Self {
+        self.sim = Some(entry);
+        self
     }
 
     /// The kernel's name.
@@ -320,7 +339,7 @@ impl KernelHandle {
             }
         }
         self.check_abi()?;
-        let f = load(self.image)?.function(self.name)?;
+        let f = load(self.image)?.function_with(self.name, self.sim)?;
         let _ = slot.set((runtime_id, f.clone()));
         Ok(std::borrow::Cow::Owned(f))
     }

@@ -46,6 +46,7 @@ use crate::buffer::{ArgRef, BufferCore, ForeignBuffer, ReadBuffer, WriteBuffer};
 use crate::driver::{self, RawStream};
 use crate::error::{Error, Result};
 use crate::launch::{Function, LaunchConfig};
+use crate::sim::Touch;
 use crate::stream::Stream;
 use crate::sync::Unpoisoned;
 use crate::track::{dedup_by_key, keep_newest, Access, UsePoint};
@@ -75,6 +76,9 @@ struct Entry<'a> {
     core: &'a BufferCore,
     access: Access,
     planned: u64,
+    /// The recorded range (a view may cover part of the buffer).
+    ptr: u64,
+    bytes: usize,
 }
 
 /// How many buffers a recording holds without allocating.
@@ -142,6 +146,8 @@ pub struct WorkRecorder<'a, S = Recording> {
     stream: &'a Stream,
     entries: Entries<'a>,
     waits: Vec<UsePoint<crate::stream::Stream>>,
+    /// On the simulator: the recorded ranges, for its hazard detector.
+    touches: Vec<Touch>,
     /// The first refusal while recording (boxed: the recorder moves at every step).
     error: Option<Box<Error>>,
     skip_untracked: bool,
@@ -156,6 +162,7 @@ impl<'a> WorkRecorder<'a, Recording> {
             stream,
             entries: Entries::Empty,
             waits: Vec::new(),
+            touches: Vec::new(),
             error: None,
             skip_untracked: false,
             _state: PhantomData,
@@ -167,6 +174,8 @@ impl<'a> WorkRecorder<'a, Recording> {
             core: arg.core,
             access,
             planned: 0,
+            ptr: arg.ptr,
+            bytes: arg.bytes,
         });
         self
     }
@@ -248,6 +257,24 @@ impl<'a> WorkRecorder<'a, Recording> {
             return Err(*e);
         }
         let rt = self.stream.runtime_id();
+        if crate::sim::is_active() {
+            // One touch per recorded range (a buffer passed twice is one access).
+            for e in self.entries.as_slice() {
+                let write = e.access.writes();
+                match self
+                    .touches
+                    .iter_mut()
+                    .find(|t| (t.ptr, t.bytes) == (e.ptr, e.bytes))
+                {
+                    Some(t) => t.write |= write,
+                    None => self.touches.push(Touch {
+                        ptr: e.ptr,
+                        bytes: e.bytes,
+                        write,
+                    }),
+                }
+            }
+        }
         let distinct = dedup_by_key(
             self.entries.as_mut_slice(),
             |e| e.core as *const BufferCore,
@@ -286,6 +313,7 @@ impl<'a> WorkRecorder<'a, Recording> {
             stream: self.stream,
             entries: self.entries,
             waits,
+            touches: self.touches,
             error: None,
             skip_untracked: self.skip_untracked,
             _state: PhantomData,
@@ -405,6 +433,7 @@ impl<'a> WorkRecorder<'a, Preflighted> {
                 config.shared_bytes,
                 self.stream.raw(),
                 params,
+                &self.touches,
             )
         };
         if let Err(e) = launched {
