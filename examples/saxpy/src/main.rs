@@ -65,7 +65,7 @@ fn run() -> xlog::Result<usize> {
 fn main() -> ExitCode {
     match run() {
         Ok(0) => {
-            println!("ok: the GPU result matches the CPU");
+            println!("ok: the {} result matches the CPU", if xlog::sim::is_active() { "simulator" } else { "GPU" });
             ExitCode::SUCCESS
         }
         Ok(bad) => {
@@ -74,6 +74,9 @@ fn main() -> ExitCode {
         }
         Err(e @ (xlog::Error::NoDriver | xlog::Error::DeviceOutOfRange { .. })) => {
             eprintln!("error: this example needs an NVIDIA GPU: {e}");
+            eprintln!(
+                "hint: run it on xlog's CPU simulator instead: XLOG_BACKEND=sim cargo run --release -p saxpy"
+            );
             ExitCode::from(2)
         }
         Err(e) => {

@@ -127,9 +127,14 @@ impl Module {
         self.function_with(name, None)
     }
 
-    /// [`function`](Self::function), giving the simulator the kernel's host build
-    /// (what typed launchers pass; the GPU ignores it).
-    pub(crate) fn function_with(&self, name: &str, sim: Option<SimEntry>) -> Result<Function> {
+    /// [`function`](Self::function), with the kernel's host build for the
+    /// simulator (see [`crate::sim`]); the GPU ignores it. Typed launchers pass the
+    /// one `#[xlog_kernel]` generates; hand-written PTX can bring its own.
+    pub fn function_with_host(&self, name: &str, host: SimEntry) -> Result<Function> {
+        self.function_with(name, Some(host))
+    }
+
+    fn function_with(&self, name: &str, sim: Option<SimEntry>) -> Result<Function> {
         let mut cache = self.functions.lock_unpoisoned();
         if let Some(f) = cache.get(name) {
             if sim.is_none() || !crate::sim::is_active() {

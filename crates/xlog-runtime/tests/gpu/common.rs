@@ -1,12 +1,105 @@
 use std::ffi::c_void;
 
-use xlog_runtime::{Backend, LaunchConfig, ModuleImage, Runtime, Stream, WorkRecorder};
+use xlog_runtime::sim::{SimEntry, SimKernel};
+use xlog_runtime::{Backend, Function, LaunchConfig, ModuleImage, Runtime, Stream, WorkRecorder};
 use xlog_test_support::Rng;
 
 // SAFETY: the hand-written PTX's entry points are launched only with the
 // parameter lists documented beside each of them in kernels.ptx.
 pub static KERNELS: ModuleImage =
     unsafe { ModuleImage::from_ptx("runtime-test-kernels", include_str!("kernels.ptx")) };
+
+/// Kernel `name` of [`KERNELS`], with its host build for the simulator.
+pub fn kernel(rt: &Runtime, name: &str) -> Function {
+    let host: SimEntry = match name {
+        "scale_add" => host::scale_add,
+        "slow_copy" => host::slow_copy,
+        "slow_fill" => host::slow_fill,
+        _ => host::empty,
+    };
+    rt.load_module(&KERNELS)
+        .unwrap()
+        .function_with_host(name, host)
+        .unwrap()
+}
+
+/// Host builds of the hand-written kernels, for the simulator: the same work per
+/// element; the slow ones sleep once per block rather than once per thread.
+mod host {
+    use std::ffi::c_void;
+
+    use xlog_device::thread;
+    use xlog_runtime::sim::SimKernel;
+
+    /// # Safety
+    /// `p[i]` points to a `T` (the launch's parameter array).
+    unsafe fn arg<T: Copy>(p: &[*mut c_void], i: usize) -> T {
+        // SAFETY: the caller's obligation.
+        unsafe { *(p[i] as *const T) }
+    }
+
+    fn sleep_once_per_block(spins: u32) {
+        if spins > 0 && thread::block_thread_index() == 0 {
+            std::thread::sleep(std::time::Duration::from_micros(spins as u64));
+        }
+    }
+
+    /// `scale_add(u64 x, u64 y, u64 n, f32 a)`: `y[i] = a * x[i] + y[i]`.
+    pub unsafe fn scale_add(p: &[*mut c_void]) -> SimKernel {
+        // SAFETY: the parameter list above.
+        let (x, y, n, a) = unsafe { (arg::<u64>(p, 0), arg::<u64>(p, 1), arg::<u64>(p, 2), arg::<f32>(p, 3)) };
+        let body = move || {
+            let i = thread::index_1d().get();
+            if (i as u64) < n {
+                // SAFETY: `i < n`, the lengths of both recorded buffers.
+                unsafe {
+                    let yi = (y as *mut f32).add(i);
+                    *yi = a * *(x as *const f32).add(i) + *yi;
+                }
+            }
+        };
+        // SAFETY: each thread touches only its own element.
+        unsafe { SimKernel::new(body) }
+    }
+
+    /// `slow_copy(u64 src, u64 dst, u64 n, u32 spins)`.
+    pub unsafe fn slow_copy(p: &[*mut c_void]) -> SimKernel {
+        // SAFETY: the parameter list above.
+        let (src, dst, n, spins) = unsafe { (arg::<u64>(p, 0), arg::<u64>(p, 1), arg::<u64>(p, 2), arg::<u32>(p, 3)) };
+        let body = move || {
+            sleep_once_per_block(spins);
+            let i = thread::index_1d().get();
+            if (i as u64) < n {
+                // SAFETY: `i < n`, the lengths of both recorded buffers.
+                unsafe { *(dst as *mut u32).add(i) = *(src as *const u32).add(i) };
+            }
+        };
+        // SAFETY: each thread touches only its own element.
+        unsafe { SimKernel::new(body) }
+    }
+
+    /// `slow_fill(u64 dst, u64 n, u32 value, u32 spins)`.
+    pub unsafe fn slow_fill(p: &[*mut c_void]) -> SimKernel {
+        // SAFETY: the parameter list above.
+        let (dst, n, value, spins) = unsafe { (arg::<u64>(p, 0), arg::<u64>(p, 1), arg::<u32>(p, 2), arg::<u32>(p, 3)) };
+        let body = move || {
+            sleep_once_per_block(spins);
+            let i = thread::index_1d().get();
+            if (i as u64) < n {
+                // SAFETY: `i < n`, the length of the recorded buffer.
+                unsafe { *(dst as *mut u32).add(i) = value };
+            }
+        };
+        // SAFETY: each thread touches only its own element.
+        unsafe { SimKernel::new(body) }
+    }
+
+    /// `empty3(...)`: does nothing.
+    pub unsafe fn empty(_: &[*mut c_void]) -> SimKernel {
+        // SAFETY: shares nothing.
+        unsafe { SimKernel::new(|| {}) }
+    }
+}
 
 /// Set in a child process by `hazard_tests_have_teeth`: run with fencing disabled.
 pub const UNFENCED_ENV: &str = "XLOG_TEST_UNFENCED";
@@ -48,11 +141,7 @@ pub fn slow_copy(
     dst: &mut xlog_runtime::DeviceBuffer<u32>,
     spins: u32,
 ) {
-    let f = rt
-        .load_module(&KERNELS)
-        .unwrap()
-        .function("slow_copy")
-        .unwrap();
+    let f = kernel(rt, "slow_copy");
     let (sp, dp, n) = (src.device_ptr(), dst.device_ptr(), src.len() as u64);
     let pre = WorkRecorder::new(s)
         .read(src)
@@ -73,11 +162,7 @@ pub fn slow_fill(
     value: u32,
     spins: u32,
 ) {
-    let f = rt
-        .load_module(&KERNELS)
-        .unwrap()
-        .function("slow_fill")
-        .unwrap();
+    let f = kernel(rt, "slow_fill");
     let (dp, n) = (dst.device_ptr(), dst.len() as u64);
     let pre = WorkRecorder::new(s).write(dst).preflight().unwrap();
     let mut params = [param(&dp), param(&n), param(&value), param(&spins)];

@@ -7,11 +7,7 @@ use crate::common::*;
 fn manual_launch_of_hand_written_ptx() {
     let rt = rt();
     let s = rt.stream().unwrap();
-    let f = rt
-        .load_module(&KERNELS)
-        .unwrap()
-        .function("scale_add")
-        .unwrap();
+    let f = kernel(&rt, "scale_add");
     let x: Vec<f32> = random_u32(6, 50_000)
         .iter()
         .map(|&v| (v % 1000) as f32)
@@ -42,11 +38,7 @@ fn manual_launch_of_hand_written_ptx() {
 fn invalid_configurations_are_refused_before_anything_is_queued() {
     let rt = rt();
     let s = rt.new_stream().unwrap();
-    let f = rt
-        .load_module(&KERNELS)
-        .unwrap()
-        .function("slow_fill")
-        .unwrap();
+    let f = kernel(&rt, "slow_fill");
     let mut y = rt.alloc_zeroed_on::<u32>(&s, 16).unwrap();
     s.synchronize().unwrap();
     let max_shared = rt.device().info().max_shared_per_block_optin;
@@ -211,11 +203,7 @@ fn a_launch_unwinding_in_its_subscriber_stays_recorded() {
         return;
     }
     let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
-    let f = rt
-        .load_module(&KERNELS)
-        .unwrap()
-        .function("slow_fill")
-        .unwrap();
+    let f = kernel(&rt, "slow_fill");
     let n = 1 << 16;
     let mut y = rt.alloc_zeroed_on::<u32>(&a, n).unwrap();
     a.synchronize().unwrap();

@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         // No driver, or no device: say what is needed, and exit with status 2.
         Err(e @ (xlog::Error::NoDriver | xlog::Error::DeviceOutOfRange { .. })) => {
             eprintln!("error: this program needs an NVIDIA GPU: {e}");
+            eprintln!("hint: run it on xlog's CPU simulator instead: XLOG_BACKEND=sim cargo run");
             ExitCode::from(2)
         }
         Err(e) => {
