@@ -400,7 +400,7 @@ impl<T> DynamicShared<T> {
                 let size = core::mem::size_of::<T>();
                 DynamicShared {
                     ptr: p.cast::<T>(),
-                    len: if size == 0 { 0 } else { bytes / size },
+                    len: bytes.checked_div(size).unwrap_or(0),
                 } }
         )
     }

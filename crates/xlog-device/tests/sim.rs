@@ -321,3 +321,292 @@ fn atomics_from_many_blocks_add_up() {
     assert_eq!(f64::from_bits(fsum.into_inner()), n as f64 / 2.0);
     assert_eq!(max.into_inner(), n as u32 - 1);
 }
+
+/// A single-pass inclusive sum over `blocks` tiles of `threads` elements with
+/// decoupled look-back: tiles are taken in start order, and each waits for its
+/// predecessors' published aggregates.
+fn look_back_scan(blocks: u32, threads: u32, workers: usize) {
+    let n = (blocks * threads) as usize;
+    let x: Vec<u32> = (0..n as u32).map(|i| i % 13 + 1).collect();
+    let out = counters(n);
+    let status: Vec<AtomicU64> = counters(status_words(blocks as usize));
+    let order = counters(blocks as usize);
+    let first = Mutex::new(Vec::new());
+    sim::run(
+        &launch(blocks, threads),
+        &|| {
+            // SAFETY: the words are live for the launch, zeroed, and reached only
+            // through this parameter's `LookBack`s (all atomic).
+            let mut lb =
+                unsafe { LookBack::__from_raw_parts(status.as_ptr() as *mut u64, status.len()) };
+            let Some(tile) = lb.next_tile() else { return };
+            let k = tile.index();
+            let c = tile.chunk::<1>().get();
+            let v = x[c];
+            let (before, total) = collective::block_exclusive_scan(v, 0, u32::wrapping_add);
+            let prefix = tile.exclusive_prefix(total, u32::wrapping_add).unwrap_or(0);
+            out[c].store((prefix + before + v) as u64, Relaxed);
+            if thread::thread_idx().x == 0 {
+                order[k].store(thread::block_idx().x as u64 + 1, Relaxed);
+                first.lock().unwrap().push(k);
+            }
+        },
+        workers,
+    )
+    .unwrap();
+    let mut acc = 0u64;
+    for (i, o) in values(&out).into_iter().enumerate() {
+        acc += x[i] as u64;
+        assert_eq!(o, acc, "element {i}, {workers} workers");
+    }
+    // Every tile was taken once, by a distinct block.
+    let mut owners = values(&order);
+    owners.sort_unstable();
+    assert_eq!(owners, (1..=blocks as u64).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_look_back_scan_chains_many_blocks_on_one_worker() {
+    look_back_scan(200, 64, 1);
+    look_back_scan(50, 20, 1);
+}
+
+#[test]
+fn a_look_back_scan_chains_many_blocks_on_four_workers() {
+    look_back_scan(300, 64, 4);
+    look_back_scan(120, 20, 4);
+}
+
+#[test]
+fn a_spin_wait_on_a_thread_of_the_same_block_makes_progress() {
+    // Thread 0 waits for a flag the last thread sets: the spin's `sleep_ns` yields,
+    // so the last thread gets to run on the same OS thread.
+    let flag = AtomicU32::new(0);
+    sim::run(
+        &launch(1, 64),
+        &|| {
+            if thread::thread_idx().x == 0 {
+                while flag.load(Relaxed) == 0 {
+                    thread::sleep_ns(100);
+                }
+            } else if thread::thread_idx().x == 63 {
+                flag.store(1, Relaxed);
+            }
+        },
+        1,
+    )
+    .unwrap();
+}
+
+fn divergence(result: Result<(), Fault>) -> (&'static str, Dim3, Dim3) {
+    match result {
+        Err(Fault::Divergence {
+            what,
+            block,
+            thread,
+        }) => (what, block, thread),
+        other => panic!("expected a divergence, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_barrier_some_threads_skip_is_a_divergence() {
+    let r = sim::run(
+        &launch(4, 64),
+        &|| {
+            if thread::block_idx().x == 2 && thread::thread_idx().x >= 60 {
+                return;
+            }
+            barrier::sync_threads();
+        },
+        2,
+    );
+    let (what, block, thread) = divergence(r);
+    assert_eq!(
+        (what, block, thread),
+        ("barrier::sync_threads", d(2, 0, 0), d(0, 0, 0))
+    );
+    let shown = sim::run(
+        &launch(1, 2),
+        &|| {
+            if thread::thread_idx().x == 0 {
+                barrier::sync_threads();
+            } else {
+                barrier::sync_threads_count(true);
+            }
+        },
+        1,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        shown.contains("`barrier::sync_threads` was reached by only part of its block"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_warp_collective_some_lanes_skip_is_a_divergence() {
+    let r = sim::run(
+        &launch(1, 64),
+        &|| {
+            if thread::thread_idx().x != 40 {
+                collective::warp_reduce(1u32, u32::wrapping_add);
+            }
+        },
+        1,
+    );
+    let (what, block, thread) = divergence(r);
+    assert_eq!((what, block), ("collective::shfl_down", d(0, 0, 0)));
+    assert!((32..64).contains(&thread.x), "{thread:?}");
+    // The full mask in a partial warp names lanes that do not exist.
+    let r = sim::run(
+        &launch(1, 40),
+        // SAFETY: deliberately broken (lanes 8..32 of the second warp do not exist),
+        // which the simulator reports instead of hanging.
+        &|| unsafe {
+            warp::ballot(FULL_MASK, true);
+        },
+        1,
+    );
+    assert_eq!(divergence(r).0, "warp::ballot");
+}
+
+#[test]
+fn a_panic_stops_the_launch_with_its_location_thread_and_block() {
+    let ran_after = AtomicU32::new(0);
+    let line = line!() + 7;
+    let r = sim::run(
+        &launch(1000, 32),
+        &|| {
+            let b = thread::block_idx().x;
+            let t = thread::thread_idx().x;
+            if b == 3 && t == 17 {
+                panic!("boom at {t}");
+            }
+            if b > 500 {
+                ran_after.fetch_add(1, Relaxed);
+            }
+        },
+        1,
+    );
+    let Err(Fault::Panic(record)) = r else {
+        panic!("expected a panic, got {r:?}")
+    };
+    assert!(record.is_complete());
+    assert_eq!(record.message(), "boom at 17");
+    assert!(record.file().ends_with("tests/sim.rs"), "{}", record.file());
+    assert_eq!((record.line, record.column), (line, 17));
+    assert_eq!((record.thread, record.block), ([17, 0, 0], [3, 0, 0]));
+    assert_eq!(
+        ran_after.load(Relaxed),
+        0,
+        "the launch went on after the panic"
+    );
+    assert!(Fault::Panic(record)
+        .to_string()
+        .starts_with("kernel panicked at "));
+}
+
+#[test]
+fn an_index_out_of_bounds_and_a_suspended_block_are_reported_and_unwound() {
+    let x = [1u32; 10];
+    let r = sim::run(
+        &launch(2, 64),
+        &|| {
+            barrier::sync_threads();
+            if thread::thread_idx().x == 33 {
+                let _ = x[thread::thread_idx().x as usize];
+            }
+            barrier::sync_threads();
+        },
+        1,
+    );
+    let Err(Fault::Panic(record)) = r else {
+        panic!("expected a panic, got {r:?}")
+    };
+    assert_eq!(
+        record.message(),
+        "index out of bounds: the len is 10 but the index is 33"
+    );
+    assert_eq!((record.thread, record.block), ([33, 0, 0], [0, 0, 0]));
+    // Unchecked shared accessors are checked in the simulator.
+    let r = sim::run(
+        &launch(1, 1),
+        // SAFETY: deliberately out of bounds, which the simulator checks.
+        &|| unsafe {
+            static_shared!(S: [u32; 4]).write(4, 1);
+        },
+        1,
+    );
+    let Err(Fault::Panic(record)) = r else {
+        panic!("expected a panic, got {r:?}")
+    };
+    assert_eq!(
+        record.message(),
+        "shared array index out of bounds: the len is 4 but the index is 4"
+    );
+}
+
+#[test]
+fn device_functions_outside_a_launch_panic_clearly() {
+    for f in [
+        (|| {
+            thread::thread_idx();
+        }) as fn(),
+        || barrier::sync_threads(),
+        || {
+            shared::DynamicShared::<u32>::get();
+        },
+        || {
+            static_shared!(X: [u32; 1]);
+        },
+        || thread::sleep_ns(1),
+        || {
+            warp::active_mask();
+        },
+    ] {
+        let e = std::panic::catch_unwind(f).unwrap_err();
+        let msg = e.downcast_ref::<String>().unwrap();
+        assert!(
+            msg.contains("runs only inside a kernel launch (GPU or the xlog simulator)"),
+            "{msg}"
+        );
+    }
+}
+
+/// The simulator's throughput on an elementwise body (`y[i] = a·x[i] + y[i]`), in
+/// thread executions per second on one worker. Run with
+/// `cargo test -p xlog-device --release --test sim -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement: run in release with --nocapture"]
+fn elementwise_throughput() {
+    let n = 1 << 24;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let y: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(1.0f32.to_bits())).collect();
+    let body = || {
+        let i = thread::index_1d().get();
+        if i < x.len() {
+            let v = f32::from_bits(y[i].load(Relaxed));
+            y[i].store((2.0 * x[i] + v).to_bits(), Relaxed);
+        }
+    };
+    let l = launch((n / 256) as u32, 256);
+    sim::run(&l, &body, 1).unwrap();
+    let start = std::time::Instant::now();
+    let rounds = 3;
+    for _ in 0..rounds {
+        sim::run(&l, &body, 1).unwrap();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let rate = (rounds * n) as f64 / secs;
+    println!("elementwise: {rate:.3e} thread executions/s on one worker ({n} threads x {rounds})");
+    assert_eq!(f32::from_bits(y[10].load(Relaxed)), 1.0 + 4.0 * 2.0 * 10.0);
+    // A body with one barrier per thread: every thread suspends once.
+    let m = 1 << 20;
+    let l = launch((m / 256) as u32, 256);
+    let start = std::time::Instant::now();
+    sim::run(&l, &|| barrier::sync_threads(), 1).unwrap();
+    let rate = m as f64 / start.elapsed().as_secs_f64();
+    println!("one barrier per thread: {rate:.3e} thread executions/s on one worker");
+}

@@ -329,22 +329,21 @@ impl Worker {
             shared: &self.shared,
         };
         let mut fibers: Vec<Option<Fiber>> = Vec::new();
+        let mut free: Vec<usize> = Vec::new();
         let mut spins = 0usize;
         let outcome = loop {
             if state.stop.load(Ordering::Relaxed) {
                 break Err(None);
             }
             let ready = block.ready.borrow_mut().pop_front();
+            let spinning = || block.spinning.borrow_mut().pop_front();
             let slot = if let Some(t) = ready {
                 block.fiber_of[t as usize].get()
             } else if block.next_unstarted.get() < threads {
-                let slot = match fibers.iter().position(Option::is_none) {
-                    Some(s) => s,
-                    None => {
-                        fibers.push(None);
-                        fibers.len() - 1
-                    }
-                };
+                let slot = free.pop().unwrap_or_else(|| {
+                    fibers.push(None);
+                    fibers.len() - 1
+                });
                 let blk: *const Block<'_> = &block;
                 let body = move |y: &Yielder<Resume, Suspend>, _: Resume| {
                     // SAFETY: the block outlives its coroutines (all are run to their
@@ -357,7 +356,7 @@ impl Worker {
                 fibers[slot] =
                     Some(unsafe { Fiber::with_stack_unchecked(self.stacks.take(), body) });
                 slot as u32
-            } else if let Some(t) = block.spinning.borrow_mut().pop_front() {
+            } else if let Some(t) = spinning() {
                 // Only spinning threads are left: let other workers' blocks, which
                 // they may wait for, run once per round.
                 spins += 1;
@@ -383,6 +382,7 @@ impl Worker {
                 CoroutineResult::Return(FiberEnd::Done) => {
                     let done = fibers[slot as usize].take().expect("a live coroutine");
                     self.stacks.give(done.into_stack());
+                    free.push(slot as usize);
                 }
                 CoroutineResult::Return(FiberEnd::Panicked) => {
                     let t = current_dims(launch.block, block.running.get());
