@@ -18,6 +18,12 @@
 //!   `.shared` array with a name built from the crate name, the given name, and the
 //!   line and column of the invocation, so each invocation has its own array (shared
 //!   by every call of the function containing it, like a `static`).
+//! - **In the simulator** ([`crate::sim`]): each invocation site (keyed by a
+//!   `static` of its own) and the dynamic shared memory get one host allocation per
+//!   worker, refilled with the byte [`sim::SHARED_FILL`](crate::sim::SHARED_FILL)
+//!   (`0xcd`) when a block first uses it, so every block starts from the same
+//!   recognisable contents. [`SharedArray::read`] and the other unchecked accessors
+//!   check their index there and panic past the end.
 //!
 //! # Safe access: tiles and their phases
 //!

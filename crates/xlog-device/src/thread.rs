@@ -629,6 +629,10 @@ pub(crate) fn witness(i: usize) -> ThreadIndex {
 
 /// Suspend this thread for about `ns` nanoseconds (PTX `nanosleep`, sm_70+; the
 /// hardware may sleep anywhere in `[0, 2·ns]`). For tests and back-off loops.
+///
+/// In the simulator it yields to the block's other threads instead (and does not
+/// sleep), so a spin wait must call it in its loop: a loop that never does keeps the
+/// thread it waits for from running when both belong to one block.
 #[inline(always)]
 pub fn sleep_ns(ns: u32) {
     device_or_sim!(

@@ -217,7 +217,8 @@ pub unsafe fn ballot(mask: u32, pred: bool) -> u32 {
 }
 
 /// `__activemask()`: the lanes currently executing together with this one. Safe: it
-/// has no participation requirement.
+/// has no participation requirement. The simulator, which does not model
+/// convergence, returns the lanes of the warp that exist and have not exited.
 #[inline(always)]
 pub fn active_mask() -> u32 {
     device_or_sim!(
