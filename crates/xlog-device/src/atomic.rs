@@ -7,8 +7,10 @@
 //! Pointers may be generic addresses of global or shared memory. Combine with
 //! [`crate::barrier`] fences when other memory must be ordered around them.
 //!
-//! Integer operations go through `core::sync::atomic` (which LLVM lowers to `atom`);
-//! float addition uses `atom.add.f32` / `atom.add.f64` directly.
+//! Integer operations go through `core::sync::atomic` (which LLVM lowers to `atom`,
+//! and which are the host's atomics in the simulator); float addition uses
+//! `atom.add.f32` / `atom.add.f64` directly, and a compare-and-swap loop in the
+//! simulator.
 //!
 //! # Safety (all functions)
 //!
@@ -17,7 +19,6 @@
 //! 2. every concurrent access to `*ptr` (from any thread, including the host or other
 //!    kernels) is atomic.
 
-#[cfg(target_arch = "nvptx64")]
 use core::sync::atomic::Ordering::Relaxed;
 
 mod sealed {
@@ -69,77 +70,57 @@ macro_rules! atomic_int {
         impl AtomicAdd for $t {
             #[inline(always)]
             unsafe fn __fetch_add(ptr: *mut Self, v: Self) -> Self {
-                device_only!("atomic::fetch_add", {
-                    // SAFETY: the caller upholds the module's obligations, which are
-                    // `from_ptr`'s (aligned, valid, only accessed atomically).
-                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_add(v, Relaxed)
-                })
+                // SAFETY: the caller upholds the module's obligations, which are
+                // `from_ptr`'s (aligned, valid, only accessed atomically).
+                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_add(v, Relaxed)
             }
             #[inline(always)]
             unsafe fn __swap(ptr: *mut Self, v: Self) -> Self {
-                device_only!("atomic::swap", {
-                    // SAFETY: as in `__fetch_add`.
-                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.swap(v, Relaxed)
-                })
+                // SAFETY: as in `__fetch_add`.
+                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.swap(v, Relaxed)
             }
             #[inline(always)]
             unsafe fn __load(ptr: *mut Self) -> Self {
-                device_only!("atomic::load", {
-                    // SAFETY: as in `__fetch_add`.
-                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.load(Relaxed)
-                })
+                // SAFETY: as in `__fetch_add`.
+                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.load(Relaxed)
             }
             #[inline(always)]
             unsafe fn __store(ptr: *mut Self, v: Self) {
-                device_only!("atomic::store", {
-                    // SAFETY: as in `__fetch_add`.
-                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.store(v, Relaxed)
-                })
+                // SAFETY: as in `__fetch_add`.
+                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.store(v, Relaxed)
             }
         }
         impl AtomicInt for $t {
             #[inline(always)]
             unsafe fn __fetch_min(ptr: *mut Self, v: Self) -> Self {
-                device_only!("atomic::fetch_min", {
-                    // SAFETY: as in `__fetch_add`.
-                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_min(v, Relaxed)
-                })
+                // SAFETY: as in `__fetch_add`.
+                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_min(v, Relaxed)
             }
             #[inline(always)]
             unsafe fn __fetch_max(ptr: *mut Self, v: Self) -> Self {
-                device_only!("atomic::fetch_max", {
-                    // SAFETY: as in `__fetch_add`.
-                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_max(v, Relaxed)
-                })
+                // SAFETY: as in `__fetch_add`.
+                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_max(v, Relaxed)
             }
             #[inline(always)]
             unsafe fn __fetch_and(ptr: *mut Self, v: Self) -> Self {
-                device_only!("atomic::fetch_and", {
-                    // SAFETY: as in `__fetch_add`.
-                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_and(v, Relaxed)
-                })
+                // SAFETY: as in `__fetch_add`.
+                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_and(v, Relaxed)
             }
             #[inline(always)]
             unsafe fn __fetch_or(ptr: *mut Self, v: Self) -> Self {
-                device_only!("atomic::fetch_or", {
-                    // SAFETY: as in `__fetch_add`.
-                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_or(v, Relaxed)
-                })
+                // SAFETY: as in `__fetch_add`.
+                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_or(v, Relaxed)
             }
             #[inline(always)]
             unsafe fn __fetch_xor(ptr: *mut Self, v: Self) -> Self {
-                device_only!("atomic::fetch_xor", {
-                    // SAFETY: as in `__fetch_add`.
-                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_xor(v, Relaxed)
-                })
+                // SAFETY: as in `__fetch_add`.
+                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.fetch_xor(v, Relaxed)
             }
             #[inline(always)]
             unsafe fn __compare_exchange(ptr: *mut Self, current: Self, new: Self) -> Result<Self, Self> {
-                device_only!("atomic::compare_exchange", {
-                    // SAFETY: as in `__fetch_add`.
-                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }
-                        .compare_exchange(current, new, Relaxed, Relaxed)
-                })
+                // SAFETY: as in `__fetch_add`.
+                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }
+                    .compare_exchange(current, new, Relaxed, Relaxed)
             }
         }
     )*};
@@ -153,40 +134,49 @@ macro_rules! atomic_float {
         impl AtomicAdd for $t {
             #[inline(always)]
             unsafe fn __fetch_add(ptr: *mut Self, v: Self) -> Self {
-                device_only!("atomic::fetch_add", {
-                    let r: $t;
-                    // SAFETY: the caller upholds the module's obligations: `ptr` is a
-                    // valid, aligned address of global or shared memory, and other
-                    // accesses are atomic.
-                    unsafe {
-                        core::arch::asm!($add, r = out($reg) r, p = in(reg64) ptr, v = in($reg) v, options(nostack))
-                    };
-                    r
-                })
+                device_or_sim!(
+                    device: {
+                        let r: $t;
+                        // SAFETY: the caller upholds the module's obligations: `ptr` is a
+                        // valid, aligned address of global or shared memory, and other
+                        // accesses are atomic.
+                        unsafe {
+                            core::arch::asm!($add, r = out($reg) r, p = in(reg64) ptr, v = in($reg) v, options(nostack))
+                        };
+                        r
+                    },
+                    sim: {
+                        // SAFETY: as above; a compare-and-swap loop on the bits, as
+                        // atomic float addition has no host instruction.
+                        let bits = unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) };
+                        let mut old = bits.load(Relaxed);
+                        loop {
+                            let new = (<$t>::from_bits(old) + v).to_bits();
+                            match bits.compare_exchange_weak(old, new, Relaxed, Relaxed) {
+                                Ok(_) => break <$t>::from_bits(old),
+                                Err(found) => old = found,
+                            }
+                        }
+                    }
+                )
             }
             #[inline(always)]
             unsafe fn __swap(ptr: *mut Self, v: Self) -> Self {
-                device_only!("atomic::swap", {
-                    // SAFETY: as in `__fetch_add`; same-size integer atomics on the bits.
-                    let old = unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) }
-                        .swap(v.to_bits(), Relaxed);
-                    <$t>::from_bits(old)
-                })
+                // SAFETY: as in `__fetch_add`; same-size integer atomics on the bits.
+                let old = unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) }
+                    .swap(v.to_bits(), Relaxed);
+                <$t>::from_bits(old)
             }
             #[inline(always)]
             unsafe fn __load(ptr: *mut Self) -> Self {
-                device_only!("atomic::load", {
-                    // SAFETY: as in `__swap`.
-                    let bits = unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) }.load(Relaxed);
-                    <$t>::from_bits(bits)
-                })
+                // SAFETY: as in `__swap`.
+                let bits = unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) }.load(Relaxed);
+                <$t>::from_bits(bits)
             }
             #[inline(always)]
             unsafe fn __store(ptr: *mut Self, v: Self) {
-                device_only!("atomic::store", {
-                    // SAFETY: as in `__swap`.
-                    unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) }.store(v.to_bits(), Relaxed)
-                })
+                // SAFETY: as in `__swap`.
+                unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) }.store(v.to_bits(), Relaxed)
             }
         }
     )*};

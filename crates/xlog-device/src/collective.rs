@@ -78,53 +78,67 @@ fn lane() -> u32 {
 }
 
 macro_rules! shfl {
-    ($name:ident, $mode:literal, $clamp:literal) => {
+    ($name:ident, $mode:literal, $clamp:literal, $sim:ident) => {
         /// One `shfl.sync` per 32-bit half of `v`.
         #[inline(always)]
         fn $name<T: Shuffle>(v: T, lane_arg: u32, mask: u32) -> T {
-            device_only!(concat!("collective::", stringify!($name)), {
-                let (lo, hi) = v.__to_bits();
-                let one = |x: u32| -> u32 {
-                    let r: u32;
-                    // SAFETY: `mask` comes from `live_lanes`, which includes the
-                    // calling lane; on sm_70+ that is the only requirement whose
-                    // violation PTX leaves undefined (module docs). No memory is
-                    // touched.
-                    unsafe {
-                        core::arch::asm!(
-                            concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {l}, ", $clamp, ", {m};"),
-                            r = out(reg32) r, v = in(reg32) x, l = in(reg32) lane_arg, m = in(reg32) mask,
-                            options(nomem, nostack)
-                        )
+            device_or_sim!(
+                device: {
+                    let (lo, hi) = v.__to_bits();
+                    let one = |x: u32| -> u32 {
+                        let r: u32;
+                        // SAFETY: `mask` comes from `live_lanes`, which includes the
+                        // calling lane; on sm_70+ that is the only requirement whose
+                        // violation PTX leaves undefined (module docs). No memory is
+                        // touched.
+                        unsafe {
+                            core::arch::asm!(
+                                concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {l}, ", $clamp, ", {m};"),
+                                r = out(reg32) r, v = in(reg32) x, l = in(reg32) lane_arg, m = in(reg32) mask,
+                                options(nomem, nostack)
+                            )
+                        };
+                        r
                     };
-                    r
-                };
-                let lo = one(lo);
-                let hi = if T::__WIDE { one(hi) } else { 0 };
-                T::__from_bits(lo, hi)
-            })
+                    let lo = one(lo);
+                    let hi = if T::__WIDE { one(hi) } else { 0 };
+                    T::__from_bits(lo, hi)
+                },
+                sim: { let (lo, hi) = v.__to_bits();
+                let r = crate::sim::warp_exchange(
+                    concat!("collective::", stringify!($name)),
+                    crate::sim::WarpOp::Shuffle(crate::sim::ShuffleMode::$sim),
+                    mask,
+                    lo as u64 | (hi as u64) << 32,
+                    lane_arg,
+                );
+                T::__from_bits(r as u32, (r >> 32) as u32) }
+            )
         }
     };
 }
 
-shfl!(shfl_down, "down", "0x1f");
-shfl!(shfl_up, "up", "0");
-shfl!(shfl_idx, "idx", "0x1f");
+shfl!(shfl_down, "down", "0x1f", Down);
+shfl!(shfl_up, "up", "0", Up);
+shfl!(shfl_idx, "idx", "0x1f", Idx);
 
 #[inline(always)]
 fn ballot(mask: u32, pred: bool) -> u32 {
-    device_only!("collective::ballot", {
-        let r: u32;
-        // SAFETY: as in the shuffles: `mask` includes the calling lane.
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .pred %p; setp.ne.u32 %p, {v}, 0; vote.sync.ballot.b32 {r}, %p, {m}; }}",
-                v = in(reg32) pred as u32, m = in(reg32) mask, r = out(reg32) r,
-                options(nomem, nostack)
-            )
-        };
-        r
-    })
+    device_or_sim!(
+        device: {
+            let r: u32;
+            // SAFETY: as in the shuffles: `mask` includes the calling lane.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred %p; setp.ne.u32 %p, {v}, 0; vote.sync.ballot.b32 {r}, %p, {m}; }}",
+                    v = in(reg32) pred as u32, m = in(reg32) mask, r = out(reg32) r,
+                    options(nomem, nostack)
+                )
+            };
+            r
+        },
+        sim: { crate::sim::warp_exchange("collective::ballot", crate::sim::WarpOp::Ballot, mask, pred as u64, 0) as u32 }
+    )
 }
 
 /// The block's scratch slots, two 32-bit words each, as a raw shared address.

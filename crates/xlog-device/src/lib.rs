@@ -4,13 +4,15 @@
 //!
 //! - **`nvptx64-nvidia-cuda`** (pinned nightly, driven by `xlog-build`): the real
 //!   implementation, on `core::arch::nvptx` and inline PTX.
-//! - **the host** (stable): every item type-checks, so host crates compile kernel
-//!   bodies (and their generated launchers) without a GPU. Functions that read
-//!   hardware state (indices, barriers, shuffles, atomics on device memory) panic
-//!   there with "... only runs on the GPU"; pure functions ([`math`]'s software
-//!   routines, [`ThreadIndex`] arithmetic, [`DeviceCopy`]) work. The API is shaped so
-//!   a CPU simulator (indices from thread-local state, barriers across host threads)
-//!   can implement the same functions later.
+//! - **the host** (stable, with `std`): the same functions run kernel bodies in the
+//!   CPU simulator, [`sim`]. Indices come from the simulated launch, block barriers
+//!   and warp collectives switch between the block's threads (stackful coroutines),
+//!   shared memory is a per-block host allocation, atomics are host atomics, and a
+//!   panic stops the launch with the GPU's [`panic::PanicRecord`]. Called outside a
+//!   simulated launch, a function that reads hardware state panics with "... runs
+//!   only inside a kernel launch (GPU or the xlog simulator)"; pure functions
+//!   ([`math`]'s software routines, [`ThreadIndex`] arithmetic, [`DeviceCopy`]) work
+//!   anywhere.
 //!
 //! A kernel crate calls [`kernel_module!`] once at its root. On the host this defines
 //! `pub static MODULE: ModuleImage` (the PTX that the crate's `build.rs` produced with
@@ -49,6 +51,7 @@
 //! | [`panic`](mod@panic) | the panic record the host reads after a device panic |
 //! | [`module`] | [`ModuleImage`], the compiled module a kernel crate exports |
 //! | [`abi`] | kernel ABI descriptors, compared between host and device builds |
+//! | [`sim`] | (host only) the CPU simulator: [`sim::run`] runs a kernel body once per simulated thread |
 
 #![no_std]
 #![cfg_attr(
@@ -57,12 +60,13 @@
 )]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
-// On the host, hardware functions are stubs that ignore their arguments.
-#![cfg_attr(not(target_arch = "nvptx64"), allow(unused_variables))]
 #![warn(missing_docs)]
 
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
 #[macro_use]
-mod host;
+mod target;
 
 pub mod abi;
 pub mod atomic;
@@ -74,6 +78,8 @@ pub mod math;
 pub mod module;
 pub mod panic;
 pub mod shared;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod sim;
 pub mod thread;
 pub mod transpose;
 pub mod vector;

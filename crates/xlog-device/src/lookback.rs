@@ -312,7 +312,8 @@ impl LookBack<'_> {
 /// *system* scope (`ld.acquire.sys`, `st.release.sys`), which also orders against
 /// the host and peer devices and costs microseconds per publication; the tiles of
 /// one launch only talk to each other, so GPU scope is enough (as in CUB). On the
-/// host (unit tests) the same operations go through `core::sync::atomic`.
+/// host (the simulator and unit tests) the same operations go through
+/// `core::sync::atomic`, and `wait`'s `sleep_ns` yields to the block's other threads.
 mod gpu {
     use core::sync::atomic::AtomicU64;
     #[cfg(not(target_arch = "nvptx64"))]

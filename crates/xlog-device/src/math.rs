@@ -18,8 +18,9 @@
 //! \[-1, 1\] but loses accuracy progressively.
 //!
 //! The software routines are plain Rust, so they run on the host too (and are tested
-//! there against `std`); [`sqrt`], [`fma`] and [`fast`] use PTX instructions and are
-//! device-only.
+//! there against `std`); [`sqrt`], [`fma`] and [`fast`] use PTX instructions on the
+//! GPU and `std`'s functions in the simulator (correctly rounded for `sqrt` and `fma`,
+//! as on the GPU; more accurate than the GPU's approximations for [`fast`]).
 
 // The polynomial coefficients and constants are fdlibm's, transcribed digit for
 // digit so they can be checked against the source.
@@ -56,25 +57,31 @@ impl Float for f64 {
     }
     #[inline(always)]
     fn __sqrt(self) -> Self {
-        device_only!("math::sqrt", {
-            let r: f64;
-            // SAFETY: arithmetic only.
-            unsafe {
-                core::arch::asm!("sqrt.rn.f64 {r}, {x};", r = out(reg64) r, x = in(reg64) self, options(pure, nomem, nostack))
-            };
-            r
-        })
+        device_or_sim!(
+            device: {
+                let r: f64;
+                // SAFETY: arithmetic only.
+                unsafe {
+                    core::arch::asm!("sqrt.rn.f64 {r}, {x};", r = out(reg64) r, x = in(reg64) self, options(pure, nomem, nostack))
+                };
+                r
+            },
+            sim: { std::primitive::f64::sqrt(self) }
+        )
     }
     #[inline(always)]
     fn __fma(self, b: Self, c: Self) -> Self {
-        device_only!("math::fma", {
-            let r: f64;
-            // SAFETY: arithmetic only.
-            unsafe {
-                core::arch::asm!("fma.rn.f64 {r}, {a}, {b}, {c};", r = out(reg64) r, a = in(reg64) self, b = in(reg64) b, c = in(reg64) c, options(pure, nomem, nostack))
-            };
-            r
-        })
+        device_or_sim!(
+            device: {
+                let r: f64;
+                // SAFETY: arithmetic only.
+                unsafe {
+                    core::arch::asm!("fma.rn.f64 {r}, {a}, {b}, {c};", r = out(reg64) r, a = in(reg64) self, b = in(reg64) b, c = in(reg64) c, options(pure, nomem, nostack))
+                };
+                r
+            },
+            sim: { std::primitive::f64::mul_add(self, b, c) }
+        )
     }
     #[inline(always)]
     fn __pow(self, y: Self) -> Self {
@@ -93,25 +100,31 @@ impl Float for f32 {
     }
     #[inline(always)]
     fn __sqrt(self) -> Self {
-        device_only!("math::sqrt", {
-            let r: f32;
-            // SAFETY: arithmetic only.
-            unsafe {
-                core::arch::asm!("sqrt.rn.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) self, options(pure, nomem, nostack))
-            };
-            r
-        })
+        device_or_sim!(
+            device: {
+                let r: f32;
+                // SAFETY: arithmetic only.
+                unsafe {
+                    core::arch::asm!("sqrt.rn.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) self, options(pure, nomem, nostack))
+                };
+                r
+            },
+            sim: { std::primitive::f32::sqrt(self) }
+        )
     }
     #[inline(always)]
     fn __fma(self, b: Self, c: Self) -> Self {
-        device_only!("math::fma", {
-            let r: f32;
-            // SAFETY: arithmetic only.
-            unsafe {
-                core::arch::asm!("fma.rn.f32 {r}, {a}, {b}, {c};", r = out(reg32) r, a = in(reg32) self, b = in(reg32) b, c = in(reg32) c, options(pure, nomem, nostack))
-            };
-            r
-        })
+        device_or_sim!(
+            device: {
+                let r: f32;
+                // SAFETY: arithmetic only.
+                unsafe {
+                    core::arch::asm!("fma.rn.f32 {r}, {a}, {b}, {c};", r = out(reg32) r, a = in(reg32) self, b = in(reg32) b, c = in(reg32) c, options(pure, nomem, nostack))
+                };
+                r
+            },
+            sim: { std::primitive::f32::mul_add(self, b, c) }
+        )
     }
     #[inline(always)]
     fn __pow(self, y: Self) -> Self {
@@ -119,13 +132,13 @@ impl Float for f32 {
     }
 }
 
-/// Square root, correctly rounded. Device-only.
+/// Square root, correctly rounded (`sqrt.rn`; `std`'s in the simulator).
 #[inline(always)]
 pub fn sqrt<T: Float>(x: T) -> T {
     x.__sqrt()
 }
 
-/// `a * b + c` with a single rounding. Device-only.
+/// `a * b + c` with a single rounding (`fma.rn`; `std`'s `mul_add` in the simulator).
 #[inline(always)]
 pub fn fma<T: Float>(a: T, b: T, c: T) -> T {
     a.__fma(b, c)
@@ -480,53 +493,60 @@ fn pow_f64(x: f64, y: f64) -> f64 {
 }
 
 /// Fast `f32` approximations built on PTX's `.approx` instructions (CUDA's `__expf`,
-/// `__logf`, `__sinf`, `__cosf`, `rsqrtf`). Device-only. See the module table for
-/// accuracy; flush subnormals to zero.
+/// `__logf`, `__sinf`, `__cosf`, `rsqrtf`). See the module table for accuracy; flush
+/// subnormals to zero. The simulator computes them with `std` (flushing subnormals
+/// too), so its results are closer to exact than the GPU's.
 pub mod fast {
     macro_rules! approx {
-        ($(#[$doc:meta])* $name:ident, $body:literal) => {
+        ($(#[$doc:meta])* $name:ident, $body:literal, |$x:ident| $host:expr) => {
             $(#[$doc])*
             #[inline(always)]
             pub fn $name(x: f32) -> f32 {
-                device_only!(concat!("math::fast::", stringify!($name)), {
-                    let r: f32;
-                    // SAFETY: arithmetic only; the scratch register is block-scoped.
-                    unsafe {
-                        core::arch::asm!($body, r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
-                    };
-                    r
-                })
+                device_or_sim!(
+                    device: {
+                        let r: f32;
+                        // SAFETY: arithmetic only; the scratch register is block-scoped.
+                        unsafe {
+                            core::arch::asm!($body, r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
+                        };
+                        r
+                    },
+                    sim: { // Flush subnormal inputs and results to zero, as `.ftz` does.
+                    let flush = |v: f32| if v.is_subnormal() { 0.0f32.copysign(v) } else { v };
+                    let $x = flush(x);
+                    flush($host) }
+                )
             }
         };
     }
 
     approx!(
         /// `2^x` (`ex2.approx.ftz.f32`).
-        exp2, "ex2.approx.ftz.f32 {r}, {x};"
+        exp2, "ex2.approx.ftz.f32 {r}, {x};", |x| x.exp2()
     );
     approx!(
         /// `e^x` as `2^(x·log2 e)`: the error grows with abs(x) (about 2 + 1.5·abs(x) ulp).
-        exp, "{{ .reg .f32 %t; mul.ftz.f32 %t, {x}, 0f3FB8AA3B; ex2.approx.ftz.f32 {r}, %t; }}"
+        exp, "{{ .reg .f32 %t; mul.ftz.f32 %t, {x}, 0f3FB8AA3B; ex2.approx.ftz.f32 {r}, %t; }}", |x| x.exp()
     );
     approx!(
         /// `log2(x)` (`lg2.approx.ftz.f32`).
-        log2, "lg2.approx.ftz.f32 {r}, {x};"
+        log2, "lg2.approx.ftz.f32 {r}, {x};", |x| x.log2()
     );
     approx!(
         /// `ln(x)` as `log2(x)·ln 2`.
-        ln, "{{ .reg .f32 %t; lg2.approx.ftz.f32 %t, {x}; mul.ftz.f32 {r}, %t, 0f3F317218; }}"
+        ln, "{{ .reg .f32 %t; lg2.approx.ftz.f32 %t, {x}; mul.ftz.f32 {r}, %t, 0f3F317218; }}", |x| x.ln()
     );
     approx!(
         /// Sine (`sin.approx.ftz.f32`): absolute error about 2⁻²¹ on \[-π, π\].
-        sin, "sin.approx.ftz.f32 {r}, {x};"
+        sin, "sin.approx.ftz.f32 {r}, {x};", |x| x.sin()
     );
     approx!(
         /// Cosine (`cos.approx.ftz.f32`): absolute error about 2⁻²¹ on \[-π, π\].
-        cos, "cos.approx.ftz.f32 {r}, {x};"
+        cos, "cos.approx.ftz.f32 {r}, {x};", |x| x.cos()
     );
     approx!(
         /// `1/sqrt(x)` (`rsqrt.approx.ftz.f32`).
-        rsqrt, "rsqrt.approx.ftz.f32 {r}, {x};"
+        rsqrt, "rsqrt.approx.ftz.f32 {r}, {x};", |x| 1.0 / x.sqrt()
     );
 }
 

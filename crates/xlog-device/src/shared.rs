@@ -18,6 +18,12 @@
 //!   `.shared` array with a name built from the crate name, the given name, and the
 //!   line and column of the invocation, so each invocation has its own array (shared
 //!   by every call of the function containing it, like a `static`).
+//! - **In the simulator** ([`crate::sim`]): each invocation site (keyed by a
+//!   `static` of its own) and the dynamic shared memory get one host allocation per
+//!   worker, refilled with the byte [`sim::SHARED_FILL`](crate::sim::SHARED_FILL)
+//!   (`0xcd`) when a block first uses it, so every block starts from the same
+//!   recognisable contents. [`SharedArray::read`] and the other unchecked accessors
+//!   check their index there and panic past the end.
 //!
 //! # Safe access: tiles and their phases
 //!
@@ -162,7 +168,7 @@ impl<T, const N: usize> SharedArray<T, N> {
     where
         T: Copy,
     {
-        debug_assert!(i < N);
+        check_index(i, N);
         // SAFETY: obligation 1 keeps the access inside the array; 2 and 3 make the
         // read defined.
         unsafe { self.ptr.add(i).read() }
@@ -177,7 +183,7 @@ impl<T, const N: usize> SharedArray<T, N> {
     ///    separates their access from this write).
     #[inline(always)]
     pub unsafe fn write(&self, i: usize, value: T) {
-        debug_assert!(i < N);
+        check_index(i, N);
         // SAFETY: obligation 1 keeps the access inside the array; 2 excludes a race.
         unsafe { self.ptr.add(i).write(value) }
     }
@@ -261,8 +267,16 @@ macro_rules! static_shared {
             };
             p as *mut $t
         };
+        // In the simulator each invocation is keyed by the address of this static,
+        // whose distinct contents keep it from being merged with another's.
         #[cfg(not(target_arch = "nvptx64"))]
-        let __xlog_ptr: *mut $t = $crate::shared::__host_shared();
+        let __xlog_ptr: *mut $t = {
+            static __XLOG_SITE: $crate::shared::__SharedSite = $crate::shared::__SharedSite($crate::__core::concat!(
+                $crate::__core::file!(), ":", $crate::__core::line!(), ":", $crate::__core::column!(), ":",
+                $crate::__core::stringify!($name)
+            ));
+            $crate::shared::__host_shared::<$t>(&__XLOG_SITE, __XLOG_LEN)
+        };
         // SAFETY: the pointer addresses the `.shared` array declared above, sized and
         // aligned for `__XLOG_LEN` values of the element type.
         unsafe { $crate::shared::SharedArray::<$t, __XLOG_LEN>::__from_shared_ptr(__xlog_ptr) }
@@ -312,10 +326,34 @@ pub const fn __size_of_array<T>(n: usize) -> usize {
     }
 }
 
+/// The identity of one [`static_shared!`](crate::static_shared) invocation in the
+/// simulator: a `static` holding its place in the source.
 #[doc(hidden)]
 #[cfg(not(target_arch = "nvptx64"))]
-pub fn __host_shared<T>() -> *mut T {
-    crate::host::unsupported("static_shared!")
+pub struct __SharedSite(pub &'static str);
+
+/// The simulated block's array for `site`, of `len` `T`s (see the module docs of
+/// [`crate::sim`]).
+#[doc(hidden)]
+#[cfg(not(target_arch = "nvptx64"))]
+#[track_caller]
+pub fn __host_shared<T>(site: &'static __SharedSite, len: usize) -> *mut T {
+    let key = core::ptr::from_ref(site) as usize;
+    crate::sim::static_shared(key, __size_of_array::<T>(len), __align_of::<T>()).cast::<T>()
+}
+
+/// The bound check of the unchecked accessors ([`SharedArray::read`] and the like):
+/// a `debug_assert!` on the GPU, always on in the simulator, where an out-of-bounds
+/// index panics like a slice's.
+#[inline(always)]
+#[track_caller]
+fn check_index(i: usize, len: usize) {
+    #[cfg(target_arch = "nvptx64")]
+    debug_assert!(i < len);
+    #[cfg(not(target_arch = "nvptx64"))]
+    if i >= len {
+        crate::view::out_of_bounds("shared array ", len, i);
+    }
 }
 
 /// The launch's dynamic shared memory viewed as `T`s: CUDA's
@@ -345,24 +383,32 @@ impl<T> DynamicShared<T> {
                 "dynamic shared memory is 16-byte aligned"
             )
         };
-        device_only!("shared::DynamicShared::get", {
-            let (p, bytes): (u64, u32);
-            // SAFETY: reads the address of the extern shared array this crate
-            // declares and the %dynamic_smem_size register; no memory is touched.
-            unsafe {
-                core::arch::asm!(
-                    "cvta.shared.u64 {p}, __xlog_dynamic_shared;",
-                    "mov.u32 {n}, %dynamic_smem_size;",
-                    p = out(reg64) p, n = out(reg32) bytes,
-                    options(pure, nomem, nostack)
-                )
-            };
-            let size = core::mem::size_of::<T>();
-            DynamicShared {
-                ptr: p as *mut T,
-                len: if size == 0 { 0 } else { bytes as usize / size },
-            }
-        })
+        device_or_sim!(
+            device: {
+                let (p, bytes): (u64, u32);
+                // SAFETY: reads the address of the extern shared array this crate
+                // declares and the %dynamic_smem_size register; no memory is touched.
+                unsafe {
+                    core::arch::asm!(
+                        "cvta.shared.u64 {p}, __xlog_dynamic_shared;",
+                        "mov.u32 {n}, %dynamic_smem_size;",
+                        p = out(reg64) p, n = out(reg32) bytes,
+                        options(pure, nomem, nostack)
+                    )
+                };
+                let size = core::mem::size_of::<T>();
+                DynamicShared {
+                    ptr: p as *mut T,
+                    len: if size == 0 { 0 } else { bytes as usize / size },
+                }
+            },
+            sim: { let (p, bytes) = crate::sim::dynamic_shared();
+                let size = core::mem::size_of::<T>();
+                DynamicShared {
+                    ptr: p.cast::<T>(),
+                    len: bytes.checked_div(size).unwrap_or(0),
+                } }
+        )
     }
 
     /// Number of whole `T`s that fit.
@@ -393,7 +439,7 @@ impl<T> DynamicShared<T> {
     where
         T: Copy,
     {
-        debug_assert!(i < self.len);
+        check_index(i, self.len);
         // SAFETY: the caller keeps `i` in bounds and the read race-free.
         unsafe { self.ptr.add(i).read() }
     }
@@ -405,7 +451,7 @@ impl<T> DynamicShared<T> {
     /// As [`SharedArray::write`], with `len()` as the bound.
     #[inline(always)]
     pub unsafe fn write(&self, i: usize, value: T) {
-        debug_assert!(i < self.len);
+        check_index(i, self.len);
         // SAFETY: the caller keeps `i` in bounds and the write race-free.
         unsafe { self.ptr.add(i).write(value) }
     }

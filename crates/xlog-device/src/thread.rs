@@ -93,49 +93,61 @@ mod sreg {
 /// `threadIdx`: this thread's coordinates within its block.
 #[inline(always)]
 pub fn thread_idx() -> Dim3 {
-    device_only!("thread::thread_idx", {
-        Dim3 {
-            x: sreg::tid_x(),
-            y: sreg::tid_y(),
-            z: sreg::tid_z(),
-        }
-    })
+    device_or_sim!(
+        device: {
+            Dim3 {
+                x: sreg::tid_x(),
+                y: sreg::tid_y(),
+                z: sreg::tid_z(),
+            }
+        },
+        sim: { crate::sim::current("thread::thread_idx").thread_idx }
+    )
 }
 
 /// `blockDim`: the extent of a block, in threads.
 #[inline(always)]
 pub fn block_dim() -> Dim3 {
-    device_only!("thread::block_dim", {
-        Dim3 {
-            x: sreg::ntid_x(),
-            y: sreg::ntid_y(),
-            z: sreg::ntid_z(),
-        }
-    })
+    device_or_sim!(
+        device: {
+            Dim3 {
+                x: sreg::ntid_x(),
+                y: sreg::ntid_y(),
+                z: sreg::ntid_z(),
+            }
+        },
+        sim: { crate::sim::current("thread::block_dim").block_dim }
+    )
 }
 
 /// `blockIdx`: this block's coordinates within the grid.
 #[inline(always)]
 pub fn block_idx() -> Dim3 {
-    device_only!("thread::block_idx", {
-        Dim3 {
-            x: sreg::ctaid_x(),
-            y: sreg::ctaid_y(),
-            z: sreg::ctaid_z(),
-        }
-    })
+    device_or_sim!(
+        device: {
+            Dim3 {
+                x: sreg::ctaid_x(),
+                y: sreg::ctaid_y(),
+                z: sreg::ctaid_z(),
+            }
+        },
+        sim: { crate::sim::current("thread::block_idx").block_idx }
+    )
 }
 
 /// `gridDim`: the extent of the grid, in blocks.
 #[inline(always)]
 pub fn grid_dim() -> Dim3 {
-    device_only!("thread::grid_dim", {
-        Dim3 {
-            x: sreg::nctaid_x(),
-            y: sreg::nctaid_y(),
-            z: sreg::nctaid_z(),
-        }
-    })
+    device_or_sim!(
+        device: {
+            Dim3 {
+                x: sreg::nctaid_x(),
+                y: sreg::nctaid_y(),
+                z: sreg::nctaid_z(),
+            }
+        },
+        sim: { crate::sim::current("thread::grid_dim").grid_dim }
+    )
 }
 
 /// This thread's linear index within its block, `0..threads_per_block()`.
@@ -171,7 +183,10 @@ pub fn total_threads() -> usize {
 /// This thread's lane within its warp, `0..32` (`%laneid`).
 #[inline(always)]
 pub fn lane_id() -> u32 {
-    device_only!("thread::lane_id", { sreg::laneid() })
+    device_or_sim!(
+        device: { sreg::laneid() },
+        sim: { crate::sim::current("thread::lane_id").lane() }
+    )
 }
 
 /// This thread's warp within its block: `block_thread_index() / 32`.
@@ -614,12 +629,20 @@ pub(crate) fn witness(i: usize) -> ThreadIndex {
 
 /// Suspend this thread for about `ns` nanoseconds (PTX `nanosleep`, sm_70+; the
 /// hardware may sleep anywhere in `[0, 2·ns]`). For tests and back-off loops.
+///
+/// In the simulator it yields to the block's other threads instead (and does not
+/// sleep), so a spin wait must call it in its loop: a loop that never does keeps the
+/// thread it waits for from running when both belong to one block.
 #[inline(always)]
 pub fn sleep_ns(ns: u32) {
-    device_only!("thread::sleep_ns", {
-        // SAFETY: `nanosleep` only delays the calling thread; it touches no memory.
-        unsafe { core::arch::asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack)) }
-    })
+    device_or_sim!(
+        device: {
+            // SAFETY: `nanosleep` only delays the calling thread; it touches no memory.
+            unsafe { core::arch::asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack)) }
+        },
+        sim: { let _ = ns;
+            crate::sim::spin_yield("thread::sleep_ns") }
+    )
 }
 
 #[cfg(test)]
@@ -696,8 +719,10 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "only runs on the GPU")]
-    fn host_indices_are_unsupported() {
+    #[should_panic(
+        expected = "xlog_device::thread::block_idx runs only inside a kernel launch (GPU or the xlog simulator)"
+    )]
+    fn indices_outside_a_launch_panic() {
         let _ = index_1d();
     }
 }

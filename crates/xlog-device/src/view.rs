@@ -157,7 +157,7 @@ impl WriteIndex<PerWarp> for WarpIndex {
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn out_of_bounds(what: &'static str, len: usize, index: usize) -> ! {
+pub(crate) fn out_of_bounds(what: &'static str, len: usize, index: usize) -> ! {
     panic!(
         "{}index out of bounds: the len is {} but the index is {}",
         what, len, index

@@ -85,7 +85,7 @@ shuffle64! {
 }
 
 macro_rules! shuffle_fn {
-    ($(#[$doc:meta])* $name:ident, $mode:literal, $clamp:literal, $lane:ident) => {
+    ($(#[$doc:meta])* $name:ident, $mode:literal, $clamp:literal, $lane:ident, $sim:ident) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -94,51 +94,62 @@ macro_rules! shuffle_fn {
         /// executes this call with the same `mask`.
         #[inline(always)]
         pub unsafe fn $name<T: Shuffle>(mask: u32, value: T, $lane: u32) -> T {
-            device_only!(concat!("warp::", stringify!($name)), {
-                let (lo, hi) = value.__to_bits();
-                let shfl = |v: u32| -> u32 {
-                    let r: u32;
-                    // SAFETY: the caller upholds the module's obligations 1 and 2;
-                    // no memory is accessed.
-                    unsafe {
-                        asm!(
-                            concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {l}, ", $clamp, ", {m};"),
-                            r = out(reg32) r, v = in(reg32) v, l = in(reg32) $lane, m = in(reg32) mask,
-                            options(nomem, nostack)
-                        )
+            device_or_sim!(
+                device: {
+                    let (lo, hi) = value.__to_bits();
+                    let shfl = |v: u32| -> u32 {
+                        let r: u32;
+                        // SAFETY: the caller upholds the module's obligations 1 and 2;
+                        // no memory is accessed.
+                        unsafe {
+                            asm!(
+                                concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {l}, ", $clamp, ", {m};"),
+                                r = out(reg32) r, v = in(reg32) v, l = in(reg32) $lane, m = in(reg32) mask,
+                                options(nomem, nostack)
+                            )
+                        };
+                        r
                     };
-                    r
-                };
-                let lo = shfl(lo);
-                // All lanes take the same branch: `__WIDE` is a property of `T`.
-                let hi = if T::__WIDE { shfl(hi) } else { 0 };
-                T::__from_bits(lo, hi)
-            })
+                    let lo = shfl(lo);
+                    // All lanes take the same branch: `__WIDE` is a property of `T`.
+                    let hi = if T::__WIDE { shfl(hi) } else { 0 };
+                    T::__from_bits(lo, hi)
+                },
+                sim: { let (lo, hi) = value.__to_bits();
+                let r = crate::sim::warp_exchange(
+                    concat!("warp::", stringify!($name)),
+                    crate::sim::WarpOp::Shuffle(crate::sim::ShuffleMode::$sim),
+                    mask,
+                    lo as u64 | (hi as u64) << 32,
+                    $lane,
+                );
+                T::__from_bits(r as u32, (r >> 32) as u32) }
+            )
         }
     };
 }
 
 shuffle_fn!(
     /// `__shfl_sync`: the value `value` holds on lane `src_lane` (mod 32).
-    shuffle_idx, "idx", "0x1f", src_lane
+    shuffle_idx, "idx", "0x1f", src_lane, Idx
 );
 shuffle_fn!(
     /// `__shfl_up_sync`: the value of lane `lane - delta`; lanes below `delta` get their
     /// own value back.
-    shuffle_up, "up", "0", delta
+    shuffle_up, "up", "0", delta, Up
 );
 shuffle_fn!(
     /// `__shfl_down_sync`: the value of lane `lane + delta`; lanes past 31 get their own
     /// value back.
-    shuffle_down, "down", "0x1f", delta
+    shuffle_down, "down", "0x1f", delta, Down
 );
 shuffle_fn!(
     /// `__shfl_xor_sync`: the value of lane `lane ^ lane_mask` (butterfly exchange).
-    shuffle_xor, "bfly", "0x1f", lane_mask
+    shuffle_xor, "bfly", "0x1f", lane_mask, Xor
 );
 
 macro_rules! vote_pred {
-    ($(#[$doc:meta])* $name:ident, $op:literal) => {
+    ($(#[$doc:meta])* $name:ident, $op:literal, $sim:ident) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -146,30 +157,39 @@ macro_rules! vote_pred {
         /// See the module docs.
         #[inline(always)]
         pub unsafe fn $name(mask: u32, pred: bool) -> bool {
-            device_only!(concat!("warp::", stringify!($name)), {
-                let r: u32;
-                // SAFETY: the caller upholds the module's obligations; no memory is
-                // accessed and the predicate registers are scoped to the block.
-                unsafe {
-                    asm!(
-                        concat!("{{ .reg .pred %p, %q; setp.ne.u32 %p, {v}, 0; vote.sync.", $op, ".pred %q, %p, {m}; selp.u32 {r}, 1, 0, %q; }}"),
-                        v = in(reg32) pred as u32, m = in(reg32) mask, r = out(reg32) r,
-                        options(nomem, nostack)
-                    )
-                };
-                r != 0
-            })
+            device_or_sim!(
+                device: {
+                    let r: u32;
+                    // SAFETY: the caller upholds the module's obligations; no memory is
+                    // accessed and the predicate registers are scoped to the block.
+                    unsafe {
+                        asm!(
+                            concat!("{{ .reg .pred %p, %q; setp.ne.u32 %p, {v}, 0; vote.sync.", $op, ".pred %q, %p, {m}; selp.u32 {r}, 1, 0, %q; }}"),
+                            v = in(reg32) pred as u32, m = in(reg32) mask, r = out(reg32) r,
+                            options(nomem, nostack)
+                        )
+                    };
+                    r != 0
+                },
+                sim: { crate::sim::warp_exchange(
+                    concat!("warp::", stringify!($name)),
+                    crate::sim::WarpOp::$sim,
+                    mask,
+                    pred as u64,
+                    0,
+                ) != 0 }
+            )
         }
     };
 }
 
 vote_pred!(
     /// `__all_sync`: whether `pred` is true on every lane of `mask`.
-    all, "all"
+    all, "all", All
 );
 vote_pred!(
     /// `__any_sync`: whether `pred` is true on any lane of `mask`.
-    any, "any"
+    any, "any", Any
 );
 
 /// `__ballot_sync`: bit `k` is set when lane `k` is in `mask` and passed `true`.
@@ -179,30 +199,37 @@ vote_pred!(
 /// See the module docs.
 #[inline(always)]
 pub unsafe fn ballot(mask: u32, pred: bool) -> u32 {
-    device_only!("warp::ballot", {
-        let r: u32;
-        // SAFETY: the caller upholds the module's obligations; no memory is accessed.
-        unsafe {
-            asm!(
-                "{{ .reg .pred %p; setp.ne.u32 %p, {v}, 0; vote.sync.ballot.b32 {r}, %p, {m}; }}",
-                v = in(reg32) pred as u32, m = in(reg32) mask, r = out(reg32) r,
-                options(nomem, nostack)
-            )
-        };
-        r
-    })
+    device_or_sim!(
+        device: {
+            let r: u32;
+            // SAFETY: the caller upholds the module's obligations; no memory is accessed.
+            unsafe {
+                asm!(
+                    "{{ .reg .pred %p; setp.ne.u32 %p, {v}, 0; vote.sync.ballot.b32 {r}, %p, {m}; }}",
+                    v = in(reg32) pred as u32, m = in(reg32) mask, r = out(reg32) r,
+                    options(nomem, nostack)
+                )
+            };
+            r
+        },
+        sim: { crate::sim::warp_exchange("warp::ballot", crate::sim::WarpOp::Ballot, mask, pred as u64, 0) as u32 }
+    )
 }
 
 /// `__activemask()`: the lanes currently executing together with this one. Safe: it
-/// has no participation requirement.
+/// has no participation requirement. The simulator, which does not model
+/// convergence, returns the lanes of the warp that exist and have not exited.
 #[inline(always)]
 pub fn active_mask() -> u32 {
-    device_only!("warp::active_mask", {
-        let r: u32;
-        // SAFETY: `activemask` has no preconditions and touches no memory.
-        unsafe { asm!("activemask.b32 {r};", r = out(reg32) r, options(nomem, nostack)) };
-        r
-    })
+    device_or_sim!(
+        device: {
+            let r: u32;
+            // SAFETY: `activemask` has no preconditions and touches no memory.
+            unsafe { asm!("activemask.b32 {r};", r = out(reg32) r, options(nomem, nostack)) };
+            r
+        },
+        sim: { crate::sim::live_lanes("warp::active_mask") }
+    )
 }
 
 /// `__syncwarp(mask)`: waits for the lanes of `mask`, and orders their memory
@@ -213,15 +240,18 @@ pub fn active_mask() -> u32 {
 /// See the module docs.
 #[inline(always)]
 pub unsafe fn sync_warp(mask: u32) {
-    device_only!("warp::sync_warp", {
-        // SAFETY: the caller upholds the module's obligations. No `nomem`: this is a
-        // memory barrier for the compiler as well.
-        unsafe { asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack)) }
-    })
+    device_or_sim!(
+        device: {
+            // SAFETY: the caller upholds the module's obligations. No `nomem`: this is a
+            // memory barrier for the compiler as well.
+            unsafe { asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack)) }
+        },
+        sim: { crate::sim::warp_exchange("warp::sync_warp", crate::sim::WarpOp::Sync, mask, 0, 0); }
+    )
 }
 
 macro_rules! redux {
-    ($(#[$doc:meta])* $name:ident, $t:ty, $op:literal) => {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $op:literal, $sim:ident) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -229,39 +259,48 @@ macro_rules! redux {
         /// See the module docs.
         #[inline(always)]
         pub unsafe fn $name(mask: u32, value: $t) -> $t {
-            device_only!(concat!("warp::", stringify!($name)), {
-                let r: $t;
-                // SAFETY: the caller upholds the module's obligations; no memory is
-                // accessed. `redux.sync` needs sm_80, the minimum xlog targets.
-                unsafe {
-                    asm!(concat!("redux.sync.", $op, " {r}, {v}, {m};"),
-                        r = out(reg32) r, v = in(reg32) value, m = in(reg32) mask, options(nomem, nostack))
-                };
-                r
-            })
+            device_or_sim!(
+                device: {
+                    let r: $t;
+                    // SAFETY: the caller upholds the module's obligations; no memory is
+                    // accessed. `redux.sync` needs sm_80, the minimum xlog targets.
+                    unsafe {
+                        asm!(concat!("redux.sync.", $op, " {r}, {v}, {m};"),
+                            r = out(reg32) r, v = in(reg32) value, m = in(reg32) mask, options(nomem, nostack))
+                    };
+                    r
+                },
+                sim: { crate::sim::warp_exchange(
+                    concat!("warp::", stringify!($name)),
+                    crate::sim::WarpOp::Reduce(crate::sim::Reduce::$sim),
+                    mask,
+                    value as u32 as u64,
+                    0,
+                ) as u32 as $t }
+            )
         }
     };
 }
 
 redux!(
     /// `__reduce_add_sync` on `u32`: the wrapping sum over the lanes of `mask`.
-    reduce_add_u32, u32, "add.u32"
+    reduce_add_u32, u32, "add.u32", AddU32
 );
 redux!(
     /// `__reduce_min_sync` on `u32`.
-    reduce_min_u32, u32, "min.u32"
+    reduce_min_u32, u32, "min.u32", MinU32
 );
 redux!(
     /// `__reduce_max_sync` on `u32`.
-    reduce_max_u32, u32, "max.u32"
+    reduce_max_u32, u32, "max.u32", MaxU32
 );
 redux!(
     /// `__reduce_min_sync` on `i32`.
-    reduce_min_i32, i32, "min.s32"
+    reduce_min_i32, i32, "min.s32", MinI32
 );
 redux!(
     /// `__reduce_max_sync` on `i32`.
-    reduce_max_i32, i32, "max.s32"
+    reduce_max_i32, i32, "max.s32", MaxI32
 );
 
 #[cfg(test)]

@@ -1,0 +1,527 @@
+//! One block's threads as coroutines on one OS thread: the scheduler, block
+//! barriers, warp exchanges and spin-wait yields.
+//!
+//! Everything here runs on the worker's OS thread, one simulated thread at a time,
+//! so the block's state uses `Cell`/`RefCell`; no borrow is held across a kernel call
+//! or a suspension.
+
+use core::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::vec::Vec;
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+use super::context::{self, current, Aborted, ThreadCtx};
+use super::shared::Arena;
+use super::stacks::StackCache;
+use super::{capture, Fault, Launch, LaunchState};
+use crate::thread::Dim3;
+use crate::warp::WARP_SIZE;
+
+/// Why a simulated thread hands control back to the scheduler.
+pub(crate) enum Suspend {
+    /// It waits at a barrier or collective; whoever completes it makes it ready.
+    Wait,
+    /// It yields in a spin wait and stays runnable.
+    Spin,
+}
+
+/// What the scheduler resumes a thread with.
+pub(crate) enum Resume {
+    /// Go on.
+    Go,
+    /// The launch stopped: unwind.
+    Abort,
+}
+
+/// How a coroutine ended.
+enum FiberEnd {
+    /// No thread of the block was left to start.
+    Done,
+    /// The thread it ran panicked (its capture is in `capture`).
+    Panicked,
+    /// It unwound because the launch stopped.
+    Aborted,
+}
+
+type Fiber = Coroutine<Resume, Suspend, FiberEnd, DefaultStack>;
+
+/// The four hardware barriers of `crate::barrier`, one per kind, as on the GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BarrierKind {
+    /// `barrier.sync 0`: `sync_threads`.
+    Sync = 0,
+    /// `barrier.red.popc 1`: `sync_threads_count`.
+    Count = 1,
+    /// `barrier.red.and 2`: `sync_threads_and`.
+    And = 2,
+    /// `barrier.red.or 3`: `sync_threads_or`.
+    Or = 3,
+}
+
+const BARRIER_NAMES: [&str; 4] = [
+    "barrier::sync_threads",
+    "barrier::sync_threads_count",
+    "barrier::sync_threads_and",
+    "barrier::sync_threads_or",
+];
+
+#[derive(Default)]
+struct Barrier {
+    arrived: u32,
+    count: u32,
+    waiters: Vec<u32>,
+}
+
+/// The shuffle modes of `shfl.sync`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ShuffleMode {
+    /// From lane `arg mod 32`.
+    Idx,
+    /// From lane `lane - arg`, own value below `arg`.
+    Up,
+    /// From lane `lane + arg`, own value past 31.
+    Down,
+    /// From lane `lane ^ arg`, own value past 31.
+    Xor,
+}
+
+/// The reductions of `redux.sync`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reduce {
+    /// Wrapping `u32` sum.
+    AddU32,
+    /// `u32` minimum.
+    MinU32,
+    /// `u32` maximum.
+    MaxU32,
+    /// `i32` minimum.
+    MinI32,
+    /// `i32` maximum.
+    MaxI32,
+}
+
+/// A warp instruction with a member mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WarpOp {
+    /// `shfl.sync` of a 64-bit payload (a 32-bit value in the low half).
+    Shuffle(ShuffleMode),
+    /// `vote.sync.all` (the value is the predicate).
+    All,
+    /// `vote.sync.any`.
+    Any,
+    /// `vote.sync.ballot`.
+    Ballot,
+    /// `redux.sync`.
+    Reduce(Reduce),
+    /// `bar.warp.sync`.
+    Sync,
+}
+
+/// A warp instruction some lanes of its mask have reached.
+struct Exchange {
+    what: &'static str,
+    op: WarpOp,
+    mask: u32,
+    arrived: u32,
+    values: [u64; 32],
+    args: [u32; 32],
+}
+
+impl Exchange {
+    /// Lane `lane`'s result, once every lane of the mask has arrived.
+    fn result(&self, lane: u32) -> u64 {
+        let lanes = || (0..WARP_SIZE).filter(|l| self.mask >> l & 1 == 1);
+        match self.op {
+            WarpOp::Shuffle(mode) => {
+                let arg = self.args[lane as usize];
+                let src = match mode {
+                    ShuffleMode::Idx => Some(arg % WARP_SIZE),
+                    ShuffleMode::Up => lane.checked_sub(arg),
+                    ShuffleMode::Down => lane.checked_add(arg).filter(|&j| j < WARP_SIZE),
+                    ShuffleMode::Xor => Some(lane ^ arg).filter(|&j| j < WARP_SIZE),
+                };
+                // A source outside the mask is unspecified on the GPU; the caller's
+                // own value here.
+                match src {
+                    Some(j) if self.mask >> j & 1 == 1 => self.values[j as usize],
+                    _ => self.values[lane as usize],
+                }
+            }
+            WarpOp::All => lanes().all(|l| self.values[l as usize] != 0) as u64,
+            WarpOp::Any => lanes().any(|l| self.values[l as usize] != 0) as u64,
+            WarpOp::Ballot => lanes()
+                .filter(|&l| self.values[l as usize] != 0)
+                .fold(0u32, |b, l| b | 1 << l) as u64,
+            WarpOp::Reduce(r) => {
+                let v = lanes().map(|l| self.values[l as usize] as u32);
+                match r {
+                    Reduce::AddU32 => v.fold(0u32, u32::wrapping_add) as u64,
+                    Reduce::MinU32 => v.min().unwrap_or(0) as u64,
+                    Reduce::MaxU32 => v.max().unwrap_or(0) as u64,
+                    Reduce::MinI32 => v.map(|x| x as i32).min().unwrap_or(0) as u32 as u64,
+                    Reduce::MaxI32 => v.map(|x| x as i32).max().unwrap_or(0) as u32 as u64,
+                }
+            }
+            WarpOp::Sync => 0,
+        }
+    }
+}
+
+/// One block being simulated.
+pub(crate) struct Block<'l> {
+    pub(super) launch: Launch,
+    pub(super) idx: Dim3,
+    state: &'l LaunchState<'l>,
+    threads: u32,
+    next_unstarted: Cell<u32>,
+    exited: Cell<u32>,
+    /// Set when the block stops early: coroutines start no further thread.
+    aborting: Cell<bool>,
+    /// The thread the running coroutine executes.
+    pub(super) running: Cell<u32>,
+    /// The coroutine slot being resumed (a new coroutine reads it to learn its slot).
+    resuming: Cell<u32>,
+    fiber_of: Vec<Cell<u32>>,
+    /// Results delivered to threads released by a barrier or collective.
+    mailbox: Vec<Cell<u64>>,
+    /// Per warp: the lanes that ended.
+    exited_lanes: Vec<Cell<u32>>,
+    barriers: RefCell<[Barrier; 4]>,
+    exchanges: RefCell<Vec<Vec<Exchange>>>,
+    ready: RefCell<VecDeque<u32>>,
+    spinning: RefCell<VecDeque<u32>>,
+    pub(super) shared: &'l RefCell<Arena>,
+}
+
+impl Block<'_> {
+    /// The lanes of warp `w` that exist in this block.
+    fn warp_lanes(&self, w: u32) -> u32 {
+        let n = (self.threads - w * WARP_SIZE).min(WARP_SIZE);
+        if n == WARP_SIZE {
+            u32::MAX
+        } else {
+            (1 << n) - 1
+        }
+    }
+
+    /// Makes `thread` ready with `result` in its mailbox.
+    fn release(&self, thread: u32, result: u64) {
+        self.mailbox[thread as usize].set(result);
+        self.ready.borrow_mut().push_back(thread);
+    }
+
+    /// The runs of one coroutine: threads of the block not started yet, one after
+    /// the other, until none is left.
+    fn fiber_body(&self, yielder: &Yielder<Resume, Suspend>) -> FiberEnd {
+        let slot = self.resuming.get();
+        let run = catch_unwind(AssertUnwindSafe(|| loop {
+            if self.aborting.get() || self.state.stop.load(Ordering::Relaxed) {
+                return FiberEnd::Aborted;
+            }
+            let t = self.next_unstarted.get();
+            if t >= self.threads {
+                return FiberEnd::Done;
+            }
+            self.next_unstarted.set(t + 1);
+            self.fiber_of[t as usize].set(slot);
+            self.running.set(t);
+            let ctx = ThreadCtx::new(self, t, yielder);
+            ctx.enter();
+            (self.state.kernel)();
+            self.exited.set(self.exited.get() + 1);
+            let lanes = &self.exited_lanes[(t / WARP_SIZE) as usize];
+            lanes.set(lanes.get() | 1 << (t % WARP_SIZE));
+        }));
+        match run {
+            Ok(end) => end,
+            Err(payload) if payload.is::<Aborted>() => FiberEnd::Aborted,
+            Err(_) => FiberEnd::Panicked,
+        }
+    }
+
+    /// The fault when no thread can run but some wait: the first waiting barrier or
+    /// warp exchange, and its lowest waiting thread.
+    fn divergence(&self) -> Fault {
+        let at = |t: u32| current_dims(self.launch.block, t);
+        let barriers = self.barriers.borrow();
+        for (k, b) in barriers.iter().enumerate() {
+            if let Some(&t) = b.waiters.iter().min() {
+                return Fault::Divergence {
+                    what: BARRIER_NAMES[k],
+                    block: self.idx,
+                    thread: at(t),
+                };
+            }
+        }
+        let exchanges = self.exchanges.borrow();
+        for (w, pending) in exchanges.iter().enumerate() {
+            if let Some(e) = pending.first() {
+                let lane = e.arrived.trailing_zeros();
+                return Fault::Divergence {
+                    what: e.what,
+                    block: self.idx,
+                    thread: at(w as u32 * WARP_SIZE + lane),
+                };
+            }
+        }
+        unreachable!("xlog simulator: a block with no runnable thread has no waiting thread")
+    }
+}
+
+/// `threadIdx` of linear thread `t` in a block of extent `d`.
+fn current_dims(d: Dim3, t: u32) -> Dim3 {
+    Dim3 {
+        x: t % d.x,
+        y: t / d.x % d.y,
+        z: t / (d.x * d.y),
+    }
+}
+
+/// What one worker keeps between the blocks it runs: coroutine stacks and the shared
+/// memory arena.
+pub(super) struct Worker {
+    stacks: StackCache,
+    shared: RefCell<Arena>,
+}
+
+impl Worker {
+    pub(super) fn new() -> Self {
+        Worker {
+            stacks: StackCache::new(),
+            shared: RefCell::new(Arena::default()),
+        }
+    }
+
+    /// Runs block `b` (linear index) of the launch to its end: `Err(Some(_))` on a
+    /// fault of this block, `Err(None)` when it stopped for another block's fault.
+    pub(super) fn run_block(
+        &mut self,
+        state: &LaunchState<'_>,
+        b: usize,
+    ) -> Result<(), Option<Fault>> {
+        let launch = state.launch;
+        let threads = launch.block.volume() as u32;
+        let warps = threads.div_ceil(WARP_SIZE) as usize;
+        let g = launch.grid;
+        let b = b as u32;
+        self.shared.borrow_mut().next_block();
+        let block = Block {
+            launch,
+            idx: current_dims(g, b),
+            state,
+            threads,
+            next_unstarted: Cell::new(0),
+            exited: Cell::new(0),
+            aborting: Cell::new(false),
+            running: Cell::new(0),
+            resuming: Cell::new(0),
+            fiber_of: (0..threads).map(|_| Cell::new(0)).collect(),
+            mailbox: (0..threads).map(|_| Cell::new(0)).collect(),
+            exited_lanes: (0..warps).map(|_| Cell::new(0)).collect(),
+            barriers: RefCell::new(Default::default()),
+            exchanges: RefCell::new((0..warps).map(|_| Vec::new()).collect()),
+            ready: RefCell::new(VecDeque::new()),
+            spinning: RefCell::new(VecDeque::new()),
+            shared: &self.shared,
+        };
+        let mut fibers: Vec<Option<Fiber>> = Vec::new();
+        let mut free: Vec<usize> = Vec::new();
+        let mut spins = 0usize;
+        let outcome = loop {
+            if state.stop.load(Ordering::Relaxed) {
+                break Err(None);
+            }
+            let ready = block.ready.borrow_mut().pop_front();
+            let spinning = || block.spinning.borrow_mut().pop_front();
+            let slot = if let Some(t) = ready {
+                block.fiber_of[t as usize].get()
+            } else if block.next_unstarted.get() < threads {
+                let slot = free.pop().unwrap_or_else(|| {
+                    fibers.push(None);
+                    fibers.len() - 1
+                });
+                let blk: *const Block<'_> = &block;
+                let body = move |y: &Yielder<Resume, Suspend>, _: Resume| {
+                    // SAFETY: the block outlives its coroutines (all are run to their
+                    // end below, before `block` goes out of scope).
+                    unsafe { &*blk }.fiber_body(y)
+                };
+                // SAFETY: the closure borrows `block` (through `blk`) and the kernel
+                // it holds; every coroutine is driven to its end before this
+                // function returns (the abort loop below), and none is forgotten.
+                fibers[slot] =
+                    Some(unsafe { Fiber::with_stack_unchecked(self.stacks.take(), body) });
+                slot as u32
+            } else if let Some(t) = spinning() {
+                // Only spinning threads are left: let other workers' blocks, which
+                // they may wait for, run once per round.
+                spins += 1;
+                if spins > block.spinning.borrow().len() {
+                    spins = 0;
+                    std::thread::yield_now();
+                }
+                block.fiber_of[t as usize].get()
+            } else if block.exited.get() == threads {
+                break Ok(());
+            } else {
+                break Err(Some(block.divergence()));
+            };
+            block.resuming.set(slot);
+            let fiber = fibers[slot as usize].as_mut().expect("a live coroutine");
+            let result = fiber.resume(Resume::Go);
+            context::leave();
+            match result {
+                CoroutineResult::Yield(Suspend::Wait) => {}
+                CoroutineResult::Yield(Suspend::Spin) => {
+                    block.spinning.borrow_mut().push_back(block.running.get());
+                }
+                CoroutineResult::Return(FiberEnd::Done) => {
+                    let done = fibers[slot as usize].take().expect("a live coroutine");
+                    self.stacks.give(done.into_stack());
+                    free.push(slot as usize);
+                }
+                CoroutineResult::Return(FiberEnd::Panicked) => {
+                    let t = current_dims(launch.block, block.running.get());
+                    break Err(Some(Fault::Panic(std::boxed::Box::new(capture::take(
+                        t, block.idx,
+                    )))));
+                }
+                CoroutineResult::Return(FiberEnd::Aborted) => break Err(None),
+            }
+        };
+        // Unwind every thread still suspended, so no coroutine outlives the block.
+        block.aborting.set(true);
+        for fiber in fibers.into_iter().flatten() {
+            let mut fiber = fiber;
+            while !fiber.done() {
+                if let CoroutineResult::Return(_) = fiber.resume(Resume::Abort) {
+                    break;
+                }
+            }
+            context::leave();
+            self.stacks.give(fiber.into_stack());
+        }
+        outcome
+    }
+}
+
+/// A block barrier of kind `kind`: waits until every thread of the block arrives
+/// (exited threads never do), and returns the barrier's reduction of `pred`
+/// (`popc`, `and` or `or`; 0 for `Sync`).
+pub(crate) fn barrier(kind: BarrierKind, pred: bool) -> u32 {
+    let what = BARRIER_NAMES[kind as usize];
+    let ctx = current(what);
+    let block = ctx.block();
+    let mut barriers = block.barriers.borrow_mut();
+    let b = &mut barriers[kind as usize];
+    b.arrived += 1;
+    b.count += pred as u32;
+    if b.arrived < block.threads {
+        b.waiters.push(ctx.linear);
+        drop(barriers);
+        ctx.suspend(Suspend::Wait);
+        return block.mailbox[ctx.linear as usize].get() as u32;
+    }
+    let result = match kind {
+        BarrierKind::Sync => 0,
+        BarrierKind::Count => b.count,
+        BarrierKind::And => (b.count == block.threads) as u32,
+        BarrierKind::Or => (b.count > 0) as u32,
+    };
+    let waiters = core::mem::take(&mut b.waiters);
+    *b = Barrier::default();
+    drop(barriers);
+    for &w in &waiters {
+        block.release(w, result as u64);
+    }
+    // Keep the waiters' allocation for the next barrier of this kind.
+    let mut waiters = waiters;
+    waiters.clear();
+    block.barriers.borrow_mut()[kind as usize].waiters = waiters;
+    result
+}
+
+/// A warp instruction `op` over the lanes of `mask`: waits until every lane of the
+/// mask has reached an instruction with the same `op` and `mask`, and returns this
+/// lane's result (see [`WarpOp`]). `value` is the lane's operand (a shuffle's
+/// payload, a vote's predicate as 0 / 1), `arg` its lane argument.
+///
+/// # Panics
+///
+/// When the calling lane is not in `mask` (undefined behaviour on the GPU).
+#[track_caller]
+pub(crate) fn warp_exchange(
+    what: &'static str,
+    op: WarpOp,
+    mask: u32,
+    value: u64,
+    arg: u32,
+) -> u64 {
+    let ctx = current(what);
+    let lane = ctx.lane();
+    if mask >> lane & 1 == 0 {
+        not_in_mask(what, lane, mask);
+    }
+    let block = ctx.block();
+    let warp = ctx.linear / WARP_SIZE;
+    let mut all = block.exchanges.borrow_mut();
+    let pending = &mut all[warp as usize];
+    let at = match pending.iter().position(|e| e.mask == mask && e.op == op) {
+        Some(i) => i,
+        None => {
+            pending.push(Exchange {
+                what,
+                op,
+                mask,
+                arrived: 0,
+                values: [0; 32],
+                args: [0; 32],
+            });
+            pending.len() - 1
+        }
+    };
+    let e = &mut pending[at];
+    e.values[lane as usize] = value;
+    e.args[lane as usize] = arg;
+    e.arrived |= 1 << lane;
+    if e.arrived != mask {
+        drop(all);
+        ctx.suspend(Suspend::Wait);
+        return block.mailbox[ctx.linear as usize].get();
+    }
+    let e = pending.swap_remove(at);
+    drop(all);
+    for l in (0..WARP_SIZE).filter(|&l| l != lane && mask >> l & 1 == 1) {
+        block.release(warp * WARP_SIZE + l, e.result(l));
+    }
+    e.result(lane)
+}
+
+/// `__activemask()` in the simulator: the lanes of the caller's warp that exist and
+/// have not exited.
+pub(crate) fn live_lanes(what: &'static str) -> u32 {
+    let ctx = current(what);
+    let block = ctx.block();
+    let w = ctx.linear / WARP_SIZE;
+    block.warp_lanes(w) & !block.exited_lanes[w as usize].get()
+}
+
+/// Yields the calling thread to its block's scheduler (a spin wait's back-off): the
+/// other threads of the block, not started or released, run first.
+pub(crate) fn spin_yield(what: &'static str) {
+    current(what).suspend(Suspend::Spin);
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn not_in_mask(what: &str, lane: u32, mask: u32) -> ! {
+    panic!(
+        "xlog_device::{what} called by lane {lane}, which is not in its mask {mask:#010x} \
+         (undefined behaviour on the GPU)"
+    )
+}

@@ -1,0 +1,612 @@
+//! The CPU simulator driven with closures written like kernel bodies: indices,
+//! barriers, warp operations, collectives, shared memory, atomics, look-back,
+//! divergence and panics.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+use xlog_device::lookback::{status_words, LookBack};
+use xlog_device::sim::{self, Fault, Launch};
+use xlog_device::warp::{self, FULL_MASK};
+use xlog_device::{atomic, barrier, collective, shared, static_shared, thread, Dim3};
+
+fn d(x: u32, y: u32, z: u32) -> Dim3 {
+    Dim3 { x, y, z }
+}
+
+fn launch(grid: u32, block: u32) -> Launch {
+    Launch {
+        grid: d(grid, 1, 1),
+        block: d(block, 1, 1),
+        dynamic_shared_bytes: 0,
+    }
+}
+
+/// Host memory the simulated threads write through atomics, read back afterwards.
+fn counters(n: usize) -> Vec<AtomicU64> {
+    (0..n).map(|_| AtomicU64::new(0)).collect()
+}
+
+fn values(c: &[AtomicU64]) -> Vec<u64> {
+    c.iter().map(|a| a.load(Relaxed)).collect()
+}
+
+#[test]
+fn every_thread_of_every_shape_runs_once_with_its_indices() {
+    for (grid, block) in [
+        (d(3, 1, 1), d(37, 1, 1)),
+        (d(2, 3, 1), d(8, 4, 1)),
+        (d(2, 2, 3), d(5, 3, 2)),
+    ] {
+        let l = Launch {
+            grid,
+            block,
+            dynamic_shared_bytes: 0,
+        };
+        let total = grid.volume() * block.volume();
+        let seen = counters(total);
+        for workers in [1, 3] {
+            sim::run(
+                &l,
+                &|| {
+                    assert_eq!(thread::block_dim(), block);
+                    assert_eq!(thread::grid_dim(), grid);
+                    let (t, b) = (thread::thread_idx(), thread::block_idx());
+                    assert!(t.x < block.x && t.y < block.y && t.z < block.z);
+                    assert!(b.x < grid.x && b.y < grid.y && b.z < grid.z);
+                    assert_eq!(
+                        thread::lane_id() as usize,
+                        thread::block_thread_index() % 32
+                    );
+                    assert_eq!(thread::warp_index(), thread::block_thread_index() / 32);
+                    seen[thread::linear_index()].fetch_add(1, Relaxed);
+                },
+                workers,
+            )
+            .unwrap();
+        }
+        assert!(values(&seen).iter().all(|&n| n == 2), "{grid:?} {block:?}");
+    }
+}
+
+#[test]
+fn index_1d_covers_a_one_dimensional_launch() {
+    let seen = counters(5 * 100);
+    sim::run(
+        &launch(5, 100),
+        &|| {
+            let i = thread::index_1d();
+            seen[i.get()].fetch_add(1, Relaxed);
+        },
+        2,
+    )
+    .unwrap();
+    assert!(values(&seen).iter().all(|&n| n == 1));
+}
+
+#[test]
+fn a_barrier_makes_every_shared_write_visible_to_the_block() {
+    // Each thread writes its slot, waits, reads its neighbour's. Without barriers that
+    // interleave the block's threads, thread t would run to its end before t + 1
+    // wrote, and read the fill pattern.
+    let out = counters(4 * 96);
+    sim::run(
+        &launch(4, 96),
+        &|| {
+            let s = static_shared!(SLOTS: [u32; 96]);
+            let t = thread::block_thread_index();
+            // SAFETY: each thread writes its own slot; the barrier orders the reads.
+            unsafe { s.write(t, (thread::block_index() * 1000 + t) as u32) };
+            barrier::sync_threads();
+            // SAFETY: in bounds, written before the barrier.
+            let next = unsafe { s.read((t + 1) % 96) };
+            out[thread::linear_index()].store(next as u64, Relaxed);
+        },
+        2,
+    )
+    .unwrap();
+    for b in 0..4 {
+        for t in 0..96 {
+            assert_eq!(values(&out)[b * 96 + t], (b * 1000 + (t + 1) % 96) as u64);
+        }
+    }
+}
+
+#[test]
+fn barrier_reductions_count_and_combine_the_predicates() {
+    let bad = AtomicU32::new(0);
+    sim::run(
+        &launch(3, 70),
+        &|| {
+            let t = thread::block_thread_index() as u32;
+            let ok = barrier::sync_threads_count(t % 3 == 0) == 24
+                && barrier::sync_threads_and(t < 100)
+                && !barrier::sync_threads_and(t != 5)
+                && barrier::sync_threads_or(t == 69)
+                && !barrier::sync_threads_or(false);
+            if !ok {
+                bad.fetch_add(1, Relaxed);
+            }
+        },
+        1,
+    )
+    .unwrap();
+    assert_eq!(bad.load(Relaxed), 0);
+}
+
+#[test]
+fn shared_memory_is_per_block_and_starts_with_the_fill_pattern() {
+    let seen = counters(6);
+    let l = Launch {
+        dynamic_shared_bytes: 64,
+        ..launch(6, 4)
+    };
+    sim::run(
+        &l,
+        &|| {
+            let s = static_shared!(ONE: [u32; 1]);
+            let dynamic = shared::DynamicShared::<u32>::get();
+            assert_eq!(dynamic.len(), 16);
+            assert_eq!(dynamic.as_mut_ptr() as usize % 16, 0);
+            if thread::block_thread_index() == 0 {
+                // SAFETY: thread 0 alone touches slot 0 before the barrier.
+                unsafe {
+                    let fill = u32::from_ne_bytes([sim::SHARED_FILL; 4]);
+                    assert_eq!(s.read(0), fill);
+                    assert_eq!(dynamic.read(15), fill);
+                    s.write(0, thread::block_index() as u32);
+                }
+            }
+            barrier::sync_threads();
+            // SAFETY: written before the barrier.
+            let v = unsafe { s.read(0) };
+            seen[thread::block_index()].fetch_max(v as u64 + 1, Relaxed);
+        },
+        3,
+    )
+    .unwrap();
+    assert_eq!(values(&seen), [1, 2, 3, 4, 5, 6]);
+}
+
+#[test]
+fn tiles_reverse_a_block() {
+    let out = counters(2 * 50);
+    sim::run(
+        &launch(2, 50),
+        &|| {
+            let t = thread::local_index();
+            let mut tile = static_shared!(TILE: [u64; 50]).tile();
+            tile.set(t, thread::index_1d().get() as u64);
+            let tile = tile.sync();
+            out[thread::index_1d().get()].store(tile.get(49 - t.get()), Relaxed);
+        },
+        1,
+    )
+    .unwrap();
+    let v = values(&out);
+    for b in 0..2 {
+        for t in 0..50 {
+            assert_eq!(v[b * 50 + t], (b * 50 + 49 - t) as u64);
+        }
+    }
+}
+
+/// Runs a one-block launch of `n` threads whose body returns a `u64` per thread.
+fn per_thread(n: u32, body: impl Fn() -> u64 + Sync) -> Vec<u64> {
+    let out = counters(n as usize);
+    sim::run(
+        &launch(1, n),
+        &|| out[thread::block_thread_index()].store(body(), Relaxed),
+        1,
+    )
+    .unwrap();
+    values(&out)
+}
+
+#[test]
+fn shuffles_move_values_between_lanes() {
+    let v = per_thread(64, || {
+        let l = thread::lane_id();
+        let x = 100 + thread::block_thread_index() as u64;
+        // SAFETY: all 64 threads (two full warps) make every call with the full mask.
+        unsafe {
+            let idx = warp::shuffle_idx(FULL_MASK, x, 31 - l);
+            let up = warp::shuffle_up(FULL_MASK, x as u32, 3) as u64;
+            let down = warp::shuffle_down(FULL_MASK, x as i32, 5) as u64;
+            let xor = warp::shuffle_xor(FULL_MASK, x as f32, 6) as u64;
+            idx | up << 16 | down << 32 | xor << 48
+        }
+    });
+    for (t, r) in v.into_iter().enumerate() {
+        let (l, base) = (t as u64 % 32, 100 + (t as u64 / 32) * 32);
+        assert_eq!(r & 0xffff, base + 31 - l, "idx, thread {t}");
+        let up = if l >= 3 { base + l - 3 } else { base + l };
+        assert_eq!(r >> 16 & 0xffff, up, "up, thread {t}");
+        let down = if l + 5 < 32 { base + l + 5 } else { base + l };
+        assert_eq!(r >> 32 & 0xffff, down, "down, thread {t}");
+        assert_eq!(r >> 48, base + (l ^ 6), "xor, thread {t}");
+    }
+}
+
+#[test]
+fn votes_ballots_and_reductions_follow_their_masks() {
+    let v = per_thread(40, || {
+        let l = thread::lane_id();
+        let t = thread::block_thread_index() as u32;
+        // The partial last warp (lanes 0..8) uses its live lanes, as the GPU code does.
+        let mask = warp::active_mask();
+        // SAFETY: every live lane of each warp makes every call with `mask`.
+        unsafe {
+            let ballot = warp::ballot(mask, l % 3 == 0) as u64;
+            let all = warp::all(mask, t < 40) as u64;
+            let any = warp::any(mask, l == 7) as u64;
+            let sum = warp::reduce_add_u32(mask, l) as u64;
+            let max = warp::reduce_max_i32(mask, -(l as i32)) as u32 as u64;
+            warp::sync_warp(mask);
+            ballot ^ all << 32 ^ any << 33 ^ sum << 34 ^ (max & 0xff) << 50
+        }
+    });
+    for (t, r) in v.into_iter().enumerate() {
+        let n = if t < 32 { 32 } else { 8 };
+        let ballot = (0..n).filter(|l| l % 3 == 0).fold(0u64, |b, l| b | 1 << l);
+        let sum: u64 = (0..n).sum();
+        let want = ballot ^ 1 << 32 ^ 1 << 33 ^ sum << 34;
+        assert_eq!(r, want, "thread {t}");
+    }
+}
+
+#[test]
+fn warp_and_block_collectives_match_a_cpu_reference() {
+    for n in [1u32, 7, 32, 45, 64, 100, 256] {
+        let input = |t: u32| (t * 7 + 3) % 11;
+        let out = Mutex::new(vec![
+            (0u32, 0u32, 0u32, 0u32, 0u32, 0u32, (0u32, 0u32));
+            n as usize
+        ]);
+        sim::run(
+            &launch(1, n),
+            &|| {
+                let t = thread::thread_idx().x;
+                let v = input(t);
+                let wr = collective::warp_reduce(v, u32::wrapping_add);
+                let ws = collective::warp_inclusive_scan(v, u32::wrapping_add);
+                let wb = collective::warp_broadcast(v, 0);
+                let br = collective::block_reduce(v, u32::wrapping_add);
+                let (bx, _) = collective::block_exclusive_scan(v, 0, u32::wrapping_add);
+                let bb = collective::block_broadcast(v, n as usize - 1);
+                let rank = collective::block_rank(v % 2 == 1);
+                out.lock().unwrap()[t as usize] = (wr, ws, wb, br, bx, bb, rank);
+            },
+            1,
+        )
+        .unwrap();
+        let out = out.into_inner().unwrap();
+        let all: Vec<u32> = (0..n).map(input).collect();
+        for t in 0..n as usize {
+            let w0 = t / 32 * 32;
+            let w1 = (w0 + 32).min(n as usize);
+            let (wr, ws, wb, br, bx, bb, rank) = out[t];
+            assert_eq!(wr, all[w0..w1].iter().sum::<u32>(), "n {n} t {t}");
+            assert_eq!(ws, all[w0..=t].iter().sum::<u32>(), "n {n} t {t}");
+            assert_eq!(wb, all[w0], "n {n} t {t}");
+            assert_eq!(br, all.iter().sum::<u32>(), "n {n} t {t}");
+            assert_eq!(bx, all[..t].iter().sum::<u32>(), "n {n} t {t}");
+            assert_eq!(bb, all[n as usize - 1], "n {n} t {t}");
+            let odd = |s: &[u32]| s.iter().filter(|v| *v % 2 == 1).count() as u32;
+            assert_eq!(rank, (odd(&all[..t]), odd(&all)), "n {n} t {t}");
+        }
+    }
+}
+
+#[test]
+fn atomics_from_many_blocks_add_up() {
+    let (sum, fsum, max) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU32::new(0));
+    sim::run(
+        &launch(64, 128),
+        &|| {
+            let i = thread::index_1d().get();
+            // SAFETY: the pointers address live, aligned words that every thread
+            // accesses only atomically.
+            unsafe {
+                atomic::fetch_add(sum.as_ptr(), i as u64);
+                atomic::fetch_add(fsum.as_ptr().cast::<f64>(), 0.5);
+                atomic::fetch_max(max.as_ptr(), i as u32);
+            }
+        },
+        4,
+    )
+    .unwrap();
+    let n = 64 * 128u64;
+    assert_eq!(sum.into_inner(), n * (n - 1) / 2);
+    assert_eq!(f64::from_bits(fsum.into_inner()), n as f64 / 2.0);
+    assert_eq!(max.into_inner(), n as u32 - 1);
+}
+
+/// A single-pass inclusive sum over `blocks` tiles of `threads` elements with
+/// decoupled look-back: tiles are taken in start order, and each waits for its
+/// predecessors' published aggregates.
+fn look_back_scan(blocks: u32, threads: u32, workers: usize) {
+    let n = (blocks * threads) as usize;
+    let x: Vec<u32> = (0..n as u32).map(|i| i % 13 + 1).collect();
+    let out = counters(n);
+    let status: Vec<AtomicU64> = counters(status_words(blocks as usize));
+    let order = counters(blocks as usize);
+    let first = Mutex::new(Vec::new());
+    sim::run(
+        &launch(blocks, threads),
+        &|| {
+            // SAFETY: the words are live for the launch, zeroed, and reached only
+            // through this parameter's `LookBack`s (all atomic).
+            let mut lb =
+                unsafe { LookBack::__from_raw_parts(status.as_ptr() as *mut u64, status.len()) };
+            let Some(tile) = lb.next_tile() else { return };
+            let k = tile.index();
+            let c = tile.chunk::<1>().get();
+            let v = x[c];
+            let (before, total) = collective::block_exclusive_scan(v, 0, u32::wrapping_add);
+            let prefix = tile.exclusive_prefix(total, u32::wrapping_add).unwrap_or(0);
+            out[c].store((prefix + before + v) as u64, Relaxed);
+            if thread::thread_idx().x == 0 {
+                order[k].store(thread::block_idx().x as u64 + 1, Relaxed);
+                first.lock().unwrap().push(k);
+            }
+        },
+        workers,
+    )
+    .unwrap();
+    let mut acc = 0u64;
+    for (i, o) in values(&out).into_iter().enumerate() {
+        acc += x[i] as u64;
+        assert_eq!(o, acc, "element {i}, {workers} workers");
+    }
+    // Every tile was taken once, by a distinct block.
+    let mut owners = values(&order);
+    owners.sort_unstable();
+    assert_eq!(owners, (1..=blocks as u64).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_look_back_scan_chains_many_blocks_on_one_worker() {
+    look_back_scan(200, 64, 1);
+    look_back_scan(50, 20, 1);
+}
+
+#[test]
+fn a_look_back_scan_chains_many_blocks_on_four_workers() {
+    look_back_scan(300, 64, 4);
+    look_back_scan(120, 20, 4);
+}
+
+#[test]
+fn a_spin_wait_on_a_thread_of_the_same_block_makes_progress() {
+    // Thread 0 waits for a flag the last thread sets: the spin's `sleep_ns` yields,
+    // so the last thread gets to run on the same OS thread.
+    let flag = AtomicU32::new(0);
+    sim::run(
+        &launch(1, 64),
+        &|| {
+            if thread::thread_idx().x == 0 {
+                while flag.load(Relaxed) == 0 {
+                    thread::sleep_ns(100);
+                }
+            } else if thread::thread_idx().x == 63 {
+                flag.store(1, Relaxed);
+            }
+        },
+        1,
+    )
+    .unwrap();
+}
+
+fn divergence(result: Result<(), Fault>) -> (&'static str, Dim3, Dim3) {
+    match result {
+        Err(Fault::Divergence {
+            what,
+            block,
+            thread,
+        }) => (what, block, thread),
+        other => panic!("expected a divergence, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_barrier_some_threads_skip_is_a_divergence() {
+    let r = sim::run(
+        &launch(4, 64),
+        &|| {
+            if thread::block_idx().x == 2 && thread::thread_idx().x >= 60 {
+                return;
+            }
+            barrier::sync_threads();
+        },
+        2,
+    );
+    let (what, block, thread) = divergence(r);
+    assert_eq!(
+        (what, block, thread),
+        ("barrier::sync_threads", d(2, 0, 0), d(0, 0, 0))
+    );
+    let shown = sim::run(
+        &launch(1, 2),
+        &|| {
+            if thread::thread_idx().x == 0 {
+                barrier::sync_threads();
+            } else {
+                barrier::sync_threads_count(true);
+            }
+        },
+        1,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        shown.contains("`barrier::sync_threads` was reached by only part of its block"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_warp_collective_some_lanes_skip_is_a_divergence() {
+    let r = sim::run(
+        &launch(1, 64),
+        &|| {
+            if thread::thread_idx().x != 40 {
+                collective::warp_reduce(1u32, u32::wrapping_add);
+            }
+        },
+        1,
+    );
+    let (what, block, thread) = divergence(r);
+    assert_eq!((what, block), ("collective::shfl_down", d(0, 0, 0)));
+    assert!((32..64).contains(&thread.x), "{thread:?}");
+    // The full mask in a partial warp names lanes that do not exist.
+    let r = sim::run(
+        &launch(1, 40),
+        // SAFETY: deliberately broken (lanes 8..32 of the second warp do not exist),
+        // which the simulator reports instead of hanging.
+        &|| unsafe {
+            warp::ballot(FULL_MASK, true);
+        },
+        1,
+    );
+    assert_eq!(divergence(r).0, "warp::ballot");
+}
+
+#[test]
+fn a_panic_stops_the_launch_with_its_location_thread_and_block() {
+    let ran_after = AtomicU32::new(0);
+    let line = line!() + 7;
+    let r = sim::run(
+        &launch(1000, 32),
+        &|| {
+            let b = thread::block_idx().x;
+            let t = thread::thread_idx().x;
+            if b == 3 && t == 17 {
+                panic!("boom at {t}");
+            }
+            if b > 500 {
+                ran_after.fetch_add(1, Relaxed);
+            }
+        },
+        1,
+    );
+    let Err(Fault::Panic(record)) = r else {
+        panic!("expected a panic, got {r:?}")
+    };
+    assert!(record.is_complete());
+    assert_eq!(record.message(), "boom at 17");
+    assert!(record.file().ends_with("tests/sim.rs"), "{}", record.file());
+    assert_eq!((record.line, record.column), (line, 17));
+    assert_eq!((record.thread, record.block), ([17, 0, 0], [3, 0, 0]));
+    assert_eq!(
+        ran_after.load(Relaxed),
+        0,
+        "the launch went on after the panic"
+    );
+    assert!(Fault::Panic(record)
+        .to_string()
+        .starts_with("kernel panicked at "));
+}
+
+#[test]
+fn an_index_out_of_bounds_and_a_suspended_block_are_reported_and_unwound() {
+    let x = [1u32; 10];
+    let r = sim::run(
+        &launch(2, 64),
+        &|| {
+            barrier::sync_threads();
+            if thread::thread_idx().x == 33 {
+                let _ = x[thread::thread_idx().x as usize];
+            }
+            barrier::sync_threads();
+        },
+        1,
+    );
+    let Err(Fault::Panic(record)) = r else {
+        panic!("expected a panic, got {r:?}")
+    };
+    assert_eq!(
+        record.message(),
+        "index out of bounds: the len is 10 but the index is 33"
+    );
+    assert_eq!((record.thread, record.block), ([33, 0, 0], [0, 0, 0]));
+    // Unchecked shared accessors are checked in the simulator.
+    let r = sim::run(
+        &launch(1, 1),
+        // SAFETY: deliberately out of bounds, which the simulator checks.
+        &|| unsafe {
+            static_shared!(S: [u32; 4]).write(4, 1);
+        },
+        1,
+    );
+    let Err(Fault::Panic(record)) = r else {
+        panic!("expected a panic, got {r:?}")
+    };
+    assert_eq!(
+        record.message(),
+        "shared array index out of bounds: the len is 4 but the index is 4"
+    );
+}
+
+#[test]
+fn device_functions_outside_a_launch_panic_clearly() {
+    for f in [
+        (|| {
+            thread::thread_idx();
+        }) as fn(),
+        || barrier::sync_threads(),
+        || {
+            shared::DynamicShared::<u32>::get();
+        },
+        || {
+            static_shared!(X: [u32; 1]);
+        },
+        || thread::sleep_ns(1),
+        || {
+            warp::active_mask();
+        },
+    ] {
+        let e = std::panic::catch_unwind(f).unwrap_err();
+        let msg = e.downcast_ref::<String>().unwrap();
+        assert!(
+            msg.contains("runs only inside a kernel launch (GPU or the xlog simulator)"),
+            "{msg}"
+        );
+    }
+}
+
+/// The simulator's throughput on an elementwise body (`y[i] = a·x[i] + y[i]`), in
+/// thread executions per second on one worker. Run with
+/// `cargo test -p xlog-device --release --test sim -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement: run in release with --nocapture"]
+fn elementwise_throughput() {
+    let n = 1 << 24;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let y: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(1.0f32.to_bits())).collect();
+    let body = || {
+        let i = thread::index_1d().get();
+        if i < x.len() {
+            let v = f32::from_bits(y[i].load(Relaxed));
+            y[i].store((2.0 * x[i] + v).to_bits(), Relaxed);
+        }
+    };
+    let l = launch((n / 256) as u32, 256);
+    sim::run(&l, &body, 1).unwrap();
+    let start = std::time::Instant::now();
+    let rounds = 3;
+    for _ in 0..rounds {
+        sim::run(&l, &body, 1).unwrap();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let rate = (rounds * n) as f64 / secs;
+    println!("elementwise: {rate:.3e} thread executions/s on one worker ({n} threads x {rounds})");
+    assert_eq!(f32::from_bits(y[10].load(Relaxed)), 1.0 + 4.0 * 2.0 * 10.0);
+    // A body with one barrier per thread: every thread suspends once.
+    let m = 1 << 20;
+    let l = launch((m / 256) as u32, 256);
+    let start = std::time::Instant::now();
+    sim::run(&l, &|| barrier::sync_threads(), 1).unwrap();
+    let rate = m as f64 / start.elapsed().as_secs_f64();
+    println!("one barrier per thread: {rate:.3e} thread executions/s on one worker");
+}
