@@ -455,7 +455,7 @@ pub(crate) unsafe fn memset_d32_async(
 /// Load a module image (NUL-terminated PTX text or a cubin) into the current context.
 pub(crate) fn module_load(image: &[u8]) -> Result<RawModule> {
     if sim::is_active() {
-        return sim::module_load();
+        return sim::module_load(image);
     }
     // SAFETY: `image` is a complete PTX (NUL-terminated by the caller) or cubin image
     // that outlives the call; the driver copies what it keeps.
@@ -472,7 +472,7 @@ pub(crate) unsafe fn module_function(
 ) -> Result<Option<RawFunction>> {
     if sim::is_active() {
         // SAFETY: obligation 1 is the caller's.
-        return unsafe { sim::module_function(m, name, entry) }.map(Some);
+        return unsafe { sim::module_function(m, name, entry) };
     }
     let Ok(cname) = CString::new(name) else {
         return Ok(None);

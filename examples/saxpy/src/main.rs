@@ -65,7 +65,14 @@ fn run() -> xlog::Result<usize> {
 fn main() -> ExitCode {
     match run() {
         Ok(0) => {
-            println!("ok: the {} result matches the CPU", if xlog::sim::is_active() { "simulator" } else { "GPU" });
+            println!(
+                "ok: the {} result matches the CPU",
+                if xlog::sim::is_active() {
+                    "simulator"
+                } else {
+                    "GPU"
+                }
+            );
             ExitCode::SUCCESS
         }
         Ok(bad) => {

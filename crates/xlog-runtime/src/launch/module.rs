@@ -110,7 +110,9 @@ impl Module {
     ) -> Result<Module> {
         let (major, minor) = device.info().compute_capability;
         let arch = format!("sm_{major}{minor}");
-        let bytes = match image.cubins().iter().find(|(a, _)| *a == arch) {
+        // The simulator reads the entry points' names from the PTX.
+        let cubin = image.cubins().iter().find(|(a, _)| *a == arch);
+        let bytes = match cubin.filter(|_| !crate::sim::is_active()) {
             Some((_, cubin)) => *cubin,
             None => image.ptx().as_bytes(),
         };

@@ -566,6 +566,8 @@ pub(crate) unsafe fn memcpy_htod_sync(dst: u64, src: &[u8]) -> Result<()> {
 /// panic record) and the functions handed out.
 struct SimModule {
     sink: AtomicU64,
+    /// The `.entry` names of the module's PTX.
+    entries: Vec<String>,
     functions: Mutex<HashMap<String, Box<SimFunction>>>,
 }
 
@@ -576,10 +578,23 @@ struct SimFunction {
     module: *const SimModule,
 }
 
-pub(crate) fn module_load() -> Result<RawModule> {
+/// Load a module from its PTX text: the simulator keeps only its entry points'
+/// names (the kernels themselves are their host builds).
+pub(crate) fn module_load(image: &[u8]) -> Result<RawModule> {
     alive("cuModuleLoadData")?;
+    let text = String::from_utf8_lossy(image);
+    let entries = text
+        .split(".entry")
+        .skip(1)
+        .filter_map(|rest| {
+            let name = rest.trim_start();
+            let end = name.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))?;
+            Some(name[..end].to_owned())
+        })
+        .collect();
     let m = Box::new(SimModule {
         sink: AtomicU64::new(0),
+        entries,
         functions: Mutex::default(),
     });
     Ok(Box::into_raw(m) as RawModule)
@@ -591,10 +606,14 @@ pub(crate) unsafe fn module_function(
     m: RawModule,
     name: &str,
     entry: Option<SimEntry>,
-) -> Result<RawFunction> {
+) -> Result<Option<RawFunction>> {
     let module = m as *const SimModule;
     // SAFETY: the caller's obligation.
-    let mut functions = unsafe { &*module }.functions.lock_unpoisoned();
+    let loaded = unsafe { &*module };
+    if !loaded.entries.iter().any(|e| e == name) {
+        return Ok(None);
+    }
+    let mut functions = loaded.functions.lock_unpoisoned();
     let f = functions.entry(name.to_owned()).or_insert_with(|| {
         Box::new(SimFunction {
             name: Arc::from(name),
@@ -605,7 +624,7 @@ pub(crate) unsafe fn module_function(
     if let Some(entry) = entry {
         let _ = f.entry.get_or_init(|| entry);
     }
-    Ok(&**f as *const SimFunction as RawFunction)
+    Ok(Some(&**f as *const SimFunction as RawFunction))
 }
 
 /// # Safety

@@ -47,7 +47,14 @@ mod host {
     /// `scale_add(u64 x, u64 y, u64 n, f32 a)`: `y[i] = a * x[i] + y[i]`.
     pub unsafe fn scale_add(p: &[*mut c_void]) -> SimKernel {
         // SAFETY: the parameter list above.
-        let (x, y, n, a) = unsafe { (arg::<u64>(p, 0), arg::<u64>(p, 1), arg::<u64>(p, 2), arg::<f32>(p, 3)) };
+        let (x, y, n, a) = unsafe {
+            (
+                arg::<u64>(p, 0),
+                arg::<u64>(p, 1),
+                arg::<u64>(p, 2),
+                arg::<f32>(p, 3),
+            )
+        };
         let body = move || {
             let i = thread::index_1d().get();
             if (i as u64) < n {
@@ -65,7 +72,14 @@ mod host {
     /// `slow_copy(u64 src, u64 dst, u64 n, u32 spins)`.
     pub unsafe fn slow_copy(p: &[*mut c_void]) -> SimKernel {
         // SAFETY: the parameter list above.
-        let (src, dst, n, spins) = unsafe { (arg::<u64>(p, 0), arg::<u64>(p, 1), arg::<u64>(p, 2), arg::<u32>(p, 3)) };
+        let (src, dst, n, spins) = unsafe {
+            (
+                arg::<u64>(p, 0),
+                arg::<u64>(p, 1),
+                arg::<u64>(p, 2),
+                arg::<u32>(p, 3),
+            )
+        };
         let body = move || {
             sleep_once_per_block(spins);
             let i = thread::index_1d().get();
@@ -81,7 +95,14 @@ mod host {
     /// `slow_fill(u64 dst, u64 n, u32 value, u32 spins)`.
     pub unsafe fn slow_fill(p: &[*mut c_void]) -> SimKernel {
         // SAFETY: the parameter list above.
-        let (dst, n, value, spins) = unsafe { (arg::<u64>(p, 0), arg::<u64>(p, 1), arg::<u32>(p, 2), arg::<u32>(p, 3)) };
+        let (dst, n, value, spins) = unsafe {
+            (
+                arg::<u64>(p, 0),
+                arg::<u64>(p, 1),
+                arg::<u32>(p, 2),
+                arg::<u32>(p, 3),
+            )
+        };
         let body = move || {
             sleep_once_per_block(spins);
             let i = thread::index_1d().get();
