@@ -125,6 +125,10 @@ impl SimStream {
         self.queue.lock_unpoisoned().submitted
     }
 
+    fn completed(&self) -> u64 {
+        self.queue.lock_unpoisoned().completed
+    }
+
     fn wait_until(&self, n: u64) {
         let mut q = self.queue.lock_unpoisoned();
         while q.completed < n {
@@ -339,6 +343,7 @@ const ALIGN: usize = 256;
 
 fn allocate(call: &'static str, bytes: usize, align: usize) -> Result<u64> {
     alive(call)?;
+    release_quarantined();
     let layout = Layout::from_size_align(bytes, align)
         .ok()
         .filter(|_| bytes > 0)
@@ -378,6 +383,47 @@ fn deallocate(ptr: u64, layout: Layout) {
     unsafe { std::alloc::dealloc(ptr as *mut u8, layout) }
 }
 
+/// A freed block, returned to the host allocator only once every stream has
+/// finished the work it had been given when the block was freed.
+struct Quarantined {
+    ptr: u64,
+    layout: Layout,
+    after: Vec<(Weak<SimStream>, u64)>,
+}
+
+/// Freed blocks still waiting for earlier work. The GPU tolerates a kernel that
+/// touches freed device memory (a program bug the detector reports); host memory
+/// handed back to the allocator would be corrupted instead, so frees wait here.
+static QUARANTINE: Mutex<Vec<Quarantined>> = Mutex::new(Vec::new());
+
+/// Free `ptr` once the work enqueued so far on every stream has run.
+fn quarantine(ptr: u64, layout: Layout) {
+    let after = STREAMS
+        .lock_unpoisoned()
+        .iter()
+        .filter_map(|w| w.upgrade().map(|s| (w.clone(), s.submitted())))
+        .collect();
+    QUARANTINE.lock_unpoisoned().push(Quarantined { ptr, layout, after });
+    release_quarantined();
+}
+
+/// Return the quarantined blocks whose earlier work has all run.
+fn release_quarantined() {
+    let ready: Vec<Quarantined> = {
+        let mut q = QUARANTINE.lock_unpoisoned();
+        let (ready, waiting) = std::mem::take(&mut *q).into_iter().partition(|b| {
+            b.after
+                .iter()
+                .all(|(s, n)| s.upgrade().is_none_or(|s| s.completed() >= *n))
+        });
+        *q = waiting;
+        ready
+    };
+    for b in ready {
+        deallocate(b.ptr, b.layout);
+    }
+}
+
 /// # Safety
 /// `s` is a live simulated stream.
 pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: RawStream) -> Result<u64> {
@@ -395,7 +441,7 @@ pub(crate) unsafe fn mem_free_async(ptr: u64, s: RawStream) -> Result<()> {
     let s = unsafe { stream(s) };
     let layout = release("cuMemFreeAsync", ptr)?;
     DETECTOR.free(ptr, Some(s.id));
-    s.push(Work::Run(Box::new(move || deallocate(ptr, layout))));
+    quarantine(ptr, layout);
     Ok(())
 }
 
@@ -409,7 +455,7 @@ pub(crate) fn mem_free(ptr: u64) -> Result<()> {
     alive("cuMemFree")?;
     let layout = release("cuMemFree", ptr)?;
     DETECTOR.free(ptr, None);
-    deallocate(ptr, layout);
+    quarantine(ptr, layout);
     Ok(())
 }
 
