@@ -5,7 +5,8 @@
 #     xlog-build uses to compile kernel crates to PTX;
 #   - ptxas, from the PyPI wheel nvidia-cuda-nvcc, to validate every PTX module.
 # Then: formatting, clippy, the CPU test suites (unit, trybuild, PTX validation),
-# and the docs. GPU suites are separate and opt-in (scripts/gpu/).
+# the docs, and the GPU suites on the CPU simulator (XLOG_BACKEND=sim). The GPU
+# suites on a GPU are separate and opt-in (scripts/gpu/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 UI_TOOLCHAIN=1.95.0
@@ -52,6 +53,20 @@ echo "== tests"
 cargo test --workspace
 # The same kernel crate with a feature on: the device build must see it too.
 cargo test -p xlog-abi-kernels --features wide
+echo "== GPU suites on the CPU simulator (XLOG_BACKEND=sim; not GPU coverage)"
+# The same suites the GPU machine runs (scripts/gpu/run.sh), on xlog's simulator:
+# kernels, streams and memory on the host, with the hazard detector checking every
+# access. Sizes are capped; the stress runs at a CI scale.
+export XLOG_BACKEND=sim XLOG_TEST_MAX_LEN=${XLOG_TEST_MAX_LEN:-1100000}
+cargo test --profile sim --no-fail-fast \
+  -p xlog-runtime --features xlog-runtime/gpu-tests \
+  -p xlog-kernels --features xlog-kernels/gpu-tests \
+  -p xlog-device-kernels --features xlog-device-kernels/gpu \
+  -p xlog-stress --features xlog-stress/gpu-tests \
+  -p xlog-abi-kernels --features xlog-abi-kernels/gpu-tests
+cargo run --profile sim -p saxpy
+cargo run --profile sim -p pipeline
+unset XLOG_BACKEND XLOG_TEST_MAX_LEN
 echo "== compile-fail suite (rustc $UI_TOOLCHAIN)"
 cargo "+$UI_TOOLCHAIN" test -p xlog-macros --test compiletest -- --ignored
 echo "== Python module (built and imported here; its tests need a GPU)"
