@@ -59,6 +59,22 @@ use crate::stream::Stream;
 use crate::sync::Unpoisoned;
 use crate::track::{Access, UsePoint};
 
+/// Interop hands device memory to other CUDA libraries, or takes theirs: the
+/// simulator's memory is host memory no CUDA library may touch, so every interop
+/// path refuses it.
+fn refuse_on_simulator(what: &str) -> Result<()> {
+    if crate::sim::is_active() {
+        return Err(Error::Unsupported {
+            what: format!("{what} on the simulator"),
+            reason: "interop (DLPack, Arrow, foreign streams) shares device memory with \
+                     other CUDA libraries, and the simulator's memory is host memory; \
+                     run on a GPU"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 /// A CUDA stream of another library (a `CUstream` / `cudaStream_t`), borrowed.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ForeignStream(RawStream);
@@ -180,6 +196,7 @@ impl BufferCore {
     /// Make `consumer` wait for the buffer's pending work that `access` conflicts
     /// with: its last writes, and for a writing access its outstanding reads too.
     pub fn order_foreign(&self, consumer: ForeignStream, access: Access) -> Result<()> {
+        refuse_on_simulator("an export")?;
         let stream = self.alloc_stream();
         if !stream.has_device() {
             return Ok(());
@@ -196,6 +213,7 @@ impl BufferCore {
     /// Block the host until the buffer's pending work that `access` conflicts with
     /// has finished: the ordering for a consumer that names no stream.
     pub fn wait_host(&self, access: Access) -> Result<()> {
+        refuse_on_simulator("an export")?;
         if !self.alloc_stream().has_device() {
             return Ok(());
         }
@@ -214,6 +232,7 @@ impl BufferCore {
     /// (and, for a writing use, for every other recorded use): the buffer's use
     /// state keeps one point per xlog stream however many times it is exported.
     pub fn record_foreign_use(&self, consumer: ForeignStream, access: Access) -> Result<()> {
+        refuse_on_simulator("a foreign use")?;
         let stream = self.alloc_stream();
         if !stream.has_device() {
             return Ok(());
@@ -251,6 +270,7 @@ impl BufferCore {
     /// `on` must be a stream of the buffer's runtime (a host placeholder only for a
     /// buffer in host memory): an event of no device would order nothing.
     pub fn ready_event(&self, on: &Stream) -> Result<OwnedEvent> {
+        refuse_on_simulator("an export event")?;
         let mine = self.alloc_stream();
         if mine.has_device()
             && (!on.has_device()
@@ -486,6 +506,7 @@ unsafe fn import_with<T: DeviceCopy>(
     owner: Box<dyn Send>,
 ) -> Result<DeviceBuffer<T>> {
     let what = || format!("imported memory at {ptr:#x} ({len} elements)");
+    refuse_on_simulator("an import")?;
     let elem = std::mem::size_of::<T>();
     let bytes = len.checked_mul(elem).ok_or(Error::SizeOverflow {
         len,

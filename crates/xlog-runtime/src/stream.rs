@@ -235,7 +235,9 @@ impl Stream {
     }
 
     /// The raw `CUstream`, for calling other CUDA libraries inside
-    /// [`crate::WorkRecorder::enqueue`]. Null for host placeholders.
+    /// [`crate::WorkRecorder::enqueue`]. Null for host placeholders. On the
+    /// simulator ([`crate::sim`]) it is the simulator's own handle, which no CUDA
+    /// library accepts.
     pub fn raw(&self) -> RawStream {
         self.shared.raw
     }

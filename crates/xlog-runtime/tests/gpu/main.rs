@@ -12,3 +12,4 @@ mod copies;
 mod hazards;
 mod launch;
 mod runtime;
+mod simulator;

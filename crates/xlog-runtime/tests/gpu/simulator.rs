@@ -1,0 +1,81 @@
+//! What only the simulator does (`XLOG_BACKEND=sim`): on a GPU each test says so
+//! and returns, since there is nothing of the simulator to check there.
+
+use xlog_runtime::{DeviceBuffer, Error, LaunchConfig, ReadyAfter, WorkRecorder};
+
+use crate::common::*;
+
+fn on_simulator(test: &str) -> bool {
+    let sim = xlog_runtime::sim::is_active();
+    if !sim {
+        println!("{test}: checks the simulator only (XLOG_BACKEND=sim)");
+    }
+    sim
+}
+
+#[test]
+fn ptx_loaded_at_run_time_is_refused_on_the_simulator() {
+    if !on_simulator("ptx_loaded_at_run_time_is_refused_on_the_simulator") {
+        return;
+    }
+    // An owned runtime loads the module afresh: nobody gave its functions a host
+    // build (the host build given once stays with the loaded module's function).
+    let rt = xlog_runtime::Runtime::builder(0).build().unwrap();
+    let s = rt.new_stream().unwrap();
+    // Looked up without a host build, as `Module::function` does for any PTX.
+    let f = rt
+        .load_module(&KERNELS)
+        .unwrap()
+        .function("slow_fill")
+        .unwrap();
+    let mut y = rt.alloc_zeroed_on::<u32>(&s, 16).unwrap();
+    let (dp, n, v, spins) = (y.device_ptr(), 16u64, 5u32, 0u32);
+    let pre = WorkRecorder::new(&s).write(&mut y).preflight().unwrap();
+    let mut params = [param(&dp), param(&n), param(&v), param(&spins)];
+    // SAFETY: slow_fill(u64 dst, u64 n, u32 value, u32 spins) matches the params.
+    let e = unsafe { pre.launch(&f, LaunchConfig::for_len(16), &mut params) }.unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+    assert!(e.to_string().contains("no host build"), "{e}");
+    assert_eq!(y.download(&s).unwrap(), vec![0; 16], "nothing ran");
+}
+
+#[test]
+fn interop_is_refused_on_the_simulator() {
+    if !on_simulator("interop_is_refused_on_the_simulator") {
+        return;
+    }
+    let rt = rt();
+    let s = rt.new_stream().unwrap();
+    let host = vec![0u32; 16];
+    // SAFETY: refused before the memory is used: the simulator takes no foreign
+    // memory (which is exactly what is checked).
+    let e = unsafe {
+        DeviceBuffer::<u32>::import_raw(&s, host.as_ptr() as u64, 16, ReadyAfter::ImportStream, ())
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+    let buf = rt.upload_on(&s, &host).unwrap();
+    let e = buf.core().ready_event(&s).unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+}
+
+#[test]
+fn fenced_work_leaves_the_detector_silent() {
+    if !on_simulator("fenced_work_leaves_the_detector_silent") {
+        return;
+    }
+    let rt = rt();
+    let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
+    let mut x = rt.upload_on(&a, &random_u32(1, 4096)).unwrap();
+    let mut y = rt.alloc_zeroed_on::<u32>(&b, 4096).unwrap();
+    slow_copy(&rt, &b, &x, &mut y, 50);
+    slow_fill(&rt, &a, &mut x, 7, 0);
+    y.copy_from(&a, &x).unwrap();
+    assert_eq!(y.download(&b).unwrap(), vec![7; 4096]);
+    let found: Vec<String> = xlog_runtime::sim::take_hazards()
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    // Other tests of this process may run unfenced children, never this process.
+    assert!(found.is_empty(), "{found:#?}");
+}
