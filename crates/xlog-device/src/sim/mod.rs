@@ -56,7 +56,7 @@
 //!   point. The simulator needs `panic = "unwind"`.
 //!
 //! What the simulator models and what it does not (timing, the memory model,
-//! independent thread scheduling) is in the crate's `SIMULATOR_NOTES.md`.
+//! independent thread scheduling) is in the repository's `docs/simulator.md`.
 
 mod block;
 mod capture;
