@@ -18,10 +18,8 @@ use cudarc::driver::{result, sys};
 use crate::error::{Error, Result};
 use crate::sim::{self, SimEntry, Touch};
 
-pub(crate) type RawStream = sys::CUstream;
-pub(crate) type RawEvent = sys::CUevent;
-pub(crate) type RawFunction = sys::CUfunction;
-pub(crate) type RawModule = sys::CUmodule;
+pub use crate::handle::DeviceInfo;
+pub(crate) use crate::handle::{RawEvent, RawFunction, RawModule, RawStream};
 
 /// Load `libcuda` and call `cuInit` once per process.
 pub(crate) fn init() -> Result<()> {
@@ -61,31 +59,6 @@ pub(crate) fn device_count() -> Result<u32> {
     result::device::get_count()
         .map(|c| c as u32)
         .map_err(|e| Error::driver("cuDeviceGetCount", e))
-}
-
-/// Limits and identity of one device, read once when its context opens.
-#[derive(Clone, Debug)]
-pub struct DeviceInfo {
-    /// Device ordinal.
-    pub ordinal: u32,
-    /// Marketing name, e.g. "NVIDIA H100 80GB HBM3".
-    pub name: String,
-    /// Compute capability (major, minor).
-    pub compute_capability: (u32, u32),
-    /// Maximum threads in one block.
-    pub max_threads_per_block: u32,
-    /// Maximum block dimensions.
-    pub max_block_dim: [u32; 3],
-    /// Maximum grid dimensions.
-    pub max_grid_dim: [u32; 3],
-    /// Maximum shared memory per block a kernel may opt into, in bytes.
-    pub max_shared_per_block_optin: u32,
-    /// Shared memory per block without opt-in, in bytes.
-    pub max_shared_per_block: u32,
-    /// Whether `cuMemAllocAsync` is supported.
-    pub memory_pools: bool,
-    /// Total device memory in bytes.
-    pub total_memory: usize,
 }
 
 /// A retained primary context of one device.

@@ -48,6 +48,7 @@ mod device;
 mod driver;
 mod error;
 mod foreign;
+mod handle;
 mod launch;
 mod panics;
 pub mod resource;

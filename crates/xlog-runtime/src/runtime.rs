@@ -23,10 +23,7 @@ use crate::sync::Unpoisoned;
 
 /// Environment variable read by [`Runtime::get`]: the budget in bytes.
 pub const BUDGET_ENV: &str = "XLOG_BUDGET_BYTES";
-/// Environment variable read by [`Runtime::get`]: `async` (default) or `direct`
-/// (the memory backend), or `sim`: the whole process runs on the simulator
-/// (see [`crate::sim`]) with the async backend's stream-ordered allocation.
-pub const BACKEND_ENV: &str = "XLOG_BACKEND";
+pub use crate::sim::BACKEND_ENV;
 
 /// Which backend allocates device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -32,7 +32,7 @@ use xlog_device::Dim3;
 
 use super::hazard::{Detector, Touch};
 use super::SimEntry;
-use crate::driver::{DeviceInfo, RawEvent, RawFunction, RawModule, RawStream};
+use crate::handle::{DeviceInfo, RawEvent, RawFunction, RawModule, RawStream};
 use crate::error::{Error, Result};
 use crate::sync::Unpoisoned;
 

@@ -33,7 +33,6 @@ pub(crate) use hazard::Touch;
 pub use hazard::{Access, Hazard};
 
 use crate::error::{Error, Result};
-use crate::runtime::BACKEND_ENV;
 
 /// The host build of one launch: the kernel body with its parameters bound, run
 /// once per simulated thread.
@@ -77,6 +76,12 @@ impl SimKernel {
 /// that parameter's type, and every buffer address is live host memory of the
 /// simulator for as long as the launch runs.
 pub type SimEntry = unsafe fn(params: &[*mut c_void]) -> SimKernel;
+
+/// Environment variable read by [`Runtime::get`](crate::Runtime::get) and, for
+/// the whole process, by the driver layer: `async` (default) or `direct` (the memory
+/// backend), or `sim`: the process runs on the simulator, with the async backend's
+/// stream-ordered allocation.
+pub const BACKEND_ENV: &str = "XLOG_BACKEND";
 
 const UNDECIDED: u8 = 0;
 const CUDA: u8 = 1;

@@ -1,0 +1,39 @@
+//! The driver's handle types and a device's limits: what both the CUDA driver
+//! layer (`driver.rs`) and the simulated one (`sim/`) hand out.
+
+use cudarc::driver::sys;
+
+/// A stream: a `CUstream`, or on the simulator a pointer to its own stream object.
+pub(crate) type RawStream = sys::CUstream;
+/// An event (`CUevent`, or the simulator's).
+pub(crate) type RawEvent = sys::CUevent;
+/// A kernel entry point (`CUfunction`, or the simulator's).
+pub(crate) type RawFunction = sys::CUfunction;
+/// A loaded module (`CUmodule`, or the simulator's).
+pub(crate) type RawModule = sys::CUmodule;
+
+/// Limits and identity of one device, read once when its context opens.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// Device ordinal.
+    pub ordinal: u32,
+    /// Marketing name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (u32, u32),
+    /// Maximum threads in one block.
+    pub max_threads_per_block: u32,
+    /// Maximum block dimensions.
+    pub max_block_dim: [u32; 3],
+    /// Maximum grid dimensions.
+    pub max_grid_dim: [u32; 3],
+    /// Maximum shared memory per block a kernel may opt into, in bytes.
+    pub max_shared_per_block_optin: u32,
+    /// Shared memory per block without opt-in, in bytes.
+    pub max_shared_per_block: u32,
+    /// Whether `cuMemAllocAsync` is supported.
+    pub memory_pools: bool,
+    /// Total device memory in bytes.
+    pub total_memory: usize,
+}
+
