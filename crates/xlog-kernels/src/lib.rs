@@ -40,11 +40,14 @@
 
 xlog::kernel_module!();
 
+pub mod compact;
 pub mod cooperative;
 pub mod elementwise;
 pub mod gather;
+pub mod histogram;
 pub mod reduce;
 pub mod scan;
+pub mod segmented;
 pub mod single_pass;
 
 #[cfg(not(target_arch = "nvptx64"))]
