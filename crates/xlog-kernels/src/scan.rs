@@ -44,9 +44,9 @@ use xlog::prelude::*;
 /// Threads per block of every scan kernel.
 pub const BLOCK: u32 = 256;
 /// Elements per thread of a 32-bit scan (four 16-byte vectors).
-pub const ITEMS_32: usize = 8;
+pub const ITEMS_32: usize = 16;
 /// Elements per thread of a 64-bit scan (four 16-byte vectors).
-pub const ITEMS_64: usize = 4;
+pub const ITEMS_64: usize = 8;
 
 /// One block's share of a single-pass scan under `op` (associative, `identity` its
 /// identity): while tiles remain, take one, scan its `blockDim.x · K` elements
@@ -106,26 +106,26 @@ macro_rules! sums {
 }
 
 sums! {
-    u32, 8, 4, scan_inclusive_sum_u32, scan_exclusive_sum_u32, 0, u32::wrapping_add;
-    i32, 8, 4, scan_inclusive_sum_i32, scan_exclusive_sum_i32, 0, i32::wrapping_add;
-    f32, 8, 4, scan_inclusive_sum_f32, scan_exclusive_sum_f32, 0.0, |a: f32, b: f32| a + b;
-    u64, 4, 2, scan_inclusive_sum_u64, scan_exclusive_sum_u64, 0, u64::wrapping_add;
-    i64, 4, 2, scan_inclusive_sum_i64, scan_exclusive_sum_i64, 0, i64::wrapping_add;
-    f64, 4, 2, scan_inclusive_sum_f64, scan_exclusive_sum_f64, 0.0, |a: f64, b: f64| a + b;
+    u32, 16, 4, scan_inclusive_sum_u32, scan_exclusive_sum_u32, 0, u32::wrapping_add;
+    i32, 16, 4, scan_inclusive_sum_i32, scan_exclusive_sum_i32, 0, i32::wrapping_add;
+    f32, 16, 4, scan_inclusive_sum_f32, scan_exclusive_sum_f32, 0.0, |a: f32, b: f32| a + b;
+    u64, 8, 2, scan_inclusive_sum_u64, scan_exclusive_sum_u64, 0, u64::wrapping_add;
+    i64, 8, 2, scan_inclusive_sum_i64, scan_exclusive_sum_i64, 0, i64::wrapping_add;
+    f64, 8, 2, scan_inclusive_sum_f64, scan_exclusive_sum_f64, 0.0, |a: f64, b: f64| a + b;
 }
 
 /// `out[i]` = the last non-zero element of `x[0..=i]` (0 if none): a scan under an
 /// associative, non-commutative operator of the kind a user writes, so the GPU
 /// suite sees elements combined in order.
-#[xlog_kernel(read(x), write(out per tile(8)), lookback(status), block = 256)]
+#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256)]
 pub fn scan_last_nonzero_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
-    scan_tiles::<u32, 8, 4, true>(x, out, status, 0, |a, b| if b == 0 { a } else { b });
+    scan_tiles::<u32, 16, 4, true>(x, out, status, 0, |a, b| if b == 0 { a } else { b });
 }
 
 /// `out[i] = max(x[0], …, x[i])` over `u32`s: the kernel of [`InclusiveMaxU32`].
-#[xlog_kernel(read(x), write(out per tile(8)), lookback(status), block = 256)]
+#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256)]
 pub fn scan_inclusive_max_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
-    scan_tiles::<u32, 8, 4, true>(x, out, status, 0, u32::max);
+    scan_tiles::<u32, 16, 4, true>(x, out, status, 0, u32::max);
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
