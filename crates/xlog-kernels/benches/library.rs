@@ -1,5 +1,6 @@
 //! The query-engine library against CUB on the same GPU, in one run (bench id
-//! `library`): xlog's reduce, scan, histogram, gather and scatter at n = 10^8,
+//! `library`): xlog's reduce, scan, histograms, gather, scatter, compaction,
+//! run-length encoding and segmented sum at n = 10^8,
 //! each host call timed with CUDA events (median of 30 rounds after 3 warm-ups),
 //! then the same operations in PyTorch and CuPy (which call CUB), timed the same
 //! way by `library_cub.py`, which this bench runs as a child process. Figures are
@@ -48,7 +49,82 @@ const CASES: &[(&str, &str)] = &[
     ("histogram 256 bins u8", bench::peer::TORCH_BINCOUNT),
     ("random gather f32", bench::peer::TORCH_INDEXING),
     ("scatter f32", bench::peer::TORCH_INDEX_COPY),
+    ("even histogram 256 bins f32", "torch.histc"),
+    ("select 50% f32", "torch.masked_select"),
+    ("unique counts sorted i32", "torch.unique_consecutive"),
+    (
+        "segmented sum f32 (1000 per segment)",
+        "torch.segment_reduce",
+    ),
 ];
+
+/// The even histogram, compaction, run-length and segmented cases, on the data
+/// `library_cub.py` builds the same way.
+fn compaction_and_segments(
+    rt: &xlog::Runtime,
+    s: &Stream,
+    n: usize,
+    x: &[f32],
+    ours: &mut HashMap<&'static str, f64>,
+) {
+    use xlog_kernels::{compact, histogram, segmented};
+    // Even bins over [0, 1): x is (i mod 1000) / 1000.
+    let xb = rt.upload_on(s, x).unwrap();
+    let h = histogram::even(s, &xb, 0.0f32, 1.0, 256).unwrap();
+    let total: u64 = h.download(s).unwrap().iter().map(|&c| c as u64).sum();
+    assert_eq!(total, n as u64, "the timed even histogram is wrong");
+    ours.insert(
+        "even histogram 256 bins f32",
+        median_ms(s, &mut || {
+            let _ = histogram::even(s, &xb, 0.0f32, 1.0, 256).unwrap();
+        }),
+    );
+    // Half the elements kept, in a pseudo-random pattern.
+    let flags: Vec<u8> = (0..n)
+        .map(|i| ((i.wrapping_mul(2_654_435_761) >> 13) & 1) as u8)
+        .collect();
+    let fb = rt.upload_on(s, &flags).unwrap();
+    let kept = compact::select_flagged(s, &xb, &fb).unwrap();
+    let want = flags.iter().filter(|&&f| f != 0).count();
+    assert_eq!(kept.len(), want, "the timed select is wrong");
+    drop(kept);
+    ours.insert(
+        "select 50% f32",
+        median_ms(s, &mut || {
+            let _ = compact::select_flagged(s, &xb, &fb).unwrap();
+        }),
+    );
+    drop(fb);
+    // Sorted keys in runs of about 10, and segments of 1000 elements.
+    let keys: Vec<i32> = (0..n).map(|i| (i / 10) as i32).collect();
+    let kb = rt.upload_on(s, &keys).unwrap();
+    let runs = compact::unique_counts(s, &kb).unwrap();
+    assert_eq!(
+        runs.values.len(),
+        n.div_ceil(10),
+        "the timed unique is wrong"
+    );
+    drop(runs);
+    ours.insert(
+        "unique counts sorted i32",
+        median_ms(s, &mut || {
+            let _ = compact::unique_counts(s, &kb).unwrap();
+        }),
+    );
+    drop(kb);
+    let offsets: Vec<u64> = (0..=n.div_ceil(1000))
+        .map(|j| (j * 1000).min(n) as u64)
+        .collect();
+    let ob = rt.upload_on(s, &offsets).unwrap();
+    let sums = segmented::segmented_reduce::<f32, segmented::Sum>(s, &xb, &ob).unwrap();
+    assert_eq!(sums.len(), offsets.len() - 1);
+    ours.insert(
+        "segmented sum f32 (1000 per segment)",
+        median_ms(s, &mut || {
+            let _ = segmented::segmented_reduce::<f32, segmented::Sum>(s, &xb, &ob).unwrap();
+        }),
+    );
+}
 
 fn main() {
     let rt = bench::runtime_or_exit();
@@ -103,22 +179,20 @@ fn main() {
     );
     drop(xib);
 
-    // histogram of bytes, 256 bins (global atomics: not yet privatised)
+    // histogram of bytes, 256 bins (privatised per block)
     let bytes: Vec<u8> = (0..n)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8)
         .collect();
     let bb = rt.upload_on(&s, &bytes).unwrap();
-    let mut bins = rt.alloc_zeroed_on::<u32>(&s, 256).unwrap();
-    let hcfg = xlog::LaunchConfig::new([1024, 1, 1], [256, 1, 1]);
+    let bins = xlog_kernels::histogram::counts(&s, &bb, 256).unwrap();
+    let total: u64 = bins.download(&s).unwrap().iter().map(|&c| c as u64).sum();
+    assert_eq!(total, n as u64, "the timed histogram is wrong");
     ours.insert(
         "histogram 256 bins u8",
         median_ms(&s, &mut || {
-            bins.fill(&s, 0).unwrap();
-            xlog_kernels::cooperative::histogram_u8::launch(&s, hcfg, &bb, &mut bins).unwrap();
+            let _ = xlog_kernels::histogram::counts(&s, &bb, 256).unwrap();
         }),
     );
-    let total: u64 = bins.download(&s).unwrap().iter().map(|&c| c as u64).sum();
-    assert_eq!(total, n as u64, "the timed histogram is wrong");
     drop(bb);
 
     // random gather and permutation scatter, f32 values, 64-bit indices (as torch's)
@@ -160,6 +234,7 @@ fn main() {
         "the timed scatter is wrong"
     );
     drop((xb, ib, pb, out));
+    compaction_and_segments(&rt, &s, n, &x, &mut ours);
     s.synchronize().unwrap();
 
     // The CUB side, on the same GPU, after ours (its memory freed).

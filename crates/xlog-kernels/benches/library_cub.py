@@ -25,7 +25,30 @@ PEERS = {
     "histogram 256 bins u8": "torch.bincount",
     "random gather f32": "torch indexing",
     "scatter f32": "torch index_copy_",
+    "even histogram 256 bins f32": "torch.histc",
+    "select 50% f32": "torch.masked_select",
+    "unique counts sorted i32": "torch.unique_consecutive",
+    "segmented sum f32 (1000 per segment)": "torch.segment_reduce",
 }
+
+
+def compaction_and_segments(n, i, x, results):
+    """The even histogram, compaction, run-length and segmented cases."""
+    results["even histogram 256 bins f32"] = torch_ms(lambda: torch.histc(x, bins=256, min=0.0, max=1.0))
+    flags = ((i * 2654435761) >> 13) & 1
+    mask = flags.to(torch.bool)
+    results["select 50% f32"] = torch_ms(lambda: torch.masked_select(x, mask))
+    del flags, mask
+    keys = (i // 10).to(torch.int32)
+    results["unique counts sorted i32"] = torch_ms(
+        lambda: torch.unique_consecutive(keys, return_counts=True)
+    )
+    del keys
+    lengths = torch.full(((n + 999) // 1000,), 1000, device=x.device, dtype=torch.int64)
+    lengths[-1] = n - 1000 * (lengths.numel() - 1)
+    results["segmented sum f32 (1000 per segment)"] = torch_ms(
+        lambda: torch.segment_reduce(x, "sum", lengths=lengths)
+    )
 
 
 def median(v):
@@ -92,6 +115,8 @@ def main():
     perm = torch.randperm(n, device=dev, generator=g)
     out = torch.zeros(n, device=dev, dtype=torch.float32)
     results["scatter f32"] = torch_ms(lambda: out.index_copy_(0, perm, x))
+
+    compaction_and_segments(n, i, x, results)
 
     path = os.environ.get("XLOG_BENCH_RESULTS")
     for case, ms in results.items():

@@ -21,8 +21,10 @@
 //! The query-engine library, still without `unsafe` in kernel bodies: [`reduce`]
 //! (sum, min, max and [`reduce::fold`] under a kernel of your own), [`scan`]
 //! (single-pass inclusive and exclusive scans with a warp-wide decoupled look-back)
-//! and [`gather`] (gather and scatter by index, out-of-range indices reported as
-//! errors). Results stay on the device; temporary memory comes from the stream's
+//! [`gather`] (gather and scatter by index, out-of-range indices reported as
+//! errors), [`histogram`] (even bins and counts by key, privatised per block),
+//! [`compact`] (select by flags, stable partition, run-length encoding) and
+//! [`segmented`] (segmented reduce by offsets, reduce-by-key). Results stay on the device; temporary memory comes from the stream's
 //! runtime and its budget.
 //!
 //! ```no_run
@@ -40,11 +42,14 @@
 
 xlog::kernel_module!();
 
+pub mod compact;
 pub mod cooperative;
 pub mod elementwise;
 pub mod gather;
+pub mod histogram;
 pub mod reduce;
 pub mod scan;
+pub mod segmented;
 pub mod single_pass;
 
 #[cfg(not(target_arch = "nvptx64"))]

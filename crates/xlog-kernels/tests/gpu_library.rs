@@ -1,4 +1,5 @@
-//! GPU suite of the query-engine library (`reduce`, `scan`, `gather`), opt-in with
+//! GPU suite of the query-engine library (`reduce`, `scan`, `gather`, `histogram`,
+//! `compact`, `segmented`), opt-in with
 //! `--features gpu-tests`; every test fails without a device. Each operation runs
 //! against a CPU reference on sizes 0, 1, block ± 1, tile ± 1, 2^k ± 1 and a large
 //! size (capped by `XLOG_TEST_MAX_LEN` for the compute-sanitizer passes), on random
@@ -457,5 +458,406 @@ mod gather {
             gather::scatter(&s, &x, &short, &mut out),
             Err(Error::InvalidArgument { .. })
         ));
+    }
+}
+
+/// Sizes for the newer families: the same boundaries, plus their tiles (2048
+/// elements a compaction tile).
+fn lib_sizes() -> impl Iterator<Item = usize> {
+    sizes().chain([2048, 2047 * 3].into_iter().filter(|&n| within_cap(n)))
+}
+
+/// Adversarial key shapes: random in `0..range`, all equal, sorted, reverse sorted,
+/// few distinct, the full range of the type (cast from random bits).
+const SHAPES: [&str; 6] = ["random", "equal", "sorted", "reverse", "few", "full"];
+
+/// Inputs past a million elements run on the first shape or kind only, to keep
+/// the suite's CPU references fast.
+fn big(n: usize) -> bool {
+    n > 1 << 20
+}
+
+fn shaped(shape: &str, n: usize, range: u64, seed: u64) -> Vec<u64> {
+    let mut r = Rng::from_state(seed | 1);
+    let mut v: Vec<u64> = match shape {
+        "random" => (0..n).map(|_| r.next_u64() % range).collect(),
+        "equal" => vec![range / 2; n],
+        "few" => (0..n).map(|_| (r.next_u64() % 3) * (range / 3)).collect(),
+        "full" => (0..n).map(|_| r.next_u64()).collect(),
+        _ => (0..n)
+            .map(|i| (i as u64 * range) / n.max(1) as u64)
+            .collect(),
+    };
+    if shape == "reverse" {
+        v.reverse();
+    }
+    v
+}
+
+mod histogram {
+    use super::*;
+    use xlog_kernels::histogram;
+
+    fn even_ref_f32(x: &[f32], lo: f32, hi: f32, bins: usize) -> Vec<u32> {
+        let scale = bins as f32 / (hi - lo);
+        let mut h = vec![0u32; bins];
+        for &v in x {
+            if v >= lo && v < hi {
+                h[(((v - lo) * scale) as usize).min(bins - 1)] += 1;
+            }
+        }
+        h
+    }
+
+    fn even_ref_int(x: &[i64], lo: i64, hi: i64, bins: usize) -> Vec<u32> {
+        let mut h = vec![0u32; bins];
+        for &v in x {
+            if v >= lo && v < hi {
+                h[((v - lo) as u128 * bins as u128 / (hi - lo) as u128) as usize] += 1;
+            }
+        }
+        h
+    }
+
+    #[test]
+    fn even_bins_match_the_cpu() {
+        let rt = gpu_runtime();
+        let (p, c) = streams(&rt);
+        for n in lib_sizes() {
+            for (k, shape) in SHAPES.into_iter().enumerate() {
+                if big(n) && k > 0 {
+                    break;
+                }
+                let seed = 3 + n as u64 * 7 + k as u64;
+                for bins in [1usize, 7, 256, 1000, 20_000] {
+                    // f32 over [-10, 30), some samples outside, a NaN or two.
+                    let mut xf: Vec<f32> = shaped(shape, n, 50_000, seed)
+                        .iter()
+                        .map(|&v| (v % 50_000) as f32 * 0.001 - 12.5)
+                        .collect();
+                    if n > 10 {
+                        xf[n / 2] = f32::NAN;
+                    }
+                    let xb = upload(&rt, &p, &xf);
+                    let got = histogram::even(&c, &xb, -10.0f32, 30.0, bins).unwrap();
+                    assert_eq!(
+                        got.download(&c).unwrap(),
+                        even_ref_f32(&xf, -10.0, 30.0, bins),
+                        "f32 {n} {shape} {bins} bins"
+                    );
+                    // i32 over the full range and a small one; u32 likewise.
+                    let raw = shaped(shape, n, 1 << 40, seed);
+                    let xi: Vec<i32> = raw.iter().map(|&v| v as i32).collect();
+                    let xib = upload(&rt, &p, &xi);
+                    let wide: Vec<i64> = xi.iter().map(|&v| v as i64).collect();
+                    for (lo, hi) in [(i32::MIN, i32::MAX), (-1000, 77_777)] {
+                        let got = histogram::even(&c, &xib, lo, hi, bins).unwrap();
+                        assert_eq!(
+                            got.download(&c).unwrap(),
+                            even_ref_int(&wide, lo as i64, hi as i64, bins),
+                            "i32 {n} {shape} {bins} bins [{lo}, {hi})"
+                        );
+                    }
+                    let xu: Vec<u32> = raw.iter().map(|&v| (v >> 8) as u32).collect();
+                    let xub = upload(&rt, &p, &xu);
+                    let wide: Vec<i64> = xu.iter().map(|&v| v as i64).collect();
+                    for (lo, hi) in [(0u32, u32::MAX), (5, 1 << 20)] {
+                        let got = histogram::even(&c, &xub, lo, hi, bins).unwrap();
+                        assert_eq!(
+                            got.download(&c).unwrap(),
+                            even_ref_int(&wide, lo as i64, hi as i64, bins),
+                            "u32 {n} {shape} {bins} bins [{lo}, {hi})"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn counts_by_key_match_the_cpu() {
+        let rt = gpu_runtime();
+        let (p, c) = streams(&rt);
+        for n in lib_sizes() {
+            for (k, shape) in SHAPES.into_iter().enumerate() {
+                if big(n) && k > 0 {
+                    break;
+                }
+                let raw = shaped(shape, n, 300, 17 + n as u64 + k as u64);
+                for bins in [1usize, 256, 300, 13_000] {
+                    let mut want = vec![0u32; bins];
+                    let bytes: Vec<u8> = raw.iter().map(|&v| v as u8).collect();
+                    for &b in &bytes {
+                        if (b as usize) < bins {
+                            want[b as usize] += 1;
+                        }
+                    }
+                    let got = histogram::counts(&c, &upload(&rt, &p, &bytes), bins).unwrap();
+                    assert_eq!(got.download(&c).unwrap(), want, "u8 {n} {shape} {bins}");
+                    let keys: Vec<i32> = raw.iter().map(|&v| v as i32 - 20).collect();
+                    let mut want = vec![0u32; bins];
+                    for &kk in &keys {
+                        if kk >= 0 && (kk as usize) < bins {
+                            want[kk as usize] += 1;
+                        }
+                    }
+                    let got = histogram::counts(&c, &upload(&rt, &p, &keys), bins).unwrap();
+                    assert_eq!(got.download(&c).unwrap(), want, "i32 {n} {shape} {bins}");
+                    let keys: Vec<u32> = raw.iter().map(|&v| v as u32).collect();
+                    let mut want = vec![0u32; bins];
+                    for &kk in &keys {
+                        if (kk as usize) < bins {
+                            want[kk as usize] += 1;
+                        }
+                    }
+                    let got = histogram::counts(&c, &upload(&rt, &p, &keys), bins).unwrap();
+                    assert_eq!(got.download(&c).unwrap(), want, "u32 {n} {shape} {bins}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_before_anything_runs() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        let x = upload(&rt, &s, &[1.0f32, 2.0]);
+        for (lo, hi, bins) in [
+            (1.0, 1.0, 4),
+            (2.0, 1.0, 4),
+            (f32::NAN, 1.0, 4),
+            (0.0, 1.0, 0),
+        ] {
+            assert!(matches!(
+                histogram::even(&s, &x, lo, hi, bins),
+                Err(Error::InvalidArgument { .. })
+            ));
+        }
+    }
+}
+
+mod compact {
+    use super::*;
+    use xlog_kernels::compact;
+
+    fn check<T: Num + PartialOrd + compact::Compactable>() {
+        let rt = gpu_runtime();
+        let (p, c) = streams(&rt);
+        for n in lib_sizes() {
+            for (k, kind) in KINDS.into_iter().enumerate() {
+                if big(n) && k > 0 {
+                    break;
+                }
+                let x = make::<T>(kind, n, 31 + n as u64 + k as u64);
+                let xb = upload(&rt, &p, &x);
+                for (f, shape) in ["random", "equal", "sorted", "reverse", "few"]
+                    .iter()
+                    .enumerate()
+                {
+                    let flags: Vec<u8> = shaped(shape, n, 2, 5 + f as u64 + n as u64)
+                        .iter()
+                        .map(|&v| (v % 2) as u8 * (1 + f as u8))
+                        .collect();
+                    let fb = upload(&rt, &p, &flags);
+                    let kept: Vec<T> = x
+                        .iter()
+                        .zip(&flags)
+                        .filter(|(_, &f)| f != 0)
+                        .map(|(&v, _)| v)
+                        .collect();
+                    let rejected: Vec<T> = x
+                        .iter()
+                        .zip(&flags)
+                        .filter(|(_, &f)| f == 0)
+                        .map(|(&v, _)| v)
+                        .collect();
+                    let got = compact::select_flagged(&c, &xb, &fb)
+                        .unwrap()
+                        .download(&c)
+                        .unwrap();
+                    assert_eq!(got, kept, "select {n} {kind:?} {shape}");
+                    let mut out = rt.alloc_zeroed_on::<T>(&c, n).unwrap();
+                    let count = compact::select_flagged_into(&c, &xb, &fb, &mut out).unwrap();
+                    assert_eq!(count.download(&c).unwrap(), [kept.len() as u64]);
+                    assert_eq!(out.download(&c).unwrap()[..kept.len()], kept[..]);
+                    let part = compact::partition_flagged(&c, &xb, &fb).unwrap();
+                    assert_eq!(part.kept_on_host(&c).unwrap(), kept.len());
+                    let mut want = kept.clone();
+                    want.extend_from_slice(&rejected);
+                    assert_eq!(
+                        part.values.download(&c).unwrap(),
+                        want,
+                        "partition {n} {kind:?} {shape}"
+                    );
+                }
+                // Runs of a sorted copy, and of the data as it is.
+                let mut sorted = x.clone();
+                sorted.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+                for input in [&sorted, &x] {
+                    let mut values = Vec::new();
+                    let mut counts: Vec<u64> = Vec::new();
+                    for (i, &v) in input.iter().enumerate() {
+                        if i == 0 || v != input[i - 1] {
+                            values.push(v);
+                            counts.push(0);
+                        }
+                        *counts.last_mut().unwrap() += 1;
+                    }
+                    let runs = compact::unique_counts(&c, &upload(&rt, &p, input)).unwrap();
+                    assert_eq!(
+                        runs.values.download(&c).unwrap(),
+                        values,
+                        "unique {n} {kind:?}"
+                    );
+                    assert_eq!(
+                        runs.counts.download(&c).unwrap(),
+                        counts,
+                        "run lengths {n} {kind:?}"
+                    );
+                    assert_eq!(runs.runs.download(&c).unwrap(), [values.len() as u64]);
+                    let offsets = runs.offsets.download(&c).unwrap();
+                    assert_eq!(offsets.len(), values.len() + 1);
+                    assert_eq!(offsets[values.len()], n as u64);
+                }
+            }
+        }
+    }
+
+    each_type_matches_the_cpu!(check);
+
+    #[test]
+    fn mismatched_lengths_are_refused() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        let x = upload(&rt, &s, &[1u32, 2, 3]);
+        let f = upload(&rt, &s, &[1u8, 0]);
+        assert!(matches!(
+            compact::select_flagged(&s, &x, &f),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            compact::partition_flagged(&s, &x, &f),
+            Err(Error::InvalidArgument { .. })
+        ));
+        let f = upload(&rt, &s, &[1u8, 0, 1]);
+        let mut short = rt.alloc_zeroed_on::<u32>(&s, 2).unwrap();
+        assert!(matches!(
+            compact::select_flagged_into(&s, &x, &f, &mut short),
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+}
+
+mod segmented {
+    use super::*;
+    use xlog_kernels::segmented::{self, Max, Min, Sum};
+
+    fn check<T: Num + xlog_kernels::compact::Compactable>()
+    where
+        Sum: segmented::SegmentKernel<T>,
+        Min: segmented::SegmentKernel<T>,
+        Max: segmented::SegmentKernel<T>,
+    {
+        let rt = gpu_runtime();
+        let (p, c) = streams(&rt);
+        for n in lib_sizes() {
+            for (k, kind) in KINDS.into_iter().enumerate() {
+                if big(n) && k > 0 {
+                    break;
+                }
+                let x = make::<T>(kind, n, 71 + n as u64 + k as u64);
+                let xb = upload(&rt, &p, &x);
+                // Segment shapes: random cuts (empty ones included), one segment,
+                // every element its own segment (capped), and keys of few runs.
+                let mut r = Rng::from_state(9 + n as u64);
+                let mut cuts: Vec<u64> = (0..n.min(5000) / 7)
+                    .map(|_| r.next_u64() % (n as u64 + 1))
+                    .collect();
+                cuts.extend([0, n as u64, 0]);
+                cuts.sort();
+                let singles: Vec<u64> = (0..=n.min(3000) as u64).collect();
+                for offsets in [cuts, vec![0, n as u64], singles] {
+                    let ob = upload(&rt, &p, &offsets);
+                    let sum = segmented::segmented_reduce::<T, Sum>(&c, &xb, &ob)
+                        .unwrap()
+                        .download(&c)
+                        .unwrap();
+                    let min = segmented::segmented_reduce::<T, Min>(&c, &xb, &ob)
+                        .unwrap()
+                        .download(&c)
+                        .unwrap();
+                    let max = segmented::segmented_reduce::<T, Max>(&c, &xb, &ob)
+                        .unwrap()
+                        .download(&c)
+                        .unwrap();
+                    assert_eq!(sum.len(), offsets.len() - 1);
+                    for s in 0..offsets.len() - 1 {
+                        let seg = &x[offsets[s] as usize..offsets[s + 1] as usize];
+                        let want = seg.iter().fold(T::ZERO, |a, &b| T::add(a, b));
+                        let exact = seg.iter().fold(0.0, |a, &b| T::add_exact(a, b));
+                        assert!(
+                            T::close(sum[s], want, exact, seg.len(), magnitude(seg)),
+                            "sum of segment {s} of {n} {kind:?}"
+                        );
+                        assert_eq!(
+                            min[s],
+                            seg.iter().fold(T::HIGHEST, |a, &b| T::min(a, b)),
+                            "min {s} {n} {kind:?}"
+                        );
+                        assert_eq!(
+                            max[s],
+                            seg.iter().fold(T::LOWEST, |a, &b| T::max(a, b)),
+                            "max {s} {n} {kind:?}"
+                        );
+                    }
+                }
+                // Reduce-by-key over sorted keys with few distinct values.
+                let mut keys: Vec<u32> = shaped("few", n, 1000, 4 + n as u64)
+                    .iter()
+                    .map(|&v| v as u32)
+                    .collect();
+                keys.sort();
+                let by = segmented::reduce_by_key::<u32, T, Sum>(&c, &upload(&rt, &p, &keys), &xb)
+                    .unwrap();
+                let got_keys = by.keys.download(&c).unwrap();
+                let got = by.values.download(&c).unwrap();
+                let mut start = 0;
+                for (j, &kk) in got_keys.iter().enumerate() {
+                    let end = start + keys[start..].iter().take_while(|&&v| v == kk).count();
+                    let seg = &x[start..end];
+                    let want = seg.iter().fold(T::ZERO, |a, &b| T::add(a, b));
+                    let exact = seg.iter().fold(0.0, |a, &b| T::add_exact(a, b));
+                    assert!(
+                        T::close(got[j], want, exact, seg.len(), magnitude(seg)),
+                        "by key {kk} of {n} {kind:?}"
+                    );
+                    start = end;
+                }
+                assert_eq!(start, n);
+            }
+        }
+    }
+
+    each_type_matches_the_cpu!(check);
+
+    #[test]
+    fn a_user_operator_runs_per_segment() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        let x: Vec<u32> = (0..10_000).map(|i| 1u32 << (i % 31)).collect();
+        let offsets: Vec<u64> = vec![0, 1, 40, 40, 9_999, 10_000];
+        let got = segmented::segmented_reduce::<u32, segmented::BitOr>(
+            &s,
+            &upload(&rt, &s, &x),
+            &upload(&rt, &s, &offsets),
+        )
+        .unwrap()
+        .download(&s)
+        .unwrap();
+        let want: Vec<u32> = offsets
+            .windows(2)
+            .map(|w| x[w[0] as usize..w[1] as usize].iter().fold(0, |a, b| a | b))
+            .collect();
+        assert_eq!(got, want);
     }
 }

@@ -1,0 +1,598 @@
+//! Stream compaction in order: select by flags ([`select_flagged`],
+//! [`select_flagged_into`]), stable partition ([`partition_flagged`]) and the runs
+//! of a sorted input ([`unique_counts`]: unique values, run lengths and their
+//! count), for `u32`, `i32`, `u64`, `i64`, `f32`, `f64`.
+//!
+//! # Algorithm
+//!
+//! One pass with decoupled look-back (CUB's `DeviceSelect` shape). A tile is
+//! [`BLOCK`] threads × [`ITEMS`] consecutive elements per thread: each thread
+//! decides which of its elements it keeps, the block scans the threads' counts
+//! ([`collective::block_exclusive_scan`]), and the tile learns how many elements
+//! every earlier tile kept from the look-back
+//! ([`Ticket::exclusive_prefix`](xlog::device::lookback::Ticket::exclusive_prefix)).
+//! Each thread then writes its kept elements at their final positions, in input
+//! order. The last tile writes the total into a one-element `u64` count on the
+//! device, which later kernels on the stream can read.
+//!
+//! A stable partition also places each rejected element, after all the kept ones,
+//! at `kept + (its rank among the rejected)`; it learns `kept` first from a
+//! counting pass over the flags (one more launch, one byte read per element).
+//!
+//! | | |
+//! | --- | --- |
+//! | work | `O(n)`: every element and flag read once, every output element written once |
+//! | launches | select into a buffer: 1; [`select_flagged`] and [`unique_counts`]: 2 (count, then select), with a host synchronisation between them to size the output; [`partition_flagged`]: 2, no synchronisation; [`unique_counts`]: 3 |
+//! | temporary memory | the look-back status, `8 · (1 + 4 · tiles)` bytes (about 0.4 % of 4-byte input), and the run starts of [`unique_counts`] (`8 · (runs + 1)` bytes), from the stream's runtime (its budget applies) |
+//! | stability | kept elements keep their input order; a partition's rejected elements keep theirs too |
+//!
+//! # Edge cases
+//!
+//! An empty input gives empty outputs and a count of 0. A flag is any byte: 0
+//! rejects, anything else keeps (a `bool` tensor's bytes work as they are). Runs
+//! compare with `!=`: for floats `-0.0` and `+0.0` are one run and every NaN is a
+//! run of its own.
+
+use xlog::device::lookback::LookBack;
+use xlog::prelude::*;
+
+/// Threads per block of the compaction kernels.
+pub const BLOCK: u32 = 256;
+/// Elements per thread of a tile.
+pub const ITEMS: usize = 8;
+
+/// One block's share of an in-order compaction of `len` elements: while tiles
+/// remain, take one, decide `keep(i)` for this thread's [`ITEMS`] consecutive
+/// elements, rank them against the whole input, and call `emit(i, rank, kept)` for
+/// each: `rank` is the element's position among the kept elements when `kept`, its
+/// position among the rejected ones otherwise. The last tile stores the number of
+/// kept elements in `count[0]`.
+///
+/// The body of every compaction kernel; every thread of the block must call it (it
+/// holds block collectives). `status` needs `lookback::status_words(⌈len /
+/// (blockDim.x · ITEMS)⌉)` words.
+#[inline(always)]
+pub fn compact_tiles(
+    len: usize,
+    status: &mut LookBack<'_>,
+    count: &AtomicView<'_, u64>,
+    keep: impl Fn(usize) -> bool,
+    mut emit: impl FnMut(usize, usize, bool),
+) {
+    let tiles = status.tiles();
+    while let Some(tile) = status.next_tile() {
+        let k = tile.index();
+        let start = tile.chunk::<ITEMS>().start();
+        let mut mask = 0u32;
+        for j in 0..ITEMS {
+            let i = start + j;
+            if i < len && keep(i) {
+                mask |= 1 << j;
+            }
+        }
+        let mine = mask.count_ones() as u64;
+        let (before, total) = collective::block_exclusive_scan(mine, 0, u64::wrapping_add);
+        let prefix = tile.exclusive_prefix(total, u64::wrapping_add).unwrap_or(0);
+        let mut kept = (prefix + before) as usize;
+        for j in 0..ITEMS {
+            let i = start + j;
+            if i >= len {
+                break;
+            }
+            if mask & (1 << j) != 0 {
+                emit(i, kept, true);
+                kept += 1;
+            } else {
+                emit(i, i - kept, false);
+            }
+        }
+        if k + 1 == tiles && thread::thread_idx().x == 0 && !count.is_empty() {
+            count.store(0, prefix + total);
+        }
+    }
+}
+
+/// `count[0] += ` the number of non-zero bytes of `flags`: a grid-stride count, a
+/// block reduction and one atomic per block.
+#[xlog_kernel(read(flags), atomic(count), block = 256)]
+pub fn count_flags(flags: &[u8], count: &mut [u64]) {
+    let mut mine = 0u64;
+    for i in thread::grid_stride(flags.len()) {
+        mine += (flags[i] != 0) as u64;
+    }
+    let total = collective::block_reduce(mine, u64::wrapping_add);
+    if thread::thread_idx().x == 0 && total > 0 {
+        count.fetch_add(0, total);
+    }
+}
+
+/// `counts[j] = starts[j + 1] − starts[j]`: the run lengths from the run starts
+/// (`starts` one longer than `counts`).
+#[xlog_kernel(read(starts), write(counts))]
+pub fn run_lengths(starts: &[u64], counts: &mut [u64]) {
+    for j in thread::grid_stride(counts.len()) {
+        let k = j.get();
+        counts[j] = starts[k + 1] - starts[k];
+    }
+}
+
+macro_rules! compaction {
+    ($($t:ty: $select:ident, $partition:ident, $unique:ident, $heads:ident;)*) => {$(
+        #[doc = concat!("Copies the `", stringify!($t), "`s of `x` whose flag is non-zero to the front of `out`, in order, and their number to `count[0]`. The kernel of [`select_flagged`].")]
+        #[xlog_kernel(read(x, flags), atomic(out, count), lookback(status), block = 256)]
+        pub fn $select(x: &[$t], flags: &[u8], out: &mut [$t], count: &mut [u64], status: &mut [u64]) {
+            compact_tiles(x.len(), status, count, |i| flags[i] != 0, |i, rank, kept| {
+                if kept {
+                    out.store(rank, x[i]);
+                }
+            });
+        }
+
+        #[doc = concat!("Stable partition of `", stringify!($t), "`s by flag: kept ones at the front in order, rejected ones after them in order; `kept[0]` is the number of non-zero flags. The kernel of [`partition_flagged`].")]
+        #[xlog_kernel(read(x, flags, kept), atomic(out, count), lookback(status), block = 256)]
+        pub fn $partition(
+            x: &[$t],
+            flags: &[u8],
+            kept: &[u64],
+            out: &mut [$t],
+            count: &mut [u64],
+            status: &mut [u64],
+        ) {
+            let front = kept[0] as usize;
+            compact_tiles(x.len(), status, count, |i| flags[i] != 0, |i, rank, k| {
+                out.store(if k { rank } else { front + rank }, x[i]);
+            });
+        }
+
+        #[doc = concat!("The first `", stringify!($t), "` of every run of equal values of `x` and where it starts: `values[r]`, `starts[r]` for run `r`, `starts[runs] = x.len()`, `count[0] = runs`. The kernel of [`unique_counts`].")]
+        #[xlog_kernel(read(x), atomic(values, starts, count), lookback(status), block = 256)]
+        pub fn $unique(
+            x: &[$t],
+            values: &mut [$t],
+            starts: &mut [u64],
+            count: &mut [u64],
+            status: &mut [u64],
+        ) {
+            let n = x.len();
+            compact_tiles(n, status, count, |i| i == 0 || x[i] != x[i - 1], |i, rank, kept| {
+                if kept {
+                    values.store(rank, x[i]);
+                    starts.store(rank, i as u64);
+                }
+                // The last element's thread knows the number of runs: its rank
+                // plus one when it starts a run, the kept elements before it
+                // otherwise.
+                let runs = if kept { rank + 1 } else { i - rank };
+                if i + 1 == n && runs < starts.len() {
+                    starts.store(runs, n as u64);
+                }
+            });
+        }
+
+        #[doc = concat!("`count[0] +=` the number of runs of equal `", stringify!($t), "`s in `x`, as [`count_flags`] over run heads.")]
+        #[xlog_kernel(read(x), atomic(count), block = 256)]
+        pub fn $heads(x: &[$t], count: &mut [u64]) {
+            let mut mine = 0u64;
+            for i in thread::grid_stride(x.len()) {
+                let k = i.get();
+                mine += (k == 0 || x[k] != x[k - 1]) as u64;
+            }
+            let total = collective::block_reduce(mine, u64::wrapping_add);
+            if thread::thread_idx().x == 0 && total > 0 {
+                count.fetch_add(0, total);
+            }
+        }
+    )*};
+}
+
+compaction! {
+    u32: select_flagged_u32, partition_flagged_u32, unique_u32, count_runs_u32;
+    i32: select_flagged_i32, partition_flagged_i32, unique_i32, count_runs_i32;
+    u64: select_flagged_u64, partition_flagged_u64, unique_u64, count_runs_u64;
+    i64: select_flagged_i64, partition_flagged_i64, unique_i64, count_runs_i64;
+    f32: select_flagged_f32, partition_flagged_f32, unique_f32, count_runs_f32;
+    f64: select_flagged_f64, partition_flagged_f64, unique_f64, count_runs_f64;
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    use xlog::device::lookback::status_words;
+    use xlog::{
+        AllocTag, BufferView, BufferViewMut, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result,
+        Stream, WriteBuffer,
+    };
+
+    use super::{BLOCK, ITEMS};
+
+    mod sealed {
+        pub trait Sealed {}
+    }
+
+    /// Element types of the compaction family: `u32`, `i32`, `u64`, `i64`, `f32`,
+    /// `f64`.
+    pub trait Compactable: xlog::DeviceCopy + sealed::Sealed {
+        #[doc(hidden)]
+        fn __select(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, Self>,
+            flags: &BufferView<'_, u8>,
+            out: &mut BufferViewMut<'_, Self>,
+            count: &mut DeviceBuffer<u64>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()>;
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments)]
+        fn __partition(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, Self>,
+            flags: &BufferView<'_, u8>,
+            kept: &DeviceBuffer<u64>,
+            out: &mut DeviceBuffer<Self>,
+            count: &mut DeviceBuffer<u64>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()>;
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments)]
+        fn __unique(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, Self>,
+            values: &mut DeviceBuffer<Self>,
+            starts: &mut DeviceBuffer<u64>,
+            count: &mut DeviceBuffer<u64>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()>;
+        #[doc(hidden)]
+        fn __count_runs(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, Self>,
+            count: &mut DeviceBuffer<u64>,
+        ) -> Result<()>;
+    }
+
+    macro_rules! compactable {
+        ($($t:ty: $select:ident, $partition:ident, $unique:ident, $heads:ident;)*) => {$(
+            impl sealed::Sealed for $t {}
+            impl Compactable for $t {
+                fn __select(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, Self>,
+                    flags: &BufferView<'_, u8>,
+                    out: &mut BufferViewMut<'_, Self>,
+                    count: &mut DeviceBuffer<u64>,
+                    status: &mut DeviceBuffer<u64>,
+                ) -> Result<()> {
+                    super::$select::launch(s, cfg, x, flags, out, count, status)
+                }
+                fn __partition(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, Self>,
+                    flags: &BufferView<'_, u8>,
+                    kept: &DeviceBuffer<u64>,
+                    out: &mut DeviceBuffer<Self>,
+                    count: &mut DeviceBuffer<u64>,
+                    status: &mut DeviceBuffer<u64>,
+                ) -> Result<()> {
+                    super::$partition::launch(s, cfg, x, flags, kept, out, count, status)
+                }
+                fn __unique(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, Self>,
+                    values: &mut DeviceBuffer<Self>,
+                    starts: &mut DeviceBuffer<u64>,
+                    count: &mut DeviceBuffer<u64>,
+                    status: &mut DeviceBuffer<u64>,
+                ) -> Result<()> {
+                    super::$unique::launch(s, cfg, x, values, starts, count, status)
+                }
+                fn __count_runs(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, Self>,
+                    count: &mut DeviceBuffer<u64>,
+                ) -> Result<()> {
+                    super::$heads::launch(s, cfg, x, count)
+                }
+            }
+        )*};
+    }
+
+    compactable! {
+        u32: select_flagged_u32, partition_flagged_u32, unique_u32, count_runs_u32;
+        i32: select_flagged_i32, partition_flagged_i32, unique_i32, count_runs_i32;
+        u64: select_flagged_u64, partition_flagged_u64, unique_u64, count_runs_u64;
+        i64: select_flagged_i64, partition_flagged_i64, unique_i64, count_runs_i64;
+        f32: select_flagged_f32, partition_flagged_f32, unique_f32, count_runs_f32;
+        f64: select_flagged_f64, partition_flagged_f64, unique_f64, count_runs_f64;
+    }
+
+    fn invalid(what: &str, reason: String) -> Error {
+        Error::InvalidArgument {
+            what: format!("xlog_kernels::compact::{what}"),
+            reason,
+        }
+    }
+
+    fn same_len(what: &str, x: usize, flags: usize) -> Result<()> {
+        if x == flags {
+            Ok(())
+        } else {
+            Err(invalid(
+                what,
+                format!("{x} elements but {flags} flags; pass one flag per element"),
+            ))
+        }
+    }
+
+    /// One block per tile of `n` elements, and the look-back status for them.
+    fn tiles(s: &Stream, what: &str, n: usize) -> Result<(LaunchConfig, DeviceBuffer<u64>)> {
+        let tiles = n.div_ceil(BLOCK as usize * ITEMS).max(1);
+        let grid = u32::try_from(tiles).map_err(|_| {
+            invalid(
+                what,
+                format!("{n} elements need {tiles} tiles, more than a grid holds"),
+            )
+        })?;
+        // SAFETY: the typed launcher zeroes a `lookback` parameter's words on the
+        // stream right before the kernel, as part of the same recorded launch.
+        let status = unsafe {
+            s.runtime()?
+                .alloc_uninit::<u64>(s, status_words(tiles), AllocTag("compact status"))
+        }?;
+        Ok((LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]), status))
+    }
+
+    /// A grid-stride counting pass: blocks for about 16 elements per thread.
+    fn count_config(n: usize) -> LaunchConfig {
+        let blocks = n.div_ceil(BLOCK as usize * 16).clamp(1, 2048);
+        LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1])
+    }
+
+    /// The number of non-zero flags, as a one-element device buffer (one launch).
+    fn count_kept(s: &Stream, flags: &BufferView<'_, u8>) -> Result<DeviceBuffer<u64>> {
+        let mut count = s.runtime()?.alloc_zeroed_on::<u64>(s, 1)?;
+        if !flags.is_empty() {
+            super::count_flags::launch(s, count_config(flags.len()), flags, &mut count)?;
+        }
+        Ok(count)
+    }
+
+    /// Copies the elements of `x` whose flag is non-zero to the front of `out`, in
+    /// order, without synchronising: returns their number as a one-element device
+    /// buffer that later work on `s` can read (download it to read it on the host).
+    /// `out[count..]` keeps its values. One launch, `O(n)`
+    /// ([module docs](super)).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` (nothing launched) when `flags` and `x` differ in length or
+    /// `out` is shorter than `x`; a budget refusal of the count or the look-back
+    /// status (`BudgetExceeded`, nothing launched); a launch error.
+    pub fn select_flagged_into<T: Compactable>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+        flags: &(impl ReadBuffer<u8> + ?Sized),
+        out: &mut (impl WriteBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<u64>> {
+        let (x, flags, mut out) = (x.as_view(), flags.as_view(), out.as_view_mut());
+        same_len("select_flagged_into", x.len(), flags.len())?;
+        if out.len() < x.len() {
+            return Err(invalid(
+                "select_flagged_into",
+                format!(
+                    "the output holds {} elements but up to {} may be kept; pass an output as long as the input",
+                    out.len(),
+                    x.len()
+                ),
+            ));
+        }
+        let (cfg, mut status) = tiles(s, "select_flagged_into", x.len())?;
+        let mut count = s.runtime()?.alloc_zeroed_on::<u64>(s, 1)?;
+        if !x.is_empty() {
+            T::__select(s, cfg, &x, &flags, &mut out, &mut count, &mut status)?;
+        }
+        Ok(count)
+    }
+
+    /// The elements of `x` whose flag is non-zero, in order, as a new buffer of
+    /// exactly their number (`torch.masked_select`). Counts the flags first and
+    /// reads the count back to size the output, so it synchronises `s`; use
+    /// [`select_flagged_into`] to stay asynchronous. Two launches, `O(n)`
+    /// ([module docs](super)).
+    ///
+    /// ```no_run
+    /// # fn main() -> xlog::Result<()> {
+    /// let rt = xlog::Runtime::get(0)?;
+    /// let s = rt.stream()?;
+    /// let x = rt.upload_on(&s, &[1.0f32, 2.0, 3.0, 4.0])?;
+    /// let keep = rt.upload_on(&s, &[1u8, 0, 1, 1])?;
+    /// let got = xlog_kernels::compact::select_flagged(&s, &x, &keep)?;
+    /// assert_eq!(got.download(&s)?, [1.0, 3.0, 4.0]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` when `flags` and `x` differ in length (nothing launched); a
+    /// budget refusal (`BudgetExceeded`: nothing launched when the count or status
+    /// is refused, only the counting pass when the output is); a launch error.
+    pub fn select_flagged<T: Compactable>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+        flags: &(impl ReadBuffer<u8> + ?Sized),
+    ) -> Result<DeviceBuffer<T>> {
+        let (x, flags) = (x.as_view(), flags.as_view());
+        same_len("select_flagged", x.len(), flags.len())?;
+        let rt = s.runtime()?;
+        let (cfg, mut status) = tiles(s, "select_flagged", x.len())?;
+        let mut count = rt.alloc_zeroed_on::<u64>(s, 1)?;
+        let kept = count_kept(s, &flags)?.download(s)?[0] as usize;
+        // SAFETY: the select kernel stores every kept element at its rank, and
+        // exactly `kept` elements are kept: every element of `out` is written by the
+        // launch, which is recorded as a write of the whole buffer.
+        let mut out = unsafe { rt.alloc_uninit::<T>(s, kept, AllocTag("select output")) }?;
+        if kept > 0 {
+            T::__select(
+                s,
+                cfg,
+                &x,
+                &flags,
+                &mut out.as_view_mut(),
+                &mut count,
+                &mut status,
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// A stable partition: the result of [`partition_flagged`].
+    #[derive(Debug)]
+    pub struct Partitioned<T: xlog::DeviceCopy> {
+        /// The elements with a non-zero flag, in order, then the others, in order.
+        pub values: DeviceBuffer<T>,
+        /// The number of kept elements (the front part), a one-element device
+        /// buffer.
+        pub kept: DeviceBuffer<u64>,
+    }
+
+    impl<T: xlog::DeviceCopy> Partitioned<T> {
+        /// Reads the number of kept elements back (synchronises `s`).
+        ///
+        /// # Errors
+        ///
+        /// A download error.
+        pub fn kept_on_host(&self, s: &Stream) -> Result<usize> {
+            Ok(self.kept.download(s)?[0] as usize)
+        }
+    }
+
+    /// Stable partition of `x` by `flags`: the elements with a non-zero flag first,
+    /// in order, then the others, in order, in a new buffer as long as `x`; with
+    /// the number kept on the device. No synchronisation: a counting pass, then one
+    /// single-pass launch, `O(n)` ([module docs](super)).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` when `flags` and `x` differ in length; a budget refusal of
+    /// the output, the count or the status (`BudgetExceeded`; nothing launched); a
+    /// launch error.
+    pub fn partition_flagged<T: Compactable>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+        flags: &(impl ReadBuffer<u8> + ?Sized),
+    ) -> Result<Partitioned<T>> {
+        let (x, flags) = (x.as_view(), flags.as_view());
+        same_len("partition_flagged", x.len(), flags.len())?;
+        let rt = s.runtime()?;
+        let (cfg, mut status) = tiles(s, "partition_flagged", x.len())?;
+        // SAFETY: the partition kernel stores every element of `x` once, at a
+        // distinct position below `x.len()` (kept ones at their rank, rejected ones
+        // at `kept + rank`), so every element of `values` is written.
+        let mut values = unsafe { rt.alloc_uninit::<T>(s, x.len(), AllocTag("partition output")) }?;
+        let mut count = rt.alloc_zeroed_on::<u64>(s, 1)?;
+        let kept = count_kept(s, &flags)?;
+        if !x.is_empty() {
+            T::__partition(
+                s,
+                cfg,
+                &x,
+                &flags,
+                &kept,
+                &mut values,
+                &mut count,
+                &mut status,
+            )?;
+        }
+        Ok(Partitioned { values, kept })
+    }
+
+    /// The runs of equal values of a sorted input: the result of
+    /// [`unique_counts`].
+    #[derive(Debug)]
+    pub struct Runs<T: xlog::DeviceCopy> {
+        /// The value of each run, in order (the unique values of a sorted input).
+        pub values: DeviceBuffer<T>,
+        /// The length of each run.
+        pub counts: DeviceBuffer<u64>,
+        /// Where each run starts, and the input's length after the last: `runs + 1`
+        /// offsets, the segments of [`crate::segmented`].
+        pub offsets: DeviceBuffer<u64>,
+        /// The number of runs, a one-element device buffer.
+        pub runs: DeviceBuffer<u64>,
+    }
+
+    /// Run-length encoding of `x` (sorted, or any input whose equal values are
+    /// adjacent): each run's value, length and start, in order
+    /// (`torch.unique_consecutive(return_counts=True)`). Counts the runs first and
+    /// reads the count back to size the outputs, so it synchronises `s`. Three
+    /// launches, `O(n)` ([module docs](super)).
+    ///
+    /// ```no_run
+    /// # fn main() -> xlog::Result<()> {
+    /// let rt = xlog::Runtime::get(0)?;
+    /// let s = rt.stream()?;
+    /// let x = rt.upload_on(&s, &[1u32, 1, 4, 4, 4, 9])?;
+    /// let r = xlog_kernels::compact::unique_counts(&s, &x)?;
+    /// assert_eq!(r.values.download(&s)?, [1, 4, 9]);
+    /// assert_eq!(r.counts.download(&s)?, [2, 3, 1]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A budget refusal (`BudgetExceeded`: nothing launched when the status is
+    /// refused, only the counting pass when an output is); a launch error.
+    pub fn unique_counts<T: Compactable>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<Runs<T>> {
+        let x = x.as_view();
+        let rt = s.runtime()?;
+        let (cfg, mut status) = tiles(s, "unique_counts", x.len())?;
+        let mut runs = rt.alloc_zeroed_on::<u64>(s, 1)?;
+        if !x.is_empty() {
+            T::__count_runs(s, count_config(x.len()), &x, &mut runs)?;
+        }
+        let n = runs.download(s)?[0] as usize;
+        // SAFETY: the unique kernel stores the value and start of every run (`n`
+        // of them, each at its rank) and `offsets[n] = x.len()` (the thread of the
+        // last element); the counts kernel writes every count. For an empty input
+        // `offsets` is zeroed instead.
+        let mut values = unsafe { rt.alloc_uninit::<T>(s, n, AllocTag("unique values")) }?;
+        // SAFETY: as above.
+        let mut counts = unsafe { rt.alloc_uninit::<u64>(s, n, AllocTag("run lengths")) }?;
+        let mut offsets = if x.is_empty() {
+            rt.alloc_zeroed_on::<u64>(s, 1)?
+        } else {
+            // SAFETY: as above.
+            unsafe { rt.alloc_uninit::<u64>(s, n + 1, AllocTag("run offsets")) }?
+        };
+        if !x.is_empty() {
+            T::__unique(
+                s,
+                cfg,
+                &x,
+                &mut values,
+                &mut offsets,
+                &mut runs,
+                &mut status,
+            )?;
+            super::run_lengths::launch(s, LaunchConfig::for_len(n), &offsets, &mut counts)?;
+        }
+        Ok(Runs {
+            values,
+            counts,
+            offsets,
+            runs,
+        })
+    }
+}

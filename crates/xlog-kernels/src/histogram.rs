@@ -1,0 +1,483 @@
+//! Histograms with per-block privatised bins: even bins over a range
+//! ([`even`], `f32` / `u32` / `i32` samples) and counts by small integer key
+//! ([`counts`], `u8` / `u32` / `i32` keys).
+//!
+//! # Algorithm
+//!
+//! One launch (CUB's `DeviceHistogram` shape). Each block keeps its own copy of the
+//! first [`SHARED_BINS`] bins in shared memory: it zeroes them, its threads walk a
+//! grid-stride sequence of the input (16-byte vector loads for 32-bit samples, one
+//! byte at a time for `u8` keys) and add one to a shared bin per sample, and after a
+//! block barrier each thread adds a share of the block's non-zero bins into the
+//! output with one global atomic each. Bins past [`SHARED_BINS`] (only with more
+//! bins than that) take global atomics directly.
+//!
+//! | | |
+//! | --- | --- |
+//! | work | `O(n + blocks · bins)`: one shared atomic per sample, one global atomic per block and non-empty bin |
+//! | launches | 1, plus the zeroing of the output |
+//! | temporary memory | none on the device heap; `4 · min(bins, SHARED_BINS)` bytes of shared memory per block |
+//! | determinism | counts are exact integers: the same input gives the same counts |
+//!
+//! # Edge cases
+//!
+//! Samples outside `[lo, hi)` are ignored (not counted anywhere), as are float
+//! NaNs; keys `≥ bins` (and negative `i32` keys) likewise. An empty input gives
+//! `bins` zeros. Counts are `u32`: inputs of more than `u32::MAX` elements are
+//! refused rather than risk a wrapped count.
+//!
+//! Even bin `b` covers `[lo + b·w, lo + (b+1)·w)` with `w = (hi − lo) / bins`. For
+//! integer samples the bin is exact, `⌊(x − lo) · bins / (hi − lo)⌋`; for `f32`
+//! samples it is computed in `f32` as `⌊(x − lo) · (bins / (hi − lo))⌋` (clamped
+//! to the last bin), so a sample within rounding of an edge may land on either
+//! side of it, as in CUB.
+
+use xlog::device::shared::DynamicShared;
+use xlog::device::vector::Vector;
+use xlog::device::view::read_chunk;
+use xlog::prelude::*;
+
+/// Threads per block of the histogram kernels.
+pub const BLOCK: u32 = 256;
+
+/// The most bins a block privatises in shared memory (48 KiB of `u32`s, the shared
+/// memory every launch may take without opting in); bins past it use global atomics.
+pub const SHARED_BINS: usize = 12 * 1024;
+
+/// The most bins a histogram may have.
+pub const MAX_BINS: usize = 1 << 24;
+
+/// The launch's dynamic shared memory as `u32` bin counters, every access a relaxed
+/// 4-byte atomic.
+///
+/// # Soundness
+///
+/// Every safe access to shared memory in xlog (tiles, the collectives' scratch
+/// array) is a relaxed atomic of an aligned 4-byte word, and so is every access
+/// here: bounds-checked against the launch's dynamic shared bytes, so two accesses
+/// either touch the same word or disjoint ones and can never race, whatever other
+/// code in the kernel does with the same bytes. Misuse (a missing barrier) gives
+/// wrong counts, never undefined behaviour.
+struct SharedBins {
+    base: *mut u32,
+    len: usize,
+}
+
+impl SharedBins {
+    /// The first `min(bins, dynamic shared words)` bins.
+    #[inline(always)]
+    fn new(bins: usize) -> Self {
+        let d = DynamicShared::<u32>::get();
+        SharedBins {
+            base: d.as_mut_ptr(),
+            len: core::cmp::min(bins, d.len()),
+        }
+    }
+
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Zeroes every bin (the block's threads share the work); a block barrier must
+    /// follow before any thread adds.
+    #[inline(always)]
+    fn zero(&self) {
+        for s in thread::block_stride(self.len) {
+            let i = s.get();
+            // SAFETY: `i < len`, within the launch's dynamic shared memory, aligned
+            // for `u32` (its base is 16-byte aligned); every access to these words
+            // is a 4-byte atomic (the type's # Soundness).
+            unsafe { atomic::store(self.base.add(i), 0) };
+        }
+    }
+
+    /// Adds one to bin `i < len()`.
+    #[inline(always)]
+    fn add(&self, i: usize) {
+        if i < self.len {
+            // SAFETY: as in `zero`.
+            unsafe { atomic::fetch_add(self.base.add(i), 1) };
+        }
+    }
+
+    /// Adds every non-zero bin into `out` (one global atomic each; the block's
+    /// threads share the bins); a block barrier must precede it.
+    #[inline(always)]
+    fn merge_into(&self, out: &AtomicView<'_, u32>) {
+        for s in thread::block_stride(self.len) {
+            let i = s.get();
+            // SAFETY: as in `zero`.
+            let c = unsafe { atomic::load(self.base.add(i)) };
+            if c != 0 && i < out.len() {
+                out.fetch_add(i, c);
+            }
+        }
+    }
+}
+
+/// Adds one to bin `b`: in the block's shared copy when it has one, else in `out`.
+#[inline(always)]
+fn count(shared: &SharedBins, out: &AtomicView<'_, u32>, b: usize) {
+    if b < shared.len() {
+        shared.add(b);
+    } else if b < out.len() {
+        out.fetch_add(b, 1);
+    }
+}
+
+/// Calls `f` on every element of `x` this thread visits in a grid-stride loop over
+/// `K`-element vector chunks, then on the tail elements past the last whole chunk.
+#[inline(always)]
+fn each_sample<T: Copy, const K: usize>(x: &[T], mut f: impl FnMut(T))
+where
+    [T; K]: Vector,
+{
+    let whole = x.len() / K;
+    for c in thread::grid_stride(whole) {
+        if let Some(v) = read_chunk::<T, K>(x, c.get()) {
+            for e in v {
+                f(e);
+            }
+        }
+    }
+    let tail = whole * K + thread::index_1d().get();
+    if tail < x.len() {
+        f(x[tail]);
+    }
+}
+
+/// A block's privatised bins, zeroed (every thread of the block must call it: it
+/// holds a block barrier).
+#[inline(always)]
+fn begin(out: &AtomicView<'_, u32>) -> SharedBins {
+    let shared = SharedBins::new(out.len());
+    shared.zero();
+    barrier::sync_threads();
+    shared
+}
+
+/// Merges a block's privatised bins into `out` after a block barrier (every thread
+/// of the block must call it).
+#[inline(always)]
+fn finish(shared: SharedBins, out: &AtomicView<'_, u32>) {
+    barrier::sync_threads();
+    shared.merge_into(out);
+}
+
+/// The even bin of an integer sample `x` (`lo ≤ x < hi` given as `d = x − lo` and
+/// `range = hi − lo`): `⌊d · bins / range⌋`, estimated in `f64` and corrected by
+/// one step, exact for `d, range < 2^33` and `bins ≤ MAX_BINS`.
+#[inline(always)]
+fn int_bin(d: u64, range: u64, bins: u64, scale: f64) -> usize {
+    let num = d * bins;
+    let mut b = (d as f64 * scale) as u64;
+    if b * range > num {
+        b -= 1;
+    } else if (b + 1) * range <= num {
+        b += 1;
+    }
+    core::cmp::min(b, bins - 1) as usize
+}
+
+/// Counts `f32` samples into even bins over `[lo, hi)`: `scale = bins / (hi − lo)`
+/// (computed by the host in `f32`). The kernel of [`even`].
+#[xlog_kernel(read(x), atomic(out), block = 256)]
+pub fn histogram_even_f32(x: &[f32], lo: f32, hi: f32, scale: f32, out: &mut [u32]) {
+    let bins = out.len();
+    let shared = begin(out);
+    each_sample::<f32, 4>(x, |v| {
+        if v >= lo && v < hi {
+            let b = core::cmp::min(((v - lo) * scale) as usize, bins - 1);
+            count(&shared, out, b);
+        }
+    });
+    finish(shared, out);
+}
+
+/// Counts `u32` samples into even bins over `[lo, hi)` (`scale = bins / (hi − lo)`
+/// in `f64`, for the estimate). The kernel of [`even`].
+#[xlog_kernel(read(x), atomic(out), block = 256)]
+pub fn histogram_even_u32(x: &[u32], lo: u32, hi: u32, scale: f64, out: &mut [u32]) {
+    let bins = out.len() as u64;
+    let range = (hi - lo) as u64;
+    let shared = begin(out);
+    each_sample::<u32, 4>(x, |v| {
+        if v >= lo && v < hi {
+            count(&shared, out, int_bin((v - lo) as u64, range, bins, scale));
+        }
+    });
+    finish(shared, out);
+}
+
+/// Counts `i32` samples into even bins over `[lo, hi)`, as
+/// [`histogram_even_u32`]. The kernel of [`even`].
+#[xlog_kernel(read(x), atomic(out), block = 256)]
+pub fn histogram_even_i32(x: &[i32], lo: i32, hi: i32, scale: f64, out: &mut [u32]) {
+    let bins = out.len() as u64;
+    let range = (hi as i64 - lo as i64) as u64;
+    let shared = begin(out);
+    each_sample::<i32, 4>(x, |v| {
+        if v >= lo && v < hi {
+            let d = (v as i64 - lo as i64) as u64;
+            count(&shared, out, int_bin(d, range, bins, scale));
+        }
+    });
+    finish(shared, out);
+}
+
+/// `out[k] += |{ i : keys[i] == k }|` for byte keys (keys `≥ out.len()` ignored).
+/// The kernel of [`counts`].
+#[xlog_kernel(read(keys), atomic(out), block = 256)]
+pub fn histogram_counts_u8(keys: &[u8], out: &mut [u32]) {
+    let shared = begin(out);
+    for i in thread::grid_stride(keys.len()) {
+        count(&shared, out, keys[i] as usize);
+    }
+    finish(shared, out);
+}
+
+/// `out[k] += |{ i : keys[i] == k }|` for `u32` keys (keys `≥ out.len()` ignored).
+/// The kernel of [`counts`].
+#[xlog_kernel(read(keys), atomic(out), block = 256)]
+pub fn histogram_counts_u32(keys: &[u32], out: &mut [u32]) {
+    let shared = begin(out);
+    each_sample::<u32, 4>(keys, |k| {
+        count(&shared, out, k as usize);
+    });
+    finish(shared, out);
+}
+
+/// `out[k] += |{ i : keys[i] == k }|` for `i32` keys (negative keys and keys
+/// `≥ out.len()` ignored). The kernel of [`counts`].
+#[xlog_kernel(read(keys), atomic(out), block = 256)]
+pub fn histogram_counts_i32(keys: &[i32], out: &mut [u32]) {
+    let shared = begin(out);
+    each_sample::<i32, 4>(keys, |k| {
+        if let Ok(b) = usize::try_from(k) {
+            count(&shared, out, b);
+        }
+    });
+    finish(shared, out);
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    use xlog::{BufferView, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result, Stream};
+
+    use super::{BLOCK, MAX_BINS, SHARED_BINS};
+
+    mod sealed {
+        pub trait Sealed {}
+    }
+
+    /// Sample types of [`even`]: `f32`, `u32`, `i32`.
+    pub trait EvenSample:
+        xlog::DeviceCopy + PartialOrd + core::fmt::Debug + sealed::Sealed
+    {
+        #[doc(hidden)]
+        fn __launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, Self>,
+            lo: Self,
+            hi: Self,
+            bins: usize,
+            out: &mut DeviceBuffer<u32>,
+        ) -> Result<()>;
+    }
+
+    /// Key types of [`counts`]: `u8`, `u32`, `i32`.
+    pub trait Key: xlog::DeviceCopy + sealed::Sealed {
+        #[doc(hidden)]
+        fn __launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            keys: &BufferView<'_, Self>,
+            out: &mut DeviceBuffer<u32>,
+        ) -> Result<()>;
+    }
+
+    impl sealed::Sealed for f32 {}
+    impl sealed::Sealed for u32 {}
+    impl sealed::Sealed for i32 {}
+    impl sealed::Sealed for u8 {}
+
+    impl EvenSample for f32 {
+        fn __launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, f32>,
+            lo: f32,
+            hi: f32,
+            bins: usize,
+            out: &mut DeviceBuffer<u32>,
+        ) -> Result<()> {
+            let scale = bins as f32 / (hi - lo);
+            super::histogram_even_f32::launch(s, cfg, x, lo, hi, scale, out)
+        }
+    }
+
+    impl EvenSample for u32 {
+        fn __launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, u32>,
+            lo: u32,
+            hi: u32,
+            bins: usize,
+            out: &mut DeviceBuffer<u32>,
+        ) -> Result<()> {
+            let scale = bins as f64 / (hi as f64 - lo as f64);
+            super::histogram_even_u32::launch(s, cfg, x, lo, hi, scale, out)
+        }
+    }
+
+    impl EvenSample for i32 {
+        fn __launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, i32>,
+            lo: i32,
+            hi: i32,
+            bins: usize,
+            out: &mut DeviceBuffer<u32>,
+        ) -> Result<()> {
+            let scale = bins as f64 / (hi as f64 - lo as f64);
+            super::histogram_even_i32::launch(s, cfg, x, lo, hi, scale, out)
+        }
+    }
+
+    macro_rules! key {
+        ($t:ty, $kernel:ident) => {
+            impl Key for $t {
+                fn __launch(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    keys: &BufferView<'_, $t>,
+                    out: &mut DeviceBuffer<u32>,
+                ) -> Result<()> {
+                    super::$kernel::launch(s, cfg, keys, out)
+                }
+            }
+        };
+    }
+    key!(u8, histogram_counts_u8);
+    key!(u32, histogram_counts_u32);
+    key!(i32, histogram_counts_i32);
+
+    fn invalid(what: &str, reason: String) -> Error {
+        Error::InvalidArgument {
+            what: format!("xlog_kernels::histogram::{what}"),
+            reason,
+        }
+    }
+
+    fn check_sizes(what: &str, n: usize, bins: usize) -> Result<()> {
+        if bins == 0 || bins > MAX_BINS {
+            return Err(invalid(
+                what,
+                format!("{bins} bins; pass from 1 to {MAX_BINS} bins"),
+            ));
+        }
+        if n > u32::MAX as usize {
+            return Err(invalid(
+                what,
+                format!(
+                    "{n} samples could overflow a u32 count; histogram slices of at most {} and add the counts",
+                    u32::MAX
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The launch: blocks enough for about 16 samples per thread (at least one
+    /// block, at most 2048; fewer with many bins, so merging stays small against the
+    /// input), and the shared bins as dynamic shared memory.
+    fn config(n: usize, bins: usize) -> LaunchConfig {
+        let per_block = BLOCK as usize * 16;
+        let cap = (n / bins.max(1)).clamp(64, 2048);
+        let blocks = n.div_ceil(per_block).clamp(1, cap);
+        let shared = bins.min(SHARED_BINS) * 4;
+        LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1]).with_shared_bytes(shared as u32)
+    }
+
+    /// The histogram of `x` over `bins` even bins of `[lo, hi)`, as a new buffer of
+    /// `bins` `u32` counts. Samples outside `[lo, hi)` and NaNs are ignored; for
+    /// `f32` a sample within rounding of a bin edge may land on either side
+    /// ([module docs](super)). `O(n)`, one launch, no temporary device memory.
+    ///
+    /// ```no_run
+    /// # fn main() -> xlog::Result<()> {
+    /// let rt = xlog::Runtime::get(0)?;
+    /// let s = rt.stream()?;
+    /// let x = rt.upload_on(&s, &[0.5f32, 1.5, 1.7, 9.0, -1.0])?;
+    /// let h = xlog_kernels::histogram::even(&s, &x, 0.0, 4.0, 4)?;
+    /// assert_eq!(h.download(&s)?, [1, 2, 0, 0]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` (nothing allocated or launched) when `bins` is 0 or more
+    /// than [`MAX_BINS`](super::MAX_BINS), when `lo < hi` does not hold (a NaN
+    /// bound included), or when `x` has more than `u32::MAX` elements; a budget
+    /// refusal of the output (`BudgetExceeded`, nothing launched); a launch error.
+    pub fn even<T: EvenSample>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+        lo: T,
+        hi: T,
+        bins: usize,
+    ) -> Result<DeviceBuffer<u32>> {
+        let x = x.as_view();
+        check_sizes("even", x.len(), bins)?;
+        if lo.partial_cmp(&hi) != Some(core::cmp::Ordering::Less) {
+            return Err(invalid(
+                "even",
+                format!("the range [{lo:?}, {hi:?}) is empty; pass lo < hi"),
+            ));
+        }
+        let mut out = s.runtime()?.alloc_zeroed_on::<u32>(s, bins)?;
+        if !x.is_empty() {
+            T::__launch(s, config(x.len(), bins), &x, lo, hi, bins, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// How many times each key `0..bins` occurs in `keys`, as a new buffer of `bins`
+    /// `u32` counts (`torch.bincount` with `minlength = bins`). Keys `≥ bins` and
+    /// negative keys are ignored. `O(n)`, one launch, no temporary device memory
+    /// ([module docs](super)).
+    ///
+    /// ```no_run
+    /// # fn main() -> xlog::Result<()> {
+    /// let rt = xlog::Runtime::get(0)?;
+    /// let s = rt.stream()?;
+    /// let keys = rt.upload_on(&s, &[3u8, 1, 3, 200])?;
+    /// let h = xlog_kernels::histogram::counts(&s, &keys, 4)?;
+    /// assert_eq!(h.download(&s)?, [0, 1, 0, 2]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`even`], without the range check.
+    pub fn counts<K: Key>(
+        s: &Stream,
+        keys: &(impl ReadBuffer<K> + ?Sized),
+        bins: usize,
+    ) -> Result<DeviceBuffer<u32>> {
+        let keys = keys.as_view();
+        check_sizes("counts", keys.len(), bins)?;
+        let mut out = s.runtime()?.alloc_zeroed_on::<u32>(s, bins)?;
+        if !keys.is_empty() {
+            K::__launch(s, config(keys.len(), bins), &keys, &mut out)?;
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,283 @@
+//! Segmented reductions: the sum, minimum, maximum or a fold of your own over each
+//! segment `x[offsets[s]..offsets[s + 1]]` ([`segmented_reduce`]), and reductions
+//! of the values of each run of equal keys ([`reduce_by_key`]), for `u32`, `i32`,
+//! `u64`, `i64`, `f32`, `f64`.
+//!
+//! # Algorithm
+//!
+//! One block of [`BLOCK`] threads per segment (CUB's `DeviceSegmentedReduce`): the
+//! block's threads fold a block-stride sequence of the segment and the block folds
+//! its threads ([`collective::block_reduce`]); its leader writes the segment's
+//! value. [`reduce_by_key`] finds the runs of its keys with
+//! [`compact::unique_counts`](crate::compact::unique_counts), then reduces the
+//! values over the run offsets.
+//!
+//! | | |
+//! | --- | --- |
+//! | work | `O(n + segments · BLOCK)`: every element read once; a block per segment, so very many tiny segments cost a block each |
+//! | launches | 1 ([`reduce_by_key`]: the three of `unique_counts`, then 1) |
+//! | temporary memory | none ([`reduce_by_key`]: that of `unique_counts`) |
+//! | determinism | the combination order depends only on the segment lengths |
+//!
+//! # Edge cases
+//!
+//! An empty segment gives the operator's identity (`0`, `T::MAX` / `+∞` for the
+//! minimum, `T::MIN` / `-∞` for the maximum). Offsets must not decrease and must
+//! not pass `x.len()`: a segment is clamped to `x` and a decreasing pair gives an
+//! empty segment. Float sums are tree sums; float minimum and maximum ignore NaNs
+//! as [`reduce`](crate::reduce) does. The operator must be associative and
+//! commutative.
+//!
+//! # Your own operator
+//!
+//! Write a kernel whose body is [`reduce_segment`] with your operator and identity
+//! and name it in a [`SegmentKernel`] implementation, as [`BitOr`] is.
+
+use xlog::device::view::{Out, PerBlock};
+use xlog::device::warp::Shuffle;
+use xlog::prelude::*;
+
+/// Threads per block of the segmented reductions.
+pub const BLOCK: u32 = 256;
+
+/// One block's segment: `out[b]`, `b = blockIdx.x`, is the fold of
+/// `x[offsets[b]..offsets[b + 1]]` under `op` (`identity` for an empty segment;
+/// nothing is written when `offsets` has no segment `b`). The body of every
+/// segmented reduction; every thread of the block must call it (it holds a block
+/// collective). `op` must be associative and commutative.
+#[inline(always)]
+pub fn reduce_segment<T: Shuffle>(
+    x: &[T],
+    offsets: &[u64],
+    out: &mut Out<'_, T, PerBlock>,
+    identity: T,
+    op: impl Fn(T, T) -> T + Copy,
+) {
+    let b = thread::block_idx().x as usize;
+    let (lo, hi) = match (offsets.get(b), offsets.get(b + 1)) {
+        (Some(&lo), Some(&hi)) => {
+            let hi = core::cmp::min(hi as usize, x.len());
+            (core::cmp::min(lo as usize, hi), hi)
+        }
+        _ => (0, 0),
+    };
+    let mut acc = identity;
+    let mut i = lo + thread::thread_idx().x as usize;
+    let stride = thread::block_dim().x as usize;
+    while i < hi {
+        acc = op(acc, x[i]);
+        i += stride;
+    }
+    let total = collective::block_reduce(acc, op);
+    if let Some(leader) = thread::block_leader() {
+        if let Some(o) = out.get_mut(leader) {
+            *o = total;
+        }
+    }
+}
+
+macro_rules! segmented {
+    ($($t:ty: $sum:ident = $add:expr, $min:ident = $minf:expr, $max:ident = $maxf:expr, $lo:expr, $hi:expr;)*) => {$(
+        #[doc = concat!("Per-segment sums of `", stringify!($t), "`s: the kernel of [`segmented_reduce`] with [`Sum`].")]
+        #[xlog_kernel(read(x, offsets), write(out per block), block = 256)]
+        pub fn $sum(x: &[$t], offsets: &[u64], out: &mut [$t]) {
+            reduce_segment(x, offsets, out, 0 as $t, $add);
+        }
+
+        #[doc = concat!("Per-segment minima of `", stringify!($t), "`s: the kernel of [`segmented_reduce`] with [`Min`].")]
+        #[xlog_kernel(read(x, offsets), write(out per block), block = 256)]
+        pub fn $min(x: &[$t], offsets: &[u64], out: &mut [$t]) {
+            reduce_segment(x, offsets, out, $hi, $minf);
+        }
+
+        #[doc = concat!("Per-segment maxima of `", stringify!($t), "`s: the kernel of [`segmented_reduce`] with [`Max`].")]
+        #[xlog_kernel(read(x, offsets), write(out per block), block = 256)]
+        pub fn $max(x: &[$t], offsets: &[u64], out: &mut [$t]) {
+            reduce_segment(x, offsets, out, $lo, $maxf);
+        }
+    )*};
+}
+
+segmented! {
+    u32: segment_sum_u32 = u32::wrapping_add, segment_min_u32 = u32::min, segment_max_u32 = u32::max, u32::MIN, u32::MAX;
+    i32: segment_sum_i32 = i32::wrapping_add, segment_min_i32 = i32::min, segment_max_i32 = i32::max, i32::MIN, i32::MAX;
+    u64: segment_sum_u64 = u64::wrapping_add, segment_min_u64 = u64::min, segment_max_u64 = u64::max, u64::MIN, u64::MAX;
+    i64: segment_sum_i64 = i64::wrapping_add, segment_min_i64 = i64::min, segment_max_i64 = i64::max, i64::MIN, i64::MAX;
+    f32: segment_sum_f32 = |a: f32, b: f32| a + b, segment_min_f32 = f32::min, segment_max_f32 = f32::max, f32::NEG_INFINITY, f32::INFINITY;
+    f64: segment_sum_f64 = |a: f64, b: f64| a + b, segment_min_f64 = f64::min, segment_max_f64 = f64::max, f64::NEG_INFINITY, f64::INFINITY;
+}
+
+/// Per-segment bitwise ors of `u32`s: an operator written the way a user's is (the
+/// kernel of [`BitOr`]).
+#[xlog_kernel(read(x, offsets), write(out per block), block = 256)]
+pub fn segment_or_u32(x: &[u32], offsets: &[u64], out: &mut [u32]) {
+    reduce_segment(x, offsets, out, 0, |a, b| a | b);
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    use xlog::{
+        AllocTag, BufferView, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result, Stream,
+    };
+
+    use super::BLOCK;
+    use crate::compact::{self, Compactable};
+
+    /// A segmented reduction kernel: its launch. The kernel's body is
+    /// [`reduce_segment`](super::reduce_segment) (or one keeping its contract:
+    /// block `b` writes `out[b]`, the fold of segment `b`).
+    pub trait SegmentKernel<T: xlog::DeviceCopy> {
+        /// Launches the kernel: one block per segment of `x` by `offsets`.
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            offsets: &BufferView<'_, u64>,
+            out: &mut DeviceBuffer<T>,
+        ) -> Result<()>;
+    }
+
+    pub use crate::reduce::{Max, Min, Sum};
+
+    /// Bitwise or of `u32`s (an operator written the way a user's is).
+    #[derive(Clone, Copy, Debug)]
+    pub struct BitOr;
+
+    macro_rules! kernel {
+        ($op:ident, $t:ty, $kernel:ident) => {
+            impl SegmentKernel<$t> for $op {
+                fn launch(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, $t>,
+                    offsets: &BufferView<'_, u64>,
+                    out: &mut DeviceBuffer<$t>,
+                ) -> Result<()> {
+                    super::$kernel::launch(s, cfg, x, offsets, out)
+                }
+            }
+        };
+    }
+    macro_rules! kernels {
+        ($($t:ty: $sum:ident, $min:ident, $max:ident;)*) => {$(
+            kernel!(Sum, $t, $sum);
+            kernel!(Min, $t, $min);
+            kernel!(Max, $t, $max);
+        )*};
+    }
+    kernels! {
+        u32: segment_sum_u32, segment_min_u32, segment_max_u32;
+        i32: segment_sum_i32, segment_min_i32, segment_max_i32;
+        u64: segment_sum_u64, segment_min_u64, segment_max_u64;
+        i64: segment_sum_i64, segment_min_i64, segment_max_i64;
+        f32: segment_sum_f32, segment_min_f32, segment_max_f32;
+        f64: segment_sum_f64, segment_min_f64, segment_max_f64;
+    }
+    kernel!(BitOr, u32, segment_or_u32);
+
+    /// The fold of every segment `x[offsets[s]..offsets[s + 1]]` under kernel
+    /// `K`'s operator, as a new buffer of `offsets.len() − 1` values (none for
+    /// fewer than two offsets); an empty segment gives the identity. One launch of
+    /// one block per segment, no temporary memory ([module docs](super)).
+    ///
+    /// ```no_run
+    /// # fn main() -> xlog::Result<()> {
+    /// use xlog_kernels::segmented::{segmented_reduce, Sum};
+    /// let rt = xlog::Runtime::get(0)?;
+    /// let s = rt.stream()?;
+    /// let x = rt.upload_on(&s, &[1u32, 2, 3, 4, 5])?;
+    /// let offsets = rt.upload_on(&s, &[0u64, 2, 2, 5])?;
+    /// let sums = segmented_reduce::<u32, Sum>(&s, &x, &offsets)?;
+    /// assert_eq!(sums.download(&s)?, [3, 0, 12]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` when there are more segments than a grid holds
+    /// (`2^31 − 1`); a budget refusal of the output (`BudgetExceeded`, nothing
+    /// launched); a launch error.
+    pub fn segmented_reduce<T: xlog::DeviceCopy, K: SegmentKernel<T>>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+        offsets: &(impl ReadBuffer<u64> + ?Sized),
+    ) -> Result<DeviceBuffer<T>> {
+        let (x, offsets) = (x.as_view(), offsets.as_view());
+        let segments = offsets.len().saturating_sub(1);
+        let grid = u32::try_from(segments)
+            .ok()
+            .filter(|&g| g <= i32::MAX as u32)
+            .ok_or_else(|| Error::InvalidArgument {
+                what: "xlog_kernels::segmented::segmented_reduce".to_owned(),
+                reason: format!(
+                    "{segments} segments, more than a grid holds (2^31 - 1); reduce them in parts"
+                ),
+            })?;
+        let rt = s.runtime()?;
+        // SAFETY: block `b` of the launch writes `out[b]` (the trait's contract),
+        // one block per segment, so every element is written.
+        let mut out = unsafe { rt.alloc_uninit::<T>(s, segments, AllocTag("segmented output")) }?;
+        if segments > 0 {
+            K::launch(
+                s,
+                LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]),
+                &x,
+                &offsets,
+                &mut out,
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// The result of [`reduce_by_key`].
+    #[derive(Debug)]
+    pub struct ByKey<K: xlog::DeviceCopy, V: xlog::DeviceCopy> {
+        /// The key of each run, in order (the unique keys of sorted keys).
+        pub keys: DeviceBuffer<K>,
+        /// The fold of the values of each run.
+        pub values: DeviceBuffer<V>,
+        /// The length of each run.
+        pub counts: DeviceBuffer<u64>,
+    }
+
+    /// Reduce-by-key: for each run of equal adjacent `keys` (sorted keys: each
+    /// distinct key), its key and the fold of its `values` under kernel `Op`'s
+    /// operator. Synchronises `s` once (to size the outputs, as
+    /// [`compact::unique_counts`]). Four launches, `O(n)` ([module docs](super)).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` when `keys` and `values` differ in length; as
+    /// [`compact::unique_counts`] and [`segmented_reduce`] otherwise.
+    pub fn reduce_by_key<K: Compactable, V: xlog::DeviceCopy, Op: SegmentKernel<V>>(
+        s: &Stream,
+        keys: &(impl ReadBuffer<K> + ?Sized),
+        values: &(impl ReadBuffer<V> + ?Sized),
+    ) -> Result<ByKey<K, V>> {
+        let (keys, values) = (keys.as_view(), values.as_view());
+        if keys.len() != values.len() {
+            return Err(Error::InvalidArgument {
+                what: "xlog_kernels::segmented::reduce_by_key".to_owned(),
+                reason: format!(
+                    "{} keys but {} values; pass one key per value",
+                    keys.len(),
+                    values.len()
+                ),
+            });
+        }
+        let runs = compact::unique_counts(s, &keys)?;
+        let folded = if keys.is_empty() {
+            segmented_reduce::<V, Op>(s, &values, &runs.offsets.slice(0..0))?
+        } else {
+            segmented_reduce::<V, Op>(s, &values, &runs.offsets)?
+        };
+        Ok(ByKey {
+            keys: runs.values,
+            values: folded,
+            counts: runs.counts,
+        })
+    }
+}
