@@ -23,7 +23,8 @@
 //! (single-pass inclusive and exclusive scans with a warp-wide decoupled look-back)
 //! and [`gather`] (gather and scatter by index, out-of-range indices reported as
 //! errors). Results stay on the device; temporary memory comes from the stream's
-//! runtime and its budget.
+//! runtime and its budget. [`join`] has hash joins (inner, semi, anti) on `u32`
+//! and `u64` keys.
 //!
 //! ```no_run
 //! # fn main() -> xlog::Result<()> {
@@ -43,6 +44,7 @@ xlog::kernel_module!();
 pub mod cooperative;
 pub mod elementwise;
 pub mod gather;
+pub mod join;
 pub mod reduce;
 pub mod scan;
 pub mod single_pass;

@@ -58,9 +58,13 @@ fn library() -> Vec<String> {
             "fold_or_u32",
             "scan_inclusive_max_u32",
             "scan_last_nonzero_u32",
+            "join_select_rows",
         ]
         .map(String::from),
     );
+    v.extend(["u32", "u64"].iter().flat_map(|k| {
+        ["join_build", "join_count", "join_pairs"].map(|step| format!("{step}_{k}"))
+    }));
     v
 }
 
@@ -140,7 +144,7 @@ fn every_launcher_agrees_with_the_device_build() {
     ] {
         check().unwrap();
     }
-    use xlog_kernels::{gather as g, reduce as r, scan as s};
+    use xlog_kernels::{gather as g, join as j, reduce as r, scan as s};
     for check in [
         r::reduce_sum_f32::check_abi as fn() -> xlog::Result<()>,
         r::reduce_min_i64::check_abi,
@@ -152,6 +156,11 @@ fn every_launcher_agrees_with_the_device_build() {
         s::scan_last_nonzero_u32::check_abi,
         g::gather_f32_by_u64::check_abi,
         g::scatter_i64_by_u32::check_abi,
+        j::join_build_u32::check_abi,
+        j::join_count_u64::check_abi,
+        j::join_pairs_u32::check_abi,
+        j::join_pairs_u64::check_abi,
+        j::join_select_rows::check_abi,
     ] {
         check().unwrap();
     }
