@@ -16,9 +16,10 @@
 //! slots, the smallest power of two at least twice the build side (a load factor
 //! of at most 0.5), each four words of the key type: the key's bitwise complement,
 //! how many build rows have that key, the head of their chain (a row id plus one,
-//! 0 for none), and padding. A thread hashes its key (MurmurHash3's finaliser),
-//! walks from that slot by linear probing to the key's slot or the first empty one
-//! and claims it with an atomic compare-exchange of the key word; then it adds one
+//! 0 for none), and padding. A thread hashes its key (MurmurHash3's finaliser)
+//! to a slot, rounded down to the first of its 32-byte memory sector (two slots of
+//! `u32` keys), walks from there by linear probing to the key's slot or the first
+//! empty one and claims it with an atomic compare-exchange of the key word; then it adds one
 //! to the slot's count (`fetch_add`) and pushes its row on the slot's chain
 //! (`swap` of the head, the old head stored in `next[row]`). Every distinct key
 //! has one slot, so duplicates cost one atomic add and one swap each, never a
@@ -31,15 +32,17 @@
 //!
 //! **Probe** (count, scan, write). One block of [`BLOCK`] threads per tile of
 //! `BLOCK` probe rows, one row per thread. The *count* pass finds each row's slot
-//! and writes its number of output rows (its key's count for an inner join, 0 or 1
-//! for a semi or anti join) and each tile's total; an inclusive scan of the tile
-//! totals ([`scan::inclusive_sum`](crate::scan::inclusive_sum)) gives every tile's
-//! end in the output and, in its last element, the output count, which the host
-//! reads to allocate the output exactly. The *write* pass scans the counts within
-//! each tile ([`collective::block_exclusive_scan`]) for each row's first position;
-//! a row with matches finds its slot again and walks its chain, storing its pairs
-//! there. A semi or anti join's write pass is a stream compaction of the counts,
-//! without a second probe.
+//! (one random read of the key word and count, and for an inner join of the chain
+//! head beside them) and writes its number of output rows (its key's count for an
+//! inner join, 0 or 1 for a semi or anti join), for an inner join the head of its
+//! chain, and each tile's total; an inclusive scan of the tile totals
+//! ([`scan::inclusive_sum`](crate::scan::inclusive_sum)) gives every tile's end in
+//! the output and, in its last element, the output count, which the host reads to
+//! allocate the output exactly. The *write* pass scans the counts within each tile
+//! ([`collective::block_exclusive_scan`]) for each row's first position and stores
+//! the row's pairs there: the head, then the rest of the chain (`next`), so a key
+//! with one build row costs no second random read. A semi or anti join's write
+//! pass is a stream compaction of the counts.
 //!
 //! Writes to computed positions go through atomic views (`atomic(build_rows,
 //! probe_rows)`): each is one relaxed store, as cheap as a plain one, and safe
@@ -50,7 +53,7 @@
 //! | build | `O(b)` work for `b` build rows (expected), 1 launch, plus zeroing the table |
 //! | probe | `O(p + m)` work for `p` probe rows and `m` output rows (expected), 3 launches (count, scan, write) and one synchronisation, to read the output count |
 //! | table memory (kept) | `capacity + 1` slots of four keys: `16 · (capacity + 1)` bytes for `u32` keys, `32 · (capacity + 1)` for `u64` (about 32 or 64 bytes a build row, 16 to 32 at best), and a `u32` a build row for the chains |
-//! | probe memory (temporary) | a `u32` a probe row (its count), 16 bytes per tile of 256 rows and the scan's status words; the output, 8 bytes a pair or 4 a row, is the result |
+//! | probe memory (temporary) | a `u32` a probe row (its count) and, for an inner join, another (its chain's head); 16 bytes per tile of 256 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result |
 //! | order | ascending probe row; within one probe row of an inner join, the build rows in an unspecified order (the order the build's atomics ran in) |
 //!
 //! All memory comes from the stream's runtime, under its budget. A refused
@@ -100,6 +103,9 @@ pub trait Key: Copy + PartialEq + Not<Output = Self> + AtomicInt + sealed::Seale
     const ONE: Self;
     /// The largest value, the one key whose complement is an empty slot's word.
     const MAX: Self;
+    /// Slots per 32-byte memory sector (2 for `u32` keys, 1 for `u64`): probing
+    /// starts at the first slot of the sector the hash names.
+    const SECTOR_SLOTS: usize;
     /// The key's hash (MurmurHash3's 32- or 64-bit finaliser, a bijection).
     fn hash(self) -> u64;
     /// `n` as a key-typed word (a count or a row id plus one, both below `2^32`).
@@ -112,6 +118,7 @@ impl Key for u32 {
     const ZERO: Self = 0;
     const ONE: Self = 1;
     const MAX: Self = u32::MAX;
+    const SECTOR_SLOTS: usize = 2;
     #[inline(always)]
     fn hash(self) -> u64 {
         let mut h = self;
@@ -136,6 +143,7 @@ impl Key for u64 {
     const ZERO: Self = 0;
     const ONE: Self = 1;
     const MAX: Self = u64::MAX;
+    const SECTOR_SLOTS: usize = 1;
     #[inline(always)]
     fn hash(self) -> u64 {
         let mut h = self;
@@ -169,6 +177,14 @@ fn capacity_of(words: usize) -> usize {
     }
 }
 
+/// The first slot a probe for `key` reads: the first of the 32-byte sector its
+/// hash names (`mask` is the capacity minus one), so that a probe reads whole
+/// sectors and a miss less often crosses into the next one.
+#[inline(always)]
+fn start<K: Key>(key: K, mask: usize) -> usize {
+    (key.hash() as usize & mask) & !(K::SECTOR_SLOTS - 1)
+}
+
 /// The slot of `key`, claimed for it if it has none yet. `capacity` is the table's
 /// (a power of two, more than the keys inserted, so an empty slot always exists).
 #[inline(always)]
@@ -178,7 +194,7 @@ fn claim<K: Key>(table: &AtomicView<'_, K>, key: K, capacity: usize) -> usize {
     }
     let want = !key;
     let mask = capacity - 1;
-    let mut p = key.hash() as usize & mask;
+    let mut p = start(key, mask);
     loop {
         let w = table.load(SLOT_WORDS * p);
         if w == want {
@@ -213,7 +229,7 @@ where
     }
     let want = !key;
     let mask = capacity - 1;
-    let mut p = key.hash() as usize & mask;
+    let mut p = start(key, mask);
     loop {
         let [w, n] = read_chunk::<K, 2>(table, 2 * p)?;
         if w == want {
@@ -245,13 +261,16 @@ fn build_rows<K: Key>(keys: &[K], table: &AtomicView<'_, K>, next: &mut Out<'_, 
     }
 }
 
-/// The count step: `counts[i]` = probe row `i`'s output rows under `mode`, and
-/// `totals[b]` the sum over tile `b` (block `b`'s rows `[BLOCK·b, BLOCK·b + BLOCK)`).
+/// The count step: `counts[i]` = probe row `i`'s output rows under `mode`,
+/// `firsts[i]` (when `firsts` is not empty) the head of its key's chain (a build
+/// row plus one, 0 for none), and `totals[b]` the sum over tile `b` (block `b`'s
+/// rows `[BLOCK·b, BLOCK·b + BLOCK)`).
 #[inline(always)]
 fn count_rows<K: Key>(
     keys: &[K],
     table: &[K],
     counts: &mut Out<'_, u32>,
+    firsts: &mut Out<'_, u32>,
     totals: &mut Out<'_, u64, PerBlock>,
     mode: u32,
 ) where
@@ -260,7 +279,8 @@ fn count_rows<K: Key>(
     let i = thread::index_1d();
     let mut c = 0u32;
     if i < keys.len() {
-        let n = find(table, keys[i]).map_or(0, |(_, n)| n);
+        let found = find(table, keys[i]);
+        let n = found.map_or(0, |(_, n)| n);
         c = match mode {
             SEMI => u32::from(n > 0),
             ANTI => u32::from(n == 0),
@@ -268,6 +288,13 @@ fn count_rows<K: Key>(
         };
         if let Some(o) = counts.get_mut(i) {
             *o = c;
+        }
+        if let Some(f) = firsts.get_mut(i) {
+            // Chunk `2p + 1` is slot `p`'s head and padding, in the sector its key
+            // word was just read from.
+            *f = found
+                .and_then(|(p, _)| read_chunk::<K, 2>(table, 2 * p + 1))
+                .map_or(0, |[head, _]| head.as_u32());
         }
     }
     let total = collective::block_reduce(c as u64, u64::wrapping_add);
@@ -295,29 +322,20 @@ fn first_position(counts: &[u32], ends: &[u64]) -> (usize, u32) {
 }
 
 /// The write step of an inner join: probe row `i`'s pairs at its positions,
-/// `(build_rows[k], probe_rows[k])`, walking its key's chain.
+/// `(build_rows[k], probe_rows[k])`: the head the count step found, then the rest
+/// of its chain (`next`).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn write_pairs<K: Key>(
-    keys: &[K],
-    table: &[K],
+fn write_pairs(
+    firsts: &[u32],
     next: &[u32],
     counts: &[u32],
     ends: &[u64],
     build_rows: &AtomicView<'_, u32>,
     probe_rows: &AtomicView<'_, u32>,
-) where
-    [K; 2]: Vector,
-{
+) {
     let (mut pos, c) = first_position(counts, ends);
     let i = thread::index_1d().get();
-    if c == 0 || i >= keys.len() {
-        return;
-    }
-    let Some((p, _)) = find(table, keys[i]) else {
-        return;
-    };
-    let mut head = table.get(SLOT_WORDS * p + 2).map_or(0, |h| h.as_u32());
+    let mut head = firsts.get(i).copied().unwrap_or(0);
     for j in 0..c {
         let Some(row) = head.checked_sub(1) else {
             return;
@@ -332,39 +350,49 @@ fn write_pairs<K: Key>(
 }
 
 macro_rules! join_kernels {
-    ($($k:ty, $build:ident, $count:ident, $pairs:ident;)*) => {$(
+    ($($k:ty, $build:ident, $count:ident;)*) => {$(
         #[doc = concat!("The build step over `", stringify!($k), "` keys: every row of `keys` into the zeroed `table`, `next[row]` its chain link ([module docs](self)).")]
         #[xlog_kernel(read(keys), atomic(table), write(next))]
         pub fn $build(keys: &[$k], table: &mut [$k], next: &mut [u32]) {
             build_rows::<$k>(keys, table, next);
         }
 
-        #[doc = concat!("The count step over `", stringify!($k), "` keys: each probe row's output rows under `mode` (0 inner, 1 semi, 2 anti) and each tile's total.")]
-        #[xlog_kernel(read(keys, table), write(counts, totals per block), block = 256)]
-        pub fn $count(keys: &[$k], table: &[$k], counts: &mut [u32], totals: &mut [u64], mode: u32) {
-            count_rows::<$k>(keys, table, counts, totals, mode);
-        }
-
-        #[doc = concat!("The write step of an inner join over `", stringify!($k), "` keys: each probe row's `(build row, probe row)` pairs at its scanned positions.")]
-        #[xlog_kernel(read(keys, table, next, counts, ends), atomic(build_rows, probe_rows), block = 256)]
-        #[allow(clippy::too_many_arguments)]
-        pub fn $pairs(
+        #[doc = concat!("The count step over `", stringify!($k), "` keys: each probe row's output rows under `mode` (0 inner, 1 semi, 2 anti), its chain's head (when `firsts` is not empty) and each tile's total.")]
+        #[xlog_kernel(read(keys, table), write(counts, firsts, totals per block), block = 256)]
+        pub fn $count(
             keys: &[$k],
             table: &[$k],
-            next: &[u32],
-            counts: &[u32],
-            ends: &[u64],
-            build_rows: &mut [u32],
-            probe_rows: &mut [u32],
+            counts: &mut [u32],
+            firsts: &mut [u32],
+            totals: &mut [u64],
+            mode: u32,
         ) {
-            write_pairs::<$k>(keys, table, next, counts, ends, build_rows, probe_rows);
+            count_rows::<$k>(keys, table, counts, firsts, totals, mode);
         }
     )*};
 }
 
 join_kernels! {
-    u32, join_build_u32, join_count_u32, join_pairs_u32;
-    u64, join_build_u64, join_count_u64, join_pairs_u64;
+    u32, join_build_u32, join_count_u32;
+    u64, join_build_u64, join_count_u64;
+}
+
+/// The write step of an inner join: each probe row's `(build row, probe row)`
+/// pairs at its scanned positions, from the chain heads the count step found.
+#[xlog_kernel(
+    read(firsts, next, counts, ends),
+    atomic(build_rows, probe_rows),
+    block = 256
+)]
+pub fn join_write_pairs(
+    firsts: &[u32],
+    next: &[u32],
+    counts: &[u32],
+    ends: &[u64],
+    build_rows: &mut [u32],
+    probe_rows: &mut [u32],
+) {
+    write_pairs(firsts, next, counts, ends, build_rows, probe_rows);
 }
 
 /// The write step of a semi or anti join: the probe rows whose count is 1, in
@@ -402,32 +430,21 @@ mod host {
             next: &mut DeviceBuffer<u32>,
         ) -> Result<()>;
         #[doc(hidden)]
+        #[allow(clippy::too_many_arguments)]
         fn __count(
             s: &Stream,
             cfg: LaunchConfig,
             keys: &BufferView<'_, Self>,
             table: &DeviceBuffer<Self>,
             counts: &mut DeviceBuffer<u32>,
+            firsts: &mut DeviceBuffer<u32>,
             totals: &mut DeviceBuffer<u64>,
             mode: u32,
-        ) -> Result<()>;
-        #[doc(hidden)]
-        #[allow(clippy::too_many_arguments)]
-        fn __pairs(
-            s: &Stream,
-            cfg: LaunchConfig,
-            keys: &BufferView<'_, Self>,
-            table: &DeviceBuffer<Self>,
-            next: &DeviceBuffer<u32>,
-            counts: &DeviceBuffer<u32>,
-            ends: &DeviceBuffer<u64>,
-            build_rows: &mut DeviceBuffer<u32>,
-            probe_rows: &mut DeviceBuffer<u32>,
         ) -> Result<()>;
     }
 
     macro_rules! join_key {
-        ($($k:ty, $build:ident, $count:ident, $pairs:ident;)*) => {$(
+        ($($k:ty, $build:ident, $count:ident;)*) => {$(
             impl JoinKey for $k {
                 fn __build(
                     s: &Stream,
@@ -444,31 +461,19 @@ mod host {
                     keys: &BufferView<'_, Self>,
                     table: &DeviceBuffer<Self>,
                     counts: &mut DeviceBuffer<u32>,
+                    firsts: &mut DeviceBuffer<u32>,
                     totals: &mut DeviceBuffer<u64>,
                     mode: u32,
                 ) -> Result<()> {
-                    super::$count::launch(s, cfg, keys, table, counts, totals, mode)
-                }
-                fn __pairs(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    keys: &BufferView<'_, Self>,
-                    table: &DeviceBuffer<Self>,
-                    next: &DeviceBuffer<u32>,
-                    counts: &DeviceBuffer<u32>,
-                    ends: &DeviceBuffer<u64>,
-                    build_rows: &mut DeviceBuffer<u32>,
-                    probe_rows: &mut DeviceBuffer<u32>,
-                ) -> Result<()> {
-                    super::$pairs::launch(s, cfg, keys, table, next, counts, ends, build_rows, probe_rows)
+                    super::$count::launch(s, cfg, keys, table, counts, firsts, totals, mode)
                 }
             }
         )*};
     }
 
     join_key! {
-        u32, join_build_u32, join_count_u32, join_pairs_u32;
-        u64, join_build_u64, join_count_u64, join_pairs_u64;
+        u32, join_build_u32, join_count_u32;
+        u64, join_build_u64, join_count_u64;
     }
 
     /// The result of an inner join: `(build_rows[k], probe_rows[k])` is the `k`-th
@@ -584,15 +589,22 @@ mod host {
             self.table.len() * std::mem::size_of::<K>() + self.next.len() * 4
         }
 
-        /// The count pass and the scan: each probe row's count, the tiles' ends and
-        /// the output count (read back, synchronising `s`).
+        /// The count pass and the scan: each probe row's count (and, for an inner
+        /// join, its chain's head), the tiles' ends and the output count (read
+        /// back, synchronising `s`).
+        #[allow(clippy::type_complexity)]
         fn count(
             &self,
             s: &Stream,
             what: &str,
             probe: &BufferView<'_, K>,
             mode: u32,
-        ) -> Result<(DeviceBuffer<u32>, DeviceBuffer<u64>, usize)> {
+        ) -> Result<(
+            DeviceBuffer<u32>,
+            DeviceBuffer<u32>,
+            DeviceBuffer<u64>,
+            usize,
+        )> {
             let n = probe.len();
             if n > u32::MAX as usize + 1 {
                 return Err(too_long(what, "probe", n, u32::MAX as u64 + 1));
@@ -600,8 +612,12 @@ mod host {
             let tiles = n.div_ceil(BLOCK as usize);
             let rt = s.runtime()?;
             // SAFETY: one thread per probe row (the grid covers every row) writes
-            // its row's count, before anything reads the counts.
+            // its row's count, and its head for an inner join, before anything
+            // reads them.
             let mut counts = unsafe { rt.alloc_uninit::<u32>(s, n, AllocTag("join counts")) }?;
+            let heads = if mode == INNER { n } else { 0 };
+            // SAFETY: as for `counts`.
+            let mut firsts = unsafe { rt.alloc_uninit::<u32>(s, heads, AllocTag("join heads")) }?;
             // SAFETY: every block's leader writes its tile's total.
             let mut totals =
                 unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("join tile totals")) }?;
@@ -611,6 +627,7 @@ mod host {
                 probe,
                 &self.table,
                 &mut counts,
+                &mut firsts,
                 &mut totals,
                 mode,
             )?;
@@ -620,7 +637,7 @@ mod host {
                 what: format!("xlog_kernels::join::{what}"),
                 reason: format!("the join has {total} rows, more than this host can address"),
             })?;
-            Ok((counts, ends, total))
+            Ok((counts, firsts, ends, total))
         }
 
         /// Every `(build row, probe row)` pair with equal keys, ordered by probe row
@@ -646,7 +663,7 @@ mod host {
                     probe_rows: rt.alloc_zeroed_on(s, 0)?,
                 });
             }
-            let (counts, ends, total) = self.count(s, "inner_join", &probe, INNER)?;
+            let (counts, firsts, ends, total) = self.count(s, "inner_join", &probe, INNER)?;
             // SAFETY: the write pass stores every position `0..total`: the scanned
             // counts give each probe row the disjoint range of its pairs, the ranges
             // tile `0..total`, and each row stores exactly its count of pairs there.
@@ -656,11 +673,10 @@ mod host {
             let mut probe_rows =
                 unsafe { rt.alloc_uninit::<u32>(s, total, AllocTag("join probe rows")) }?;
             if total > 0 {
-                K::__pairs(
+                super::join_write_pairs::launch(
                     s,
                     tile_grid(probe.len()),
-                    &probe,
-                    &self.table,
+                    &firsts,
                     &self.next,
                     &counts,
                     &ends,
@@ -714,7 +730,7 @@ mod host {
             if probe.is_empty() {
                 return rt.alloc_zeroed_on(s, 0);
             }
-            let (counts, ends, total) = self.count(s, what, probe, mode)?;
+            let (counts, _, ends, total) = self.count(s, what, probe, mode)?;
             // SAFETY: the compaction stores every position `0..total` once: each
             // kept row at its rank among the kept rows.
             let mut rows = unsafe { rt.alloc_uninit::<u32>(s, total, AllocTag("join rows")) }?;
@@ -822,14 +838,14 @@ mod tests {
         // capacity 4: slots 0..4 and the MAX slot 4; key 9 in the slot its hash
         // names, key MAX in its own slot.
         let mut t = vec![0u32; SLOT_WORDS * 5];
-        let p = (9u32.hash() & 3) as usize;
+        let p = start(9u32, 3);
         t[SLOT_WORDS * p] = !9;
         t[SLOT_WORDS * p + 1] = 2;
         t[SLOT_WORDS * 4] = 0;
         t[SLOT_WORDS * 4 + 1] = 1;
         assert_eq!(find(&t, 9u32), Some((p, 2)));
         assert_eq!(find(&t, u32::MAX), Some((4, 1)));
-        let other = (0..100u32).find(|k| *k != 9 && (k.hash() & 3) as usize != p);
+        let other = (0..100u32).find(|&k| k != 9 && start(k, 3) != p);
         assert_eq!(find(&t, other.unwrap()), None);
     }
 }
