@@ -61,7 +61,7 @@ if [[ " $modes " == *" test "* ]]; then
   cp python/build/xlog.abi3.so python/tests/*.py "$bundle/python/"
   echo "bundled python"
 fi
-[[ " $modes " == *" test "* ]] && examples=(saxpy pipeline) || examples=()
+[[ " $modes " == *" test "* ]] && examples=(saxpy pipeline query) || examples=()
 for example in "${examples[@]}"; do
   cargo build -p "$example" --profile gpu --message-format=json |
     python3 -c '

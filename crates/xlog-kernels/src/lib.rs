@@ -26,6 +26,7 @@
 //! [`compact`] (select by flags, stable partition, run-length encoding) and
 //! [`segmented`] (segmented reduce by offsets, reduce-by-key). Results stay on the device; temporary memory comes from the stream's
 //! runtime and its budget.
+//! [`join`] has hash joins (inner, semi, anti) on `u32` and `u64` keys.
 //!
 //! ```no_run
 //! # fn main() -> xlog::Result<()> {
@@ -47,6 +48,7 @@ pub mod cooperative;
 pub mod elementwise;
 pub mod gather;
 pub mod histogram;
+pub mod join;
 pub mod reduce;
 pub mod scan;
 pub mod segmented;

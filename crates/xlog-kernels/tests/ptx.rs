@@ -58,8 +58,15 @@ fn library() -> Vec<String> {
             "fold_or_u32",
             "scan_inclusive_max_u32",
             "scan_last_nonzero_u32",
+            "join_select_rows",
+            "join_write_pairs",
         ]
         .map(String::from),
+    );
+    v.extend(
+        ["u32", "u64"]
+            .iter()
+            .flat_map(|k| ["join_build", "join_count"].map(|step| format!("{step}_{k}"))),
     );
     v
 }
@@ -140,7 +147,7 @@ fn every_launcher_agrees_with_the_device_build() {
     ] {
         check().unwrap();
     }
-    use xlog_kernels::{gather as g, reduce as r, scan as s};
+    use xlog_kernels::{gather as g, join as j, reduce as r, scan as s};
     for check in [
         r::reduce_sum_f32::check_abi as fn() -> xlog::Result<()>,
         r::reduce_min_i64::check_abi,
@@ -152,6 +159,11 @@ fn every_launcher_agrees_with_the_device_build() {
         s::scan_last_nonzero_u32::check_abi,
         g::gather_f32_by_u64::check_abi,
         g::scatter_i64_by_u32::check_abi,
+        j::join_build_u32::check_abi,
+        j::join_count_u64::check_abi,
+        j::join_count_u32::check_abi,
+        j::join_write_pairs::check_abi,
+        j::join_select_rows::check_abi,
     ] {
         check().unwrap();
     }
