@@ -20,9 +20,10 @@
 //!
 //! The query-engine library, still without `unsafe` in kernel bodies: [`reduce`]
 //! (sum, min, max and [`reduce::fold`] under a kernel of your own), [`scan`]
-//! (single-pass inclusive and exclusive scans with a warp-wide decoupled look-back)
-//! and [`gather`] (gather and scatter by index, out-of-range indices reported as
-//! errors). Results stay on the device; temporary memory comes from the stream's
+//! (single-pass inclusive and exclusive scans with a warp-wide decoupled look-back),
+//! [`gather`] (gather and scatter by index, out-of-range indices reported as
+//! errors) and [`sort`] (a stable onesweep radix sort of keys or key–value pairs).
+//! Results stay on the device; temporary memory comes from the stream's
 //! runtime and its budget.
 //!
 //! ```no_run
@@ -46,6 +47,7 @@ pub mod gather;
 pub mod reduce;
 pub mod scan;
 pub mod single_pass;
+pub mod sort;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;
