@@ -224,3 +224,37 @@ pub fn warp_shuffle_from<T: Shuffle>(v: T, src: u32) -> T {
     // SAFETY: as in `warp_match_bits`: the live mask holds the calling lane.
     unsafe { crate::warp::shuffle_idx(live_mask(), v, src) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_round_trip_at_any_index_and_through_a_cast() {
+        let mut mem = [0u32; 8];
+        let words: SharedWords<u32> = SharedWords {
+            ptr: mem.as_mut_ptr(),
+            len: mem.len(),
+            _marker: PhantomData,
+        };
+        words.store(5, 0xdead_beef);
+        assert_eq!(words.load(5), 0xdead_beef);
+        let wide = words.cast::<u64>();
+        assert_eq!(wide.len(), 4);
+        wide.store(3, 0x1122_3344_5566_7788);
+        assert_eq!((mem[6], mem[7]), (0x5566_7788, 0x1122_3344));
+        assert_eq!(wide.load(2), 0xdead_beef_0000_0000);
+    }
+
+    #[test]
+    #[should_panic(expected = "shared words index out of bounds: the len is 4 but the index is 4")]
+    fn slots_are_bounds_checked() {
+        let mut mem = [0u64; 4];
+        let words: SharedWords<u64> = SharedWords {
+            ptr: mem.as_mut_ptr(),
+            len: mem.len(),
+            _marker: PhantomData,
+        };
+        words.load(4);
+    }
+}

@@ -97,5 +97,7 @@ pub mod prelude {
     pub use crate::copy::DeviceCopy;
     pub use crate::thread::{self, ThreadIndex};
     pub use crate::view::{AtomicView, InOut, Out};
-    pub use crate::{atomic, barrier, collective, exchange, lookback, math, shared, transpose, view, warp};
+    pub use crate::{
+        atomic, barrier, collective, exchange, lookback, math, shared, transpose, view, warp,
+    };
 }
