@@ -42,6 +42,7 @@
 //! | [`warp`] | shuffles, votes, warp barrier |
 //! | [`atomic`] | atomics on 32/64-bit integers and `f32`/`f64` |
 //! | [`collective`] | safe warp and block reduce, scan, broadcast and ballot ranks |
+//! | [`exchange`] | block exchanges at data-dependent positions: [`exchange::SharedWords`] (any index, atomic words), warp label matching |
 //! | [`lookback`] | inter-block communication: tile tickets in start order and decoupled look-back, with [`lookback::TileChunk`] witnesses |
 //! | [`transpose`] | tiled transposes: [`transpose::TransposedIndex`], the witness of a permuted output position |
 //! | [`vector`] | 64- and 128-bit vector loads and stores of small arrays |
@@ -73,6 +74,7 @@ pub mod atomic;
 pub mod barrier;
 pub mod collective;
 pub mod copy;
+pub mod exchange;
 pub mod lookback;
 pub mod math;
 pub mod module;
@@ -101,5 +103,7 @@ pub mod prelude {
     pub use crate::copy::DeviceCopy;
     pub use crate::thread::{self, ThreadIndex};
     pub use crate::view::{AtomicView, InOut, Out};
-    pub use crate::{atomic, barrier, collective, lookback, math, shared, transpose, view, warp};
+    pub use crate::{
+        atomic, barrier, collective, exchange, lookback, math, shared, transpose, view, warp,
+    };
 }

@@ -1,7 +1,8 @@
 """The CUB side of the `library` bench: the operations of xlog's query-engine library
 in PyTorch and CuPy (both call CUB), on the same data shapes, timed with CUDA events.
 
-Run by `benches/library.rs` (usage: python3 library_cub.py N). Prints one line per
+Run by `benches/library.rs` (usage: python3 library_cub.py N) and, for the sort
+cases, by `benches/sort.rs` (python3 library_cub.py N sort). Prints one line per
 case, `case<TAB>median milliseconds`, in the bench's case names; progress and the
 versions go to stderr. With `XLOG_BENCH_RESULTS` set it also appends each figure to
 that file as a JSON line in the format of `xlog_test_support::bench::Measurement`
@@ -30,6 +31,33 @@ PEERS = {
     "unique counts sorted i32": "torch.unique_consecutive",
     "segmented sum f32 (1000 per segment)": "torch.segment_reduce",
 }
+
+SORT_PEERS = {
+    "sort u32 keys": "cupy.sort (CUB)",
+    "sort i32 keys + u32 indices": "torch.sort (CUB)",
+    "sort i32 keys + u64 indices": "torch.sort (CUB)",
+    "sort i64 keys": "cupy.sort (CUB)",
+}
+
+
+def sort_cases(n, dev):
+    """The radix-sort cases on uniformly random keys over the full range."""
+    results = {}
+    g = torch.Generator(device=dev)
+    g.manual_seed(12345)
+    u = torch.randint(-(2**63), 2**63 - 1, (n,), device=dev, generator=g, dtype=torch.int64)
+    xc = cp.asarray(u.to(torch.int32)).view(cp.uint32)
+    results["sort u32 keys"] = cupy_ms(lambda: cp.sort(xc))
+    del xc
+    xi = u.to(torch.int32)
+    ms = torch_ms(lambda: torch.sort(xi))
+    # torch returns int64 indices; both of xlog's index widths are compared with it.
+    results["sort i32 keys + u32 indices"] = ms
+    results["sort i32 keys + u64 indices"] = ms
+    del xi
+    xl = cp.asarray(u)
+    results["sort i64 keys"] = cupy_ms(lambda: cp.sort(xl))
+    return results
 
 
 def compaction_and_segments(n, i, x, results):
@@ -92,6 +120,9 @@ def main():
         file=sys.stderr,
     )
     dev = torch.device("cuda")
+    if len(sys.argv) > 2 and sys.argv[2] == "sort":
+        report(n, sort_cases(n, dev), SORT_PEERS, "sort")
+        return
     results = {}
     i = torch.arange(n, device=dev)
 
@@ -117,7 +148,10 @@ def main():
     results["scatter f32"] = torch_ms(lambda: out.index_copy_(0, perm, x))
 
     compaction_and_segments(n, i, x, results)
+    report(n, results, PEERS)
 
+
+def report(n, results, peers, bench="library"):
     path = os.environ.get("XLOG_BENCH_RESULTS")
     for case, ms in results.items():
         print("%s\t%.6f" % (case, ms))
@@ -126,10 +160,10 @@ def main():
                 f.write(
                     json.dumps(
                         {
-                            "bench": "library",
+                            "bench": bench,
                             "case": case,
                             "size": n,
-                            "contender": PEERS[case],
+                            "contender": peers[case],
                             "value": n / ms / 1e6,
                             "unit": "Gelem/s",
                         }

@@ -20,11 +20,13 @@
 //!
 //! The query-engine library, still without `unsafe` in kernel bodies: [`reduce`]
 //! (sum, min, max and [`reduce::fold`] under a kernel of your own), [`scan`]
-//! (single-pass inclusive and exclusive scans with a warp-wide decoupled look-back)
+//! (single-pass inclusive and exclusive scans with a warp-wide decoupled look-back),
 //! [`gather`] (gather and scatter by index, out-of-range indices reported as
 //! errors), [`histogram`] (even bins and counts by key, privatised per block),
-//! [`compact`] (select by flags, stable partition, run-length encoding) and
-//! [`segmented`] (segmented reduce by offsets, reduce-by-key). Results stay on the device; temporary memory comes from the stream's
+//! [`compact`] (select by flags, stable partition, run-length encoding),
+//! [`segmented`] (segmented reduce by offsets, reduce-by-key) and [`sort`] (a stable
+//! onesweep radix sort of keys or key–value pairs). Results stay on the device;
+//! temporary memory comes from the stream's
 //! runtime and its budget.
 //! [`join`] has hash joins (inner, semi, anti) on `u32` and `u64` keys.
 //!
@@ -53,6 +55,7 @@ pub mod reduce;
 pub mod scan;
 pub mod segmented;
 pub mod single_pass;
+pub mod sort;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;

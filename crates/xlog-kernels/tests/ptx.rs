@@ -71,6 +71,24 @@ fn library() -> Vec<String> {
     v
 }
 
+/// The sort's kernels: per key type a histogram, a keys-only pass and a pass with
+/// `u32` and one with `u64` values; and the offsets scan.
+fn sort_kernels() -> Vec<String> {
+    let mut v: Vec<String> = LIBRARY_TYPES
+        .iter()
+        .flat_map(|t| {
+            [
+                format!("sort_histogram_{t}"),
+                format!("sort_onesweep_{t}"),
+                format!("sort_onesweep_{t}_u32"),
+                format!("sort_onesweep_{t}_u64"),
+            ]
+        })
+        .collect();
+    v.push("sort_offsets".to_owned());
+    v
+}
+
 #[test]
 fn module_defines_every_kernel_for_every_type() {
     let mut want: Vec<String> = OPS
@@ -78,6 +96,7 @@ fn module_defines_every_kernel_for_every_type() {
         .flat_map(|op| TYPES.iter().map(move |t| format!("{op}_{t}")))
         .chain(COOPERATIVE.iter().map(|k| k.to_string()))
         .chain(library())
+        .chain(sort_kernels())
         .collect();
     want.sort();
     let mut got: Vec<String> = MODULE
@@ -164,11 +183,16 @@ fn every_launcher_agrees_with_the_device_build() {
         j::join_count_u32::check_abi,
         j::join_write_pairs::check_abi,
         j::join_select_rows::check_abi,
+        xlog_kernels::sort::sort_histogram_f64::check_abi,
+        xlog_kernels::sort::sort_offsets::check_abi,
+        xlog_kernels::sort::sort_onesweep_u32::check_abi,
+        xlog_kernels::sort::sort_onesweep_i32_u64::check_abi,
+        xlog_kernels::sort::sort_onesweep_f64_u32::check_abi,
     ] {
         check().unwrap();
     }
     assert_eq!(
-        OPS.len() * TYPES.len() + COOPERATIVE.len() + library().len(),
+        OPS.len() * TYPES.len() + COOPERATIVE.len() + library().len() + sort_kernels().len(),
         MODULE.kernels().len()
     );
 }

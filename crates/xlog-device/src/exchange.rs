@@ -1,0 +1,260 @@
+//! Block exchanges at data-dependent positions: what a radix sort's ranking and
+//! scatter need and phased tiles cannot give.
+//!
+//! - [`SharedWords`]: a block's shared array that every thread may load, store and
+//!   add to at *any* index. A [`Tile`](crate::shared::Tile) lets a thread write
+//!   only the slots its [`LocalIndex`](crate::thread::LocalIndex) names; a radix
+//!   sort writes each key at its rank within the tile, a number computed from the
+//!   data, which no witness can name.
+//! - [`warp_match_bits`]: the lanes of the warp whose label equals this lane's
+//!   (CUB's `MatchAny`, from ballots), and [`warp_shuffle_from`], a shuffle where
+//!   each lane names its own source lane.
+//!
+//! ```no_run
+//! use xlog_device::{barrier, exchange::SharedWords, static_shared, thread};
+//!
+//! /// Each thread counts its digit, then reads the count of digit `threadIdx.x`
+//! /// (a 256-thread block).
+//! fn count(digit: u32) -> u32 {
+//!     let bins: SharedWords<u32> = static_shared!(BINS: [u32; 256]).words();
+//!     let t = thread::thread_idx().x as usize;
+//!     bins.store(t, 0);
+//!     barrier::sync_threads();
+//!     bins.fetch_add(digit as usize, 1);
+//!     barrier::sync_threads();
+//!     bins.load(t)
+//! }
+//! ```
+//!
+//! # Soundness
+//!
+//! The shared module's argument (`crate::shared`, # Soundness) carries over
+//! unchanged: every access through a `SharedWords` is a relaxed atomic load, store
+//! or add of an aligned 4-byte word inside the array it was made from (a 64-bit
+//! value is two words, low first), bounds-checked, and every bit pattern is a valid
+//! value of its types. Those are the only sizes safe code uses on shared memory, so
+//! two accesses touch the same word or disjoint ones and atomics never race: no use
+//! of a `SharedWords` is a data race, whatever index any thread passes, and even
+//! against a tile or another `SharedWords` of another type over the same bytes. What
+//! safe code cannot get from the type is *determined* values: a load that a block
+//! barrier ([`sync_threads`](crate::barrier::sync_threads)) does not separate from
+//! another thread's store of the same word may see either value (a 64-bit load may
+//! mix the halves of two stores). Algorithms keep writes and reads in phases
+//! separated by barriers, as with tiles.
+//!
+//! The warp functions are `shfl.sync` / `vote.sync` over the lanes the block shape
+//! makes live, as in [`crate::collective`]: called from a branch some lanes skip,
+//! they hang or give unspecified values, never undefined behaviour.
+
+use core::marker::PhantomData;
+
+use crate::shared::{load_word, store_word, DynamicShared, SharedArray};
+use crate::thread::{block_dim, thread_idx};
+use crate::warp::{Shuffle, WARP_SIZE};
+
+/// A block's shared array of 32- or 64-bit numbers that any thread may access at
+/// any index, each access one or two relaxed 4-byte atomics (see the module's
+/// # Soundness). Get one from [`SharedArray::words`] or [`DynamicShared::words`];
+/// it is a plain address and length, `Copy`.
+pub struct SharedWords<T: Shuffle> {
+    ptr: *mut T,
+    len: usize,
+    _marker: PhantomData<*const T>,
+}
+
+impl<T: Shuffle> Clone for SharedWords<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Shuffle> Copy for SharedWords<T> {}
+
+impl<T: Shuffle, const N: usize> SharedArray<T, N> {
+    /// The array as [`SharedWords`]: loads, stores and adds at any index.
+    #[inline(always)]
+    pub fn words(self) -> SharedWords<T> {
+        SharedWords {
+            ptr: self.as_mut_ptr(),
+            len: N,
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<T: Shuffle> DynamicShared<T> {
+    /// The launch's dynamic shared memory as [`SharedWords`] of `len()` slots.
+    #[inline(always)]
+    pub fn words(self) -> SharedWords<T> {
+        SharedWords {
+            ptr: self.as_mut_ptr(),
+            len: self.len(),
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<T: Shuffle> SharedWords<T> {
+    /// Number of slots.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no slots.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The same bytes as slots of `U`: as many whole `U`s as fit. Only the slot
+    /// size changes; every access stays a 4-byte atomic word access.
+    #[inline(always)]
+    pub fn cast<U: Shuffle>(self) -> SharedWords<U> {
+        SharedWords {
+            ptr: self.ptr.cast::<U>(),
+            len: self.len * core::mem::size_of::<T>() / core::mem::size_of::<U>(),
+            _marker: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn slot(&self, i: usize) -> *mut T {
+        // SAFETY: the `len` slots lie inside the shared array the handle came from.
+        unsafe { crate::view::checked_element(self.ptr, self.len, i, "shared words ") }
+    }
+
+    /// Reads slot `i`.
+    ///
+    /// # Panics
+    ///
+    /// When `i >= len()`, as every method.
+    #[inline(always)]
+    #[track_caller]
+    pub fn load(&self, i: usize) -> T {
+        let p = self.slot(i);
+        // SAFETY: `p` is an in-bounds slot of a shared array aligned to 4 bytes
+        // (static arrays are, and dynamic shared memory is aligned to 16; a `cast`
+        // keeps the base), and every safe access to shared memory is a 4-byte
+        // atomic on an aligned word.
+        unsafe { load_word(p) }
+    }
+
+    /// Writes `v` into slot `i`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn store(&self, i: usize, v: T) {
+        let p = self.slot(i);
+        // SAFETY: as in `load`.
+        unsafe { store_word(p, v) }
+    }
+}
+
+impl SharedWords<u32> {
+    /// Adds `v` to slot `i` (wrapping) with one atomic, returning the old value.
+    #[inline(always)]
+    #[track_caller]
+    pub fn fetch_add(&self, i: usize, v: u32) -> u32 {
+        let p = self.slot(i);
+        // SAFETY: `p` is an in-bounds, aligned word of shared memory, and every safe
+        // access to it is a 4-byte atomic (as in `load`).
+        unsafe { crate::atomic::fetch_add(p, v) }
+    }
+}
+
+impl<T: Shuffle> core::fmt::Debug for SharedWords<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        crate::view::debug_ptr_len(f, "SharedWords", self.ptr, self.len)
+    }
+}
+
+/// The lanes of the calling thread's warp that exist in a 1-D block.
+#[inline(always)]
+fn live_mask() -> u32 {
+    let warp_start = thread_idx().x / WARP_SIZE * WARP_SIZE;
+    let n = core::cmp::min(WARP_SIZE, block_dim().x - warp_start);
+    if n >= WARP_SIZE {
+        u32::MAX
+    } else {
+        (1u32 << n) - 1
+    }
+}
+
+/// The lanes below the calling one: bit `l` set for every lane `l < lane`.
+#[inline(always)]
+pub fn lanes_below() -> u32 {
+    let lane = thread_idx().x % WARP_SIZE;
+    (1u32 << lane) - 1
+}
+
+/// The lanes of the calling thread's warp whose `label` agrees with this lane's in
+/// its low `BITS` bits, this lane included: `BITS` ballots (CUB's `MatchAny`,
+/// faster than `match.any.sync` on every architecture xlog targets). The lowest
+/// set bit is the group's leader; `(peers & lanes_below()).count_ones()` is this
+/// lane's rank within its group.
+///
+/// Called by every live lane of the warp at the same point, with the same `BITS`
+/// (see the module docs for what happens otherwise).
+#[inline(always)]
+pub fn warp_match_bits<const BITS: u32>(label: u32) -> u32 {
+    let mask = live_mask();
+    let mut peers = mask;
+    let mut b = 0;
+    while b < BITS {
+        let set = (label >> b) & 1 == 1;
+        // SAFETY: `mask` holds the calling lane; on sm_70 and newer a lane of the
+        // mask that does not arrive makes the others wait or gives unspecified
+        // bits, never undefined behaviour (the `collective` module's contract).
+        let votes = unsafe { crate::warp::ballot(mask, set) };
+        peers &= if set { votes } else { !votes };
+        b += 1;
+    }
+    peers
+}
+
+/// The value `v` of lane `src` of the calling thread's warp, where each lane may
+/// name a different source (`shfl.sync.idx`): how a group's leader hands its
+/// result to its peers. A source lane past the warp's live lanes gives an
+/// unspecified value.
+///
+/// Called by every live lane of the warp at the same point.
+#[inline(always)]
+pub fn warp_shuffle_from<T: Shuffle>(v: T, src: u32) -> T {
+    // SAFETY: as in `warp_match_bits`: the live mask holds the calling lane.
+    unsafe { crate::warp::shuffle_idx(live_mask(), v, src) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_round_trip_at_any_index_and_through_a_cast() {
+        let mut mem = [0u32; 8];
+        let words: SharedWords<u32> = SharedWords {
+            ptr: mem.as_mut_ptr(),
+            len: mem.len(),
+            _marker: PhantomData,
+        };
+        words.store(5, 0xdead_beef);
+        assert_eq!(words.load(5), 0xdead_beef);
+        let wide = words.cast::<u64>();
+        assert_eq!(wide.len(), 4);
+        wide.store(3, 0x1122_3344_5566_7788);
+        assert_eq!((mem[6], mem[7]), (0x5566_7788, 0x1122_3344));
+        assert_eq!(wide.load(2), 0xdead_beef_0000_0000);
+    }
+
+    #[test]
+    #[should_panic(expected = "shared words index out of bounds: the len is 4 but the index is 4")]
+    fn slots_are_bounds_checked() {
+        let mut mem = [0u64; 4];
+        let words: SharedWords<u64> = SharedWords {
+            ptr: mem.as_mut_ptr(),
+            len: mem.len(),
+            _marker: PhantomData,
+        };
+        words.load(4);
+    }
+}

@@ -1,0 +1,593 @@
+//! Radix sort: keys alone or key–value pairs, ascending or descending, stable, for
+//! keys `u32`, `i32`, `u64`, `i64`, `f32`, `f64` and values `u32`, `u64`.
+//!
+//! - [`sort_keys`], [`sort_pairs`]: in place, in the caller's buffers;
+//! - [`sorted`]: a sorted copy, the input left alone;
+//! - [`sort_with_indices`]: a sorted copy and the permutation that sorts the input
+//!   (`out[i] = keys[perm[i]]`), the input left alone: what `ORDER BY`, a sort-merge
+//!   join or a group-by needs to carry other columns along (gather them by the
+//!   permutation with [`gather`](crate::gather::gather)).
+//!
+//! # Algorithm
+//!
+//! Onesweep (Adinets & Merrill, "Onesweep: A Faster Least Significant Digit Radix
+//! Sort for GPUs", 2022): a least-significant-digit sort over 8-bit digits, 4
+//! passes for 32-bit keys and 8 for 64-bit ones.
+//!
+//! 1. **Histogram** (one kernel over the input): the 256-bin histogram of every
+//!    pass's digit, each block counting in shared memory, then adding its counts to
+//!    the global ones.
+//! 2. **Offsets** (one block per pass): the exclusive scan of each pass's
+//!    histogram: where each digit's run starts in that pass's output.
+//! 3. **One chained scatter per pass**: each block takes a tile of [`TILE`] keys
+//!    (a ticket in the order blocks start, so it only waits on tiles whose blocks
+//!    run), ranks the tile's keys by digit, stably (warp by warp, item by item,
+//!    lanes with equal digits found with ballots), publishes its 256 digit counts
+//!    and learns, for each digit, how many keys of that digit the tiles before it
+//!    hold by decoupled look-back over per-digit status words (a flag and a count
+//!    in one 32-bit word). The block then reorders its tile by rank in shared
+//!    memory and writes each run of equal digits to consecutive output positions,
+//!    so the stores coalesce.
+//!
+//! Stability: within a tile, keys of equal digit are ranked in input order; tiles
+//! are ordered by their position in the input; so each pass is stable, and the
+//! whole LSD sort is.
+//!
+//! | | |
+//! | --- | --- |
+//! | work | `O(n · passes)`: per pass every key (and value) read once and written once; one more read of the keys for the histograms |
+//! | launches | `1 + 1 + passes` (per portion of at most [`PORTION`] keys for the first and last), plus a memset of the status words before each scatter |
+//! | temporary memory | a second buffer for the keys (and one for the values): `n · (size_of K + size_of V)` bytes, plus `4 · (1 + 256 · ⌈n / TILE⌉)` bytes of status words (about 6 % of a 32-bit key buffer) and `3 KiB · passes` per portion of histograms and offsets; all from the stream's runtime, under its budget |
+//! | stability | stable: equal keys keep their input order, in both orders |
+//! | determinism | the output depends only on the input |
+//!
+//! # Key order
+//!
+//! Keys are compared through an order-preserving map to unsigned integers
+//! (signed integers flip their sign bit; floats flip their sign bit when positive
+//! and every bit when negative; descending inverts every bit of that), so:
+//!
+//! - signed integers sort in numeric order;
+//! - floats sort `-∞ < … < -0.0 < +0.0 < … < +∞ < NaN`: `-0.0` before `+0.0`, and
+//!   every NaN (of either sign and any payload) last, NaNs equal to each other
+//!   (kept in input order);
+//! - [`Order::Descending`] is the exact reverse of that order (NaNs first, `+0.0`
+//!   before `-0.0`), still stable: equal keys keep their input order, not the
+//!   reversed one.
+//!
+//! # Edge cases
+//!
+//! Empty inputs launch nothing. Inputs of any length work (the last tile is
+//! partial); inputs longer than [`PORTION`] keys run each pass as several launches
+//! (the counts of the look-back have 30 bits).
+
+use xlog::device::atomic::AtomicAdd;
+use xlog::device::exchange::{self, SharedWords};
+use xlog::device::view::AtomicView;
+use xlog::device::warp::Shuffle;
+use xlog::prelude::*;
+
+/// Threads per block of the sort kernels: one per digit in the per-digit steps.
+pub const BLOCK: u32 = 256;
+/// Bits per digit.
+pub const RADIX_BITS: u32 = 8;
+/// Digits per pass.
+const RADIX: usize = 1 << RADIX_BITS;
+/// Warps per block.
+const WARPS: usize = BLOCK as usize / 32;
+/// Keys per thread of a scatter tile.
+pub const ITEMS: usize = 16;
+/// Keys per scatter tile: one block's share of a pass.
+pub const TILE: usize = BLOCK as usize * ITEMS;
+
+/// Look-back status word: the tile's inclusive count (it and every tile before it).
+const INCLUSIVE: u32 = 1 << 31;
+/// Look-back status word: the tile's own count only.
+const AGGREGATE: u32 = 1 << 30;
+/// Look-back status word: the count bits.
+const COUNT: u32 = AGGREGATE - 1;
+
+/// The most keys one scatter launch handles: whole tiles whose counts fit the 30
+/// count bits of a status word. Longer inputs run each pass as several launches.
+pub const PORTION: usize = TILE * (COUNT as usize / TILE);
+
+/// Runs `$body` with `$j` bound to each item number `0..ITEMS`, written out
+/// `ITEMS` times: LLVM leaves loops over the ranking's ballots rolled, and a rolled
+/// loop indexes the per-item arrays in local memory instead of registers.
+macro_rules! each_item {
+    ($j:ident => $body:block) => {
+        each_item!(@ $j $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $j:ident $body:block; $($n:literal)*) => {{
+        $({
+            let $j: usize = $n;
+            $body
+        })*
+    }};
+}
+const _: () = assert!(ITEMS == 16, "each_item! writes out 16 items");
+
+/// Unsigned bits that order like a key: the digits of a radix sort.
+pub trait RadixBits: Shuffle {
+    /// Passes of 8-bit digits: 4 for 32-bit keys, 8 for 64-bit ones.
+    const PASSES: u32;
+    /// These bits, inverted when `descending`.
+    fn twiddle(self, descending: bool) -> Self;
+    /// Digit `(self >> shift) & 255`.
+    fn digit(self, shift: u32) -> u32;
+}
+
+macro_rules! radix_bits {
+    ($($t:ty, $passes:literal;)*) => {$(
+        impl RadixBits for $t {
+            const PASSES: u32 = $passes;
+            #[inline(always)]
+            fn twiddle(self, descending: bool) -> Self {
+                if descending { !self } else { self }
+            }
+            #[inline(always)]
+            fn digit(self, shift: u32) -> u32 {
+                (self >> shift) as u32 & (RADIX as u32 - 1)
+            }
+        }
+    )*};
+}
+
+radix_bits! {
+    u32, 4;
+    u64, 8;
+}
+
+/// Key types of the sort: the order-preserving map of their bits to unsigned
+/// integers (see the [module docs](self) for the float order).
+pub trait RadixKey: AtomicAdd + Shuffle {
+    /// The unsigned integer of the same width.
+    type Bits: RadixBits;
+    /// Some value (the key read for the positions past the end of a partial tile).
+    const ZERO: Self;
+    /// The key's bits, unchanged.
+    fn to_raw(self) -> Self::Bits;
+    /// The key of bits `b`.
+    fn from_raw(b: Self::Bits) -> Self;
+    /// Bits that compare, as unsigned integers, in the key order.
+    fn ordered(self) -> Self::Bits;
+}
+
+macro_rules! radix_key {
+    ($($t:ty, $bits:ty, |$k:ident| $ordered:expr, $to:expr, $from:expr;)*) => {$(
+        impl RadixKey for $t {
+            type Bits = $bits;
+            const ZERO: Self = 0 as $t;
+            #[inline(always)]
+            fn to_raw(self) -> $bits {
+                let $k = self;
+                $to
+            }
+            #[inline(always)]
+            fn from_raw(b: $bits) -> Self {
+                $from(b)
+            }
+            #[inline(always)]
+            fn ordered(self) -> $bits {
+                let $k = self;
+                $ordered
+            }
+        }
+    )*};
+}
+
+const SIGN32: u32 = 1 << 31;
+const SIGN64: u64 = 1 << 63;
+
+radix_key! {
+    u32, u32, |k| k, k, |b| b;
+    u64, u64, |k| k, k, |b| b;
+    i32, u32, |k| k as u32 ^ SIGN32, k as u32, |b: u32| b as i32;
+    i64, u64, |k| k as u64 ^ SIGN64, k as u64, |b: u64| b as i64;
+    f32, u32, |k| {
+        let b = k.to_bits();
+        if k.is_nan() { u32::MAX } else if b & SIGN32 != 0 { !b } else { b | SIGN32 }
+    }, k.to_bits(), f32::from_bits;
+    f64, u64, |k| {
+        let b = k.to_bits();
+        if k.is_nan() { u64::MAX } else if b & SIGN64 != 0 { !b } else { b | SIGN64 }
+    }, k.to_bits(), f64::from_bits;
+}
+
+/// Value types of the sort: what a permutation is made of.
+pub trait RadixValue: AtomicAdd + Shuffle {
+    /// Index `i` as a value (wrapping past the type's range; the host refuses
+    /// inputs whose indices would).
+    fn from_index(i: u64) -> Self;
+}
+
+impl RadixValue for u32 {
+    #[inline(always)]
+    fn from_index(i: u64) -> Self {
+        i as u32
+    }
+}
+
+impl RadixValue for u64 {
+    #[inline(always)]
+    fn from_index(i: u64) -> Self {
+        i
+    }
+}
+
+/// The block's shared memory of every sort kernel: the per-warp digit counters of
+/// the ranking (and the histograms' counters), then the tile being reordered (as
+/// 32-bit or 64-bit slots), in phases separated by barriers.
+#[inline(always)]
+fn sort_shared() -> SharedWords<u32> {
+    xlog::device::static_shared!(XLOG_SORT_SHARED: [u64; TILE])
+        .words()
+        .cast::<u32>()
+}
+
+/// The per-pass digit histograms of `keys`, added into `hist[pass · 256 + digit]`:
+/// each block counts a grid-stride share in shared memory, then adds its non-zero
+/// counts with one global atomic each.
+#[inline(always)]
+fn histogram<K: RadixKey>(keys: &[K], hist: &AtomicView<'_, u32>, descending: bool) {
+    let passes = K::Bits::PASSES as usize;
+    let counters = sort_shared();
+    let t = thread::thread_idx().x as usize;
+    for p in 0..passes {
+        counters.store(p * RADIX + t, 0);
+    }
+    barrier::sync_threads();
+    for i in thread::grid_stride(keys.len()) {
+        let b = keys[i].ordered().twiddle(descending);
+        for p in 0..passes {
+            counters.fetch_add(p * RADIX + b.digit(p as u32 * RADIX_BITS) as usize, 1);
+        }
+    }
+    barrier::sync_threads();
+    for p in 0..passes {
+        let c = counters.load(p * RADIX + t);
+        if c != 0 {
+            hist.fetch_add(p * RADIX + t, c);
+        }
+    }
+}
+
+/// The look-back of digit `d` for tile `tile`: publishes the tile's `count` of the
+/// digit, walks back over the tiles before it until one has published its
+/// inclusive count, publishes its own inclusive count, and returns how many keys of
+/// digit `d` the tiles before it hold.
+#[inline(always)]
+fn look_back(status: &AtomicView<'_, u32>, tile: usize, d: usize, count: u32) -> u32 {
+    let word = |k: usize| 1 + k * RADIX + d;
+    if tile == 0 {
+        status.store(word(0), INCLUSIVE | count);
+        return 0;
+    }
+    status.store(word(tile), AGGREGATE | count);
+    let mut before = 0u32;
+    let mut k = tile;
+    loop {
+        k -= 1;
+        let w = loop {
+            let w = status.load(word(k));
+            if w & (INCLUSIVE | AGGREGATE) != 0 {
+                break w;
+            }
+        };
+        before = before.wrapping_add(w & COUNT);
+        if w & INCLUSIVE != 0 || k == 0 {
+            break;
+        }
+    }
+    status.store(word(tile), INCLUSIVE | before.wrapping_add(count));
+    before
+}
+
+/// Values moved with the keys: the input values, or the keys' input positions.
+pub enum Values<'a, 'v, V: AtomicAdd> {
+    /// Keys only.
+    None,
+    /// `vals_in[i]` moves with key `i`.
+    Given(&'a [V], &'a AtomicView<'v, V>),
+    /// Key `i` carries `V::from_index(base + i)` (the first pass of an argsort).
+    Indices(u64, &'a AtomicView<'v, V>),
+}
+
+/// One tile of one pass of the onesweep scatter: the body of every scatter kernel
+/// (one block per tile; every thread of the block must call it).
+///
+/// `keys_in` is this launch's portion of the input; `offsets[d]` the output
+/// position of the first key of digit `d` of this portion; `status` the zeroed
+/// look-back words (`1 + 256 · tiles`: a ticket counter, then one word per tile and
+/// digit). Writes each key (and value) to `offsets[d] + keys of digit d before it`
+/// in `keys_out` (and `values`' output).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn onesweep<K: RadixKey, V: RadixValue>(
+    keys_in: &[K],
+    offsets: &[u64],
+    keys_out: &AtomicView<'_, K>,
+    status: &AtomicView<'_, u32>,
+    values: Values<'_, '_, V>,
+    shift: u32,
+    descending: bool,
+) {
+    let t = thread::thread_idx().x as usize;
+    let (lane, warp) = (t % 32, t / 32);
+    let mut ticket = 0u32;
+    if t == 0 {
+        ticket = status.fetch_add(0, 1);
+    }
+    let tile = collective::block_broadcast(ticket, 0) as usize;
+    let start = tile * TILE;
+    let valid = keys_in.len().saturating_sub(start).min(TILE);
+    let digit = |k: K, i: usize| -> u32 {
+        if i < valid {
+            k.ordered().twiddle(descending).digit(shift)
+        } else {
+            // Past the end: after every key, so ranked into [valid, TILE).
+            RADIX as u32 - 1
+        }
+    };
+
+    // Rank: warp `w` holds tile items [w·32·ITEMS, (w+1)·32·ITEMS), item `j` of
+    // lane `l` at `w·32·ITEMS + 32·j + l`; ranking item by item, lane by lane,
+    // follows the input order, which makes the pass stable.
+    let words = sort_shared();
+    for w in 0..WARPS {
+        words.store(w * RADIX + t, 0);
+    }
+    barrier::sync_threads();
+    let first = warp * 32 * ITEMS + lane;
+    let mut keys = [K::ZERO; ITEMS];
+    each_item!(j => {
+        let i = first + 32 * j;
+        if i < valid {
+            keys[j] = keys_in[start + i];
+        }
+    });
+    let below = exchange::lanes_below();
+    let mut ranks = [0u32; ITEMS];
+    each_item!(j => {
+        let d = digit(keys[j], first + 32 * j);
+        let peers = exchange::warp_match_bits::<RADIX_BITS>(d);
+        let leader = peers.trailing_zeros();
+        let mut old = 0;
+        if lane as u32 == leader {
+            old = words.fetch_add(warp * RADIX + d as usize, peers.count_ones());
+        }
+        ranks[j] = exchange::warp_shuffle_from(old, leader) + (peers & below).count_ones();
+    });
+    barrier::sync_threads();
+
+    // Thread `t` now owns digit `t`: its count in each warp, in the tile, and the
+    // tile's first rank of it.
+    let counts: [u32; WARPS] = core::array::from_fn(|w| words.load(w * RADIX + t));
+    let total = counts.iter().fold(0u32, |a, &c| a.wrapping_add(c));
+    let (digit_start, _) = collective::block_exclusive_scan(total, 0u32, u32::wrapping_add);
+    let mut run = digit_start;
+    for (w, &c) in counts.iter().enumerate() {
+        words.store(w * RADIX + t, run);
+        run = run.wrapping_add(c);
+    }
+    barrier::sync_threads();
+    each_item!(j => {
+        let d = digit(keys[j], first + 32 * j);
+        ranks[j] = ranks[j].wrapping_add(words.load(warp * RADIX + d as usize));
+    });
+    let before = look_back(status, tile, t, total);
+    let mut base = xlog::device::static_shared!(XLOG_SORT_BASE: [u64; RADIX]).tile();
+    base.set(
+        thread::local_index(),
+        offsets[t]
+            .wrapping_add(before as u64)
+            .wrapping_sub(digit_start as u64),
+    );
+    // The barrier also ends the counters' phase: the tile reuses their words.
+    let base = base.sync();
+
+    // Reorder the tile by rank, then store each digit's run to consecutive
+    // positions: output position = base[d] + rank.
+    let slots = words.cast::<K::Bits>();
+    each_item!(j => {
+        if first + 32 * j < valid {
+            slots.store(ranks[j] as usize, keys[j].to_raw());
+        }
+    });
+    barrier::sync_threads();
+    let mut digits = [0u32; ITEMS];
+    each_item!(k => {
+        let i = k * BLOCK as usize + t;
+        if i < valid {
+            let key = K::from_raw(slots.load(i));
+            digits[k] = digit(key, i);
+            keys_out.store(base.get(digits[k] as usize).wrapping_add(i as u64) as usize, key);
+        }
+    });
+    let (vals_out, given, index_base) = match values {
+        Values::None => return,
+        Values::Given(v, out) => (out, Some(v), 0),
+        Values::Indices(b, out) => (out, None, b),
+    };
+    barrier::sync_threads();
+    let slots = words.cast::<V>();
+    each_item!(j => {
+        let i = first + 32 * j;
+        if i < valid {
+            let v = match given {
+                Some(v) => v[start + i],
+                None => V::from_index(index_base + (start + i) as u64),
+            };
+            slots.store(ranks[j] as usize, v);
+        }
+    });
+    barrier::sync_threads();
+    each_item!(k => {
+        let i = k * BLOCK as usize + t;
+        if i < valid {
+            vals_out.store(
+                base.get(digits[k] as usize).wrapping_add(i as u64) as usize,
+                slots.load(i),
+            );
+        }
+    });
+}
+
+/// `offsets[(q·passes + p)·256 + d]` = where digit `d` of pass `p` starts for
+/// portion `q`: the keys of smaller digits in the whole input plus the keys of
+/// digit `d` in earlier portions, from `hist` in the same layout. One block of 256
+/// threads per pass (`passes` blocks).
+#[xlog_kernel(read(hist), atomic(offsets), block = 256)]
+pub fn sort_offsets(hist: &[u32], offsets: &mut [u64], passes: u32) {
+    let p = thread::block_idx().x as usize;
+    let d = thread::thread_idx().x as usize;
+    let passes = passes as usize;
+    let portions = hist.len() / (passes * RADIX);
+    let at = |q: usize| (q * passes + p) * RADIX + d;
+    let mut total = 0u64;
+    for q in 0..portions {
+        total += hist[at(q)] as u64;
+    }
+    let (start, _) = collective::block_exclusive_scan(total, 0u64, u64::wrapping_add);
+    let mut run = start;
+    for q in 0..portions {
+        offsets.store(at(q), run);
+        run += hist[at(q)] as u64;
+    }
+}
+
+macro_rules! key_kernels {
+    ($($k:ty: $hist:ident, $keys:ident, $pairs32:ident, $pairs64:ident;)*) => {$(
+        #[doc = concat!("Adds the per-pass digit histograms of `", stringify!($k), "` keys into `hist` (`passes · 256` counts): the first step of a sort.")]
+        #[xlog_kernel(read(keys), atomic(hist), block = 256)]
+        pub fn $hist(keys: &[$k], hist: &mut [u32], descending: u32) {
+            histogram::<$k>(keys, hist, descending != 0);
+        }
+
+        #[doc = concat!("One onesweep pass over `", stringify!($k), "` keys: one block per tile, see [`onesweep`].")]
+        #[xlog_kernel(read(keys_in, offsets), atomic(keys_out, status), block = 256)]
+        pub fn $keys(
+            keys_in: &[$k],
+            offsets: &[u64],
+            keys_out: &mut [$k],
+            status: &mut [u32],
+            shift: u32,
+            descending: u32,
+        ) {
+            onesweep::<$k, u32>(keys_in, offsets, keys_out, status, Values::None, shift, descending != 0);
+        }
+
+        #[doc = concat!("One onesweep pass over `", stringify!($k), "` keys with `u32` values (their input positions, counted from `index_base`, when `indices` is 1): see [`onesweep`].")]
+        #[xlog_kernel(read(keys_in, vals_in, offsets), atomic(keys_out, vals_out, status), block = 256)]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $pairs32(
+            keys_in: &[$k],
+            vals_in: &[u32],
+            offsets: &[u64],
+            keys_out: &mut [$k],
+            vals_out: &mut [u32],
+            status: &mut [u32],
+            shift: u32,
+            descending: u32,
+            indices: u32,
+            index_base: u64,
+        ) {
+            let values = if indices != 0 { Values::Indices(index_base, vals_out) } else { Values::Given(vals_in, vals_out) };
+            onesweep::<$k, u32>(keys_in, offsets, keys_out, status, values, shift, descending != 0);
+        }
+
+        #[doc = concat!("One onesweep pass over `", stringify!($k), "` keys with `u64` values: see [`onesweep`].")]
+        #[xlog_kernel(read(keys_in, vals_in, offsets), atomic(keys_out, vals_out, status), block = 256)]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $pairs64(
+            keys_in: &[$k],
+            vals_in: &[u64],
+            offsets: &[u64],
+            keys_out: &mut [$k],
+            vals_out: &mut [u64],
+            status: &mut [u32],
+            shift: u32,
+            descending: u32,
+            indices: u32,
+            index_base: u64,
+        ) {
+            let values = if indices != 0 { Values::Indices(index_base, vals_out) } else { Values::Given(vals_in, vals_out) };
+            onesweep::<$k, u64>(keys_in, offsets, keys_out, status, values, shift, descending != 0);
+        }
+    )*};
+}
+
+/// The table of (key type, histogram kernel, keys kernel, pairs kernels), fed to
+/// `$m`: the kernels and their host impls are made from one list.
+macro_rules! each_key {
+    ($m:ident) => {
+        $m! {
+            u32: sort_histogram_u32, sort_onesweep_u32, sort_onesweep_u32_u32, sort_onesweep_u32_u64;
+            i32: sort_histogram_i32, sort_onesweep_i32, sort_onesweep_i32_u32, sort_onesweep_i32_u64;
+            f32: sort_histogram_f32, sort_onesweep_f32, sort_onesweep_f32_u32, sort_onesweep_f32_u64;
+            u64: sort_histogram_u64, sort_onesweep_u64, sort_onesweep_u64_u32, sort_onesweep_u64_u64;
+            i64: sort_histogram_i64, sort_onesweep_i64, sort_onesweep_i64_u32, sort_onesweep_i64_u64;
+            f64: sort_histogram_f64, sort_onesweep_f64, sort_onesweep_f64_u32, sort_onesweep_f64_u64;
+        }
+    };
+}
+
+each_key!(key_kernels);
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host;
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asc<K: RadixKey>(k: K) -> u64
+    where
+        K::Bits: Into<u64>,
+    {
+        k.ordered().into()
+    }
+
+    #[test]
+    fn float_order_puts_negative_zero_first_and_nans_last() {
+        let v = [
+            f32::NEG_INFINITY,
+            -1.5,
+            -f32::MIN_POSITIVE,
+            -0.0,
+            0.0,
+            f32::MIN_POSITIVE,
+            2.0,
+            f32::INFINITY,
+        ];
+        for w in v.windows(2) {
+            assert!(asc(w[0]) < asc(w[1]), "{} before {}", w[0], w[1]);
+        }
+        assert_eq!(asc(f32::NAN), asc(-f32::NAN));
+        assert!(asc(f32::NAN) > asc(f32::INFINITY));
+        assert_eq!(asc(f64::from_bits(0xfff8_0000_0000_0001)), u64::MAX);
+        assert!(asc(-0.0f64) < asc(0.0f64));
+    }
+
+    #[test]
+    fn integer_order_is_numeric() {
+        let v = [i64::MIN, -5, -1, 0, 1, i64::MAX];
+        for w in v.windows(2) {
+            assert!(asc(w[0]) < asc(w[1]));
+        }
+        assert!(asc(i32::MIN) < asc(-1i32) && asc(-1i32) < asc(0i32));
+        assert_eq!(0xdead_beefu32.twiddle(true), !0xdead_beefu32);
+        assert_eq!(0x1234_5678u32.digit(8), 0x56);
+        assert_eq!(0x0102_0304_0506_0708u64.digit(56), 1);
+    }
+
+    #[test]
+    fn portions_are_whole_tiles_whose_counts_fit_the_status_words() {
+        assert_eq!(PORTION % TILE, 0);
+        assert!(PORTION as u32 <= COUNT);
+        assert!(PORTION + TILE > COUNT as usize);
+    }
+}

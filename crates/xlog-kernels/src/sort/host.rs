@@ -1,0 +1,485 @@
+//! The sort's host side: validate, allocate every temporary, then launch.
+
+use std::ops::Range;
+
+use xlog::{
+    AllocTag, BufferView, BufferViewMut, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result,
+    Stream, WriteBuffer,
+};
+
+use super::{BLOCK, PORTION, RADIX, RADIX_BITS, TILE};
+
+/// The direction of a sort.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// Smallest first (floats: `-∞ … -0.0, +0.0 … +∞, NaN`).
+    #[default]
+    Ascending,
+    /// Largest first: the reverse of [`Ascending`](Order::Ascending), equal keys
+    /// still in input order.
+    Descending,
+}
+
+mod sealed {
+    pub trait Key {}
+    pub trait Value {}
+}
+
+/// Key types of the sort: `u32`, `i32`, `f32` (4 passes), `u64`, `i64`, `f64` (8
+/// passes). See the [module docs](super) for the order of signed and float keys.
+pub trait Key: xlog::DeviceCopy + sealed::Key {
+    #[doc(hidden)]
+    const __PASSES: usize;
+    #[doc(hidden)]
+    fn __histogram(
+        s: &Stream,
+        cfg: LaunchConfig,
+        keys: &BufferView<'_, Self>,
+        hist: &mut BufferViewMut<'_, u32>,
+        descending: u32,
+    ) -> Result<()>;
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn __onesweep(
+        s: &Stream,
+        cfg: LaunchConfig,
+        keys_in: &BufferView<'_, Self>,
+        offsets: &BufferView<'_, u64>,
+        keys_out: &mut BufferViewMut<'_, Self>,
+        status: &mut BufferViewMut<'_, u32>,
+        shift: u32,
+        descending: u32,
+    ) -> Result<()>;
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn __onesweep_u32(
+        s: &Stream,
+        cfg: LaunchConfig,
+        keys_in: &BufferView<'_, Self>,
+        vals_in: &BufferView<'_, u32>,
+        offsets: &BufferView<'_, u64>,
+        keys_out: &mut BufferViewMut<'_, Self>,
+        vals_out: &mut BufferViewMut<'_, u32>,
+        status: &mut BufferViewMut<'_, u32>,
+        pass: Pass,
+    ) -> Result<()>;
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn __onesweep_u64(
+        s: &Stream,
+        cfg: LaunchConfig,
+        keys_in: &BufferView<'_, Self>,
+        vals_in: &BufferView<'_, u64>,
+        offsets: &BufferView<'_, u64>,
+        keys_out: &mut BufferViewMut<'_, Self>,
+        vals_out: &mut BufferViewMut<'_, u64>,
+        status: &mut BufferViewMut<'_, u32>,
+        pass: Pass,
+    ) -> Result<()>;
+}
+
+/// Value types of the sort: `u32` and `u64` (a permutation, or a row id).
+pub trait Value: xlog::DeviceCopy + sealed::Value {
+    #[doc(hidden)]
+    const __POSITIONS: u64;
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn __onesweep<K: Key>(
+        s: &Stream,
+        cfg: LaunchConfig,
+        keys_in: &BufferView<'_, K>,
+        vals_in: &BufferView<'_, Self>,
+        offsets: &BufferView<'_, u64>,
+        keys_out: &mut BufferViewMut<'_, K>,
+        vals_out: &mut BufferViewMut<'_, Self>,
+        status: &mut BufferViewMut<'_, u32>,
+        pass: Pass,
+    ) -> Result<()>;
+}
+
+/// The scalar arguments of one scatter launch.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct Pass {
+    shift: u32,
+    descending: u32,
+    indices: u32,
+    index_base: u64,
+}
+
+macro_rules! keys {
+    ($($k:ty: $hist:ident, $keys:ident, $pairs32:ident, $pairs64:ident;)*) => {$(
+        impl sealed::Key for $k {}
+        impl Key for $k {
+            const __PASSES: usize = 8 * std::mem::size_of::<$k>() / RADIX_BITS as usize;
+            fn __histogram(
+                s: &Stream,
+                cfg: LaunchConfig,
+                keys: &BufferView<'_, Self>,
+                hist: &mut BufferViewMut<'_, u32>,
+                descending: u32,
+            ) -> Result<()> {
+                super::$hist::launch(s, cfg, keys, hist, descending)
+            }
+            fn __onesweep(
+                s: &Stream,
+                cfg: LaunchConfig,
+                keys_in: &BufferView<'_, Self>,
+                offsets: &BufferView<'_, u64>,
+                keys_out: &mut BufferViewMut<'_, Self>,
+                status: &mut BufferViewMut<'_, u32>,
+                shift: u32,
+                descending: u32,
+            ) -> Result<()> {
+                super::$keys::launch(s, cfg, keys_in, offsets, keys_out, status, shift, descending)
+            }
+            fn __onesweep_u32(
+                s: &Stream,
+                cfg: LaunchConfig,
+                keys_in: &BufferView<'_, Self>,
+                vals_in: &BufferView<'_, u32>,
+                offsets: &BufferView<'_, u64>,
+                keys_out: &mut BufferViewMut<'_, Self>,
+                vals_out: &mut BufferViewMut<'_, u32>,
+                status: &mut BufferViewMut<'_, u32>,
+                p: Pass,
+            ) -> Result<()> {
+                super::$pairs32::launch(
+                    s, cfg, keys_in, vals_in, offsets, keys_out, vals_out, status,
+                    p.shift, p.descending, p.indices, p.index_base,
+                )
+            }
+            fn __onesweep_u64(
+                s: &Stream,
+                cfg: LaunchConfig,
+                keys_in: &BufferView<'_, Self>,
+                vals_in: &BufferView<'_, u64>,
+                offsets: &BufferView<'_, u64>,
+                keys_out: &mut BufferViewMut<'_, Self>,
+                vals_out: &mut BufferViewMut<'_, u64>,
+                status: &mut BufferViewMut<'_, u32>,
+                p: Pass,
+            ) -> Result<()> {
+                super::$pairs64::launch(
+                    s, cfg, keys_in, vals_in, offsets, keys_out, vals_out, status,
+                    p.shift, p.descending, p.indices, p.index_base,
+                )
+            }
+        }
+    )*};
+}
+
+each_key!(keys);
+
+macro_rules! values {
+    ($($v:ty, $method:ident;)*) => {$(
+        impl sealed::Value for $v {}
+        impl Value for $v {
+            const __POSITIONS: u64 = <$v>::MAX as u64;
+            fn __onesweep<K: Key>(
+                s: &Stream,
+                cfg: LaunchConfig,
+                keys_in: &BufferView<'_, K>,
+                vals_in: &BufferView<'_, Self>,
+                offsets: &BufferView<'_, u64>,
+                keys_out: &mut BufferViewMut<'_, K>,
+                vals_out: &mut BufferViewMut<'_, Self>,
+                status: &mut BufferViewMut<'_, u32>,
+                pass: Pass,
+            ) -> Result<()> {
+                K::$method(s, cfg, keys_in, vals_in, offsets, keys_out, vals_out, status, pass)
+            }
+        }
+    )*};
+}
+
+values! {
+    u32, __onesweep_u32;
+    u64, __onesweep_u64;
+}
+
+/// What travels with the keys.
+enum Values<'a, 'b, V: xlog::DeviceCopy> {
+    /// Nothing.
+    None,
+    /// The caller's values, sorted in place.
+    InPlace(&'a mut BufferViewMut<'b, V>),
+    /// The keys' input positions, written into this buffer.
+    Indices(&'a mut BufferViewMut<'b, V>),
+}
+
+/// Portion `q` of `n` keys.
+fn portion(q: usize, n: usize) -> Range<usize> {
+    q * PORTION..n.min((q + 1) * PORTION)
+}
+
+/// The histogram launch over `n` keys: enough blocks of 256 threads to fill the
+/// device a few times over, each looping (more blocks only add global atomics).
+fn histogram_config(n: usize) -> LaunchConfig {
+    let blocks = n.div_ceil(BLOCK as usize * 16).clamp(1, 1024);
+    LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1])
+}
+
+/// Sorts `keys` (and what travels with them) in place; the first pass reads
+/// `input` instead when given (a sorted copy). Every temporary is allocated before
+/// the first launch, so a budget refusal leaves everything as it was.
+fn run<K: Key, V: Value>(
+    s: &Stream,
+    order: Order,
+    input: Option<BufferView<'_, K>>,
+    keys: &mut BufferViewMut<'_, K>,
+    mut values: Values<'_, '_, V>,
+) -> Result<()> {
+    let n = keys.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let rt = s.runtime()?;
+    let passes = K::__PASSES;
+    let portions = n.div_ceil(PORTION);
+    let words = portions * passes * RADIX;
+    let max_tiles = n.min(PORTION).div_ceil(TILE);
+    // SAFETY: the passes alternate `keys → tmp`, `tmp → keys`, starting with a
+    // write of `tmp`, and each pass writes every one of the `n` positions of its
+    // destination: a key of digit `d` goes to `offsets[d]` (the keys of smaller
+    // digits) plus the keys of digit `d` before it (earlier portions, earlier
+    // tiles, lower rank in its tile), a bijection onto `0..n`. So nothing reads
+    // an element of `tmp` before a pass writes it.
+    let mut tmp_keys = unsafe { rt.alloc_uninit::<K>(s, n, AllocTag("sort: second key buffer")) }?;
+    let mut tmp_values = match values {
+        Values::None => None,
+        // SAFETY: as for the keys: every pass that writes keys writes their values
+        // at the same positions.
+        _ => Some(unsafe { rt.alloc_uninit::<V>(s, n, AllocTag("sort: second value buffer")) }?),
+    };
+    let mut hist = rt.alloc_zeroed_on::<u32>(s, words)?;
+    let mut offsets = rt.alloc_zeroed_on::<u64>(s, words)?;
+    // SAFETY: each scatter launch's status words are zeroed on `s` right before it,
+    // and that launch is their only reader.
+    let mut status = unsafe {
+        rt.alloc_uninit::<u32>(s, 1 + max_tiles * RADIX, AllocTag("sort: look-back status"))
+    }?;
+    let descending = (order == Order::Descending) as u32;
+
+    for q in 0..portions {
+        let r = portion(q, n);
+        let cfg = histogram_config(r.len());
+        let mut h = hist.slice_mut(q * passes * RADIX..(q + 1) * passes * RADIX);
+        let src = input.unwrap_or_else(|| keys.as_view());
+        K::__histogram(s, cfg, &src.slice(r), &mut h, descending)?;
+    }
+    let one_per_pass = LaunchConfig::new([passes as u32, 1, 1], [BLOCK, 1, 1]);
+    super::sort_offsets::launch(s, one_per_pass, &hist, &mut offsets, passes as u32)?;
+
+    for p in 0..passes {
+        for q in 0..portions {
+            let r = portion(q, n);
+            let tiles = r.len().div_ceil(TILE);
+            let mut st = status.slice_mut(0..1 + tiles * RADIX);
+            st.fill(s, 0)?;
+            let at = (q * passes + p) * RADIX;
+            let off = offsets.slice(at..at + RADIX);
+            let cfg = LaunchConfig::new([tiles as u32, 1, 1], [BLOCK, 1, 1]);
+            let mut pass = Pass {
+                shift: p as u32 * RADIX_BITS,
+                descending,
+                indices: 0,
+                index_base: 0,
+            };
+            // Even passes read the keys (or the input) and write `tmp`; odd
+            // passes read `tmp` and write the keys back.
+            let (keys_in, mut keys_out) = if p % 2 == 0 {
+                let src = match (p, input) {
+                    (0, Some(x)) => x,
+                    _ => keys.as_view(),
+                };
+                (src.slice(r.clone()), tmp_keys.as_view_mut())
+            } else {
+                (tmp_keys.as_view().slice(r.clone()), keys.slice_mut(..))
+            };
+            let Some(tmp_v) = tmp_values.as_mut() else {
+                K::__onesweep(
+                    s,
+                    cfg,
+                    &keys_in,
+                    &off,
+                    &mut keys_out,
+                    &mut st,
+                    pass.shift,
+                    descending,
+                )?;
+                continue;
+            };
+            if p == 0 && matches!(values, Values::Indices(_)) {
+                pass.indices = 1;
+                pass.index_base = r.start as u64;
+            }
+            let user = match &mut values {
+                Values::InPlace(v) | Values::Indices(v) => v,
+                Values::None => unreachable!("a value buffer exists only with values"),
+            };
+            let (vals_in, mut vals_out) = if p % 2 == 0 {
+                let src = if pass.indices == 1 {
+                    user.as_view().slice(0..0)
+                } else {
+                    user.as_view().slice(r)
+                };
+                (src, tmp_v.as_view_mut())
+            } else {
+                (tmp_v.as_view().slice(r), user.slice_mut(..))
+            };
+            V::__onesweep(
+                s,
+                cfg,
+                &keys_in,
+                &vals_in,
+                &off,
+                &mut keys_out,
+                &mut vals_out,
+                &mut st,
+                pass,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn same_len(what: &str, keys: usize, values: usize) -> Result<()> {
+    if keys == values {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        what: format!("xlog_kernels::sort::{what}"),
+        reason: format!("{keys} keys but {values} values; pass one value per key"),
+    })
+}
+
+/// Sorts `keys` in place, stably. `O(n)` per pass (4 passes for 32-bit keys, 8
+/// for 64-bit ones), `1 + 1 + passes` launches; temporary memory: a second key
+/// buffer (`n · size_of K` bytes) and about 6 % more of look-back status, from the
+/// stream's runtime ([module docs](super)).
+///
+/// ```no_run
+/// # fn main() -> xlog::Result<()> {
+/// use xlog_kernels::sort::{sort_keys, Order};
+/// let rt = xlog::Runtime::get(0)?;
+/// let s = rt.stream()?;
+/// let mut x = rt.upload_on(&s, &[3.0f32, -0.0, f32::NAN, 0.0, -1.0])?;
+/// sort_keys(&s, &mut x, Order::Ascending)?;
+/// let v = x.download(&s)?;
+/// assert_eq!(v[..4], [-1.0, -0.0, 0.0, 3.0]);
+/// assert!(v[4].is_nan());
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+///
+/// A budget refusal of a temporary (`BudgetExceeded`; nothing was launched and
+/// `keys` is unchanged), or a launch error.
+pub fn sort_keys<K: Key>(
+    s: &Stream,
+    keys: &mut (impl WriteBuffer<K> + ?Sized),
+    order: Order,
+) -> Result<()> {
+    run::<K, u32>(s, order, None, &mut keys.as_view_mut(), Values::None)
+}
+
+/// Sorts `keys` in place, stably, moving `values[i]` with `keys[i]`. As
+/// [`sort_keys`], with a second value buffer (`n · size_of V` bytes) more of
+/// temporary memory.
+///
+/// # Errors
+///
+/// `InvalidArgument` when `keys` and `values` differ in length (nothing launched);
+/// otherwise as [`sort_keys`] (a refusal leaves both buffers unchanged).
+pub fn sort_pairs<K: Key, V: Value>(
+    s: &Stream,
+    keys: &mut (impl WriteBuffer<K> + ?Sized),
+    values: &mut (impl WriteBuffer<V> + ?Sized),
+    order: Order,
+) -> Result<()> {
+    let mut values = values.as_view_mut();
+    same_len("sort_pairs", keys.arg().len, values.len())?;
+    run::<K, V>(
+        s,
+        order,
+        None,
+        &mut keys.as_view_mut(),
+        Values::InPlace(&mut values),
+    )
+}
+
+/// A sorted copy of `keys` (stable), `keys` left alone. As [`sort_keys`]; the
+/// result is a new buffer and the temporary a second one of the same size.
+///
+/// # Errors
+///
+/// As [`sort_keys`].
+pub fn sorted<K: Key>(
+    s: &Stream,
+    keys: &(impl ReadBuffer<K> + ?Sized),
+    order: Order,
+) -> Result<DeviceBuffer<K>> {
+    let input = keys.as_view();
+    let rt = s.runtime()?;
+    // SAFETY: `run` writes every element of its key buffer in its last pass (the
+    // permutation argument in `run`), before anything else can read it: later
+    // uses are fenced on those launches.
+    let mut out = unsafe { rt.alloc_uninit::<K>(s, input.len(), AllocTag("sort output")) }?;
+    run::<K, u32>(s, order, Some(input), &mut out.as_view_mut(), Values::None)?;
+    Ok(out)
+}
+
+/// A sorted copy of `keys` (stable) and the permutation that sorts them:
+/// `sorted[i] = keys[perm[i]]`, equal keys in increasing `perm` order. `keys` is
+/// left alone. `I` is `u32` (inputs of up to 2^32 keys) or `u64`. As
+/// [`sort_pairs`] otherwise: the permutation costs no extra pass (the first pass
+/// makes the indices as it reads the keys).
+///
+/// ```no_run
+/// # fn main() -> xlog::Result<()> {
+/// use xlog_kernels::sort::{sort_with_indices, Order};
+/// let rt = xlog::Runtime::get(0)?;
+/// let s = rt.stream()?;
+/// let x = rt.upload_on(&s, &[30i64, 10, 20, 10])?;
+/// let (keys, perm) = sort_with_indices::<i64, u32>(&s, &x, Order::Ascending)?;
+/// assert_eq!(keys.download(&s)?, [10, 10, 20, 30]);
+/// assert_eq!(perm.download(&s)?, [1, 3, 2, 0]);
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+///
+/// `InvalidArgument` when `I` cannot number every key (`u32` and more than 2^32
+/// keys); otherwise as [`sort_keys`].
+pub fn sort_with_indices<K: Key, I: Value>(
+    s: &Stream,
+    keys: &(impl ReadBuffer<K> + ?Sized),
+    order: Order,
+) -> Result<(DeviceBuffer<K>, DeviceBuffer<I>)> {
+    let input = keys.as_view();
+    let n = input.len();
+    if n as u64 > I::__POSITIONS.saturating_add(1) {
+        return Err(Error::InvalidArgument {
+            what: "xlog_kernels::sort::sort_with_indices".to_owned(),
+            reason: format!(
+                "{n} keys need indices past {}; ask for u64 indices",
+                I::__POSITIONS
+            ),
+        });
+    }
+    let rt = s.runtime()?;
+    // SAFETY: as in `sorted`, for both buffers: the last pass writes every key
+    // and its index.
+    let mut out = unsafe { rt.alloc_uninit::<K>(s, n, AllocTag("sort output")) }?;
+    // SAFETY: as above.
+    let mut perm = unsafe { rt.alloc_uninit::<I>(s, n, AllocTag("sort permutation")) }?;
+    run::<K, I>(
+        s,
+        order,
+        Some(input),
+        &mut out.as_view_mut(),
+        Values::Indices(&mut perm.as_view_mut()),
+    )?;
+    Ok((out, perm))
+}
