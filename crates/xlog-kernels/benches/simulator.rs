@@ -45,7 +45,7 @@ fn main() {
     println!("## The simulator's speed ({workers} workers, {N} elements)\n");
     println!("| kernel | threads | time (ms) | thread executions / s / worker |");
     println!("| --- | --- | --- | --- |");
-    let mut row = |name: &str, cfg: LaunchConfig, secs: f64| {
+    let row = |name: &str, cfg: LaunchConfig, secs: f64| {
         let threads = cfg.grid[0] as f64 * cfg.block[0] as f64;
         println!(
             "| {name} | {threads} | {:.1} | {:.2e} |",

@@ -32,6 +32,7 @@
 //! to the last bin), so a sample within rounding of an edge may land on either
 //! side of it, as in CUB.
 
+use xlog::device::exchange::SharedWords;
 use xlog::device::shared::DynamicShared;
 use xlog::device::vector::Vector;
 use xlog::device::view::read_chunk;
@@ -47,30 +48,23 @@ pub const SHARED_BINS: usize = 12 * 1024;
 /// The most bins a histogram may have.
 pub const MAX_BINS: usize = 1 << 24;
 
-/// The launch's dynamic shared memory as `u32` bin counters, every access a relaxed
-/// 4-byte atomic.
-///
-/// # Soundness
-///
-/// Every safe access to shared memory in xlog (tiles, the collectives' scratch
-/// array) is a relaxed atomic of an aligned 4-byte word, and so is every access
-/// here: bounds-checked against the launch's dynamic shared bytes, so two accesses
-/// either touch the same word or disjoint ones and can never race, whatever other
-/// code in the kernel does with the same bytes. Misuse (a missing barrier) gives
-/// wrong counts, never undefined behaviour.
+/// The block's privatised bins: the first `min(bins, dynamic shared words)` words of
+/// the launch's dynamic shared memory, as [`SharedWords`] (every access a relaxed,
+/// bounds-checked 4-byte atomic, so a missing barrier gives wrong counts, never
+/// undefined behaviour).
+#[derive(Clone, Copy)]
 struct SharedBins {
-    base: *mut u32,
+    words: SharedWords<u32>,
     len: usize,
 }
 
 impl SharedBins {
-    /// The first `min(bins, dynamic shared words)` bins.
     #[inline(always)]
     fn new(bins: usize) -> Self {
-        let d = DynamicShared::<u32>::get();
+        let words = DynamicShared::<u32>::get().words();
         SharedBins {
-            base: d.as_mut_ptr(),
-            len: core::cmp::min(bins, d.len()),
+            words,
+            len: core::cmp::min(bins, words.len()),
         }
     }
 
@@ -84,11 +78,7 @@ impl SharedBins {
     #[inline(always)]
     fn zero(&self) {
         for s in thread::block_stride(self.len) {
-            let i = s.get();
-            // SAFETY: `i < len`, within the launch's dynamic shared memory, aligned
-            // for `u32` (its base is 16-byte aligned); every access to these words
-            // is a 4-byte atomic (the type's # Soundness).
-            unsafe { atomic::store(self.base.add(i), 0) };
+            self.words.store(s.get(), 0);
         }
     }
 
@@ -96,8 +86,7 @@ impl SharedBins {
     #[inline(always)]
     fn add(&self, i: usize) {
         if i < self.len {
-            // SAFETY: as in `zero`.
-            unsafe { atomic::fetch_add(self.base.add(i), 1) };
+            self.words.fetch_add(i, 1);
         }
     }
 
@@ -107,8 +96,7 @@ impl SharedBins {
     fn merge_into(&self, out: &AtomicView<'_, u32>) {
         for s in thread::block_stride(self.len) {
             let i = s.get();
-            // SAFETY: as in `zero`.
-            let c = unsafe { atomic::load(self.base.add(i)) };
+            let c = self.words.load(i);
             if c != 0 && i < out.len() {
                 out.fetch_add(i, c);
             }

@@ -36,4 +36,3 @@ pub struct DeviceInfo {
     /// Total device memory in bytes.
     pub total_memory: usize,
 }
-

@@ -32,8 +32,8 @@ use xlog_device::Dim3;
 
 use super::hazard::{Detector, Touch};
 use super::SimEntry;
-use crate::handle::{DeviceInfo, RawEvent, RawFunction, RawModule, RawStream};
 use crate::error::{Error, Result};
+use crate::handle::{DeviceInfo, RawEvent, RawFunction, RawModule, RawStream};
 use crate::sync::Unpoisoned;
 
 /// The process's hazard detector.
@@ -403,7 +403,9 @@ fn quarantine(ptr: u64, layout: Layout) {
         .iter()
         .filter_map(|w| w.upgrade().map(|s| (w.clone(), s.submitted())))
         .collect();
-    QUARANTINE.lock_unpoisoned().push(Quarantined { ptr, layout, after });
+    QUARANTINE
+        .lock_unpoisoned()
+        .push(Quarantined { ptr, layout, after });
     release_quarantined();
 }
 
