@@ -3,11 +3,13 @@
 //! This crate is a test fixture: its `build.rs` compiles it to PTX with
 //! `xlog-build`, [`MODULE`] embeds the result, `tests/ptx.rs` validates it with
 //! `ptxas` (CI, no GPU), and `tests/gpu_intrinsics.rs` (feature `gpu`) runs every
-//! kernel on a GPU against a CPU reference.
+//! kernel on a GPU, or on the simulator (`XLOG_BACKEND=sim`), against a CPU reference.
 //!
 //! Entry points are written by hand, the way `#[xlog_kernel]` lowers them: `extern
-//! "gpu-kernel"`, `#[no_mangle]`, slices as `(pointer, length)` scalar pairs. Kernel
-//! bodies that need no raw pointers live in [`bodies`] and compile for the host too.
+//! "gpu-kernel"`, `#[no_mangle]`, slices as `(pointer, length)` scalar pairs. One
+//! macro defines each of them for both builds: with feature `gpu`, the host build
+//! gets the simulator's entry point of every kernel ([`host_entry`]). Kernel bodies
+//! that need no raw pointers live in [`bodies`].
 //!
 //! Launch contracts (block and grid shapes, shared memory) are given per kernel in
 //! [`KERNELS`]' docs and the GPU tests.
@@ -53,5 +55,9 @@ pub const MATH_F32_OUTPUTS: usize = 11;
 /// Number of outputs `math_f64` writes per input (layout: `out[k * n + i]`).
 pub const MATH_F64_OUTPUTS: usize = 9;
 
-#[cfg(target_arch = "nvptx64")]
+// On the host the entry points exist only as the simulator's, which need xlog-runtime
+// (feature `gpu`).
+#[cfg(any(target_arch = "nvptx64", feature = "gpu"))]
 mod entries;
+#[cfg(all(not(target_arch = "nvptx64"), feature = "gpu"))]
+pub use entries::{host_entry, HOST_ENTRIES};
