@@ -692,6 +692,16 @@ fn stress() {
     assert_eq!(rt.drop_errors(), 0);
 }
 
+/// Turns fencing back on when dropped, also when the test fails with it off.
+struct RestoreFencing;
+
+impl Drop for RestoreFencing {
+    fn drop(&mut self) {
+        // SAFETY: turning fencing back on promises nothing.
+        unsafe { testing::set_fencing(true) };
+    }
+}
+
 /// What the simulator's hazard detector must report for `prog` issued by one host
 /// thread with fencing off: every pair of accesses to overlapping bytes of one
 /// buffer, at least one writing, on two streams, unless a download (a host wait)
@@ -860,14 +870,7 @@ fn detector_reports_every_unfenced_pair() {
         return;
     }
     let rt = gpu_runtime();
-    struct Restore;
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            // SAFETY: turning fencing back on promises nothing.
-            unsafe { testing::set_fencing(true) };
-        }
-    }
-    let _restore = Restore;
+    let _restore = RestoreFencing;
     let streams: Vec<Stream> = (0..SHAPE.streams)
         .map(|_| rt.new_stream().unwrap())
         .collect();
@@ -904,14 +907,7 @@ fn detector_reports_every_unfenced_pair() {
 fn stress_has_teeth() {
     let _g = serial();
     let rt = gpu_runtime();
-    struct Restore;
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            // SAFETY: turning fencing back on promises nothing.
-            unsafe { testing::set_fencing(true) };
-        }
-    }
-    let _restore = Restore;
+    let _restore = RestoreFencing;
     // SAFETY: this test exists to observe the races fencing prevents, on plain
     // integers it only compares; `serial()` keeps every other test out meanwhile.
     unsafe { testing::set_fencing(false) };

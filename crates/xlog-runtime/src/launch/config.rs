@@ -189,19 +189,9 @@ impl LaunchConfig {
 mod tests {
     use super::*;
 
+    /// An H100's limits, which the simulated device copies.
     fn h100() -> DeviceInfo {
-        DeviceInfo {
-            ordinal: 0,
-            name: "test".into(),
-            compute_capability: (9, 0),
-            max_threads_per_block: 1024,
-            max_block_dim: [1024, 1024, 64],
-            max_grid_dim: [i32::MAX as u32, 65535, 65535],
-            max_shared_per_block_optin: 232_448,
-            max_shared_per_block: 49_152,
-            memory_pools: true,
-            total_memory: 80 << 30,
-        }
+        crate::sim::device_info(0)
     }
 
     #[test]
