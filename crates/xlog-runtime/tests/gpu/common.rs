@@ -17,10 +17,8 @@ pub fn kernel(rt: &Runtime, name: &str) -> Function {
         "slow_fill" => host::slow_fill,
         _ => host::empty,
     };
-    rt.load_module(&KERNELS)
-        .unwrap()
-        .function_with_host(name, host)
-        .unwrap()
+    // SAFETY: `host` is the host build of `name` (the match above).
+    unsafe { rt.load_module(&KERNELS).unwrap().function_with_host(name, host) }.unwrap()
 }
 
 /// The host build of `slow_fill`, and one of another kernel (`empty`).

@@ -94,7 +94,6 @@ fn a_second_host_build_for_one_kernel_is_refused() {
     }
     let rt = xlog_runtime::Runtime::builder(0).build().unwrap();
     let m = rt.load_module(&KERNELS).unwrap();
-    #[allow(unused_unsafe)]
     // SAFETY: a deliberately wrong pairing, never launched.
     let wrong = unsafe { m.function_with_host("slow_fill", EMPTY_HOST) };
     assert!(wrong.is_ok());
