@@ -610,3 +610,61 @@ fn elementwise_throughput() {
     let rate = m as f64 / start.elapsed().as_secs_f64();
     println!("one barrier per thread: {rate:.3e} thread executions/s on one worker");
 }
+
+/// PTX `shfl.sync` uses only bits 4:0 of its lane operand (`bval[4:0] = b[4:0]` in
+/// the ISA's pseudo-code): on the GPU a down-shuffle by 33 is one by 1, a butterfly
+/// with 33 one with 1, an up-shuffle by 34 one by 2.
+#[test]
+fn shuffle_lane_operands_use_their_low_five_bits() {
+    let v = per_thread(32, || {
+        let x = 100 + thread::lane_id() as u64;
+        // SAFETY: all 32 threads (one full warp) make every call with the full mask.
+        unsafe {
+            let down = warp::shuffle_down(FULL_MASK, x as u32, 33) as u64;
+            let xor = warp::shuffle_xor(FULL_MASK, x as u32, 33) as u64;
+            let up = warp::shuffle_up(FULL_MASK, x as u32, 34) as u64;
+            down | xor << 16 | up << 32
+        }
+    });
+    for (l, r) in v.into_iter().enumerate() {
+        let l = l as u64;
+        let down = if l + 1 < 32 { 100 + l + 1 } else { 100 + l };
+        assert_eq!(r & 0xffff, down, "down by 33, lane {l}");
+        assert_eq!(r >> 16 & 0xffff, 100 + (l ^ 1), "xor with 33, lane {l}");
+        let up = if l >= 2 { 100 + l - 2 } else { 100 + l };
+        assert_eq!(r >> 32, up, "up by 34, lane {l}");
+    }
+}
+
+/// Safe code keeps a shared tile past its launch (in a thread-local of the calling
+/// thread, which is one of the launch's workers) and reads it afterwards: the
+/// worker's shared-memory arena has been freed by then, so the read is a
+/// use-after-free of host memory. A GPU kernel cannot smuggle a handle out of its
+/// launch; on the host `sim::run` and `static_shared!` are safe to call from
+/// anywhere. The read should panic ("outside a launch" or "of another block").
+#[test]
+#[ignore = "UB (use-after-free) from safe code: a shared tile outlives its launch's arena; \
+            needs a launch/block epoch check in Tile/SharedArray on the host"]
+fn a_shared_tile_kept_past_its_launch_is_refused() {
+    use std::cell::RefCell;
+    use xlog_device::shared::{Reading, Tile};
+    std::thread_local! {
+        static KEPT: RefCell<Option<Tile<u32, Reading>>> = const { RefCell::new(None) };
+    }
+    sim::run(
+        &launch(1, 32),
+        &|| {
+            let mut t = static_shared!(KEEP: [u32; 32]).tile();
+            t.set(thread::local_index(), 7);
+            let t = t.sync();
+            KEPT.with(|k| *k.borrow_mut() = Some(t));
+        },
+        1,
+    )
+    .unwrap();
+    // Churn the heap so the freed arena is reused.
+    let churn: Vec<Vec<u32>> = (0..64).map(|i| vec![i; 64]).collect();
+    let read = std::panic::catch_unwind(|| KEPT.with(|k| k.borrow().as_ref().unwrap().get(0)));
+    drop(churn);
+    assert!(read.is_err(), "a tile of a finished launch was read: {read:?}");
+}

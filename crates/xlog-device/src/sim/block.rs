@@ -137,9 +137,11 @@ impl Exchange {
         let lanes = || (0..WARP_SIZE).filter(|l| self.mask >> l & 1 == 1);
         match self.op {
             WarpOp::Shuffle(mode) => {
-                let arg = self.args[lane as usize];
+                // `shfl.sync` reads only bits 4:0 of its lane operand
+                // (`bval[4:0] = b[4:0]` in the PTX ISA).
+                let arg = self.args[lane as usize] % WARP_SIZE;
                 let src = match mode {
-                    ShuffleMode::Idx => Some(arg % WARP_SIZE),
+                    ShuffleMode::Idx => Some(arg),
                     ShuffleMode::Up => lane.checked_sub(arg),
                     ShuffleMode::Down => lane.checked_add(arg).filter(|&j| j < WARP_SIZE),
                     ShuffleMode::Xor => Some(lane ^ arg).filter(|&j| j < WARP_SIZE),

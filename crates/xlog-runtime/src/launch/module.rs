@@ -131,8 +131,16 @@ impl Module {
 
     /// [`function`](Self::function), with the kernel's host build for the
     /// simulator (see [`crate::sim`]); the GPU ignores it. Typed launchers pass the
-    /// one `#[xlog_kernel]` generates; hand-written PTX can bring its own.
-    pub fn function_with_host(&self, name: &str, host: SimEntry) -> Result<Function> {
+    /// one `#[xlog_kernel]` generates; hand-written PTX can bring its own. The first
+    /// host build given for a kernel of this module stays with it: a different one
+    /// is refused with [`Error::InvalidArgument`].
+    ///
+    /// # Safety
+    /// 1. `host` is the host build of kernel `name` of this module: it reads exactly
+    ///    that kernel's parameter list. Every later launch of the kernel on the
+    ///    simulator, typed launches included (they share the runtime's cached
+    ///    module), runs it with that list.
+    pub unsafe fn function_with_host(&self, name: &str, host: SimEntry) -> Result<Function> {
         self.function_with(name, Some(host))
     }
 

@@ -670,7 +670,17 @@ pub(crate) unsafe fn module_function(
         })
     });
     if let Some(entry) = entry {
-        let _ = f.entry.get_or_init(|| entry);
+        let kept = *f.entry.get_or_init(|| entry);
+        // The first host build stays with the function; another one would have the
+        // launches of this kernel read the wrong parameter list.
+        if !std::ptr::fn_addr_eq(kept, entry) {
+            return Err(Error::InvalidArgument {
+                what: format!("the host build of kernel `{name}`"),
+                reason: "the kernel already has a different host build on this module \
+                         (each kernel name takes exactly one)"
+                    .into(),
+            });
+        }
     }
     Ok(Some(&**f as *const SimFunction as RawFunction))
 }

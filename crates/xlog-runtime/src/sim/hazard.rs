@@ -479,4 +479,25 @@ mod tests {
         let st = d.state.lock_unpoisoned();
         assert!(st.allocations[&0x1000].history.len() <= 129);
     }
+
+    /// A program that makes a stream per task (`Runtime::new_stream`, used,
+    /// synchronised, dropped) keeps a constant number of live streams, but every
+    /// stream's clock joins the host's, which names every stream ever made, and no
+    /// clock is ever dropped: the detector holds O(streams made²) words.
+    #[test]
+    #[ignore = "unbounded (quadratic) growth: clocks of destroyed streams are kept and \
+                every clock is as long as the number of streams ever made"]
+    fn clocks_stay_bounded_when_streams_come_and_go() {
+        let d = Detector::default();
+        d.allocate(0x1000, 256, None);
+        for _ in 0..4000 {
+            let s = d.new_stream();
+            d.enqueue(s, "fill", &[w(0x1000, 8)]);
+            d.host_waits_stream(s);
+            // the stream is destroyed here; the detector is not told
+        }
+        let st = d.state.lock_unpoisoned();
+        let words: usize = st.streams.iter().map(Vec::len).sum::<usize>() + st.host.len();
+        assert!(words < 100_000, "{words} clock words for 1 live stream");
+    }
 }

@@ -17,11 +17,14 @@ pub fn kernel(rt: &Runtime, name: &str) -> Function {
         "slow_fill" => host::slow_fill,
         _ => host::empty,
     };
-    rt.load_module(&KERNELS)
-        .unwrap()
-        .function_with_host(name, host)
-        .unwrap()
+    // SAFETY: `host` is the host build of `name` (the match above).
+    unsafe { rt.load_module(&KERNELS).unwrap().function_with_host(name, host) }.unwrap()
 }
+
+/// The host build of `slow_fill`, and one of another kernel (`empty`).
+pub const SLOW_FILL_HOST: SimEntry = host::slow_fill;
+/// See [`SLOW_FILL_HOST`].
+pub const EMPTY_HOST: SimEntry = host::empty;
 
 /// Host builds of the hand-written kernels, for the simulator: the same work per
 /// element; the slow ones sleep once per block rather than once per thread.

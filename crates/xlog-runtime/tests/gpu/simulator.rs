@@ -79,3 +79,26 @@ fn fenced_work_leaves_the_detector_silent() {
     // Other tests of this process may run unfenced children, never this process.
     assert!(found.is_empty(), "{found:#?}");
 }
+
+/// `Module::function_with_host` pairs a kernel name with a host build; the first
+/// pairing stays with the loaded module's function. Pairing a name with another
+/// kernel's host build makes every later launch of it, typed launchers included
+/// (they share the runtime's cached module), run that build over the wrong
+/// parameter list: reads of values of the wrong type and writes out of bounds.
+/// A second lookup with a different host build must be refused, not silently keep
+/// the first.
+#[test]
+fn a_second_host_build_for_one_kernel_is_refused() {
+    if !on_simulator("a_second_host_build_for_one_kernel_is_refused") {
+        return;
+    }
+    let rt = xlog_runtime::Runtime::builder(0).build().unwrap();
+    let m = rt.load_module(&KERNELS).unwrap();
+    // SAFETY: a deliberately wrong pairing, never launched.
+    let wrong = unsafe { m.function_with_host("slow_fill", EMPTY_HOST) };
+    assert!(wrong.is_ok());
+    // SAFETY: slow_fill's own host build.
+    let right = unsafe { m.function_with_host("slow_fill", SLOW_FILL_HOST) };
+    let e = right.expect_err("the second host build was accepted, and the first kept");
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+}
