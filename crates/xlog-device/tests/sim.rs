@@ -666,5 +666,8 @@ fn a_shared_tile_kept_past_its_launch_is_refused() {
     let churn: Vec<Vec<u32>> = (0..64).map(|i| vec![i; 64]).collect();
     let read = std::panic::catch_unwind(|| KEPT.with(|k| k.borrow().as_ref().unwrap().get(0)));
     drop(churn);
-    assert!(read.is_err(), "a tile of a finished launch was read: {read:?}");
+    assert!(
+        read.is_err(),
+        "a tile of a finished launch was read: {read:?}"
+    );
 }

@@ -114,11 +114,21 @@ pub(crate) struct SimStream {
 static STREAMS: Mutex<Vec<Weak<SimStream>>> = Mutex::new(Vec::new());
 
 impl SimStream {
-    fn push(&self, work: Work) {
+    /// Run `account` (the detector's view of the stream) then queue `work`, both
+    /// under the queue's lock: when several host threads use one stream, the
+    /// detector sees its operations in the order the worker runs them.
+    fn push_after(&self, account: impl FnOnce(), work: Work) {
         let mut q = self.queue.lock_unpoisoned();
+        account();
         q.work.push_back(work);
         q.submitted += 1;
         self.changed.notify_all();
+    }
+
+    /// `f` under the queue's lock, with the number of operations queued so far.
+    fn with_position<R>(&self, f: impl FnOnce(u64) -> R) -> R {
+        let q = self.queue.lock_unpoisoned();
+        f(q.submitted)
     }
 
     fn submitted(&self) -> u64 {
@@ -235,8 +245,9 @@ pub(crate) unsafe fn stream_destroy(s: RawStream) -> Result<()> {
 pub(crate) unsafe fn stream_synchronize(s: RawStream) -> Result<()> {
     // SAFETY: the caller's obligation.
     let s = unsafe { stream(s) };
-    s.wait_until(s.submitted());
-    DETECTOR.host_waits_stream(s.id);
+    let (position, clock) = s.with_position(|n| (n, DETECTOR.record(s.id)));
+    s.wait_until(position);
+    DETECTOR.host_waits(&clock);
     alive("cuStreamSynchronize")
 }
 
@@ -291,8 +302,7 @@ pub(crate) unsafe fn event_record(ev: RawEvent, s: RawStream) -> Result<()> {
     alive("cuEventRecord")?;
     // SAFETY: the caller's obligations.
     let (ev, s) = unsafe { (event(ev), stream_arc(s)) };
-    let clock = DETECTOR.record(s.id);
-    let position = s.submitted();
+    let (position, clock) = s.with_position(|n| (n, DETECTOR.record(s.id)));
     *ev.last.lock_unpoisoned() = Some(Recorded {
         stream: s,
         position,
@@ -308,9 +318,11 @@ pub(crate) unsafe fn stream_wait_event(s: RawStream, ev: RawEvent) -> Result<()>
     // SAFETY: the caller's obligations.
     let (s, ev) = unsafe { (stream(s), event(ev)) };
     if let Some(r) = &*ev.last.lock_unpoisoned() {
-        DETECTOR.wait(s.id, &r.clock);
-        if r.stream.id != s.id {
-            s.push(Work::Wait(r.stream.clone(), r.position));
+        if r.stream.id == s.id {
+            DETECTOR.wait(s.id, &r.clock);
+        } else {
+            let wait = Work::Wait(r.stream.clone(), r.position);
+            s.push_after(|| DETECTOR.wait(s.id, &r.clock), wait);
         }
     }
     Ok(())
@@ -431,7 +443,8 @@ fn release_quarantined() {
 pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: RawStream) -> Result<u64> {
     let ptr = allocate("cuMemAllocAsync", bytes, ALIGN)?;
     // SAFETY: the caller's obligation.
-    DETECTOR.allocate(ptr, bytes, Some(unsafe { stream(s) }.id));
+    let s = unsafe { stream(s) };
+    s.with_position(|_| DETECTOR.allocate(ptr, bytes, Some(s.id)));
     Ok(ptr)
 }
 
@@ -442,7 +455,7 @@ pub(crate) unsafe fn mem_free_async(ptr: u64, s: RawStream) -> Result<()> {
     // SAFETY: the caller's obligation.
     let s = unsafe { stream(s) };
     let layout = release("cuMemFreeAsync", ptr)?;
-    DETECTOR.free(ptr, Some(s.id));
+    s.with_position(|_| DETECTOR.free(ptr, Some(s.id)));
     quarantine(ptr, layout);
     Ok(())
 }
@@ -488,8 +501,10 @@ unsafe fn enqueue(
     alive(call)?;
     // SAFETY: the caller's obligation.
     let s = unsafe { stream(s) };
-    DETECTOR.enqueue(s.id, op, touches);
-    s.push(Work::Run(Box::new(f)));
+    s.push_after(
+        || DETECTOR.enqueue(s.id, op, touches),
+        Work::Run(Box::new(f)),
+    );
     Ok(())
 }
 

@@ -337,13 +337,6 @@ impl Detector {
         join(&mut self.state.lock_unpoisoned().streams[stream], clock);
     }
 
-    /// The host waited for everything `stream` had been given so far.
-    pub(crate) fn host_waits_stream(&self, stream: usize) {
-        let mut st = self.state.lock_unpoisoned();
-        let State { streams, host, .. } = &mut *st;
-        join(host, &streams[stream]);
-    }
-
     /// The host waited for an event that captured `clock`.
     pub(crate) fn host_waits(&self, clock: &[u64]) {
         join(&mut self.state.lock_unpoisoned().host, clock);
@@ -441,7 +434,7 @@ mod tests {
     fn a_host_wait_orders_everything_enqueued_after_it() {
         let (d, a, b) = two_streams();
         d.enqueue(a, "kernel `k`", &[w(0x1000, 64)]);
-        d.host_waits_stream(a);
+        d.host_waits(&d.record(a));
         d.enqueue(b, "kernel `j`", &[w(0x1000, 64)]);
         assert!(d.take().is_empty());
     }
@@ -474,7 +467,7 @@ mod tests {
         let (d, a, _) = two_streams();
         for _ in 0..200 {
             d.enqueue(a, "fill", &[w(0x1000, 8)]);
-            d.host_waits_stream(a);
+            d.host_waits(&d.record(a));
         }
         let st = d.state.lock_unpoisoned();
         assert!(st.allocations[&0x1000].history.len() <= 129);
@@ -493,7 +486,7 @@ mod tests {
         for _ in 0..4000 {
             let s = d.new_stream();
             d.enqueue(s, "fill", &[w(0x1000, 8)]);
-            d.host_waits_stream(s);
+            d.host_waits(&d.record(s));
             // the stream is destroyed here; the detector is not told
         }
         let st = d.state.lock_unpoisoned();

@@ -18,7 +18,12 @@ pub fn kernel(rt: &Runtime, name: &str) -> Function {
         _ => host::empty,
     };
     // SAFETY: `host` is the host build of `name` (the match above).
-    unsafe { rt.load_module(&KERNELS).unwrap().function_with_host(name, host) }.unwrap()
+    unsafe {
+        rt.load_module(&KERNELS)
+            .unwrap()
+            .function_with_host(name, host)
+    }
+    .unwrap()
 }
 
 /// The host build of `slow_fill`, and one of another kernel (`empty`).
