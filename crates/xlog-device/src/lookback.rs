@@ -33,11 +33,16 @@
 //! # The protocol
 //!
 //! The buffer holds [`status_words(tiles)`](status_words) words: word 0 is the ticket
-//! counter, then four words per tile: its status (0 none, 1 aggregate published,
-//! 2 inclusive prefix published), its aggregate, its inclusive prefix and its owner
-//! (`blockIdx.x + 1` of the block that holds it). The typed launcher zeroes the whole
-//! buffer on the launch's stream, right before the kernel, as part of the same
-//! recorded launch, so every launch starts from "no tickets, no status".
+//! counter, then four regions of `tiles` words each: the tiles' owners
+//! (`blockIdx.x + 1` of the block that holds the tile), their status words, and the
+//! aggregates and inclusive prefixes of 64-bit values. A status word's low two bits
+//! are the tile's status (0 none, 1 aggregate published, 2 inclusive prefix
+//! published); for a 32-bit value (and for [`Ticket::exclusive_count`]) the value
+//! sits above them in the same word, so one 64-bit access moves both. Status words
+//! are contiguous, so a warp reads 32 of them in one 256-byte transaction. The
+//! typed launcher zeroes the whole buffer on the launch's stream, right before the
+//! kernel, as part of the same recorded launch, so every launch starts from "no
+//! tickets, no status".
 //!
 //! - [`LookBack::next_tile`] (the whole block): thread 0 takes a ticket with an
 //!   atomic `fetch_add` on word 0 and records its block as the tile's owner; the
@@ -45,12 +50,19 @@
 //!   not by `blockIdx.x`: a block only ever waits for tiles whose blocks have already
 //!   started, which are resident and run to completion whatever order the hardware
 //!   schedules blocks in. A scan therefore makes progress with any number of blocks.
+//!   When the grid has at least one block per tile, a block that already took a
+//!   ticket takes no second one: the grid's first tickets are `0..gridDim.x`, every
+//!   tile.
 //! - [`Ticket::exclusive_prefix`] (the whole block): thread 0 — the block's leader,
-//!   the one thread that publishes — stores the aggregate, then the status with
-//!   *release* ordering. The block's first warp then walks back a window of 32
-//!   predecessors at a time (CUB's `TilePrefixCallbackOp`): lane `l` reads the status
-//!   of tile `end − 32 + l` with *acquire* ordering (so the value word it then reads
-//!   is the one published before it), sleeping while that tile has published
+//!   the one thread that publishes — publishes the aggregate: a 32-bit value with
+//!   its status in *one relaxed* store of the status word (a reader that sees the
+//!   status sees the value: it is the same word); a 64-bit value in its own word,
+//!   then the status with *release* ordering. The block's first warp then walks
+//!   back a window of 32 predecessors at a time (CUB's `TilePrefixCallbackOp`):
+//!   lane `l` polls the status word of tile `end − 32 + l` (a 64-bit value's status
+//!   with *acquire* ordering, so the value word it then reads is the one published
+//!   before it), and the warp polls the window again — spinning for a few rounds,
+//!   then sleeping with growing pauses — while any tile of it has published
 //!   nothing; a ballot finds the nearest predecessor with an inclusive prefix, and a
 //!   shuffle reduction combines the window from there on, in tile order. Windows
 //!   repeat until one holds an inclusive prefix (tile 0 always publishes one). The
@@ -63,15 +75,20 @@
 //!   only (it holds the buffer `&mut`), and every access here is an atomic load,
 //!   store or `fetch_add` on an in-bounds, aligned word. Whatever a kernel does with
 //!   its `LookBack` — tickets never published, collectives called from one thread,
-//!   statuses read in any order — gives wrong values or a hang, never a race: every
-//!   bit pattern is a valid number.
+//!   statuses read in any order, one tile published packed and another split —
+//!   gives wrong values or a hang, never a race: every bit pattern is a valid
+//!   number. Packing changes no access: the status word is still one aligned
+//!   `u64`, read and written only atomically.
 //! - **Chunk witnesses are unique.** A [`TileChunk`] owns elements
 //!   `[K·c, K·c + K)` of a `per tile(K)` view with `c = k·blockDim.x + threadIdx.x`,
 //!   `k` its ticket. The counter hands each `k` out once per launch, and
 //!   `next_tile` records `blockIdx.x + 1` as its owner before the block barrier. Each
-//!   thread then checks, itself, that the owner word of the ticket it received names
-//!   its own block, and panics otherwise: even a misused broadcast (or uninitialised
-//!   shared memory) cannot give a thread a ticket another block holds. Block indices
+//!   thread then reads, itself, the owner word of the ticket it received, and
+//!   [`Ticket::chunk`] (the only source of chunk witnesses) and the publications
+//!   panic unless it names the thread's own block: even a misused broadcast (or
+//!   uninitialised shared memory) cannot give a thread a chunk of a tile another
+//!   block holds. The check waits until a chunk is asked for, so the owner word's
+//!   round trip overlaps the reads of the tile's inputs. Block indices
 //!   are distinct in the one-dimensional launches typed launchers make, and
 //!   `threadIdx.x < blockDim.x`, so no two threads hold the same `c`; `K` is the
 //!   view's, fixed by the attribute. A kernel has at most one `lookback` parameter
@@ -93,12 +110,16 @@ use crate::vector::Vector;
 use crate::view::{InOut, Out, Tiles};
 use crate::warp::{Shuffle, WARP_SIZE};
 
-/// Words per tile: status, aggregate, inclusive prefix, owner.
+/// Words per tile: its owner, its status word, and the two value words of a wide
+/// (64-bit) value.
 const WORDS_PER_TILE: usize = 4;
-const STATUS: usize = 0;
-const AGGREGATE: usize = 1;
-const INCLUSIVE: usize = 2;
-const OWNER: usize = 3;
+// The buffer after the ticket counter is four regions of `tiles` words each, so the
+// status words of 32 consecutive tiles, which a warp reads at once, are 256
+// contiguous bytes.
+const OWNER: usize = 0;
+const STATUS: usize = 1;
+const AGGREGATE: usize = 2;
+const INCLUSIVE: usize = 3;
 
 /// Nothing published yet.
 const NONE: u64 = 0;
@@ -106,6 +127,15 @@ const NONE: u64 = 0;
 const PARTIAL: u64 = 1;
 /// The tile's inclusive prefix is published.
 const DONE: u64 = 2;
+/// The status bits of a status word; a packed word holds its value above them.
+const STATUS_BITS: u32 = 2;
+
+/// Polls of a predecessor's status before the first back-off sleep: a predecessor
+/// usually publishes within a few L2 round trips, and a sleep, whose granularity is
+/// coarse, would add its length to every tile's wait.
+const SPINS: u32 = 8;
+/// The longest back-off sleep, in nanoseconds.
+const MAX_PAUSE_NS: u32 = 256;
 
 /// The length, in `u64` words, of a status buffer for `tiles` tiles: one ticket
 /// counter and four words per tile. Saturates at `usize::MAX` (a length no
@@ -120,6 +150,8 @@ pub const fn status_words(tiles: usize) -> usize {
 pub struct LookBack<'a> {
     ptr: *mut u64,
     len: usize,
+    /// Whether this block has taken a ticket (every thread of the block agrees).
+    taken: bool,
     _buffer: PhantomData<&'a mut [u64]>,
 }
 
@@ -144,6 +176,7 @@ impl<'a> LookBack<'a> {
         LookBack {
             ptr,
             len,
+            taken: false,
             _buffer: PhantomData,
         }
     }
@@ -165,23 +198,38 @@ impl<'a> LookBack<'a> {
         unsafe { AtomicU64::from_ptr(self.ptr.add(i)) }
     }
 
+    /// Word `which` of `tile`: `1 + which·tiles + tile`, for `tile < tiles`.
     #[inline(always)]
+    #[track_caller]
     fn tile_word(&self, tile: usize, which: usize) -> &AtomicU64 {
-        self.word(1 + WORDS_PER_TILE * tile + which)
+        let tiles = self.tiles();
+        if tile >= tiles {
+            status_out_of_bounds(tiles, tile);
+        }
+        self.word(1 + which * tiles + tile)
     }
 
     /// Takes the next tile for the calling block: `None` once every tile the buffer
     /// has room for is taken. A block collective: every thread of the block calls it,
-    /// and all get the same ticket. Two block barriers.
+    /// and all get the same ticket. One atomic and two block barriers; none when
+    /// the grid has a block per tile and this block already took its ticket (the
+    /// grid's first tickets then cover every tile).
     ///
-    /// # Panics
-    ///
-    /// When the ticket a thread received is not its block's (only when the block's
-    /// threads do not all make the call).
+    /// Every thread reads the tile's owner word here; [`Ticket::chunk`] and the
+    /// publications check it names the thread's block (they panic when the block's
+    /// threads did not all make the call).
     #[inline(always)]
     #[track_caller]
     pub fn next_tile(&mut self) -> Option<Ticket<'_>> {
-        let tiles = self.tiles() as u64;
+        let tiles = self.tiles();
+        // With `gridDim.x >= tiles` blocks each taking one ticket, the tickets
+        // handed out are `0..gridDim.x`: every tile is taken, and a second
+        // `fetch_add` could only return a number past the last tile.
+        if self.taken && crate::thread::grid_dim().x as usize >= tiles {
+            return None;
+        }
+        self.taken = true;
+        let tiles = tiles as u64;
         let block = crate::thread::block_idx().x as u64;
         let mut taken = u64::MAX;
         if crate::thread::thread_idx().x == 0 {
@@ -196,51 +244,68 @@ impl<'a> LookBack<'a> {
         if k >= tiles {
             return None;
         }
+        // Checked before the ticket hands out a chunk or publishes, not here: the
+        // load's round trip then overlaps the block's first input loads.
         let owner = gpu::load_relaxed(self.tile_word(k as usize, OWNER));
-        if owner != block + 1 {
-            foreign_ticket(k, owner);
-        }
         Some(Ticket {
             status: self,
             tile: k as usize,
+            owner,
             _thread: PhantomData,
         })
     }
 
-    /// Stores `v` as the tile's aggregate (`PARTIAL`) or inclusive prefix (`DONE`),
-    /// then its status, with release ordering.
+    /// Publishes `v` as the tile's aggregate (`PARTIAL`) or inclusive prefix
+    /// (`DONE`). Packed (`P`): one relaxed store of the status word, value and
+    /// status together, so a reader that sees the status sees the value. Split:
+    /// the value word, then the status word with release ordering.
     #[inline(always)]
-    fn publish<T: Shuffle>(&self, tile: usize, status: u64, v: T) {
-        let slot = if status == DONE { INCLUSIVE } else { AGGREGATE };
-        gpu::store_relaxed(self.tile_word(tile, slot), to_word(v));
-        gpu::store_release(self.tile_word(tile, STATUS), status);
+    fn publish<T: Shuffle, const P: bool>(&self, tile: usize, status: u64, v: T) {
+        let w = self.tile_word(tile, STATUS);
+        if P {
+            gpu::store_relaxed(w, to_word(v) << STATUS_BITS | status);
+        } else {
+            let slot = if status == DONE { INCLUSIVE } else { AGGREGATE };
+            gpu::store_relaxed(self.tile_word(tile, slot), to_word(v));
+            gpu::store_release(w, status);
+        }
     }
 
-    /// The status of `tile` once it is not [`NONE`], read with acquire ordering.
+    /// One poll of `tile`: its status and, unless it is [`NONE`], its published
+    /// value. Packed: one relaxed load. Split: the status with acquire ordering
+    /// (so the value word then read is the one published before it), then the
+    /// value.
     #[inline(always)]
-    fn wait(&self, tile: usize) -> u64 {
+    fn poll<T: Shuffle, const P: bool>(&self, tile: usize) -> (u64, T) {
         let w = self.tile_word(tile, STATUS);
-        let mut pause = 32;
-        loop {
+        if P {
+            let w = gpu::load_relaxed(w);
+            (w & ((1 << STATUS_BITS) - 1), from_word(w >> STATUS_BITS))
+        } else {
             let s = gpu::load_acquire(w);
-            if s != NONE {
-                return s;
+            if s == NONE {
+                return (NONE, from_word(0));
             }
-            crate::thread::sleep_ns(pause);
-            pause = core::cmp::min(pause * 2, 256);
+            let slot = if s == DONE { INCLUSIVE } else { AGGREGATE };
+            (s, from_word(gpu::load_relaxed(self.tile_word(tile, slot))))
         }
     }
 
     /// The reduction of tiles `0..tile` (`tile > 0`), in tile order: walks back from
     /// `tile - 1`, combining aggregates until an inclusive prefix.
     #[inline(always)]
-    fn look_back<T: Shuffle>(&self, tile: usize, op: &impl Fn(T, T) -> T) -> T {
+    fn look_back<T: Shuffle, const P: bool>(&self, tile: usize, op: &impl Fn(T, T) -> T) -> T {
         let mut j = tile - 1;
         let mut acc: Option<T> = None;
         loop {
-            let s = self.wait(j);
-            let slot = if s == DONE { INCLUSIVE } else { AGGREGATE };
-            let v: T = from_word(gpu::load_relaxed(self.tile_word(j, slot)));
+            let mut round = 0;
+            let (s, v) = loop {
+                let (s, v) = self.poll::<T, P>(j);
+                if s != NONE {
+                    break (s, v);
+                }
+                back_off(&mut round);
+            };
             let sum = match acc {
                 None => v,
                 Some(later) => op(v, later),
@@ -258,25 +323,31 @@ impl LookBack<'_> {
     /// The reduction of tiles `0..tile` (`tile > 0`), in tile order, walked back a
     /// window of 32 tiles at a time by the 32 lanes of the calling warp (all of
     /// them call it; every lane gets the result). Lane `l` reads tile
-    /// `end − 32 + l`, so the oldest tile of the window is on lane 0.
+    /// `end − 32 + l`, so the oldest tile of the window is on lane 0; the warp
+    /// polls the whole window again while any of its tiles has published nothing.
     #[inline(always)]
-    fn warp_look_back<T: Shuffle>(&self, tile: usize, op: &impl Fn(T, T) -> T) -> T {
+    fn warp_look_back<T: Shuffle, const P: bool>(&self, tile: usize, op: &impl Fn(T, T) -> T) -> T {
         let lane = (crate::thread::thread_idx().x % WARP_SIZE) as usize;
         let mut end = tile;
         let mut acc: Option<T> = None;
         loop {
             // Lanes before tile 0 (`end < 32`) read nothing: they lie below tile 0,
             // which always holds an inclusive prefix, so they are never combined.
-            let (done, v) = match (end + lane).checked_sub(WARP_SIZE as usize) {
-                Some(j) => {
-                    let s = self.wait(j);
-                    let slot = if s == DONE { INCLUSIVE } else { AGGREGATE };
-                    let v: T = from_word(gpu::load_relaxed(self.tile_word(j, slot)));
-                    (s == DONE, v)
+            let j = (end + lane).checked_sub(WARP_SIZE as usize);
+            let mut round = 0;
+            let (s, v) = loop {
+                let (s, v) = match j {
+                    Some(j) => self.poll::<T, P>(j),
+                    None => (PARTIAL, from_word(0)),
+                };
+                // A warp-uniform exit: every lane polls until the whole window is
+                // published.
+                if warp_ballot(s == NONE) == 0 {
+                    break (s, v);
                 }
-                None => (false, from_word(0)),
+                back_off(&mut round);
             };
-            let done = warp_ballot(done);
+            let done = warp_ballot(s == DONE);
             // The nearest tile with an inclusive prefix, or the whole window.
             let first = if done == 0 {
                 0
@@ -306,6 +377,25 @@ impl LookBack<'_> {
             end -= WARP_SIZE as usize;
         }
     }
+}
+
+/// Between two polls of a status that is still [`NONE`]: on the device nothing for
+/// the first [`SPINS`] polls, then a sleep growing from 32 ns to
+/// [`MAX_PAUSE_NS`]; on the host (the simulator and unit tests) a `sleep_ns`
+/// every time, which yields to the block's other threads.
+#[inline(always)]
+fn back_off(round: &mut u32) {
+    #[cfg(target_arch = "nvptx64")]
+    if *round >= SPINS {
+        let pause = 32u32 << core::cmp::min(*round - SPINS, 3);
+        crate::thread::sleep_ns(core::cmp::min(pause, MAX_PAUSE_NS));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = (SPINS, MAX_PAUSE_NS);
+        crate::thread::sleep_ns(32);
+    }
+    *round = round.saturating_add(1);
 }
 
 /// The status words' accesses at GPU scope. `core::sync::atomic` lowers to PTX's
@@ -431,6 +521,8 @@ impl core::fmt::Debug for LookBack<'_> {
 pub struct Ticket<'a> {
     status: &'a LookBack<'a>,
     tile: usize,
+    /// The tile's owner word as this thread read it in `next_tile`.
+    owner: u64,
     _thread: PhantomData<*const ()>,
 }
 
@@ -441,47 +533,108 @@ impl<'a> Ticket<'a> {
         self.tile
     }
 
+    /// The number of this thread's chunk, `c = index()·blockDim.x + threadIdx.x`,
+    /// for reading inputs ([`load_chunk`]`(x, c, ..)`) before the ticket is
+    /// checked; writing a `per tile(K)` view takes [`chunk`](Self::chunk).
+    #[inline(always)]
+    pub fn chunk_index(&self) -> usize {
+        let b = crate::thread::block_dim().x as usize;
+        let t = crate::thread::thread_idx().x as usize;
+        self.tile * b + t
+    }
+
     /// This thread's chunk of the tile for `K` elements per thread:
     /// `c = index()·blockDim.x + threadIdx.x`, elements `[K·c, K·c + K)` of a
     /// `per tile(K)` view. Read inputs at the same positions with
     /// [`load_chunk`]`(x, c.get(), ..)`.
+    ///
+    /// # Panics
+    ///
+    /// When the ticket this thread received is not its block's (only when the
+    /// block's threads did not all call [`LookBack::next_tile`]).
     #[inline(always)]
+    #[track_caller]
     pub fn chunk<const K: usize>(&self) -> TileChunk<K> {
-        let b = crate::thread::block_dim().x as usize;
-        let t = crate::thread::thread_idx().x as usize;
-        TileChunk(self.tile * b + t, PhantomData)
+        self.check_owner();
+        TileChunk(self.chunk_index(), PhantomData)
+    }
+
+    /// Panics unless the tile's owner word, as this thread read it, names this
+    /// thread's block.
+    #[inline(always)]
+    #[track_caller]
+    fn check_owner(&self) {
+        let block = crate::thread::block_idx().x as u64;
+        if self.owner != block + 1 {
+            foreign_ticket(self.tile as u64, self.owner);
+        }
     }
 
     /// Publishes `aggregate` (the reduction of this tile under `op`, the same value
     /// in every thread) and returns the reduction of every earlier tile to every
     /// thread: `None` for tile 0. A block collective; the block's leader (thread 0)
-    /// publishes and looks back while the others wait at the broadcast. `op` must
-    /// be associative; tiles are combined in order (`op(earlier, later)`).
+    /// publishes and its warp looks back while the others wait at the broadcast.
+    /// `op` must be associative; tiles are combined in order (`op(earlier,
+    /// later)`). A 32-bit `T` travels packed with its status in one word; a 64-bit
+    /// one in a word of its own, published before its status.
+    ///
+    /// # Panics
+    ///
+    /// As [`chunk`](Self::chunk), when the ticket is not this thread's block's.
     #[inline(always)]
+    #[track_caller]
     pub fn exclusive_prefix<T: Shuffle>(self, aggregate: T, op: impl Fn(T, T) -> T) -> Option<T> {
+        if T::__WIDE {
+            self.prefix::<T, false>(aggregate, &op)
+        } else {
+            self.prefix::<T, true>(aggregate, &op)
+        }
+    }
+
+    /// [`exclusive_prefix`](Self::exclusive_prefix) for counts: publishes `count`
+    /// (this tile's, the same in every thread) and returns the sum of the counts of
+    /// every earlier tile (`0` for tile 0), packed with the status in one word like
+    /// a 32-bit value. Exact while the total stays below `2^62`; sums wrap modulo
+    /// `2^62` past it.
+    ///
+    /// # Panics
+    ///
+    /// As [`chunk`](Self::chunk), when the ticket is not this thread's block's.
+    #[inline(always)]
+    #[track_caller]
+    pub fn exclusive_count(self, count: u64) -> u64 {
+        const MASK: u64 = u64::MAX >> STATUS_BITS;
+        let add = |a: u64, b: u64| a.wrapping_add(b) & MASK;
+        self.prefix::<u64, true>(count & MASK, &add).unwrap_or(0)
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn prefix<T: Shuffle, const P: bool>(self, aggregate: T, op: &impl Fn(T, T) -> T) -> Option<T> {
+        self.check_owner();
         let k = self.tile;
         let t = crate::thread::thread_idx().x;
         let mut prefix = 0u64;
         if k == 0 {
             if t == 0 {
-                self.status.publish(0, DONE, aggregate);
+                self.status.publish::<T, P>(0, DONE, aggregate);
             }
         } else if crate::thread::block_dim().x >= WARP_SIZE {
             // A uniform branch: the whole first warp walks back together.
             if t < WARP_SIZE {
                 if t == 0 {
-                    self.status.publish(k, PARTIAL, aggregate);
+                    self.status.publish::<T, P>(k, PARTIAL, aggregate);
                 }
-                let before = self.status.warp_look_back(k, &op);
+                let before = self.status.warp_look_back::<T, P>(k, op);
                 if t == 0 {
-                    self.status.publish(k, DONE, op(before, aggregate));
+                    self.status.publish::<T, P>(k, DONE, op(before, aggregate));
                     prefix = to_word(before);
                 }
             }
         } else if t == 0 {
-            self.status.publish(k, PARTIAL, aggregate);
-            let before = self.status.look_back(k, &op);
-            self.status.publish(k, DONE, op(before, aggregate));
+            self.status.publish::<T, P>(k, PARTIAL, aggregate);
+            let before = self.status.look_back::<T, P>(k, op);
+            self.status.publish::<T, P>(k, DONE, op(before, aggregate));
             prefix = to_word(before);
         }
         let prefix = crate::collective::block_broadcast(prefix, 0);
@@ -696,25 +849,45 @@ mod tests {
 
     #[test]
     fn look_back_combines_aggregates_until_an_inclusive_prefix() {
-        let mut words = std::vec![0u64; status_words(5)];
-        let lb = view(&mut words);
-        assert_eq!(lb.tiles(), 5);
         // Last non-zero wins: associative, not commutative, so order shows.
-        let op = |a: u32, b: u32| if b == 0 { a } else { b };
-        lb.publish(0, DONE, 7u32);
-        lb.publish(1, PARTIAL, 0u32);
-        lb.publish(2, PARTIAL, 9u32);
-        lb.publish(3, PARTIAL, 0u32);
-        assert_eq!(lb.look_back(4, &op), 9);
-        assert_eq!(lb.look_back(2, &op), 7);
-        lb.publish(3, DONE, 5u32);
-        assert_eq!(lb.look_back(4, &op), 5);
+        fn last_nonzero<const P: bool>() {
+            let mut words = std::vec![0u64; status_words(5)];
+            let lb = view(&mut words);
+            assert_eq!(lb.tiles(), 5);
+            let op = |a: u32, b: u32| if b == 0 { a } else { b };
+            lb.publish::<u32, P>(0, DONE, 7);
+            lb.publish::<u32, P>(1, PARTIAL, 0);
+            lb.publish::<u32, P>(2, PARTIAL, 9);
+            lb.publish::<u32, P>(3, PARTIAL, 0);
+            assert_eq!(lb.look_back::<u32, P>(4, &op), 9);
+            assert_eq!(lb.look_back::<u32, P>(2, &op), 7);
+            lb.publish::<u32, P>(3, DONE, 5);
+            assert_eq!(lb.look_back::<u32, P>(4, &op), 5);
+        }
+        last_nonzero::<true>();
+        last_nonzero::<false>();
         let add = |a: u64, b: u64| a + b;
         let mut words = std::vec![0u64; status_words(3)];
         let lb = view(&mut words);
-        lb.publish(0, PARTIAL, 1u64 << 40);
-        lb.publish(1, PARTIAL, 3u64);
-        assert_eq!(lb.look_back(2, &add), (1 << 40) + 3);
+        lb.publish::<u64, false>(0, PARTIAL, 1u64 << 40);
+        lb.publish::<u64, false>(1, PARTIAL, 3u64);
+        assert_eq!(lb.look_back::<u64, false>(2, &add), (1 << 40) + 3);
+    }
+
+    #[test]
+    fn packed_words_hold_status_and_value_in_one_word() {
+        let mut words = std::vec![0u64; status_words(3)];
+        let lb = view(&mut words);
+        lb.publish::<u32, true>(1, PARTIAL, u32::MAX);
+        lb.publish::<f32, true>(2, DONE, -1.5);
+        assert_eq!(lb.poll::<u32, true>(0), (NONE, 0));
+        assert_eq!(lb.poll::<u32, true>(1), (PARTIAL, u32::MAX));
+        assert_eq!(lb.poll::<f32, true>(2), (DONE, -1.5));
+        lb.publish::<u64, true>(0, DONE, (1 << 61) + 5);
+        assert_eq!(lb.poll::<u64, true>(0), (DONE, (1 << 61) + 5));
+        // Status words are one region, contiguous tile after tile, after the owners.
+        assert_eq!(words[1 + 3], (5 + (1u64 << 61)) << 2 | DONE);
+        assert_eq!(words[1 + 3 + 1], (u32::MAX as u64) << 2 | PARTIAL);
     }
 
     #[test]
@@ -750,6 +923,6 @@ mod tests {
     fn status_bounds_are_checked() {
         let mut words = [0u64; 2];
         let lb = view(&mut words);
-        lb.publish(0, DONE, 1u32);
+        lb.publish::<u32, true>(0, DONE, 1u32);
     }
 }

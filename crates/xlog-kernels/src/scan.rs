@@ -69,8 +69,10 @@ pub fn scan_tiles<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: b
     [T; V]: Vector,
 {
     while let Some(tile) = status.next_tile() {
+        // The inputs are read before `chunk` checks the ticket, so the check's
+        // round trip overlaps them.
+        let v: [T; K] = lookback::load_chunk_by::<T, K, V>(x, tile.chunk_index(), identity);
         let c = tile.chunk::<K>();
-        let v: [T; K] = lookback::load_chunk_by::<T, K, V>(x, c.get(), identity);
         let mut run = v;
         for j in 1..K {
             run[j] = op(run[j - 1], v[j]);

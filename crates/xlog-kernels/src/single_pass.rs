@@ -3,7 +3,7 @@
 //!
 //! | kernel | tool |
 //! | --- | --- |
-//! | `inclusive_scan_{u32,u64,f32}`, [`inclusive_max_scan_u32`] | `lookback(status)`: tiles taken in start order, aggregates and prefixes published with release/acquire; `write(out per tile(K))` |
+//! | `inclusive_scan_{u32,u64,f32}`, [`inclusive_max_scan_u32`] | `lookback(status)`: tiles taken in start order, aggregates and prefixes published packed with their status (32-bit) or with release/acquire (64-bit); `write(out per tile(K))` |
 //! | `transpose_{f32,f64}` | `write(out per transposed(32, rows))`: a shared tile, coalesced on both sides |
 
 use xlog::device::lookback::{self, LookBack};
@@ -31,8 +31,8 @@ fn scan_tiles<T: Shuffle, const K: usize>(
     [T; K]: Vector,
 {
     while let Some(tile) = status.next_tile() {
+        let mut v: [T; K] = lookback::load_chunk(x, tile.chunk_index(), identity);
         let c = tile.chunk::<K>();
-        let mut v: [T; K] = lookback::load_chunk(x, c.get(), identity);
         for j in 1..K {
             v[j] = op(v[j - 1], v[j]);
         }
