@@ -11,29 +11,9 @@
 //! `XLOG_JOIN_LOG2` (default 26) sets the build side to `2^k` keys, the probe side
 //! and the gathers to `2^(k+1)`.
 
-use cudarc::driver::{result, sys};
-use xlog::Stream;
 use xlog_kernels::join::JoinTable;
 use xlog_test_support::bench::{self, Case};
 use xlog_test_support::Rng;
-
-/// Event-timed milliseconds of one call of `f` on `s`.
-fn time_once(s: &Stream, f: &mut dyn FnMut()) -> f64 {
-    // SAFETY: fresh events recorded on a live stream, synchronised before use and
-    // destroyed after.
-    unsafe {
-        let a = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).unwrap();
-        let b = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).unwrap();
-        result::event::record(a, s.raw()).unwrap();
-        f();
-        result::event::record(b, s.raw()).unwrap();
-        result::event::synchronize(b).unwrap();
-        let ms = result::event::elapsed(a, b).unwrap() as f64;
-        result::event::destroy(a).unwrap();
-        result::event::destroy(b).unwrap();
-        ms
-    }
-}
 
 /// Key `i` of a bijection of `u32`: distinct `i` give distinct keys.
 fn key(i: u32) -> u32 {
@@ -76,7 +56,7 @@ fn main() {
 
     let mut build_ms = Vec::new();
     for _ in 0..3 {
-        build_ms.push(time_once(&s, &mut || {
+        build_ms.push(bench::event_ms(&s, &mut || {
             let _ = JoinTable::build(&s, &bb).unwrap();
         }));
     }
@@ -118,22 +98,22 @@ fn main() {
         20,
         [
             &mut || {
-                time_once(&s, &mut || {
+                bench::event_ms(&s, &mut || {
                     let _ = table.inner_join(&s, &pb).unwrap();
                 })
             },
             &mut || {
-                time_once(&s, &mut || {
+                bench::event_ms(&s, &mut || {
                     let _ = table.semi_join(&s, &pb).unwrap();
                 })
             },
             &mut || {
-                time_once(&s, &mut || {
+                bench::event_ms(&s, &mut || {
                     let _ = xlog_kernels::gather::gather(&s, &xb, &i64b).unwrap();
                 })
             },
             &mut || {
-                time_once(&s, &mut || {
+                bench::event_ms(&s, &mut || {
                     let _ = xlog_kernels::gather::gather(&s, &xb, &i32b).unwrap();
                 })
             },

@@ -12,35 +12,9 @@
 //! missing and the bench fails (a comparison without its peer is not a result).
 
 use std::collections::HashMap;
-use std::process::Command;
 
-use cudarc::driver::{result, sys};
 use xlog::Stream;
-use xlog_test_support::bench::{self, Case};
-
-/// Event-timed milliseconds of one call of `f` on `s`.
-fn time_once(s: &Stream, f: &mut dyn FnMut()) -> f64 {
-    // SAFETY: fresh events recorded on a live stream, synchronised before use and
-    // destroyed after.
-    unsafe {
-        let a = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).unwrap();
-        let b = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).unwrap();
-        result::event::record(a, s.raw()).unwrap();
-        f();
-        result::event::record(b, s.raw()).unwrap();
-        result::event::synchronize(b).unwrap();
-        let ms = result::event::elapsed(a, b).unwrap() as f64;
-        result::event::destroy(a).unwrap();
-        result::event::destroy(b).unwrap();
-        ms
-    }
-}
-
-/// The median event-timed milliseconds of `f`.
-fn median_ms(s: &Stream, f: &mut dyn FnMut()) -> f64 {
-    let [ms] = bench::interleaved(3, 30, [&mut || time_once(s, f)], || {});
-    ms
-}
+use xlog_test_support::bench;
 
 /// The cases, in the order both sides run them: (case, the CUB peer's name).
 const CASES: &[(&str, &str)] = &[
@@ -50,7 +24,7 @@ const CASES: &[(&str, &str)] = &[
     ("random gather f32", bench::peer::TORCH_INDEXING),
     ("scatter f32", bench::peer::TORCH_INDEX_COPY),
     ("even histogram 256 bins f32", "torch.histc"),
-    ("select 50% f32", "torch.masked_select"),
+    ("select 50% f32", bench::peer::TORCH_MASKED_SELECT),
     ("unique counts sorted i32", "torch.unique_consecutive"),
     (
         "segmented sum f32 (1000 per segment)",
@@ -75,7 +49,7 @@ fn compaction_and_segments(
     assert_eq!(total, n as u64, "the timed even histogram is wrong");
     ours.insert(
         "even histogram 256 bins f32",
-        median_ms(s, &mut || {
+        bench::median_event_ms(s, &mut || {
             let _ = histogram::even(s, &xb, 0.0f32, 1.0, 256).unwrap();
         }),
     );
@@ -90,7 +64,7 @@ fn compaction_and_segments(
     drop(kept);
     ours.insert(
         "select 50% f32",
-        median_ms(s, &mut || {
+        bench::median_event_ms(s, &mut || {
             let _ = compact::select_flagged(s, &xb, &fb).unwrap();
         }),
     );
@@ -107,7 +81,7 @@ fn compaction_and_segments(
     drop(runs);
     ours.insert(
         "unique counts sorted i32",
-        median_ms(s, &mut || {
+        bench::median_event_ms(s, &mut || {
             let _ = compact::unique_counts(s, &kb).unwrap();
         }),
     );
@@ -120,7 +94,7 @@ fn compaction_and_segments(
     assert_eq!(sums.len(), offsets.len() - 1);
     ours.insert(
         "segmented sum f32 (1000 per segment)",
-        median_ms(s, &mut || {
+        bench::median_event_ms(s, &mut || {
             let _ = segmented::segmented_reduce::<f32, segmented::Sum>(s, &xb, &ob).unwrap();
         }),
     );
@@ -155,7 +129,7 @@ fn main() {
     );
     ours.insert(
         "sum f32",
-        median_ms(&s, &mut || {
+        bench::median_event_ms(&s, &mut || {
             let _ = xlog_kernels::reduce::sum(&s, &xb).unwrap();
         }),
     );
@@ -173,7 +147,7 @@ fn main() {
     drop(got);
     ours.insert(
         "inclusive scan i32",
-        median_ms(&s, &mut || {
+        bench::median_event_ms(&s, &mut || {
             let _ = xlog_kernels::scan::inclusive_sum(&s, &xib).unwrap();
         }),
     );
@@ -189,7 +163,7 @@ fn main() {
     assert_eq!(total, n as u64, "the timed histogram is wrong");
     ours.insert(
         "histogram 256 bins u8",
-        median_ms(&s, &mut || {
+        bench::median_event_ms(&s, &mut || {
             let _ = xlog_kernels::histogram::counts(&s, &bb, 256).unwrap();
         }),
     );
@@ -217,14 +191,14 @@ fn main() {
     drop(got);
     ours.insert(
         "random gather f32",
-        median_ms(&s, &mut || {
+        bench::median_event_ms(&s, &mut || {
             let _ = xlog_kernels::gather::gather(&s, &xb, &ib).unwrap();
         }),
     );
     let mut out = rt.alloc_zeroed_on::<f32>(&s, n).unwrap();
     ours.insert(
         "scatter f32",
-        median_ms(&s, &mut || {
+        bench::median_event_ms(&s, &mut || {
             xlog_kernels::gather::scatter(&s, &xb, &pb, &mut out).unwrap();
         }),
     );
@@ -238,55 +212,9 @@ fn main() {
     s.synchronize().unwrap();
 
     // The CUB side, on the same GPU, after ours (its memory freed).
-    let script = std::env::var("XLOG_CUB_SCRIPT").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/benches/library_cub.py").to_owned()
-    });
-    let python = std::env::var("XLOG_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let output = Command::new(&python)
-        .arg(&script)
-        .arg(n.to_string())
-        .env_remove(bench::RESULTS_ENV)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python} {script}: {e}"));
-    eprint!("{}", String::from_utf8_lossy(&output.stderr));
-    assert!(
-        output.status.success(),
-        "{script} failed: {}",
-        output.status
+    let peers = bench::cub_peers(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/benches/library_cub.py"),
+        &[n.to_string()],
     );
-    let peers: HashMap<String, f64> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| {
-            let (case, ms) = l.split_once('\t')?;
-            Some((case.to_owned(), ms.trim().parse().ok()?))
-        })
-        .collect();
-
-    println!("| case | xlog | CUB peer | peer | ratio (xlog speed / peer speed) | target |");
-    println!("| --- | --- | --- | --- | --- | --- |");
-    let rate = |ms: f64| n as f64 / ms / 1e6;
-    let mut missing = Vec::new();
-    for &(case, peer) in CASES {
-        let c = Case {
-            bench: "library",
-            case,
-            size: Some(n as u64),
-            unit: "Gelem/s",
-        };
-        let mine = ours[case];
-        match peers.get(case) {
-            Some(&theirs) => c.row(rate(mine), rate(theirs), peer),
-            None => {
-                c.record(bench::XLOG, rate(mine));
-                missing.push(case);
-            }
-        }
-        println!(
-            "<!-- {case}: xlog {mine:.3} ms, {peer} {} -->",
-            peers
-                .get(case)
-                .map_or("missing".to_owned(), |ms| format!("{ms:.3} ms"))
-        );
-    }
-    assert!(missing.is_empty(), "no CUB figure for {missing:?}");
+    bench::peer_table("library", "Gelem/s", n, CASES, &ours, &peers);
 }

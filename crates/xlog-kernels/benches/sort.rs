@@ -13,47 +13,18 @@
 //! `python3`. Without PyTorch and CuPy the bench fails.
 
 use std::collections::HashMap;
-use std::process::Command;
 
-use cudarc::driver::{result, sys};
 use xlog::{DeviceBuffer, Stream};
 use xlog_kernels::sort::{self, Order};
-use xlog_test_support::bench::{self, Case};
-
-/// Event-timed milliseconds of one call of `f` on `s`.
-fn time_once(s: &Stream, f: &mut dyn FnMut()) -> f64 {
-    // SAFETY: fresh events recorded on a live stream, synchronised before use and
-    // destroyed after.
-    unsafe {
-        let a = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).unwrap();
-        let b = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).unwrap();
-        result::event::record(a, s.raw()).unwrap();
-        f();
-        result::event::record(b, s.raw()).unwrap();
-        result::event::synchronize(b).unwrap();
-        let ms = result::event::elapsed(a, b).unwrap() as f64;
-        result::event::destroy(a).unwrap();
-        result::event::destroy(b).unwrap();
-        ms
-    }
-}
-
-/// The median event-timed milliseconds of `f`.
-fn median_ms(s: &Stream, f: &mut dyn FnMut()) -> f64 {
-    let [ms] = bench::interleaved(3, 30, [&mut || time_once(s, f)], || {});
-    ms
-}
+use xlog_test_support::bench;
 
 /// The cases, in the order both sides run them: (case, the CUB peer's name).
 const CASES: &[(&str, &str)] = &[
-    ("sort u32 keys", "cupy.sort (CUB)"),
-    ("sort i32 keys + u32 indices", "torch.sort (CUB)"),
-    ("sort i32 keys + u64 indices", "torch.sort (CUB)"),
-    ("sort i64 keys", "cupy.sort (CUB)"),
+    ("sort u32 keys", bench::peer::CUPY_SORT),
+    ("sort i32 keys + u32 indices", bench::peer::TORCH_SORT),
+    ("sort i32 keys + u64 indices", bench::peer::TORCH_SORT),
+    ("sort i64 keys", bench::peer::CUPY_SORT),
 ];
-
-/// The target every ratio must keep.
-const TARGET: f64 = 0.8;
 
 /// Panics unless `keys` is sorted (and, with `perm`, `keys[i] == input[perm[i]]`
 /// with equal keys in increasing `perm` order), checked on a sample of positions.
@@ -104,7 +75,7 @@ fn main() {
     drop(out);
     ours.insert(
         "sort u32 keys",
-        median_ms(&s, &mut || {
+        bench::median_event_ms(&s, &mut || {
             let _ = sort::sorted(&s, &xb, Order::Ascending).unwrap();
         }),
     );
@@ -123,7 +94,7 @@ fn main() {
     drop(out);
     ours.insert(
         "sort i32 keys + u32 indices",
-        median_ms(&s, &mut || {
+        bench::median_event_ms(&s, &mut || {
             let _ = sort::sort_with_indices::<i32, u32>(&s, &xb, Order::Ascending).unwrap();
         }),
     );
@@ -138,7 +109,7 @@ fn main() {
     drop((out, perm));
     ours.insert(
         "sort i32 keys + u64 indices",
-        median_ms(&s, &mut || {
+        bench::median_event_ms(&s, &mut || {
             let _ = sort::sort_with_indices::<i32, u64>(&s, &xb, Order::Ascending).unwrap();
         }),
     );
@@ -151,7 +122,7 @@ fn main() {
     drop(out);
     ours.insert(
         "sort i64 keys",
-        median_ms(&s, &mut || {
+        bench::median_event_ms(&s, &mut || {
             let _ = sort::sorted(&s, &xb, Order::Ascending).unwrap();
         }),
     );
@@ -160,56 +131,9 @@ fn main() {
     rt.reap().unwrap();
 
     // The CUB side, on the same GPU, after ours (its memory freed).
-    let script = std::env::var("XLOG_CUB_SCRIPT").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/benches/library_cub.py").to_owned()
-    });
-    let python = std::env::var("XLOG_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let output = Command::new(&python)
-        .arg(&script)
-        .arg(n.to_string())
-        .arg("sort")
-        .env_remove(bench::RESULTS_ENV)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python} {script}: {e}"));
-    eprint!("{}", String::from_utf8_lossy(&output.stderr));
-    assert!(
-        output.status.success(),
-        "{script} failed: {}",
-        output.status
+    let peers = bench::cub_peers(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/benches/library_cub.py"),
+        &[n.to_string(), "sort".to_owned()],
     );
-    let peers: HashMap<String, f64> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| {
-            let (case, ms) = l.split_once('\t')?;
-            Some((case.to_owned(), ms.trim().parse().ok()?))
-        })
-        .collect();
-
-    println!("| case | xlog | CUB peer | peer | ratio (xlog speed / peer speed) | target |");
-    println!("| --- | --- | --- | --- | --- | --- |");
-    let rate = |ms: f64| n as f64 / ms / 1e6;
-    let mut missing = Vec::new();
-    for &(case, peer) in CASES {
-        let c = Case {
-            bench: "sort",
-            case,
-            size: Some(n as u64),
-            unit: "Gkeys/s",
-        };
-        let mine = ours[case];
-        match peers.get(case) {
-            Some(&theirs) => c.row(rate(mine), rate(theirs), peer),
-            None => {
-                c.record(bench::XLOG, rate(mine));
-                missing.push(case);
-            }
-        }
-        println!(
-            "<!-- {case}: xlog {mine:.3} ms, {peer} {}, target ratio ≥ {TARGET} -->",
-            peers
-                .get(case)
-                .map_or("missing".to_owned(), |ms| format!("{ms:.3} ms"))
-        );
-    }
-    assert!(missing.is_empty(), "no CUB figure for {missing:?}");
+    bench::peer_table("sort", "Gkeys/s", n, CASES, &ours, &peers);
 }

@@ -297,6 +297,12 @@ pub mod peer {
     pub const TORCH_INDEXING: &str = "torch indexing";
     /// `Tensor.index_copy_` with `int64` indices.
     pub const TORCH_INDEX_COPY: &str = "torch index_copy_";
+    /// `torch.masked_select` (CUB's select).
+    pub const TORCH_MASKED_SELECT: &str = "torch.masked_select";
+    /// `cupy.sort` (`cub::DeviceRadixSort`).
+    pub const CUPY_SORT: &str = "cupy.sort (CUB)";
+    /// `torch.sort` (`cub::DeviceRadixSort`, pairs).
+    pub const TORCH_SORT: &str = "torch.sort (CUB)";
 }
 
 /// Every target the benches are held to. A ratio is xlog's figure over the peer's:
@@ -401,6 +407,15 @@ pub const TARGETS: &[Target] = &[
         peer::TORCH_INDEX_COPY,
         Bound::AtLeast(0.9),
     ),
+    t(
+        "library",
+        "select 50% f32",
+        peer::TORCH_MASKED_SELECT,
+        Bound::AtLeast(0.9),
+    ),
+    // Radix sort against CUB's, n = 10^8, keys per second.
+    t("sort", "sort", peer::CUPY_SORT, Bound::AtLeast(0.8)),
+    t("sort", "sort", peer::TORCH_SORT, Bound::AtLeast(0.8)),
 ];
 
 const fn t(
@@ -422,6 +437,104 @@ pub fn target(bench: &str, case: &str, peer: &str) -> Option<&'static Target> {
     TARGETS
         .iter()
         .find(|t| t.bench == bench && t.peer == peer && case.starts_with(t.case_prefix))
+}
+
+/// Milliseconds one call of `f` takes on `s`, between two CUDA events recorded
+/// around it.
+#[cfg(feature = "gpu")]
+pub fn event_ms(s: &xlog_runtime::Stream, f: &mut dyn FnMut()) -> f64 {
+    use cudarc::driver::{result, sys};
+    // SAFETY: fresh events recorded on a live stream, synchronised before use and
+    // destroyed after.
+    unsafe {
+        let a = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).unwrap();
+        let b = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).unwrap();
+        result::event::record(a, s.raw()).unwrap();
+        f();
+        result::event::record(b, s.raw()).unwrap();
+        result::event::synchronize(b).unwrap();
+        let ms = result::event::elapsed(a, b).unwrap() as f64;
+        result::event::destroy(a).unwrap();
+        result::event::destroy(b).unwrap();
+        ms
+    }
+}
+
+/// The median [`event_ms`] of `f` over 30 rounds after 3 warm-ups.
+#[cfg(feature = "gpu")]
+pub fn median_event_ms(s: &xlog_runtime::Stream, f: &mut dyn FnMut()) -> f64 {
+    let [ms] = interleaved(3, 30, [&mut || event_ms(s, f)], || {});
+    ms
+}
+
+/// The CUB side of a bench, timed on the same GPU by a Python script (PyTorch and
+/// CuPy call CUB): `XLOG_PYTHON` (default `python3`) runs `XLOG_CUB_SCRIPT` (default
+/// `default_script`) with `args`, and each `case<TAB>milliseconds` line it prints
+/// becomes an entry. Panics when the script fails: a comparison without its peer
+/// is not a result.
+pub fn cub_peers(default_script: &str, args: &[String]) -> std::collections::HashMap<String, f64> {
+    let script = std::env::var("XLOG_CUB_SCRIPT").unwrap_or_else(|_| default_script.to_owned());
+    let python = std::env::var("XLOG_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let output = std::process::Command::new(&python)
+        .arg(&script)
+        .args(args)
+        .env_remove(RESULTS_ENV)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python} {script}: {e}"));
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{script} failed: {}",
+        output.status
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (case, ms) = l.split_once('\t')?;
+            Some((case.to_owned(), ms.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// Prints (and records) one row per `(case, peer name)` of `cases`: xlog's
+/// milliseconds `ours[case]` against `peers[case]`, both as rates of `n` elements
+/// per call in `unit` (10^9 a second). Panics after the table when a peer figure is
+/// missing.
+pub fn peer_table(
+    bench: &'static str,
+    unit: &'static str,
+    n: usize,
+    cases: &[(&'static str, &'static str)],
+    ours: &std::collections::HashMap<&str, f64>,
+    peers: &std::collections::HashMap<String, f64>,
+) {
+    println!("| case | xlog | CUB peer | peer | ratio (xlog speed / peer speed) | target |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    let rate = |ms: f64| n as f64 / ms / 1e6;
+    let mut missing = Vec::new();
+    for &(case, peer) in cases {
+        let c = Case {
+            bench,
+            case,
+            size: Some(n as u64),
+            unit,
+        };
+        let mine = ours[case];
+        match peers.get(case) {
+            Some(&theirs) => c.row(rate(mine), rate(theirs), peer),
+            None => {
+                c.record(XLOG, rate(mine));
+                missing.push(case);
+            }
+        }
+        println!(
+            "<!-- {case}: xlog {mine:.3} ms, {peer} {} -->",
+            peers
+                .get(case)
+                .map_or("missing".to_owned(), |ms| format!("{ms:.3} ms"))
+        );
+    }
+    assert!(missing.is_empty(), "no CUB figure for {missing:?}");
 }
 
 /// Device 0's runtime; without one, says why and exits with status 2 (a bench
