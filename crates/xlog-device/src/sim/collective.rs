@@ -280,11 +280,7 @@ pub(crate) fn warp_inclusive_scan<T: Shuffle>(v: T, op: &impl Fn(T, T) -> T) -> 
 /// `collective::warp_exclusive_scan` in one exchange: the inclusive scan, shifted up
 /// one lane, each combined with `init`.
 #[inline(always)]
-pub(crate) fn warp_exclusive_scan<T: Shuffle>(
-    v: T,
-    init: T,
-    op: &impl Fn(T, T) -> T,
-) -> Option<T> {
+pub(crate) fn warp_exclusive_scan<T: Shuffle>(v: T, init: T, op: &impl Fn(T, T) -> T) -> Option<T> {
     const WHAT: &str = "collective::warp_exclusive_scan";
     let ctx = fast_ctx(WHAT)?;
     let r = gather(ctx, WHAT, Group::Warp, bits(v), 0, |round| {
@@ -417,7 +413,11 @@ pub(crate) fn block_exclusive_scan<T: Shuffle>(
         for (w, scan) in scans.iter().enumerate() {
             let start = w * WARP_SIZE as usize;
             for l in 0..round.warp(w).len() {
-                let r = if l == 0 { before } else { op(before, scan[l - 1]) };
+                let r = if l == 0 {
+                    before
+                } else {
+                    op(before, scan[l - 1])
+                };
                 round.set(start + l, r, total);
             }
             if w + 1 < scans.len() {
@@ -485,7 +485,11 @@ pub(super) mod tests {
     fn launch(block: u32) -> Launch {
         Launch {
             grid: Dim3 { x: 2, y: 1, z: 1 },
-            block: Dim3 { x: block, y: 1, z: 1 },
+            block: Dim3 {
+                x: block,
+                y: 1,
+                z: 1,
+            },
             dynamic_shared_bytes: 0,
         }
     }
@@ -535,7 +539,9 @@ pub(super) mod tests {
                 collective::block_inclusive_scan(v, add).to_bits() as u64,
                 collective::block_inclusive_scan(v, skew).to_bits() as u64,
                 ex.to_bits() as u64 | (total.to_bits() as u64) << 32,
-                collective::block_exclusive_scan(wide, 1.0, |a, b| a + b).0.to_bits(),
+                collective::block_exclusive_scan(wide, 1.0, |a, b| a + b)
+                    .0
+                    .to_bits(),
                 collective::block_broadcast(v, (block as usize - 1) / 2).to_bits() as u64,
                 brank.0 as u64 | (brank.1 as u64) << 32,
                 barrier::sync_threads_count(pred) as u64,
@@ -556,7 +562,9 @@ pub(super) mod tests {
 
     #[test]
     fn one_exchange_collectives_give_the_bits_of_the_shuffle_path() {
-        for block in [1, 2, 5, 31, 32, 33, 63, 64, 96, 100, 255, 256, 257, 777, 1000, 1024] {
+        for block in [
+            1, 2, 5, 31, 32, 33, 63, 64, 96, 100, 255, 256, 257, 777, 1000, 1024,
+        ] {
             let fast = results(block, false);
             let emulated = results(block, true);
             for (t, (f, e)) in fast.iter().zip(&emulated).enumerate() {
@@ -587,7 +595,10 @@ pub(super) mod tests {
             divergence(r)
         };
         assert_eq!(skip(99).0, "collective::block_reduce");
-        assert_eq!(skip(0), ("collective::block_reduce", Dim3 { x: 1, y: 0, z: 0 }));
+        assert_eq!(
+            skip(0),
+            ("collective::block_reduce", Dim3 { x: 1, y: 0, z: 0 })
+        );
         // The partial last warp (lanes 96..100) without its last lane.
         let r = sim::run(
             &launch(100),
@@ -600,7 +611,10 @@ pub(super) mod tests {
         );
         assert_eq!(
             divergence(r),
-            ("collective::warp_inclusive_scan", Dim3 { x: 96, y: 0, z: 0 })
+            (
+                "collective::warp_inclusive_scan",
+                Dim3 { x: 96, y: 0, z: 0 }
+            )
         );
         // Two different collectives at the same point: neither completes.
         let r = sim::run(
