@@ -270,8 +270,8 @@ pub(crate) fn warp_inclusive_scan<T: Shuffle>(v: T, op: &impl Fn(T, T) -> T) -> 
     let ctx = fast_ctx(WHAT)?;
     let r = gather(ctx, WHAT, Group::Warp, bits(v), 0, |round| {
         let scan = warp_scan_bits(round.values, &on_bits(op));
-        for t in 0..round.values.len() {
-            round.set(t, scan[t], 0);
+        for (t, &r) in scan.iter().take(round.values.len()).enumerate() {
+            round.set(t, r, 0);
         }
     });
     Some(from_bits(r[0]))
@@ -379,8 +379,8 @@ pub(crate) fn block_inclusive_scan<T: Shuffle>(v: T, op: &impl Fn(T, T) -> T) ->
         let mut before = None;
         for (w, scan) in scans.iter().enumerate() {
             let start = w * WARP_SIZE as usize;
-            for l in 0..round.warp(w).len() {
-                let r = before.map_or(scan[l], |b| op(b, scan[l]));
+            for (l, &s) in scan.iter().take(round.warp(w).len()).enumerate() {
+                let r = before.map_or(s, |b| op(b, s));
                 round.set(start + l, r, 0);
             }
             if w + 1 < scans.len() {
