@@ -168,6 +168,10 @@ fn scratch_load<T: Shuffle>(slot: usize) -> T {
 /// every lane.
 #[inline(always)]
 pub fn warp_reduce<T: Shuffle>(v: T, op: impl Fn(T, T) -> T) -> T {
+    #[cfg(not(target_arch = "nvptx64"))]
+    if let Some(r) = crate::sim::collective::warp_reduce(v, &op) {
+        return r;
+    }
     let (mask, n) = live_lanes();
     let lane = lane();
     let mut v = v;
@@ -186,6 +190,10 @@ pub fn warp_reduce<T: Shuffle>(v: T, op: impl Fn(T, T) -> T) -> T {
 /// `v₀ op v₁ op … op v_l`.
 #[inline(always)]
 pub fn warp_inclusive_scan<T: Shuffle>(v: T, op: impl Fn(T, T) -> T) -> T {
+    #[cfg(not(target_arch = "nvptx64"))]
+    if let Some(r) = crate::sim::collective::warp_inclusive_scan(v, &op) {
+        return r;
+    }
     let (mask, _) = live_lanes();
     let lane = lane();
     let mut v = v;
@@ -204,6 +212,10 @@ pub fn warp_inclusive_scan<T: Shuffle>(v: T, op: impl Fn(T, T) -> T) -> T {
 /// lane 0 gets `init`, lane `l` gets `init op v₀ op … op v_{l-1}`.
 #[inline(always)]
 pub fn warp_exclusive_scan<T: Shuffle>(v: T, init: T, op: impl Fn(T, T) -> T) -> T {
+    #[cfg(not(target_arch = "nvptx64"))]
+    if let Some(r) = crate::sim::collective::warp_exclusive_scan(v, init, &op) {
+        return r;
+    }
     let (mask, _) = live_lanes();
     let inclusive = warp_inclusive_scan(v, &op);
     let before = shfl_up(inclusive, 1, mask);
@@ -228,6 +240,10 @@ pub fn warp_broadcast<T: Shuffle>(v: T, src: u32) -> T {
         src < n,
         "warp_broadcast from lane {src}, but this warp has {n} lanes"
     );
+    #[cfg(not(target_arch = "nvptx64"))]
+    if let Some(r) = crate::sim::collective::warp_broadcast(v, src) {
+        return r;
+    }
     shfl_idx(v, src, mask)
 }
 
@@ -236,6 +252,10 @@ pub fn warp_broadcast<T: Shuffle>(v: T, src: u32) -> T {
 /// among the selected, for compaction and radix ranking).
 #[inline(always)]
 pub fn warp_rank(pred: bool) -> (u32, u32) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    if let Some(r) = crate::sim::collective::warp_rank(pred) {
+        return r;
+    }
     let (mask, _) = live_lanes();
     let votes = ballot(mask, pred);
     let below = votes & ((1u32 << lane()) - 1);
@@ -246,6 +266,10 @@ pub fn warp_rank(pred: bool) -> (u32, u32) {
 /// to every thread. Two block barriers.
 #[inline(always)]
 pub fn block_reduce<T: Shuffle>(v: T, op: impl Fn(T, T) -> T) -> T {
+    #[cfg(not(target_arch = "nvptx64"))]
+    if let Some(r) = crate::sim::collective::block_reduce(v, &op) {
+        return r;
+    }
     let w = warp_reduce(v, &op);
     let warp = (thread_idx().x / WARP_SIZE) as usize;
     let warps = block_dim().x.div_ceil(WARP_SIZE) as usize;
@@ -265,6 +289,10 @@ pub fn block_reduce<T: Shuffle>(v: T, op: impl Fn(T, T) -> T) -> T {
 /// `v₀ op … op v_t`. Two block barriers.
 #[inline(always)]
 pub fn block_inclusive_scan<T: Shuffle>(v: T, op: impl Fn(T, T) -> T) -> T {
+    #[cfg(not(target_arch = "nvptx64"))]
+    if let Some(r) = crate::sim::collective::block_inclusive_scan(v, &op) {
+        return r;
+    }
     let (_, n) = live_lanes();
     let inclusive = warp_inclusive_scan(v, &op);
     let warp = (thread_idx().x / WARP_SIZE) as usize;
@@ -290,6 +318,10 @@ pub fn block_inclusive_scan<T: Shuffle>(v: T, op: impl Fn(T, T) -> T) -> T {
 /// barriers.
 #[inline(always)]
 pub fn block_exclusive_scan<T: Shuffle>(v: T, init: T, op: impl Fn(T, T) -> T) -> (T, T) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    if let Some(r) = crate::sim::collective::block_exclusive_scan(v, init, &op) {
+        return r;
+    }
     let (mask, n) = live_lanes();
     let inclusive = warp_inclusive_scan(v, &op);
     let before_in_warp = shfl_up(inclusive, 1, mask);
@@ -332,6 +364,10 @@ pub fn block_broadcast<T: Shuffle>(v: T, src: usize) -> T {
         src < threads,
         "block_broadcast from thread {src}, but the block has {threads} threads"
     );
+    #[cfg(not(target_arch = "nvptx64"))]
+    if let Some(r) = crate::sim::collective::block_broadcast(v, src) {
+        return r;
+    }
     if thread_idx().x as usize == src {
         scratch_store(BROADCAST_SLOT, v);
     }
@@ -347,6 +383,10 @@ pub fn block_broadcast<T: Shuffle>(v: T, src: usize) -> T {
 /// `offset + rank`. Two block barriers.
 #[inline(always)]
 pub fn block_rank(pred: bool) -> (u32, u32) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    if let Some(r) = crate::sim::collective::block_rank(pred) {
+        return r;
+    }
     let (rank_in_warp, count_in_warp) = warp_rank(pred);
     let warp = (thread_idx().x / WARP_SIZE) as usize;
     let warps = block_dim().x.div_ceil(WARP_SIZE) as usize;

@@ -457,7 +457,7 @@ fn a_warp_collective_some_lanes_skip_is_a_divergence() {
         1,
     );
     let (what, block, thread) = divergence(r);
-    assert_eq!((what, block), ("collective::shfl_down", d(0, 0, 0)));
+    assert_eq!((what, block), ("collective::warp_reduce", d(0, 0, 0)));
     assert!((32..64).contains(&thread.x), "{thread:?}");
     // The full mask in a partial warp names lanes that do not exist.
     let r = sim::run(

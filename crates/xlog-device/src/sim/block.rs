@@ -11,43 +11,47 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::vec::Vec;
 
-use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
+use super::collective::Gathers;
 use super::context::{self, current, Aborted, ThreadCtx};
 use super::shared::Arena;
-use super::stacks::StackCache;
+use super::stacks::{SimStack, StackCache};
 use super::{capture, Fault, Launch, LaunchState};
 use crate::thread::Dim3;
 use crate::warp::WARP_SIZE;
 
-/// Why a simulated thread hands control back to the scheduler.
+/// Why a coroutine hands control back to the scheduler.
 pub(crate) enum Suspend {
-    /// It waits at a barrier or collective; whoever completes it makes it ready.
+    /// Its thread waits at a barrier or collective; whoever completes it makes it
+    /// ready.
     Wait,
-    /// It yields in a spin wait and stays runnable.
+    /// Its thread yields in a spin wait and stays runnable.
     Spin,
+    /// No thread of the block is left to start: the coroutine is free for the next
+    /// block.
+    Idle,
 }
 
-/// What the scheduler resumes a thread with.
+/// What the scheduler resumes a coroutine with.
 pub(crate) enum Resume {
-    /// Go on.
+    /// Go on (to a suspended thread).
     Go,
-    /// The launch stopped: unwind.
+    /// Start the block's threads not started yet (to a new or idle coroutine).
+    Start(*const Block<'static>),
+    /// The launch stopped, or the worker ends: unwind.
     Abort,
 }
 
 /// How a coroutine ended.
 enum FiberEnd {
-    /// No thread of the block was left to start.
-    Done,
     /// The thread it ran panicked (its capture is in `capture`).
     Panicked,
-    /// It unwound because the launch stopped.
+    /// It unwound because the launch stopped, or its worker ended.
     Aborted,
 }
 
-type Fiber = Coroutine<Resume, Suspend, FiberEnd, DefaultStack>;
+type Fiber = Coroutine<Resume, Suspend, FiberEnd, SimStack>;
 
 /// The four hardware barriers of `crate::barrier`, one per kind, as on the GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,15 +182,13 @@ pub(crate) struct Block<'l> {
     pub(super) launch: Launch,
     pub(super) idx: Dim3,
     state: &'l LaunchState<'l>,
-    threads: u32,
+    pub(super) threads: u32,
     next_unstarted: Cell<u32>,
     exited: Cell<u32>,
     /// Set when the block stops early: coroutines start no further thread.
     aborting: Cell<bool>,
     /// The thread the running coroutine executes.
     pub(super) running: Cell<u32>,
-    /// The coroutine slot being resumed (a new coroutine reads it to learn its slot).
-    resuming: Cell<u32>,
     fiber_of: Vec<Cell<u32>>,
     /// Results delivered to threads released by a barrier or collective.
     mailbox: Vec<Cell<u64>>,
@@ -197,6 +199,8 @@ pub(crate) struct Block<'l> {
     ready: RefCell<VecDeque<u32>>,
     spinning: RefCell<VecDeque<u32>>,
     pub(super) shared: &'l RefCell<Arena>,
+    /// The collectives of `crate::collective` in one exchange each.
+    pub(super) gathers: Gathers,
 }
 
 impl Block<'_> {
@@ -211,22 +215,21 @@ impl Block<'_> {
     }
 
     /// Makes `thread` ready with `result` in its mailbox.
-    fn release(&self, thread: u32, result: u64) {
+    pub(super) fn release(&self, thread: u32, result: u64) {
         self.mailbox[thread as usize].set(result);
         self.ready.borrow_mut().push_back(thread);
     }
 
-    /// The runs of one coroutine: threads of the block not started yet, one after
-    /// the other, until none is left.
-    fn fiber_body(&self, yielder: &Yielder<Resume, Suspend>) -> FiberEnd {
-        let slot = self.resuming.get();
-        let run = catch_unwind(AssertUnwindSafe(|| loop {
+    /// Runs the threads of the block not started yet on coroutine `slot`, one after
+    /// the other: `None` when none is left, `Some(Aborted)` when the block stops.
+    fn run_threads(&self, slot: u32, yielder: &Yielder<Resume, Suspend>) -> Option<FiberEnd> {
+        loop {
             if self.aborting.get() || self.state.stop.load(Ordering::Relaxed) {
-                return FiberEnd::Aborted;
+                return Some(FiberEnd::Aborted);
             }
             let t = self.next_unstarted.get();
             if t >= self.threads {
-                return FiberEnd::Done;
+                return None;
             }
             self.next_unstarted.set(t + 1);
             self.fiber_of[t as usize].set(slot);
@@ -237,11 +240,6 @@ impl Block<'_> {
             self.exited.set(self.exited.get() + 1);
             let lanes = &self.exited_lanes[(t / WARP_SIZE) as usize];
             lanes.set(lanes.get() | 1 << (t % WARP_SIZE));
-        }));
-        match run {
-            Ok(end) => end,
-            Err(payload) if payload.is::<Aborted>() => FiberEnd::Aborted,
-            Err(_) => FiberEnd::Panicked,
         }
     }
 
@@ -270,6 +268,13 @@ impl Block<'_> {
                 };
             }
         }
+        if let Some((what, t)) = self.gathers.waiting() {
+            return Fault::Divergence {
+                what,
+                block: self.idx,
+                thread: at(t),
+            };
+        }
         unreachable!("xlog simulator: a block with no runnable thread has no waiting thread")
     }
 }
@@ -283,17 +288,84 @@ fn current_dims(d: Dim3, t: u32) -> Dim3 {
     }
 }
 
-/// What one worker keeps between the blocks it runs: coroutine stacks and the shared
-/// memory arena.
+/// The body of coroutine `slot`: whenever it is started on a block, it runs that
+/// block's threads not started yet, then waits idle for the next block. It ends only
+/// when a thread panics or the scheduler aborts it.
+fn fiber_main(slot: u32, yielder: &Yielder<Resume, Suspend>, first: Resume) -> FiberEnd {
+    let run = catch_unwind(AssertUnwindSafe(|| {
+        let mut input = first;
+        loop {
+            let Resume::Start(block) = input else {
+                return FiberEnd::Aborted;
+            };
+            // SAFETY: `run_block` passes the block it runs, which lives until every
+            // coroutine it started is idle again or ended: it returns only then. The
+            // block is not used after the `Idle` suspension below.
+            let block = unsafe { &*block };
+            if let Some(end) = block.run_threads(slot, yielder) {
+                return end;
+            }
+            input = yielder.suspend(Suspend::Idle);
+        }
+    }));
+    match run {
+        Ok(end) => end,
+        Err(payload) if payload.is::<Aborted>() => FiberEnd::Aborted,
+        Err(_) => FiberEnd::Panicked,
+    }
+}
+
+/// What one worker keeps between the blocks it runs: coroutines (idle between
+/// blocks, so a barrier-heavy kernel creates them once per launch and worker, not
+/// once per block), their stacks and the shared memory arena.
 pub(super) struct Worker {
-    stacks: StackCache,
+    fibers: Fibers,
     shared: RefCell<Arena>,
+}
+
+/// A worker's coroutines and their stacks.
+struct Fibers {
+    stacks: StackCache,
+    all: Vec<Fiber>,
+    /// The coroutines with no thread: free to start the next threads.
+    idle: Vec<u32>,
+}
+
+impl Fibers {
+    /// An idle coroutine, or a new one.
+    fn idle_or_new(&mut self) -> u32 {
+        if let Some(slot) = self.idle.pop() {
+            return slot;
+        }
+        let slot = self.all.len() as u32;
+        let body = move |y: &Yielder<Resume, Suspend>, first: Resume| fiber_main(slot, y, first);
+        self.all.push(Fiber::with_stack(self.stacks.take(), body));
+        slot
+    }
+
+    /// Unwinds every coroutine and keeps its stack.
+    fn end_all(&mut self) {
+        for mut fiber in self.all.drain(..) {
+            while !fiber.done() {
+                if let CoroutineResult::Return(_) = fiber.resume(Resume::Abort) {
+                    break;
+                }
+            }
+            context::leave();
+            self.stacks.give(fiber.into_stack());
+        }
+        self.idle.clear();
+    }
 }
 
 impl Worker {
     pub(super) fn new() -> Self {
         Worker {
-            stacks: StackCache::new(),
+            fibers: Fibers {
+                stacks: StackCache::new(),
+                all: Vec::new(),
+                idle: Vec::new(),
+            },
             shared: RefCell::new(Arena::default()),
         }
     }
@@ -320,7 +392,6 @@ impl Worker {
             exited: Cell::new(0),
             aborting: Cell::new(false),
             running: Cell::new(0),
-            resuming: Cell::new(0),
             fiber_of: (0..threads).map(|_| Cell::new(0)).collect(),
             mailbox: (0..threads).map(|_| Cell::new(0)).collect(),
             exited_lanes: (0..warps).map(|_| Cell::new(0)).collect(),
@@ -329,9 +400,8 @@ impl Worker {
             ready: RefCell::new(VecDeque::new()),
             spinning: RefCell::new(VecDeque::new()),
             shared: &self.shared,
+            gathers: Gathers::new(threads),
         };
-        let mut fibers: Vec<Option<Fiber>> = Vec::new();
-        let mut free: Vec<usize> = Vec::new();
         let mut spins = 0usize;
         let outcome = loop {
             if state.stop.load(Ordering::Relaxed) {
@@ -339,25 +409,12 @@ impl Worker {
             }
             let ready = block.ready.borrow_mut().pop_front();
             let spinning = || block.spinning.borrow_mut().pop_front();
-            let slot = if let Some(t) = ready {
-                block.fiber_of[t as usize].get()
+            let (slot, input) = if let Some(t) = ready {
+                (block.fiber_of[t as usize].get(), Resume::Go)
             } else if block.next_unstarted.get() < threads {
-                let slot = free.pop().unwrap_or_else(|| {
-                    fibers.push(None);
-                    fibers.len() - 1
-                });
+                let slot = self.fibers.idle_or_new();
                 let blk: *const Block<'_> = &block;
-                let body = move |y: &Yielder<Resume, Suspend>, _: Resume| {
-                    // SAFETY: the block outlives its coroutines (all are run to their
-                    // end below, before `block` goes out of scope).
-                    unsafe { &*blk }.fiber_body(y)
-                };
-                // SAFETY: the closure borrows `block` (through `blk`) and the kernel
-                // it holds; every coroutine is driven to its end before this
-                // function returns (the abort loop below), and none is forgotten.
-                fibers[slot] =
-                    Some(unsafe { Fiber::with_stack_unchecked(self.stacks.take(), body) });
-                slot as u32
+                (slot, Resume::Start(blk.cast()))
             } else if let Some(t) = spinning() {
                 // Only spinning threads are left: let other workers' blocks, which
                 // they may wait for, run once per round.
@@ -366,26 +423,20 @@ impl Worker {
                     spins = 0;
                     std::thread::yield_now();
                 }
-                block.fiber_of[t as usize].get()
+                (block.fiber_of[t as usize].get(), Resume::Go)
             } else if block.exited.get() == threads {
                 break Ok(());
             } else {
                 break Err(Some(block.divergence()));
             };
-            block.resuming.set(slot);
-            let fiber = fibers[slot as usize].as_mut().expect("a live coroutine");
-            let result = fiber.resume(Resume::Go);
+            let result = self.fibers.all[slot as usize].resume(input);
             context::leave();
             match result {
                 CoroutineResult::Yield(Suspend::Wait) => {}
                 CoroutineResult::Yield(Suspend::Spin) => {
                     block.spinning.borrow_mut().push_back(block.running.get());
                 }
-                CoroutineResult::Return(FiberEnd::Done) => {
-                    let done = fibers[slot as usize].take().expect("a live coroutine");
-                    self.stacks.give(done.into_stack());
-                    free.push(slot as usize);
-                }
+                CoroutineResult::Yield(Suspend::Idle) => self.fibers.idle.push(slot),
                 CoroutineResult::Return(FiberEnd::Panicked) => {
                     let t = current_dims(launch.block, block.running.get());
                     break Err(Some(Fault::Panic(std::boxed::Box::new(capture::take(
@@ -395,19 +446,18 @@ impl Worker {
                 CoroutineResult::Return(FiberEnd::Aborted) => break Err(None),
             }
         };
-        // Unwind every thread still suspended, so no coroutine outlives the block.
-        block.aborting.set(true);
-        for fiber in fibers.into_iter().flatten() {
-            let mut fiber = fiber;
-            while !fiber.done() {
-                if let CoroutineResult::Return(_) = fiber.resume(Resume::Abort) {
-                    break;
-                }
-            }
-            context::leave();
-            self.stacks.give(fiber.into_stack());
+        if outcome.is_err() {
+            // Unwind every thread still suspended, so no coroutine outlives the block.
+            block.aborting.set(true);
+            self.fibers.end_all();
         }
         outcome
+    }
+}
+
+impl Drop for Fibers {
+    fn drop(&mut self) {
+        self.end_all();
     }
 }
 

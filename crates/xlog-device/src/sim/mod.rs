@@ -38,16 +38,21 @@
 //!   each other: block barriers, warp collectives and [`sleep_ns`](crate::thread::sleep_ns)
 //!   (the back-off of spin waits). A thread that never waits runs start to end
 //!   without a switch, and the coroutine that ran it goes on with the next thread of
-//!   the block, so an elementwise kernel costs one coroutine per block. Coroutine
-//!   stacks are pooled for the whole process.
+//!   the block, so an elementwise kernel uses one coroutine. A worker keeps its
+//!   coroutines from block to block (idle between them) and coroutine stacks are
+//!   pooled for the whole process.
+//! - **Collectives** of [`crate::collective`] suspend each thread once: the last
+//!   thread of the warp or block to arrive replays the GPU algorithm over every
+//!   thread's operand (`collective.rs`), instead of each shuffle and barrier
+//!   suspending every thread.
 //! - **Scheduling inside a block**: threads released by a barrier or collective run
 //!   first, then threads not started yet, then threads that yielded in a spin wait.
 //!   A spin wait therefore never starves the thread it waits for. When only spinning
 //!   threads are left the worker also yields its OS thread once per round, so blocks
 //!   on other workers progress.
 //! - **Divergence**: a barrier completes when every thread of the block has reached
-//!   it, a warp collective when every lane of its mask has reached it (with the same
-//!   mask and operation). When no thread of a block can run and some wait, the launch
+//!   it, a warp instruction when every lane of its mask has reached it (with the same
+//!   mask and operation), a collective when every thread of its warp or block has. When no thread of a block can run and some wait, the launch
 //!   stops with [`Fault::Divergence`] (on the GPU: a hang or an undefined result).
 //! - **Panics**: the first simulated thread to panic stops the launch with
 //!   [`Fault::Panic`]; a chained panic hook captures its message and location without
@@ -60,6 +65,7 @@
 
 mod block;
 mod capture;
+pub(crate) mod collective;
 pub(crate) mod context;
 mod shared;
 mod stacks;
