@@ -64,7 +64,9 @@ impl Gpu {
     fn function(&self, name: &str) -> Result<Function, Box<dyn std::error::Error>> {
         let host = host_entry(name)
             .ok_or_else(|| format!("kernel `{name}` has no simulator entry point"))?;
-        Ok(self.module.function_with_host(name, host)?)
+        // SAFETY: `host_entry(name)` is the host build of entry point `name` of
+        // `MODULE`, generated from the same definition as its device build.
+        Ok(unsafe { self.module.function_with_host(name, host) }?)
     }
 
     /// Launches `kernel` reading `input` and writing `out`.
