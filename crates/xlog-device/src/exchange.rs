@@ -48,17 +48,19 @@
 
 use core::marker::PhantomData;
 
-use crate::shared::{load_word, store_word, DynamicShared, SharedArray};
+use crate::shared::{load_word, store_word, DynamicShared, Owner, SharedArray};
 use crate::thread::{block_dim, thread_idx};
 use crate::warp::{Shuffle, WARP_SIZE};
 
 /// A block's shared array of 32- or 64-bit numbers that any thread may access at
 /// any index, each access one or two relaxed 4-byte atomics (see the module's
 /// # Soundness). Get one from [`SharedArray::words`] or [`DynamicShared::words`];
-/// it is a plain address and length, `Copy`.
+/// it is a plain address and length (in the simulator also its block, checked on
+/// every access), `Copy`.
 pub struct SharedWords<T: Shuffle> {
     ptr: *mut T,
     len: usize,
+    owner: Owner,
     _marker: PhantomData<*const T>,
 }
 
@@ -77,6 +79,7 @@ impl<T: Shuffle, const N: usize> SharedArray<T, N> {
         SharedWords {
             ptr: self.as_mut_ptr(),
             len: N,
+            owner: self.owner(),
             _marker: PhantomData,
         }
     }
@@ -89,6 +92,7 @@ impl<T: Shuffle> DynamicShared<T> {
         SharedWords {
             ptr: self.as_mut_ptr(),
             len: self.len(),
+            owner: self.owner(),
             _marker: PhantomData,
         }
     }
@@ -114,6 +118,7 @@ impl<T: Shuffle> SharedWords<T> {
         SharedWords {
             ptr: self.ptr.cast::<U>(),
             len: self.len * core::mem::size_of::<T>() / core::mem::size_of::<U>(),
+            owner: self.owner,
             _marker: PhantomData,
         }
     }
@@ -121,7 +126,9 @@ impl<T: Shuffle> SharedWords<T> {
     #[inline(always)]
     #[track_caller]
     fn slot(&self, i: usize) -> *mut T {
-        // SAFETY: the `len` slots lie inside the shared array the handle came from.
+        self.owner.check();
+        // SAFETY: the `len` slots lie inside the shared array the handle came from,
+        // which exists while its block runs (checked above).
         unsafe { crate::view::checked_element(self.ptr, self.len, i, "shared words ") }
     }
 
@@ -235,6 +242,7 @@ mod tests {
         let words: SharedWords<u32> = SharedWords {
             ptr: mem.as_mut_ptr(),
             len: mem.len(),
+            owner: Owner::UNSIMULATED,
             _marker: PhantomData,
         };
         words.store(5, 0xdead_beef);
@@ -253,6 +261,7 @@ mod tests {
         let words: SharedWords<u64> = SharedWords {
             ptr: mem.as_mut_ptr(),
             len: mem.len(),
+            owner: Owner::UNSIMULATED,
             _marker: PhantomData,
         };
         words.load(4);

@@ -23,7 +23,13 @@
 //!   worker, refilled with the byte [`sim::SHARED_FILL`](crate::sim::SHARED_FILL)
 //!   (`0xcd`) when a block first uses it, so every block starts from the same
 //!   recognisable contents. [`SharedArray::read`] and the other unchecked accessors
-//!   check their index there and panic past the end.
+//!   check their index there and panic past the end. Every handle (a
+//!   [`SharedArray`], [`DynamicShared`], [`Tile`] or
+//!   [`SharedWords`](crate::exchange::SharedWords)) records the simulated block that
+//!   made it, and each access through it panics in any other block or outside a
+//!   launch: the host allocation is the next block's, or freed when the launch
+//!   ends, and safe host code can keep a handle longer (in a `thread_local!`, say),
+//!   which a GPU kernel cannot.
 //!
 //! # Safe access: tiles and their phases
 //!
@@ -109,6 +115,7 @@ core::arch::global_asm!(".extern .shared .align 16 .b8 __xlog_dynamic_shared[];"
 /// [`static_shared!`](crate::static_shared).
 pub struct SharedArray<T, const N: usize> {
     ptr: *mut T,
+    owner: Owner,
     _marker: PhantomData<[T; N]>,
 }
 
@@ -133,6 +140,7 @@ impl<T, const N: usize> SharedArray<T, N> {
     pub unsafe fn __from_shared_ptr(ptr: *mut T) -> Self {
         SharedArray {
             ptr,
+            owner: Owner::running(),
             _marker: PhantomData,
         }
     }
@@ -155,6 +163,12 @@ impl<T, const N: usize> SharedArray<T, N> {
         self.ptr
     }
 
+    /// The block that made this handle.
+    #[inline(always)]
+    pub(crate) fn owner(&self) -> Owner {
+        self.owner
+    }
+
     /// Reads element `i`.
     ///
     /// # Safety
@@ -168,6 +182,7 @@ impl<T, const N: usize> SharedArray<T, N> {
     where
         T: Copy,
     {
+        self.owner.check();
         check_index(i, N);
         // SAFETY: obligation 1 keeps the access inside the array; 2 and 3 make the
         // read defined.
@@ -183,6 +198,7 @@ impl<T, const N: usize> SharedArray<T, N> {
     ///    separates their access from this write).
     #[inline(always)]
     pub unsafe fn write(&self, i: usize, value: T) {
+        self.owner.check();
         check_index(i, N);
         // SAFETY: obligation 1 keeps the access inside the array; 2 excludes a race.
         unsafe { self.ptr.add(i).write(value) }
@@ -194,7 +210,7 @@ impl<T: Shuffle, const N: usize> SharedArray<T, N> {
     /// (see the module docs).
     #[inline(always)]
     pub fn tile(self) -> Tile<T, Writing> {
-        Tile::new(self.ptr, N)
+        Tile::new(self.ptr, N, self.owner)
     }
 
     /// The array as the padded staging [`Tile`] of a `TILE × TILE` transpose, in its
@@ -215,7 +231,7 @@ impl<T: Shuffle, const N: usize> SharedArray<T, N> {
                 "a padded transpose tile needs `TILE * (TILE + 1)` slots"
             )
         };
-        Tile::new(self.ptr, N)
+        Tile::new(self.ptr, N, self.owner)
     }
 }
 
@@ -356,11 +372,68 @@ fn check_index(i: usize, len: usize) {
     }
 }
 
+/// The block a shared-memory handle was made in, which every access through the
+/// handle checks.
+///
+/// In the simulator shared memory is a host allocation per worker, which the
+/// worker's next block refills and the launch's end frees, and safe host code can
+/// keep a handle past its block (in a `thread_local!`): the check turns what would
+/// read another block's array or freed memory into a panic. It holds the running
+/// block's [`number`](crate::sim::block_number), never reused; 0 marks memory that
+/// is not simulated shared memory (the unit tests' tiles over ordinary arrays),
+/// usable only outside a launch. On the GPU a handle cannot outlive its block (no
+/// thread-locals, shared memory is per block in hardware): the type is empty and the
+/// check does nothing, so the device layout and code are unchanged.
+#[derive(Clone, Copy)]
+pub(crate) struct Owner {
+    #[cfg(not(target_arch = "nvptx64"))]
+    block: u64,
+}
+
+impl Owner {
+    /// The block running now (in the simulator: 0 outside a launch).
+    #[inline(always)]
+    fn running() -> Self {
+        Owner {
+            #[cfg(not(target_arch = "nvptx64"))]
+            block: crate::sim::block_number(),
+        }
+    }
+
+    /// Ordinary host memory, for tests: usable only outside a launch.
+    #[cfg(all(test, not(target_arch = "nvptx64")))]
+    pub(crate) const UNSIMULATED: Owner = Owner { block: 0 };
+
+    /// Panics unless the block running now made the handle.
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn check(self) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        if self.block != crate::sim::block_number() {
+            used_outside_its_block();
+        }
+    }
+}
+
+/// Panics: a shared-memory handle was used in another block or after its launch.
+#[cfg(not(target_arch = "nvptx64"))]
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn used_outside_its_block() -> ! {
+    panic!(
+        "a shared-memory handle was used outside the block that made it: shared memory \
+         lives only while its block runs, so a tile, `SharedWords` or shared array kept \
+         past it (in a `thread_local!`, say) cannot be used"
+    )
+}
+
 /// The launch's dynamic shared memory viewed as `T`s: CUDA's
 /// `extern __shared__ T buf[];`.
 pub struct DynamicShared<T> {
     ptr: *mut T,
     len: usize,
+    owner: Owner,
 }
 
 impl<T> Clone for DynamicShared<T> {
@@ -400,6 +473,7 @@ impl<T> DynamicShared<T> {
                 DynamicShared {
                     ptr: p as *mut T,
                     len: if size == 0 { 0 } else { bytes as usize / size },
+                    owner: Owner::running(),
                 }
             },
             sim: { let (p, bytes) = crate::sim::dynamic_shared();
@@ -407,6 +481,7 @@ impl<T> DynamicShared<T> {
                 DynamicShared {
                     ptr: p.cast::<T>(),
                     len: bytes.checked_div(size).unwrap_or(0),
+                    owner: Owner::running(),
                 } }
         )
     }
@@ -429,6 +504,12 @@ impl<T> DynamicShared<T> {
         self.ptr
     }
 
+    /// The block that made this handle.
+    #[inline(always)]
+    pub(crate) fn owner(&self) -> Owner {
+        self.owner
+    }
+
     /// Reads element `i`.
     ///
     /// # Safety
@@ -439,6 +520,7 @@ impl<T> DynamicShared<T> {
     where
         T: Copy,
     {
+        self.owner.check();
         check_index(i, self.len);
         // SAFETY: the caller keeps `i` in bounds and the read race-free.
         unsafe { self.ptr.add(i).read() }
@@ -451,6 +533,7 @@ impl<T> DynamicShared<T> {
     /// As [`SharedArray::write`], with `len()` as the bound.
     #[inline(always)]
     pub unsafe fn write(&self, i: usize, value: T) {
+        self.owner.check();
         check_index(i, self.len);
         // SAFETY: the caller keeps `i` in bounds and the write race-free.
         unsafe { self.ptr.add(i).write(value) }
@@ -462,7 +545,7 @@ impl<T: Shuffle> DynamicShared<T> {
     /// phase, slots named by [`LocalIndex`] (see the module docs).
     #[inline(always)]
     pub fn tile(self) -> Tile<T, Writing> {
-        Tile::new(self.ptr, self.len)
+        Tile::new(self.ptr, self.len, self.owner)
     }
 
     /// The launch's dynamic shared memory as the padded staging [`Tile`] of a
@@ -470,7 +553,7 @@ impl<T: Shuffle> DynamicShared<T> {
     /// `len()` panics when stored or read.
     #[inline(always)]
     pub fn padded_tile<const TILE: usize>(self) -> Tile<T, Writing, Padded<TILE>> {
-        Tile::new(self.ptr, self.len)
+        Tile::new(self.ptr, self.len, self.owner)
     }
 }
 
@@ -550,18 +633,20 @@ impl<const TILE: usize> Layout for Padded<TILE> {
 pub struct Tile<T: Shuffle, Phase, L: Layout = Linear> {
     ptr: *mut T,
     len: usize,
+    owner: Owner,
     _phase: PhantomData<(*const Phase, T, L)>,
 }
 
 impl<T: Shuffle, L: Layout> Tile<T, Writing, L> {
     /// A write phase over `len` slots at `ptr`, which the callers take from a
-    /// [`SharedArray`] or [`DynamicShared`] handle (so the slots lie in a shared
-    /// array aligned for `T`).
+    /// [`SharedArray`] or [`DynamicShared`] handle with its `owner` (so the slots
+    /// lie in a shared array aligned for `T`).
     #[inline(always)]
-    fn new(ptr: *mut T, len: usize) -> Self {
+    fn new(ptr: *mut T, len: usize, owner: Owner) -> Self {
         Tile {
             ptr,
             len,
+            owner,
             _phase: PhantomData,
         }
     }
@@ -583,7 +668,9 @@ impl<T: Shuffle, P, L: Layout> Tile<T, P, L> {
     #[inline(always)]
     #[track_caller]
     fn slot(&self, i: usize) -> *mut T {
-        // SAFETY: the tile's `len` slots lie inside the shared array it was made from.
+        self.owner.check();
+        // SAFETY: the tile's `len` slots lie inside the shared array it was made from,
+        // which exists while its block runs (checked above).
         unsafe { crate::view::checked_element(self.ptr, self.len, i, "shared tile ") }
     }
 }
@@ -614,6 +701,7 @@ impl<T: Shuffle, L: Layout> Tile<T, Writing, L> {
         Tile {
             ptr: self.ptr,
             len: self.len,
+            owner: self.owner,
             _phase: PhantomData,
         }
     }
@@ -641,6 +729,7 @@ impl<T: Shuffle, L: Layout> Tile<T, Reading, L> {
         Tile {
             ptr: self.ptr,
             len: self.len,
+            owner: self.owner,
             _phase: PhantomData,
         }
     }
@@ -712,6 +801,7 @@ mod tests {
         let mut t: Tile<f64, Writing> = Tile {
             ptr: mem.as_mut_ptr().cast::<f64>(),
             len: 4,
+            owner: Owner::UNSIMULATED,
             _phase: PhantomData,
         };
         t.set(local_witness(1), -2.5);
@@ -720,6 +810,7 @@ mod tests {
         let r: Tile<f64, Reading> = Tile {
             ptr: t.ptr,
             len: t.len,
+            owner: t.owner,
             _phase: PhantomData,
         };
         assert_eq!((r.get(1), r.get(3), r.get(0)), (-2.5, 7.0, 0.0));
@@ -727,6 +818,7 @@ mod tests {
         let mut w: Tile<i32, Writing> = Tile {
             ptr: words.as_mut_ptr().cast::<i32>(),
             len: 2,
+            owner: Owner::UNSIMULATED,
             _phase: PhantomData,
         };
         w.set(local_witness(0), -3);
@@ -736,7 +828,7 @@ mod tests {
     #[test]
     fn a_padded_tile_takes_the_slots_of_loads() {
         let mut mem = [0u32; 20];
-        let mut t: Tile<u32, Writing, Padded<4>> = Tile::new(mem.as_mut_ptr(), 20);
+        let mut t: Tile<u32, Writing, Padded<4>> = Tile::new(mem.as_mut_ptr(), 20, Owner::UNSIMULATED);
         t.set(crate::transpose::padded_witness(6), 9);
         t.set(crate::transpose::padded_witness(19), 4);
         assert_eq!((mem[6], mem[19]), (9, 4));
@@ -748,6 +840,7 @@ mod tests {
         let mut t: Tile<u64, Writing> = Tile {
             ptr: words.as_mut_ptr().cast::<u64>(),
             len: 2,
+            owner: Owner::UNSIMULATED,
             _phase: PhantomData,
         };
         t.set(local_witness(1), 0x1122_3344_5566_7788);
@@ -786,6 +879,7 @@ mod tests {
         let mut t: Tile<u32, Writing> = Tile {
             ptr: mem.as_mut_ptr(),
             len: 2,
+            owner: Owner::UNSIMULATED,
             _phase: PhantomData,
         };
         t.set(local_witness(2), 1);

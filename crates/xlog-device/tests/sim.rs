@@ -638,13 +638,11 @@ fn shuffle_lane_operands_use_their_low_five_bits() {
 
 /// Safe code keeps a shared tile past its launch (in a thread-local of the calling
 /// thread, which is one of the launch's workers) and reads it afterwards: the
-/// worker's shared-memory arena has been freed by then, so the read is a
-/// use-after-free of host memory. A GPU kernel cannot smuggle a handle out of its
-/// launch; on the host `sim::run` and `static_shared!` are safe to call from
-/// anywhere. The read should panic ("outside a launch" or "of another block").
+/// worker's shared-memory arena has been freed by then, so without the tile's check
+/// of its block the read would be a use-after-free of host memory. A GPU kernel
+/// cannot smuggle a handle out of its launch; on the host `sim::run` and
+/// `static_shared!` are safe to call from anywhere.
 #[test]
-#[ignore = "UB (use-after-free) from safe code: a shared tile outlives its launch's arena; \
-            needs a launch/block epoch check in Tile/SharedArray on the host"]
 fn a_shared_tile_kept_past_its_launch_is_refused() {
     use std::cell::RefCell;
     use xlog_device::shared::{Reading, Tile};
@@ -666,8 +664,72 @@ fn a_shared_tile_kept_past_its_launch_is_refused() {
     let churn: Vec<Vec<u32>> = (0..64).map(|i| vec![i; 64]).collect();
     let read = std::panic::catch_unwind(|| KEPT.with(|k| k.borrow().as_ref().unwrap().get(0)));
     drop(churn);
+    let message = read.expect_err("a tile of a finished launch was read");
+    let message = message
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| message.downcast_ref::<&str>().copied());
     assert!(
-        read.is_err(),
-        "a tile of a finished launch was read: {read:?}"
+        message.is_some_and(|m| m.contains("used outside the block that made it")),
+        "{message:?}"
     );
+}
+
+/// A handle kept from one block and used by the next block of the same worker
+/// would read the array the worker refilled for that block: every kind of handle
+/// refuses it.
+#[test]
+fn a_shared_handle_kept_for_a_later_block_is_refused() {
+    use std::cell::Cell;
+    use xlog_device::exchange::SharedWords;
+    use xlog_device::shared::DynamicShared;
+    std::thread_local! {
+        static WORDS: Cell<Option<SharedWords<u32>>> = const { Cell::new(None) };
+        static DYNAMIC: Cell<Option<DynamicShared<u32>>> = const { Cell::new(None) };
+    }
+    let launch = Launch {
+        dynamic_shared_bytes: 128,
+        ..launch(2, 32)
+    };
+    let uses: [&(dyn Fn() + Sync); 3] = [
+        &|| {
+            std::hint::black_box(WORDS.get().unwrap().load(0));
+        },
+        &|| WORDS.get().unwrap().store(0, 1),
+        &|| {
+            // SAFETY: element 0 is in bounds, and block 0 wrote it in the same host
+            // allocation; the check refuses the read before it happens.
+            std::hint::black_box(unsafe { DYNAMIC.get().unwrap().read(0) });
+        },
+    ];
+    for use_kept in uses {
+        let fault = sim::run(
+            &launch,
+            &|| {
+                if thread::block_idx().x == 0 {
+                    let words = static_shared!(KEPT_WORDS: [u32; 32]).words();
+                    words.store(thread::thread_idx().x as usize, 5);
+                    WORDS.set(Some(words));
+                    let dynamic = DynamicShared::<u32>::get();
+                    // SAFETY: thread `t` writes element `t < 32` only.
+                    unsafe { dynamic.write(thread::thread_idx().x as usize, 5) };
+                    DYNAMIC.set(Some(dynamic));
+                } else {
+                    use_kept();
+                }
+            },
+            1,
+        )
+        .expect_err("a handle of block 0 was used in block 1");
+        match fault {
+            Fault::Panic(record) => {
+                assert!(
+                    record.to_string().contains("used outside the block that made it"),
+                    "{record}"
+                );
+                assert_eq!(record.block, [1, 0, 0]);
+            }
+            other => panic!("{other}"),
+        }
+    }
 }

@@ -8,7 +8,7 @@
 use core::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::vec::Vec;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -177,10 +177,15 @@ impl Exchange {
     }
 }
 
+/// The number the last block to start took (see [`context::block_number`]).
+static BLOCKS_STARTED: AtomicU64 = AtomicU64::new(0);
+
 /// One block being simulated.
 pub(crate) struct Block<'l> {
     pub(super) launch: Launch,
     pub(super) idx: Dim3,
+    /// This execution's number, never reused (see [`context::block_number`]).
+    pub(super) number: u64,
     state: &'l LaunchState<'l>,
     pub(super) threads: u32,
     next_unstarted: Cell<u32>,
@@ -386,6 +391,7 @@ impl Worker {
         let block = Block {
             launch,
             idx: current_dims(g, b),
+            number: BLOCKS_STARTED.fetch_add(1, Ordering::Relaxed) + 1,
             state,
             threads,
             next_unstarted: Cell::new(0),

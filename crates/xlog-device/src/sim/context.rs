@@ -111,6 +111,21 @@ pub(super) fn in_launch() -> bool {
     !CURRENT.with(Cell::get).is_null()
 }
 
+/// The number of the block whose thread runs on this OS thread now, or 0 outside a
+/// launch: blocks are numbered from 1 as they start, across every launch of the
+/// process, and a number is never reused. Shared-memory handles record it when they
+/// are made and compare it before every access ([`crate::shared`]).
+#[inline(always)]
+pub(crate) fn block_number() -> u64 {
+    let p = CURRENT.with(Cell::get);
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: as in `current`: a non-null pointer is the context of the running
+    // simulated thread, whose block outlives it.
+    unsafe { &*p }.block().number
+}
+
 /// The running simulated thread; panics naming `what` outside a launch.
 ///
 /// The reference is valid while the calling simulated thread runs: device functions
