@@ -828,7 +828,8 @@ mod tests {
     #[test]
     fn a_padded_tile_takes_the_slots_of_loads() {
         let mut mem = [0u32; 20];
-        let mut t: Tile<u32, Writing, Padded<4>> = Tile::new(mem.as_mut_ptr(), 20, Owner::UNSIMULATED);
+        let mut t: Tile<u32, Writing, Padded<4>> =
+            Tile::new(mem.as_mut_ptr(), 20, Owner::UNSIMULATED);
         t.set(crate::transpose::padded_witness(6), 9);
         t.set(crate::transpose::padded_witness(19), 4);
         assert_eq!((mem[6], mem[19]), (9, 4));

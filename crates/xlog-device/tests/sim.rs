@@ -724,7 +724,9 @@ fn a_shared_handle_kept_for_a_later_block_is_refused() {
         match fault {
             Fault::Panic(record) => {
                 assert!(
-                    record.to_string().contains("used outside the block that made it"),
+                    record
+                        .to_string()
+                        .contains("used outside the block that made it"),
                     "{record}"
                 );
                 assert_eq!(record.block, [1, 0, 0]);
