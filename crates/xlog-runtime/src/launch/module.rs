@@ -280,7 +280,13 @@ impl KernelHandle {
 
     /// The same handle, with the kernel's host build for the simulator (what
     /// `#[xlog_kernel]` generates next to the device entry point).
-    pub const fn simulated_by(mut self, entry: SimEntry) -> Self {
+    ///
+    /// # Safety
+    /// 1. `entry` is the host build of this kernel: it reads the parameter list the
+    ///    handle's ABI descriptor describes, in that order, and runs this kernel's
+    ///    body (the simulator runs it for every launch of the kernel on a runtime,
+    ///    whichever handle resolved it first).
+    pub const unsafe fn simulated_by(mut self, entry: SimEntry) -> Self {
         self.sim = Some(entry);
         self
     }
