@@ -99,3 +99,8 @@ for line in sys.stdin:
   cp "$peers" "$bundle/bin/bench-peers" && echo "bundled bench-peers"
 fi
 du -sh "$bundle"
+# The bundle outgrows what a device call may carry (every kernel-library binary
+# embeds the whole module); PTX compresses about fourfold. Carry the archive
+# (`.gpu-bundle.tgz`); run.sh unpacks it when `.gpu-bundle` is absent.
+tar czf "$bundle.tgz" "$bundle"
+du -sh "$bundle.tgz"

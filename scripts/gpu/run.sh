@@ -14,6 +14,10 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:-gpu-out}}
 mkdir -p "$out"
+# Carried as the archive build.sh writes (see there), or as the folder itself.
+if [ ! -d .gpu-bundle ] && [ -f .gpu-bundle.tgz ]; then
+  tar xzf .gpu-bundle.tgz
+fi
 bin=.gpu-bundle/bin
 export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 # The kernel-library bench times CUB (through PyTorch and CuPy) with this script.
