@@ -2,7 +2,7 @@
 //! builds: on nvptx64 the `extern "gpu-kernel"` function the PTX exports, on the host
 //! the simulator's entry of the same name, which reads the same parameters from a
 //! launch's parameter array and runs the same body once per simulated thread
-//! ([`HOST_ENTRIES`], [`host_entry`]).
+//! (`HOST_ENTRIES`, `host_entry`, with feature `gpu`).
 
 /// Defines kernel entry points from one definition each.
 ///

@@ -8,7 +8,7 @@
 //! Entry points are written by hand, the way `#[xlog_kernel]` lowers them: `extern
 //! "gpu-kernel"`, `#[no_mangle]`, slices as `(pointer, length)` scalar pairs. One
 //! macro defines each of them for both builds: with feature `gpu`, the host build
-//! gets the simulator's entry point of every kernel ([`host_entry`]). Kernel bodies
+//! gets the simulator's entry point of every kernel (`host_entry`, with feature `gpu`). Kernel bodies
 //! that need no raw pointers live in [`bodies`].
 //!
 //! Launch contracts (block and grid shapes, shared memory) are given per kernel in

@@ -19,7 +19,7 @@
 //!   a missing fence whether or not the timing of the run exposes it.
 //!
 //! Kernels loaded as PTX at run time ([`Runtime::load_ptx`](crate::Runtime::load_ptx))
-//! have no host build and are refused with [`Error::Unsupported`](crate::Error::Unsupported);
+//! have no host build and are refused with [`Error::Unsupported`];
 //! so are foreign (DLPack, Arrow) imports of GPU memory.
 
 mod exec;
