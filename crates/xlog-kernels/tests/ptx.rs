@@ -89,6 +89,34 @@ fn sort_kernels() -> Vec<String> {
     v
 }
 
+/// The histogram, compaction and segmented kernels.
+fn selection_kernels() -> Vec<String> {
+    let mut v: Vec<String> = LIBRARY_TYPES
+        .iter()
+        .flat_map(|t| {
+            [
+                format!("count_runs_{t}"),
+                format!("partition_flagged_{t}"),
+                format!("select_flagged_{t}"),
+                format!("unique_{t}"),
+                format!("segment_max_{t}"),
+                format!("segment_min_{t}"),
+                format!("segment_sum_{t}"),
+            ]
+        })
+        .collect();
+    for t in ["i32", "u32", "u8"] {
+        v.push(format!("histogram_counts_{t}"));
+    }
+    for t in ["f32", "i32", "u32"] {
+        v.push(format!("histogram_even_{t}"));
+    }
+    for k in ["count_flags", "run_lengths", "segment_or_u32"] {
+        v.push(k.to_owned());
+    }
+    v
+}
+
 #[test]
 fn module_defines_every_kernel_for_every_type() {
     let mut want: Vec<String> = OPS
@@ -97,6 +125,7 @@ fn module_defines_every_kernel_for_every_type() {
         .chain(COOPERATIVE.iter().map(|k| k.to_string()))
         .chain(library())
         .chain(sort_kernels())
+        .chain(selection_kernels())
         .collect();
     want.sort();
     let mut got: Vec<String> = MODULE
@@ -192,7 +221,11 @@ fn every_launcher_agrees_with_the_device_build() {
         check().unwrap();
     }
     assert_eq!(
-        OPS.len() * TYPES.len() + COOPERATIVE.len() + library().len() + sort_kernels().len(),
+        OPS.len() * TYPES.len()
+            + COOPERATIVE.len()
+            + library().len()
+            + sort_kernels().len()
+            + selection_kernels().len(),
         MODULE.kernels().len()
     );
 }
