@@ -56,9 +56,10 @@ cargo test -p xlog-abi-kernels --features wide
 echo "== GPU suites on the CPU simulator (XLOG_BACKEND=sim; not GPU coverage)"
 # The same suites the GPU machine runs (scripts/gpu/run.sh), on xlog's simulator:
 # kernels, streams and memory on the host, with the hazard detector checking every
-# access. Sizes are capped; the stress runs at a CI scale.
+# access. Sizes are capped; the stress runs at a CI scale. Integration suites only
+# (`--test *`): the crates' unit tests use host-memory resources, not the simulator.
 export XLOG_BACKEND=sim XLOG_TEST_MAX_LEN=${XLOG_TEST_MAX_LEN:-20000}
-cargo test --profile sim --no-fail-fast \
+cargo test --profile sim --no-fail-fast --test '*' \
   -p xlog-runtime --features xlog-runtime/gpu-tests \
   -p xlog-kernels --features xlog-kernels/gpu-tests \
   -p xlog-device-kernels --features xlog-device-kernels/gpu \
