@@ -11,8 +11,8 @@
 //! arguments to `<out>.xlog-link/args`. xlog-build then performs the link itself,
 //! from Rust, with readable errors:
 //!
-//! 1. extract the bitcode members of each rlib (cached per rlib, keyed by size and
-//!    modification time);
+//! 1. extract the bitcode members of each rlib (cached per version of the rlib: its
+//!    path, size and modification time; safe for build scripts running at once);
 //! 2. `llvm-link` the crate's objects and all members into one module;
 //! 3. `opt -passes=internalize,globaldce,default<O3>` keeping only the exported
 //!    symbols (the `#[no_mangle]` kernel entry points and ABI descriptors),
@@ -290,6 +290,12 @@ pub(crate) fn undefined_symbols(nm_output: &str) -> Vec<String> {
 
 /// Extracts the bitcode members of `rlib` into the cache and returns their paths in
 /// archive order; `lib.rmeta` and other non-object members are skipped.
+///
+/// Build scripts of several kernel crates run at once and share the cache, so an
+/// entry is never changed in place: each version of an rlib (its path, size and
+/// modification time) has a directory of its own, extracted under a private name and
+/// renamed into place whole. A build that loses the race to publish it uses the
+/// winner's identical copy; no build ever deletes a directory another one reads.
 fn extract_rlib(tc: &Toolchain, rlib: &Path, cache: &Path) -> Result<Vec<PathBuf>, Error> {
     let meta = fs::metadata(rlib).map_err(|e| io_error(rlib, "read the rlib", e))?;
     let mtime = meta
@@ -297,31 +303,15 @@ fn extract_rlib(tc: &Toolchain, rlib: &Path, cache: &Path) -> Result<Vec<PathBuf
         .ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos());
-    let stamp_text = format!("{} {} {}\n", rlib.display(), meta.len(), mtime);
     let name = rlib
         .file_name()
         .map_or_else(|| "rlib".into(), |n| n.to_string_lossy().into_owned());
-    let dir = cache.join(name);
-    let stamp = dir.join(".xlog-stamp");
-
-    if fs::read_to_string(&stamp).ok().as_deref() != Some(stamp_text.as_str()) {
-        if dir.exists() {
-            fs::remove_dir_all(&dir).map_err(|e| io_error(&dir, "clear the rlib cache", e))?;
-        }
-        fs::create_dir_all(&dir).map_err(|e| io_error(&dir, "create the rlib cache", e))?;
-        let mut cmd = Command::new(tc.llvm_tool("llvm-ar"));
-        cmd.arg("x")
-            .arg(format!("--output={}", dir.display()))
-            .arg(rlib);
-        command::run(&mut cmd, "llvm-ar extraction of a device rlib")?;
-        let mut cmd = Command::new(tc.llvm_tool("llvm-ar"));
-        cmd.arg("t").arg(rlib);
-        let listing = command::run(&mut cmd, "llvm-ar listing of a device rlib")?;
-        fs::write(dir.join(".xlog-members"), &listing.stdout)
-            .map_err(|e| io_error(&dir, "write the rlib member list", e))?;
-        fs::write(&stamp, &stamp_text).map_err(|e| io_error(&stamp, "write the rlib stamp", e))?;
-    }
+    let version = format!("{} {} {}", rlib.display(), meta.len(), mtime);
+    let dir = cache.join(format!("{name}-{:016x}", fnv1a(version.as_bytes())));
     let members_path = dir.join(".xlog-members");
+    if !members_path.exists() {
+        publish_extraction(tc, rlib, cache, &dir)?;
+    }
     let members = fs::read_to_string(&members_path)
         .map_err(|e| io_error(&members_path, "read the rlib member list", e))?;
     Ok(members
@@ -329,6 +319,45 @@ fn extract_rlib(tc: &Toolchain, rlib: &Path, cache: &Path) -> Result<Vec<PathBuf
         .filter(|m| m.ends_with(".o"))
         .map(|m| dir.join(m))
         .collect())
+}
+
+/// Extracts `rlib` into a private directory of `cache`, writes its member list last,
+/// and renames the directory to `dir`, unless another build published `dir` first.
+fn publish_extraction(tc: &Toolchain, rlib: &Path, cache: &Path, dir: &Path) -> Result<(), Error> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let private = cache.join(format!(".extracting-{}-{nanos}", std::process::id()));
+    fs::create_dir_all(&private).map_err(|e| io_error(&private, "create the rlib cache", e))?;
+    let extracted = (|| {
+        let mut cmd = Command::new(tc.llvm_tool("llvm-ar"));
+        cmd.arg("x")
+            .arg(format!("--output={}", private.display()))
+            .arg(rlib);
+        command::run(&mut cmd, "llvm-ar extraction of a device rlib")?;
+        let mut cmd = Command::new(tc.llvm_tool("llvm-ar"));
+        cmd.arg("t").arg(rlib);
+        let listing = command::run(&mut cmd, "llvm-ar listing of a device rlib")?;
+        let list = private.join(".xlog-members");
+        fs::write(&list, &listing.stdout)
+            .map_err(|e| io_error(&list, "write the rlib member list", e))
+    })();
+    let published = extracted.and_then(|()| match fs::rename(&private, dir) {
+        Ok(()) => Ok(()),
+        // Another build published the same version first: use its copy.
+        Err(_) if dir.join(".xlog-members").exists() => Ok(()),
+        Err(e) => Err(io_error(dir, "publish the extracted rlib", e)),
+    });
+    // Gone after a successful rename; otherwise ours is the only reference to it.
+    let _ = fs::remove_dir_all(&private);
+    published
+}
+
+/// The 64-bit FNV-1a hash of `bytes`: a stable name for a cache entry.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Names of the `.entry` functions (kernels) in PTX text, in order.
@@ -354,6 +383,53 @@ mod tests {
 /t/deps/k.ptx.xlog-link/k.k.abc-cgu.0.rcgu.o\n/t/deps/libcore-1.rlib\n\
 /t/deps/libcompiler_builtins-2.rlib\n-L\n/t/deps/raw-dylibs\n--target\nnvptx64-nvidia-cuda\n\
 --target-cpu\nsm_80\n-L\n/sysroot/self-contained\n-o\n/t/deps/k.ptx\n-O3\n--debug\n";
+
+    /// Build scripts of several kernel crates extract the same rlibs into one cache
+    /// at once: each must get a complete, readable copy (before the cache published
+    /// whole directories, one build deleted the directory another was reading).
+    #[test]
+    fn concurrent_extractions_of_one_rlib_all_succeed() {
+        let tc = Toolchain::resolve(crate::toolchain::PINNED_TOOLCHAIN, false)
+            .expect("the pinned device toolchain (scripts/test.sh installs it)");
+        let root = std::env::temp_dir().join(format!("xlog-rlib-race-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(&root).unwrap();
+        let members: Vec<String> = (0..64).map(|i| format!("m{i}.o")).collect();
+        for (i, m) in members.iter().enumerate() {
+            fs::write(root.join(m), format!("member {i} ").repeat(4096)).unwrap();
+        }
+        let rlib = root.join("libfake-1.rlib");
+        let mut cmd = Command::new(tc.llvm_tool("llvm-ar"));
+        cmd.current_dir(&root).arg("rc").arg(&rlib).args(&members);
+        command::run(&mut cmd, "llvm-ar creation of a test rlib").unwrap();
+
+        for round in 0..3 {
+            let cache = root.join(format!("cache-{round}"));
+            std::thread::scope(|s| {
+                for _ in 0..8 {
+                    s.spawn(|| {
+                        let paths = extract_rlib(&tc, &rlib, &cache).unwrap();
+                        assert_eq!(paths.len(), members.len());
+                        for (i, p) in paths.iter().enumerate() {
+                            let text = fs::read_to_string(p)
+                                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                            assert_eq!(text, format!("member {i} ").repeat(4096));
+                        }
+                    });
+                }
+            });
+            let left: Vec<_> = fs::read_dir(&cache)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(
+                left.len(),
+                1,
+                "one published entry, no private leftovers: {left:?}"
+            );
+        }
+        fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn parses_the_recorded_rustc_link_line() {
