@@ -84,5 +84,6 @@ pub use xlog_device::{DeviceCopy, ModuleImage};
 /// Items generated code refers to. Not part of the public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::launch::{launch_typed, BufferUse};
     pub use crate::track::Access;
 }

@@ -151,31 +151,78 @@ impl RuntimeBuilder {
             crate::sim::select()?;
         }
         let device = Device::open(self.ordinal)?;
-        let base: Box<dyn DeviceMemoryResource> = match self.backend {
-            Backend::Async => Box::new(AsyncResource::new(&device)?),
-            Backend::Direct => Box::new(DirectResource::new(&device)),
-        };
-        let logged: Box<dyn DeviceMemoryResource> = match self.csv {
-            Some(sink) => Box::new(LoggingAdaptor::new(base, sink)),
-            None => base,
-        };
-        let (counted, stats): (Box<dyn DeviceMemoryResource>, _) = if self.stats {
-            let s = StatsAdaptor::new(logged);
-            let h = s.handle();
-            (Box::new(s), Some(h))
-        } else {
-            (logged, None)
-        };
         let limit = self.budget.unwrap_or(device.info().total_memory);
-        let b = BudgetAdaptor::new(counted, limit);
-        let budget = Some(b.handle());
+        let stack = Stack {
+            csv: self.csv,
+            stats: self.stats,
+            limit,
+        };
+        // Each backend's stack is one concrete type (no dynamic call between its
+        // layers): the usual one, budget(stats(async)), is what every default
+        // allocation goes through.
+        let (resource, stats, budget) = match self.backend {
+            Backend::Async => stack.compose(AsyncResource::new(&device)?),
+            Backend::Direct => stack.compose(DirectResource::new(&device)),
+        };
         Ok(Runtime::assemble(
             device,
-            Box::new(b),
+            resource,
             stats,
-            budget,
+            Some(budget),
             self.pool_size,
         ))
+    }
+}
+
+/// The adaptors a [`RuntimeBuilder`] puts over its backend.
+struct Stack {
+    csv: Option<Box<dyn Write + Send>>,
+    stats: bool,
+    limit: usize,
+}
+
+impl Stack {
+    /// `budget(stats(logging(base)))`, leaving out what was not asked for.
+    fn compose<R: DeviceMemoryResource + 'static>(
+        mut self,
+        base: R,
+    ) -> (
+        Box<dyn DeviceMemoryResource>,
+        Option<StatsHandle>,
+        BudgetHandle,
+    ) {
+        match self.csv.take() {
+            Some(sink) => self.count(LoggingAdaptor::new(base, sink)),
+            None => self.count(base),
+        }
+    }
+
+    fn count<R: DeviceMemoryResource + 'static>(
+        &self,
+        logged: R,
+    ) -> (
+        Box<dyn DeviceMemoryResource>,
+        Option<StatsHandle>,
+        BudgetHandle,
+    ) {
+        if self.stats {
+            let counted = StatsAdaptor::new(logged);
+            let handle = counted.handle();
+            let (top, budget) = self.limit(counted);
+            (top, Some(handle), budget)
+        } else {
+            let (top, budget) = self.limit(logged);
+            (top, None, budget)
+        }
+    }
+
+    fn limit<R: DeviceMemoryResource + 'static>(
+        &self,
+        counted: R,
+    ) -> (Box<dyn DeviceMemoryResource>, BudgetHandle) {
+        let b = BudgetAdaptor::new(counted, self.limit);
+        let handle = b.handle();
+        (Box::new(b), handle)
     }
 }
 

@@ -31,7 +31,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
         local("__stream"),
         local("__config"),
         local("__f"),
-        local("__pre"),
+        local("__uses"),
         local("__params"),
     );
 
@@ -77,7 +77,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                     let #ptr: u64 = #arg.ptr;
                     let #len: usize = #arg.len;
                 });
-                records.push(quote!(.__record(#arg, #rt::Access::#access)));
+                records.push(quote!(#rt::__private::BufferUse::new(#arg, #rt::Access::#access)));
                 if *mode == Mode::LookBack {
                     zero.push(quote!((#ptr, #len * #c::mem::size_of::<#elem>())));
                 }
@@ -106,6 +106,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
         }
     }
     let nptrs = param_ptrs.len();
+    let nuses = records.len();
     let sim_entry = super::device::sim_entry(attr, kernel);
     let param_names = params.iter().map(|p| p.ident.to_string());
     let abi = super::abi_expr(attr, kernel, params);
@@ -142,13 +143,9 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
          its root, and launch them from other targets through that lib (never re-export another \
          crate's MODULE)"
     );
-    let launch = if zero.is_empty() {
-        quote!(#pre.__launch_1d(&#func, #config, &mut #ptrs))
-    } else {
-        // Each `lookback` buffer is zeroed in the launch's own recorded use, so every
-        // launch starts with no tickets and no published status.
-        quote!(#pre.__launch_1d_zeroed(&#func, #config, &mut #ptrs, &[#(#zero),*]))
-    };
+    // Each `lookback` buffer is zeroed in the launch's own recorded use, so every
+    // launch starts with no tickets and no published status.
+    let launch = quote!(#rt::__private::launch_typed(#stream, &#func, #config, &mut #ptrs, &[#(#zero),*], &mut #pre));
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #(#docs)*
@@ -219,7 +216,7 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                 let #config = #rt::LaunchConfig::__with_kernel_settings(#config, #name_str, #block, #shared)?;
                 let #func = Self::__handle().function(#stream)?;
                 #(#takes)*
-                let #pre = #rt::WorkRecorder::new(#stream) #(#records)* .preflight()?;
+                let mut #pre: [#rt::__private::BufferUse<'_>; #nuses] = [#(#records),*];
                 let mut #ptrs: [*mut #c::ffi::c_void; #nptrs] = [#(#param_ptrs),*];
                 // SAFETY: `#ptrs` mirrors the entry point that the same expansion emitted
                 // for the device (scalars by value, each slice as a u64 address and a usize

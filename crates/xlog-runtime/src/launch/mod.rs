@@ -10,4 +10,4 @@ mod recorder;
 
 pub use config::LaunchConfig;
 pub use module::{Function, KernelHandle, Module};
-pub use recorder::{Committed, Preflighted, Recording, WorkRecorder};
+pub use recorder::{launch_typed, BufferUse, Committed, Preflighted, Recording, WorkRecorder};

@@ -39,6 +39,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::MutexGuard;
 
 use xlog_device::DeviceCopy;
 
@@ -49,7 +50,7 @@ use crate::launch::{Function, LaunchConfig};
 use crate::sim::Touch;
 use crate::stream::Stream;
 use crate::sync::Unpoisoned;
-use crate::track::{dedup_by_key, keep_newest, Access, UsePoint};
+use crate::track::{dedup_by_key, keep_newest, Access, UsePoint, UseState};
 
 /// Typestate: buffers are being recorded.
 #[derive(Debug)]
@@ -70,15 +71,31 @@ pub struct Committed {
 
 /// One buffer of the work: its core (views of one buffer share it, so the core's
 /// address is the buffer's identity), the merged access, and the use-state version
-/// preflight saw.
+/// preflight saw. Generated launchers build an array of them on the stack for
+/// [`launch_typed`].
+#[doc(hidden)]
 #[derive(Clone, Copy)]
-struct Entry<'a> {
+pub struct BufferUse<'a> {
     core: &'a BufferCore,
     access: Access,
     planned: u64,
     /// The recorded range (a view may cover part of the buffer).
     ptr: u64,
     bytes: usize,
+}
+
+impl<'a> BufferUse<'a> {
+    /// A use of the buffer behind `arg` with `access`.
+    #[inline(always)]
+    pub fn new(arg: ArgRef<'a>, access: Access) -> Self {
+        BufferUse {
+            core: arg.core,
+            access,
+            planned: 0,
+            ptr: arg.ptr,
+            bytes: arg.bytes,
+        }
+    }
 }
 
 /// How many buffers a recording holds without allocating.
@@ -89,12 +106,13 @@ const INLINE: usize = 4;
 /// impl, so a recorder's borrows end at its last use, as with a `Vec`.
 enum Entries<'a> {
     Empty,
-    Inline([Entry<'a>; INLINE], usize),
-    Heap(Vec<Entry<'a>>),
+    Inline([BufferUse<'a>; INLINE], usize),
+    Heap(Vec<BufferUse<'a>>),
 }
 
 impl<'a> Entries<'a> {
-    fn push(&mut self, entry: Entry<'a>) {
+    #[inline(always)]
+    fn push(&mut self, entry: BufferUse<'a>) {
         match self {
             Entries::Empty => *self = Entries::Inline([entry; INLINE], 1),
             Entries::Inline(inline, len) if *len < INLINE => {
@@ -110,7 +128,7 @@ impl<'a> Entries<'a> {
         }
     }
 
-    fn as_slice(&self) -> &[Entry<'a>] {
+    fn as_slice(&self) -> &[BufferUse<'a>] {
         match self {
             Entries::Empty => &[],
             Entries::Inline(inline, len) => &inline[..*len],
@@ -118,7 +136,7 @@ impl<'a> Entries<'a> {
         }
     }
 
-    fn as_mut_slice(&mut self) -> &mut [Entry<'a>] {
+    fn as_mut_slice(&mut self) -> &mut [BufferUse<'a>] {
         match self {
             Entries::Empty => &mut [],
             Entries::Inline(inline, len) => &mut inline[..*len],
@@ -156,7 +174,7 @@ pub struct WorkRecorder<'a, S = Recording> {
 
 impl<'a> WorkRecorder<'a, Recording> {
     /// Start recording work to run on `stream`.
-    #[inline]
+    #[inline(always)]
     pub fn new(stream: &'a Stream) -> Self {
         WorkRecorder {
             stream,
@@ -169,32 +187,29 @@ impl<'a> WorkRecorder<'a, Recording> {
         }
     }
 
+    // Inlined so the recorder is built in place: moved by value through each call,
+    // its inline entries would be copied at every step.
+    #[inline(always)]
     fn push(mut self, arg: ArgRef<'a>, access: Access) -> Self {
-        self.entries.push(Entry {
-            core: arg.core,
-            access,
-            planned: 0,
-            ptr: arg.ptr,
-            bytes: arg.bytes,
-        });
+        self.entries.push(BufferUse::new(arg, access));
         self
     }
 
     /// Record a read of `buf`.
-    #[inline]
+    #[inline(always)]
     pub fn read<T: DeviceCopy>(self, buf: &'a (impl ReadBuffer<T> + ?Sized)) -> Self {
         self.push(buf.arg(), Access::Read)
     }
 
     /// Record an overwrite of `buf`.
-    #[inline]
+    #[inline(always)]
     pub fn write<T: DeviceCopy>(self, buf: &'a mut (impl WriteBuffer<T> + ?Sized)) -> Self {
         let arg = buf.arg_mut();
         self.push(arg, Access::Write)
     }
 
     /// Record a read-modify-write of `buf`.
-    #[inline]
+    #[inline(always)]
     pub fn read_write<T: DeviceCopy>(self, buf: &'a mut (impl WriteBuffer<T> + ?Sized)) -> Self {
         let arg = buf.arg_mut();
         self.push(arg, Access::ReadWrite)
@@ -202,7 +217,7 @@ impl<'a> WorkRecorder<'a, Recording> {
 
     /// Record an already-taken argument with an access (what generated launchers use).
     #[doc(hidden)]
-    #[inline]
+    #[inline(always)]
     pub fn __record(self, arg: ArgRef<'a>, access: Access) -> Self {
         self.push(arg, access)
     }
@@ -253,61 +268,11 @@ impl<'a> WorkRecorder<'a, Recording> {
     /// Check everything that can fail and plan the cross-stream waits. Nothing is
     /// queued: a refusal leaves no state behind.
     pub fn preflight(mut self) -> Result<WorkRecorder<'a, Preflighted>> {
-        if let Some(e) = self.error.take() {
-            return Err(*e);
-        }
-        let rt = self.stream.runtime_id();
-        if crate::sim::is_active() {
-            // One touch per recorded range (a buffer passed twice is one access).
-            for e in self.entries.as_slice() {
-                let write = e.access.writes();
-                match self
-                    .touches
-                    .iter_mut()
-                    .find(|t| (t.ptr, t.bytes) == (e.ptr, e.bytes))
-                {
-                    Some(t) => t.write |= write,
-                    None => self.touches.push(Touch {
-                        ptr: e.ptr,
-                        bytes: e.bytes,
-                        write,
-                    }),
-                }
-            }
-        }
-        let distinct = dedup_by_key(
-            self.entries.as_mut_slice(),
-            |e| e.core as *const BufferCore,
-            |e| &mut e.access,
-        );
-        self.entries.truncate(distinct);
-        let mut waits: Vec<UsePoint<Stream>> = Vec::new();
-        // The ready points of foreign buffers accepted with `skip_untracked`.
-        for p in self.waits.drain(..) {
-            if p.stream != *self.stream {
-                keep_newest(&mut waits, &p);
-            }
-        }
+        let mut waits = self.check_buffers()?;
         for entry in self.entries.as_mut_slice() {
-            let (access, core) = (entry.access, entry.core);
-            if core.runtime_id() != rt {
-                return Err(Error::WrongRuntime {
-                    what: "buffer",
-                    found: core.runtime_id(),
-                    found_device: core.id().device,
-                    expected: rt,
-                    expected_device: self.stream.device_ordinal(),
-                });
-            }
-            core.allocator.require_stream_tracking()?;
-            let state = core.track.lock_unpoisoned();
+            let state = entry.core.track.lock_unpoisoned();
             entry.planned = state.version();
-            for p in state.waits(access, self.stream) {
-                keep_newest(&mut waits, p);
-            }
-        }
-        if !crate::testing::fencing_enabled() {
-            waits.clear();
+            plan_waits(&mut waits, &state, entry.access, self.stream);
         }
         Ok(WorkRecorder {
             stream: self.stream,
@@ -319,6 +284,231 @@ impl<'a> WorkRecorder<'a, Recording> {
             _state: PhantomData,
         })
     }
+
+    /// The checks of [`preflight`](Self::preflight) that need no buffer's state:
+    /// the first recording error, then [`check_uses`]. Returns the waits foreign
+    /// buffers need.
+    fn check_buffers(&mut self) -> Result<Vec<UsePoint<Stream>>> {
+        if let Some(e) = self.error.take() {
+            return Err(*e);
+        }
+        let distinct = check_uses(self.stream, self.entries.as_mut_slice(), &mut self.touches)?;
+        self.entries.truncate(distinct);
+        let mut waits: Vec<UsePoint<Stream>> = Vec::new();
+        // The ready points of foreign buffers accepted with `skip_untracked`.
+        if crate::testing::fencing_enabled() {
+            for p in self.waits.drain(..) {
+                if p.stream != *self.stream {
+                    keep_newest(&mut waits, &p);
+                }
+            }
+        }
+        Ok(waits)
+    }
+}
+
+/// The checks every tracked launch makes before it reads any buffer's state: each
+/// buffer belongs to `stream`'s runtime and to a resource that tracks streams.
+/// Collapses `uses` to one per buffer with the merged access, at the front (returns
+/// how many), and, on the simulator, adds each recorded range to `touches` for its
+/// hazard detector.
+fn check_uses(
+    stream: &Stream,
+    uses: &mut [BufferUse<'_>],
+    touches: &mut Vec<Touch>,
+) -> Result<usize> {
+    if crate::sim::is_active() {
+        // One touch per recorded range (a buffer passed twice is one access).
+        for e in uses.iter() {
+            let write = e.access.writes();
+            match touches
+                .iter_mut()
+                .find(|t| (t.ptr, t.bytes) == (e.ptr, e.bytes))
+            {
+                Some(t) => t.write |= write,
+                None => touches.push(Touch {
+                    ptr: e.ptr,
+                    bytes: e.bytes,
+                    write,
+                }),
+            }
+        }
+    }
+    let distinct = dedup_by_key(uses, |e| e.core as *const BufferCore, |e| &mut e.access);
+    let rt = stream.runtime_id();
+    for u in &uses[..distinct] {
+        let core = u.core;
+        if core.runtime_id() != rt {
+            return Err(Error::WrongRuntime {
+                what: "buffer",
+                found: core.runtime_id(),
+                found_device: core.id().device,
+                expected: rt,
+                expected_device: stream.device_ordinal(),
+            });
+        }
+        core.allocator.require_stream_tracking()?;
+    }
+    Ok(distinct)
+}
+
+/// What generated launchers call: check, plan, launch `func` on `stream` and commit
+/// in one call, holding each buffer's use state from the plan to the commit (one
+/// lock per buffer, where a preflighted [`WorkRecorder`] takes one at preflight and
+/// one at commit). `uses` are the kernel's buffers with their declared accesses, in
+/// an array on the launcher's stack.
+///
+/// One-dimensional configurations only: the shape in which the device's
+/// `ThreadIndex` witness (`blockIdx.x * blockDim.x + threadIdx.x`) is unique per
+/// thread. Each `(address, bytes)` range of `zero` is zeroed on the stream right
+/// before the kernel, in the same recorded use.
+///
+/// The states are locked in address order, so two launches sharing buffers never
+/// wait on each other in a cycle; no other code holds a use state while locking
+/// another.
+///
+/// # Safety
+/// As [`WorkRecorder::launch`] (with `uses` as the recorded buffers), and every
+/// range in `zero` lies inside a buffer used with a writing access; `#[xlog_kernel]`
+/// upholds both by generating the parameter list from the same signature as the
+/// entry point and passing the address and byte length of each `lookback`
+/// parameter, used read-write.
+#[doc(hidden)]
+pub unsafe fn launch_typed(
+    stream: &Stream,
+    func: &Function,
+    config: LaunchConfig,
+    params: &mut [*mut c_void],
+    zero: &[(u64, usize)],
+    uses: &mut [BufferUse<'_>],
+) -> Result<Committed> {
+    config.require_one_dimensional(func.name())?;
+    check_launch(stream, func, &config)?;
+    let mut touches = Vec::new();
+    let distinct = check_uses(stream, uses, &mut touches)?;
+    let uses = &mut uses[..distinct];
+    uses.sort_unstable_by_key(|u| u.core as *const BufferCore as usize);
+    let mut states: smallvec::SmallVec<[MutexGuard<'_, UseState<Stream>>; INLINE]> = uses
+        .iter()
+        .map(|u| u.core.track.lock_unpoisoned())
+        .collect();
+    let mut waits: smallvec::SmallVec<[UsePoint<Stream>; INLINE]> = smallvec::SmallVec::new();
+    for (u, state) in uses.iter().zip(&states) {
+        plan_waits(&mut waits, state, u.access, stream);
+    }
+    let commit = || {
+        let epoch = stream.publish_epoch();
+        for (u, state) in uses.iter().zip(states.iter_mut()) {
+            let planned = state.version();
+            state.commit(u.access, stream, epoch, planned);
+        }
+        Committed { epoch }
+    };
+    // SAFETY: the caller's obligations; the configuration was checked above and
+    // `waits` holds every cross-stream point the accesses conflict with.
+    unsafe {
+        enqueue_launch(
+            stream, func, &config, params, zero, &waits, &touches, commit,
+        )
+    }
+}
+
+/// Adds to `waits` the points of `state` that work with `access` on `stream` must
+/// wait for (none while a test has switched fencing off).
+fn plan_waits<W>(waits: &mut W, state: &UseState<Stream>, access: Access, stream: &Stream)
+where
+    W: AsMut<[UsePoint<Stream>]> + Extend<UsePoint<Stream>>,
+{
+    if crate::testing::fencing_enabled() {
+        for p in state.waits(access, stream) {
+            keep_newest(waits, p);
+        }
+    }
+}
+
+/// The checks of a kernel launch on `stream` that come before anything is queued:
+/// the function's device, the configuration against the device's limits, the
+/// context, the dynamic shared memory the configuration asks for.
+fn check_launch(stream: &Stream, func: &Function, config: &LaunchConfig) -> Result<()> {
+    if func.device().ordinal() != stream.device_ordinal() {
+        return Err(Error::InvalidLaunch {
+            kernel: func.name().to_owned(),
+            reason: format!(
+                "the function is loaded on device {} but the stream is on device {}",
+                func.device().ordinal(),
+                stream.device_ordinal()
+            ),
+        });
+    }
+    config.validate(func.device().info(), func.name())?;
+    stream.bind()?;
+    func.ensure_dynamic_shared(config.shared_bytes)?;
+    crate::testing::fault_point!(Launch, "cuLaunchKernel");
+    Ok(())
+}
+
+/// Queues `waits`, zeroes the `zero` ranges, launches `func` and runs `commit`:
+/// after the launch, or after a failure once a range is being zeroed (the memsets
+/// are in flight and must stay recorded). A failure before that commits nothing;
+/// the waits already queued only delay the stream.
+///
+/// # Safety
+/// As [`WorkRecorder::launch`]; every range in `zero` lies inside a buffer recorded
+/// with a writing access; `config` passed [`check_launch`] for `stream` and `func`;
+/// `waits` holds every point the recorded accesses must wait for.
+#[allow(clippy::too_many_arguments)]
+unsafe fn enqueue_launch(
+    stream: &Stream,
+    func: &Function,
+    config: &LaunchConfig,
+    params: &mut [*mut c_void],
+    zero: &[(u64, usize)],
+    waits: &[UsePoint<Stream>],
+    touches: &[Touch],
+    commit: impl FnOnce() -> Committed,
+) -> Result<Committed> {
+    for w in waits {
+        stream.wait_for(w)?;
+    }
+    let mut queued = false;
+    for &(ptr, bytes) in zero.iter().filter(|r| r.1 > 0) {
+        // SAFETY: the range lies inside a buffer recorded with a writing access
+        // (the caller's obligation), fenced above; it is ordered on this stream.
+        let zeroed = unsafe { driver::memset_d8_async(ptr, 0, bytes, stream.raw()) };
+        if let Err(e) = zeroed {
+            if queued {
+                // Earlier ranges are being zeroed: record the use.
+                let _ = commit();
+            }
+            return Err(e.while_(|| format!("zeroing a buffer of `{}`", func.name())));
+        }
+        queued = true;
+    }
+    // SAFETY: the caller's obligations; the configuration was validated and every
+    // cross-stream hazard was fenced just above.
+    let launched = unsafe {
+        driver::launch_kernel(
+            func.raw(),
+            config.grid,
+            config.block,
+            config.shared_bytes,
+            stream.raw(),
+            params,
+            touches,
+        )
+    };
+    if let Err(e) = launched {
+        if queued {
+            let _ = commit();
+        }
+        return Err(e.while_(|| format!("launching `{}`", func.name())));
+    }
+    // Commit first: what follows runs user code (tracing subscribers) and could
+    // panic, and a kernel in flight must never be left unrecorded.
+    let committed = commit();
+    stream.note_kernel(func.name_arc());
+    tracing::trace!(target: "xlog::launch", kernel = func.name(), stream = stream.id().0, waits = waits.len());
+    Ok(committed)
 }
 
 impl<'a> WorkRecorder<'a, Preflighted> {
@@ -372,134 +562,29 @@ impl<'a> WorkRecorder<'a, Preflighted> {
         config: LaunchConfig,
         params: &mut [*mut c_void],
     ) -> Result<Committed> {
-        // SAFETY: the caller's obligations; nothing is zeroed.
-        unsafe { self.launch_zeroing(func, config, params, &[]) }
-    }
-
-    /// [`launch`](Self::launch), zeroing the byte ranges `zero` (`(address, bytes)`)
-    /// on the stream right before the kernel, after every check and wait: the one
-    /// recorded use covers both. If the kernel launch fails after a range was zeroed,
-    /// the use is committed anyway (the memsets are in flight) and the error returned.
-    ///
-    /// # Safety
-    ///
-    /// As [`launch`](Self::launch), and every range in `zero` lies inside a buffer
-    /// recorded with a writing access.
-    unsafe fn launch_zeroing(
-        self,
-        func: &Function,
-        config: LaunchConfig,
-        params: &mut [*mut c_void],
-        zero: &[(u64, usize)],
-    ) -> Result<Committed> {
-        if func.device().ordinal() != self.stream.device_ordinal() {
-            return Err(Error::InvalidLaunch {
-                kernel: func.name().to_owned(),
-                reason: format!(
-                    "the function is loaded on device {} but the stream is on device {}",
-                    func.device().ordinal(),
-                    self.stream.device_ordinal()
-                ),
-            });
-        }
-        config.validate(func.device().info(), func.name())?;
-        self.stream.bind()?;
-        func.ensure_dynamic_shared(config.shared_bytes)?;
-        crate::testing::fault_point!(Launch, "cuLaunchKernel");
-        for w in &self.waits {
-            self.stream.wait_for(w)?;
-        }
-        let mut queued = false;
-        for &(ptr, bytes) in zero.iter().filter(|r| r.1 > 0) {
-            // SAFETY: the range lies inside a buffer recorded with a writing access
-            // (the caller's obligation), fenced above; it is ordered on this stream.
-            let zeroed = unsafe { driver::memset_d8_async(ptr, 0, bytes, self.stream.raw()) };
-            if let Err(e) = zeroed {
-                if queued {
-                    // Earlier ranges are being zeroed: record the use.
-                    let _ = self.commit();
-                }
-                return Err(e.while_(|| format!("zeroing a buffer of `{}`", func.name())));
-            }
-            queued = true;
-        }
-        // SAFETY: obligations 1 and 2 are the caller's; the configuration was
-        // validated and every cross-stream hazard was fenced just above.
-        let launched = unsafe {
-            driver::launch_kernel(
-                func.raw(),
-                config.grid,
-                config.block,
-                config.shared_bytes,
-                self.stream.raw(),
-                params,
-                &self.touches,
-            )
-        };
-        if let Err(e) = launched {
-            if queued {
-                let _ = self.commit();
-            }
-            return Err(e.while_(|| format!("launching `{}`", func.name())));
-        }
-        // Commit first: what follows runs user code (tracing subscribers) and could
-        // panic, and a kernel in flight must never be left unrecorded.
-        let (stream, buffers, waits) =
-            (self.stream, self.entries.as_slice().len(), self.waits.len());
-        let committed = self.commit();
-        stream.note_kernel(func.name_arc());
-        tracing::trace!(target: "xlog::launch", kernel = func.name(), stream = stream.id().0, buffers, waits);
-        Ok(committed)
-    }
-
-    /// What generated launchers call: [`launch`](Self::launch) restricted to
-    /// one-dimensional configurations, the shape in which the device's `ThreadIndex`
-    /// witness (`blockIdx.x * blockDim.x + threadIdx.x`) is unique per thread.
-    ///
-    /// # Safety
-    /// As [`launch`](Self::launch); `#[xlog_kernel]` upholds it by generating the
-    /// parameter list from the same signature as the entry point.
-    #[doc(hidden)]
-    pub unsafe fn __launch_1d(
-        self,
-        func: &Function,
-        config: LaunchConfig,
-        params: &mut [*mut c_void],
-    ) -> Result<Committed> {
-        config.require_one_dimensional(func.name())?;
-        // SAFETY: the caller's obligations are those of `launch`.
-        unsafe { self.launch(func, config, params) }
-    }
-
-    /// What generated launchers of kernels with `lookback(..)` parameters call:
-    /// [`__launch_1d`](Self::__launch_1d), zeroing each `(address, bytes)` range of
-    /// `zero` on the stream right before the kernel, in the same recorded use.
-    ///
-    /// # Safety
-    /// As [`launch`](Self::launch), and every range in `zero` lies inside a buffer
-    /// recorded with a writing access; `#[xlog_kernel]` passes the recorded address
-    /// and byte length of each `lookback` parameter, recorded read-write.
-    #[doc(hidden)]
-    pub unsafe fn __launch_1d_zeroed(
-        self,
-        func: &Function,
-        config: LaunchConfig,
-        params: &mut [*mut c_void],
-        zero: &[(u64, usize)],
-    ) -> Result<Committed> {
-        config.require_one_dimensional(func.name())?;
-        // SAFETY: the caller's obligations are those of `launch_zeroing`.
-        unsafe { self.launch_zeroing(func, config, params, zero) }
+        check_launch(self.stream, func, &config)?;
+        let (stream, waits, touches) = (self.stream, &self.waits, &self.touches);
+        let entries = &self.entries;
+        let commit = || commit_planned(stream, entries.as_slice());
+        // SAFETY: the caller's obligations; `config` passed `check_launch` and
+        // `waits` is this recorder's preflight plan; nothing is zeroed.
+        unsafe { enqueue_launch(stream, func, &config, params, &[], waits, touches, commit) }
     }
 
     fn commit(self) -> Committed {
-        let epoch = self.stream.publish_epoch();
-        for e in self.entries.as_slice() {
-            e.core
-                .track
-                .lock_unpoisoned()
-                .commit(e.access, self.stream, epoch, e.planned);
-        }
-        Committed { epoch }
+        commit_planned(self.stream, self.entries.as_slice())
     }
+}
+
+/// Publishes a new point on `stream` and folds it into each entry's use state,
+/// against the version its preflight planned with.
+fn commit_planned(stream: &Stream, entries: &[BufferUse<'_>]) -> Committed {
+    let epoch = stream.publish_epoch();
+    for e in entries {
+        e.core
+            .track
+            .lock_unpoisoned()
+            .commit(e.access, stream, epoch, e.planned);
+    }
+    Committed { epoch }
 }

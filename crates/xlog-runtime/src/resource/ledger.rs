@@ -50,16 +50,21 @@ impl Books {
     /// Take `block` out of the live set if it is the live block at its address;
     /// refuse a stale or forged handle without changing anything.
     fn close(&mut self, block: &DeviceBlock) -> Result<()> {
-        match self.live.get(&block.ptr()) {
-            Some((id, bytes)) if *id == block.id() && *bytes == block.bytes() => {
-                self.live.remove(&block.ptr());
+        // One lookup: take the entry, and put it back if it is not this block's.
+        match self.live.remove(&block.ptr()) {
+            Some((id, bytes)) if id == block.id() && bytes == block.bytes() => {
                 self.live_bytes -= block.bytes();
                 Ok(())
             }
-            _ => Err(Error::StaleBlock {
-                ptr: block.ptr(),
-                generation: block.id().generation.0,
-            }),
+            other => {
+                if let Some(entry) = other {
+                    self.live.insert(block.ptr(), entry);
+                }
+                Err(Error::StaleBlock {
+                    ptr: block.ptr(),
+                    generation: block.id().generation.0,
+                })
+            }
         }
     }
 

@@ -27,14 +27,39 @@ pub struct AllocStats {
     pub total_count: usize,
 }
 
+/// Lifetime counters moved by every allocation (`allocated_*`) and every free
+/// (`freed_*`): one read-modify-write each, the current values being their
+/// differences. Peaks and the window's start move only at a new peak or a reset.
 #[derive(Debug, Default)]
 struct Counters {
-    current_bytes: AtomicUsize,
+    allocated_bytes: AtomicUsize,
+    allocated_count: AtomicUsize,
+    freed_bytes: AtomicUsize,
+    freed_count: AtomicUsize,
     peak_bytes: AtomicUsize,
-    total_bytes: AtomicUsize,
-    current_count: AtomicUsize,
     peak_count: AtomicUsize,
-    total_count: AtomicUsize,
+    /// `allocated_*` when the window started.
+    window_bytes: AtomicUsize,
+    window_count: AtomicUsize,
+}
+
+impl Counters {
+    /// Live bytes and blocks. The freed counters are read first: every free
+    /// follows its allocation, so they never exceed the allocated ones read after.
+    fn current(&self) -> (usize, usize) {
+        let freed = (
+            self.freed_bytes.load(Ordering::Acquire),
+            self.freed_count.load(Ordering::Acquire),
+        );
+        (
+            self.allocated_bytes
+                .load(Ordering::Acquire)
+                .saturating_sub(freed.0),
+            self.allocated_count
+                .load(Ordering::Acquire)
+                .saturating_sub(freed.1),
+        )
+    }
 }
 
 /// Counts what passes through it; forwards everything to `upstream`.
@@ -51,25 +76,33 @@ impl StatsHandle {
     /// Current statistics.
     pub fn snapshot(&self) -> AllocStats {
         let c = &self.0;
+        let (current_bytes, current_count) = c.current();
         AllocStats {
-            current_bytes: c.current_bytes.load(Ordering::Acquire),
-            peak_bytes: c.peak_bytes.load(Ordering::Acquire),
-            total_bytes: c.total_bytes.load(Ordering::Acquire),
-            current_count: c.current_count.load(Ordering::Acquire),
-            peak_count: c.peak_count.load(Ordering::Acquire),
-            total_count: c.total_count.load(Ordering::Acquire),
+            current_bytes,
+            peak_bytes: c.peak_bytes.load(Ordering::Acquire).max(current_bytes),
+            total_bytes: c
+                .allocated_bytes
+                .load(Ordering::Acquire)
+                .saturating_sub(c.window_bytes.load(Ordering::Acquire)),
+            current_count,
+            peak_count: c.peak_count.load(Ordering::Acquire).max(current_count),
+            total_count: c
+                .allocated_count
+                .load(Ordering::Acquire)
+                .saturating_sub(c.window_count.load(Ordering::Acquire)),
         }
     }
 
     /// Start a new window: peaks restart from the current values, totals from zero.
     pub fn reset_window(&self) {
         let c = &self.0;
-        c.peak_bytes
-            .store(c.current_bytes.load(Ordering::Acquire), Ordering::Release);
-        c.peak_count
-            .store(c.current_count.load(Ordering::Acquire), Ordering::Release);
-        c.total_bytes.store(0, Ordering::Release);
-        c.total_count.store(0, Ordering::Release);
+        let (bytes, count) = c.current();
+        c.peak_bytes.store(bytes, Ordering::Release);
+        c.peak_count.store(count, Ordering::Release);
+        c.window_bytes
+            .store(c.allocated_bytes.load(Ordering::Acquire), Ordering::Release);
+        c.window_count
+            .store(c.allocated_count.load(Ordering::Acquire), Ordering::Release);
     }
 }
 
@@ -99,17 +132,17 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for StatsAdaptor<R> {
     fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         let block = self.upstream.allocate(bytes, stream, tag)?;
         let c = &self.counters;
-        let now = c.current_bytes.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        let bytes_now = c.allocated_bytes.fetch_add(bytes, Ordering::AcqRel) + bytes
+            - c.freed_bytes.load(Ordering::Acquire);
+        let count_now = c.allocated_count.fetch_add(1, Ordering::AcqRel) + 1
+            - c.freed_count.load(Ordering::Acquire);
         // Peaks rarely move in steady state: a load avoids a read-modify-write.
-        if now > c.peak_bytes.load(Ordering::Relaxed) {
-            c.peak_bytes.fetch_max(now, Ordering::AcqRel);
+        if bytes_now > c.peak_bytes.load(Ordering::Relaxed) {
+            c.peak_bytes.fetch_max(bytes_now, Ordering::AcqRel);
         }
-        c.total_bytes.fetch_add(bytes, Ordering::AcqRel);
-        let n = c.current_count.fetch_add(1, Ordering::AcqRel) + 1;
-        if n > c.peak_count.load(Ordering::Relaxed) {
-            c.peak_count.fetch_max(n, Ordering::AcqRel);
+        if count_now > c.peak_count.load(Ordering::Relaxed) {
+            c.peak_count.fetch_max(count_now, Ordering::AcqRel);
         }
-        c.total_count.fetch_add(1, Ordering::AcqRel);
         Ok(block)
     }
 
@@ -117,10 +150,8 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for StatsAdaptor<R> {
         let bytes = block.bytes();
         // SAFETY: the caller's obligations are forwarded unchanged.
         unsafe { self.upstream.deallocate(block, stream) }?;
-        self.counters
-            .current_bytes
-            .fetch_sub(bytes, Ordering::AcqRel);
-        self.counters.current_count.fetch_sub(1, Ordering::AcqRel);
+        self.counters.freed_bytes.fetch_add(bytes, Ordering::AcqRel);
+        self.counters.freed_count.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 

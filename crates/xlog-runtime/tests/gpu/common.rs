@@ -1,6 +1,6 @@
 use std::ffi::c_void;
 
-use xlog_runtime::sim::{SimEntry, SimKernel};
+use xlog_runtime::sim::SimEntry;
 use xlog_runtime::{Backend, Function, LaunchConfig, ModuleImage, Runtime, Stream, WorkRecorder};
 use xlog_test_support::Rng;
 
@@ -69,7 +69,7 @@ mod host {
                 // SAFETY: `i < n`, the lengths of both recorded buffers.
                 unsafe {
                     let yi = (y as *mut f32).add(i);
-                    *yi = a * *(x as *const f32).add(i) + *yi;
+                    *yi += a * *(x as *const f32).add(i);
                 }
             }
         };

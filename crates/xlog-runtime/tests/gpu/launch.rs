@@ -242,3 +242,67 @@ fn a_launch_unwinding_in_its_subscriber_stays_recorded() {
     drop(y);
     rt.synchronize().unwrap();
 }
+
+/// The one-call launch generated launchers use locks every buffer's use state from
+/// the plan to the commit. Two threads naming the same two buffers in opposite
+/// orders would each hold one lock and wait for the other; locking in address
+/// order makes that impossible. (Without the ordering this test deadlocks within a
+/// few thousand launches, on the GPU and on the simulator.)
+#[test]
+fn typed_launches_naming_shared_buffers_in_opposite_orders_never_deadlock() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    use xlog_runtime::__private::{launch_typed, BufferUse};
+    use xlog_runtime::{Access, ReadBuffer};
+
+    let rt = rt();
+    let f = kernel(&rt, "empty3");
+    let s0 = rt.new_stream().unwrap();
+    let a = rt.alloc_zeroed_on::<u32>(&s0, 64).unwrap();
+    let b = rt.alloc_zeroed_on::<u32>(&s0, 64).unwrap();
+    s0.synchronize().unwrap();
+    let launches = if xlog_runtime::sim::is_active() {
+        3_000
+    } else {
+        20_000
+    };
+    let (done, finished) = mpsc::channel();
+    std::thread::scope(|scope| {
+        for flip in [false, true] {
+            let (rt, f, a, b, done) = (&rt, &f, &a, &b, done.clone());
+            scope.spawn(move || {
+                let s = rt.new_stream().unwrap();
+                let (first, second) = if flip { (b, a) } else { (a, b) };
+                for i in 0..launches {
+                    let (p0, p1, p2, n) = (first.device_ptr(), second.device_ptr(), 0u64, 0u64);
+                    let mut uses = [
+                        BufferUse::new(ReadBuffer::<u32>::arg(first), Access::Read),
+                        BufferUse::new(ReadBuffer::<u32>::arg(second), Access::Read),
+                    ];
+                    let mut params = [param(&p0), param(&p1), param(&p2), param(&n)];
+                    // SAFETY: empty3(u64, u64, u64, u64) touches nothing.
+                    let _ = unsafe {
+                        launch_typed(&s, f, LaunchConfig::for_len(1), &mut params, &[], &mut uses)
+                    }
+                    .unwrap();
+                    if i % 512 == 511 {
+                        s.synchronize().unwrap();
+                    }
+                }
+                s.synchronize().unwrap();
+                done.send(()).unwrap();
+            });
+        }
+        for _ in 0..2 {
+            if finished.recv_timeout(Duration::from_secs(120)).is_err() {
+                // Straight to stderr (the test harness captures `eprintln!`): the
+                // stuck threads would keep a panic from ever ending the scope.
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr(),
+                    b"typed launches deadlocked: two threads wait on each other's buffer\n",
+                );
+                std::process::abort();
+            }
+        }
+    });
+}
