@@ -544,6 +544,41 @@ fn type_bytes(ty: &str) -> Option<u64> {
     Some(bits / 8 * lanes)
 }
 
+/// Gives each entry point whose descriptor asks for `min_blocks = N` (with
+/// `block = B`) the PTX performance directives `.maxntid B, 1, 1` and
+/// `.minnctapersm N`, between its parameter list and its body: `ptxas` then limits
+/// the kernel's registers so that `N` blocks of `B` threads fit on one
+/// multiprocessor. A launch with more than `B` threads per block would be refused by
+/// the driver; the launcher already refuses any block size but `B`.
+pub(crate) fn with_launch_bounds(ptx: &str, kernels: &[KernelAbi]) -> String {
+    let bounds: Vec<(&str, HeaderAbi)> = kernels
+        .iter()
+        .filter_map(|k| Some((k.name.as_str(), HeaderAbi::decode(*k.words.first()?))))
+        .filter(|(_, h)| h.min_blocks > 0 && h.block > 0)
+        .collect();
+    if bounds.is_empty() {
+        return ptx.to_owned();
+    }
+    let mut out = String::with_capacity(ptx.len() + 64 * bounds.len());
+    let mut pending: Option<HeaderAbi> = None;
+    for line in ptx.lines() {
+        if let Some(name) = crate::link::entry_name(line) {
+            pending = bounds.iter().find(|(k, _)| *k == name).map(|(_, h)| *h);
+        }
+        // The body's opening brace follows the parameter list's closing parenthesis.
+        if let (Some(h), "{") = (pending, line.trim()) {
+            out.push_str(&format!(
+                ".maxntid {}, 1, 1\n.minnctapersm {}\n",
+                h.block, h.min_blocks
+            ));
+            pending = None;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,6 +632,34 @@ mod tests {
     }
 
     /// Replaces the descriptor of `k` in [`PTX`] by `words` (as bytes).
+    #[test]
+    fn min_blocks_become_ptx_launch_bounds_on_their_entry_only() {
+        let ptx = ".visible .entry a(\n\t.param .u64 a_param_0\n)\n{\n\tret;\n}\n\
+                   .visible .entry b(\n\t.param .u64 b_param_0\n)\n{\n\tret;\n}\n";
+        let header = xlog_device::abi::header(false, 0, 256, 0);
+        let kernels = [
+            KernelAbi {
+                name: "a".into(),
+                words: vec![header],
+            },
+            KernelAbi {
+                name: "b".into(),
+                words: vec![xlog_device::abi::with_min_blocks(header, 3)],
+            },
+        ];
+        let out = with_launch_bounds(ptx, &kernels);
+        assert_eq!(
+            out,
+            ".visible .entry a(\n\t.param .u64 a_param_0\n)\n{\n\tret;\n}\n\
+             .visible .entry b(\n\t.param .u64 b_param_0\n)\n.maxntid 256, 1, 1\n.minnctapersm 3\n{\n\tret;\n}\n"
+        );
+        // The entries and their parameters read back unchanged.
+        assert_eq!(
+            ptx_entry_params(&out).unwrap(),
+            ptx_entry_params(ptx).unwrap()
+        );
+    }
+
     fn with_descriptor(words: &[u64]) -> String {
         let bytes: Vec<String> = words
             .iter()

@@ -377,7 +377,7 @@ fn link_module(
     let cache = target_dir.join("xlog-rlib-cache");
     let ptx = link::link(toolchain, &inputs, &opts, &work, &cache)?;
     let kernels = abi::kernel_abis(&ptx)?;
-    Ok((ptx, kernels))
+    Ok((abi::with_launch_bounds(&ptx, &kernels), kernels))
 }
 
 /// Warns how long the device build of `lib_name` took since `started`, when

@@ -100,6 +100,23 @@ pub const fn header(is_unsafe: bool, params: usize, block: u32, shared: u32) -> 
         | (params as u64 & 0xffff)
 }
 
+/// A [`header`] word with the occupancy the kernel asks for with `min_blocks = N`
+/// (bits 49–55; 0 for none): at least `N` blocks of its `block = B` threads
+/// resident per multiprocessor. `xlog-build` gives the entry point
+/// `.maxntid B, 1, 1` and `.minnctapersm N`, so `ptxas` keeps the kernel's
+/// registers within what `N` blocks can share.
+pub const fn with_min_blocks(header: u64, min_blocks: u32) -> u64 {
+    let n = if min_blocks > MIN_BLOCKS_MAX {
+        MIN_BLOCKS_MAX
+    } else {
+        min_blocks
+    };
+    (header & !((MIN_BLOCKS_MAX as u64) << 49)) | ((n as u64) << 49)
+}
+
+/// The largest `min_blocks = N` a header holds (7 bits; the attribute allows 1–32).
+const MIN_BLOCKS_MAX: u32 = 0x7f;
+
 /// The largest `shared = N` a header represents exactly (larger values saturate;
 /// no GPU offers that much shared memory per block).
 const SHARED_MAX: u32 = (1 << 21) - 1;
@@ -117,6 +134,9 @@ pub struct HeaderAbi {
     pub block: u32,
     /// The dynamic shared memory the kernel declares (`shared = N`), 0 for none.
     pub shared: u32,
+    /// The blocks per multiprocessor the kernel asks for (`min_blocks = N`), 0 for
+    /// none (see [`with_min_blocks`]).
+    pub min_blocks: u32,
 }
 
 impl HeaderAbi {
@@ -128,6 +148,7 @@ impl HeaderAbi {
             params: word & 0xffff,
             block: ((word >> 16) & 0x7ff) as u32,
             shared: ((word >> 27) & SHARED_MAX as u64) as u32,
+            min_blocks: ((word >> 49) & MIN_BLOCKS_MAX as u64) as u32,
         }
     }
 }
@@ -244,6 +265,9 @@ pub fn describe_header(word: u64) -> impl fmt::Display {
             if h.shared != 0 {
                 write!(f, ", shared = {}", h.shared)?;
             }
+            if h.min_blocks != 0 {
+                write!(f, ", min_blocks = {}", h.min_blocks)?;
+            }
             Ok(())
         }
     }
@@ -328,6 +352,7 @@ mod tests {
                 params: 3,
                 block: 1024,
                 shared: 232_448,
+                min_blocks: 0,
             }
         );
         let h = HeaderAbi::decode(header(false, 0, 0, 0));
@@ -337,6 +362,20 @@ mod tests {
             SHARED_MAX
         );
         assert_ne!(header(false, 2, 256, 0), header(false, 2, 0, 0));
+        let bounded = with_min_blocks(header(true, 3, 256, 4096), 4);
+        let h = HeaderAbi::decode(bounded);
+        assert_eq!(
+            (h.is_unsafe, h.params, h.block, h.shared, h.min_blocks),
+            (true, 3, 256, 4096, 4)
+        );
+        assert_eq!(HeaderAbi::decode(header(true, 3, 256, 4096)).min_blocks, 0);
+        assert_eq!(
+            HeaderAbi::decode(with_min_blocks(bounded, 1000)).min_blocks,
+            0x7f
+        );
+        assert!(describe_header(bounded)
+            .to_string()
+            .ends_with(", min_blocks = 4"));
         assert_eq!(
             describe_header(header(true, 2, 256, 4096)).to_string(),
             "unsafe kernel with 2 parameters, block = 256, shared = 4096"

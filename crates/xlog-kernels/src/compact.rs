@@ -125,7 +125,7 @@ pub fn run_lengths(starts: &[u64], counts: &mut [u64]) {
 macro_rules! compaction {
     ($($t:ty: $select:ident, $partition:ident, $unique:ident, $heads:ident;)*) => {$(
         #[doc = concat!("Copies the `", stringify!($t), "`s of `x` whose flag is non-zero to the front of `out`, in order, and their number to `count[0]`. The kernel of [`select_flagged`].")]
-        #[xlog_kernel(read(x, flags), atomic(out, count), lookback(status), block = 256)]
+        #[xlog_kernel(read(x, flags), atomic(out, count), lookback(status), block = 256, min_blocks = 4)]
         pub fn $select(x: &[$t], flags: &[u8], out: &mut [$t], count: &mut [u64], status: &mut [u64]) {
             compact_tiles(x.len(), status, count, |i| flags[i] != 0, |i, rank, kept| {
                 if kept {
@@ -135,7 +135,7 @@ macro_rules! compaction {
         }
 
         #[doc = concat!("Stable partition of `", stringify!($t), "`s by flag: kept ones at the front in order, rejected ones after them in order; `kept[0]` is the number of non-zero flags. The kernel of [`partition_flagged`].")]
-        #[xlog_kernel(read(x, flags, kept), atomic(out, count), lookback(status), block = 256)]
+        #[xlog_kernel(read(x, flags, kept), atomic(out, count), lookback(status), block = 256, min_blocks = 4)]
         pub fn $partition(
             x: &[$t],
             flags: &[u8],
@@ -151,7 +151,7 @@ macro_rules! compaction {
         }
 
         #[doc = concat!("The first `", stringify!($t), "` of every run of equal values of `x` and where it starts: `values[r]`, `starts[r]` for run `r`, `starts[runs] = x.len()`, `count[0] = runs`. The kernel of [`unique_counts`].")]
-        #[xlog_kernel(read(x), atomic(values, starts, count), lookback(status), block = 256)]
+        #[xlog_kernel(read(x), atomic(values, starts, count), lookback(status), block = 256, min_blocks = 4)]
         pub fn $unique(
             x: &[$t],
             values: &mut [$t],

@@ -465,7 +465,7 @@ macro_rules! key_kernels {
         }
 
         #[doc = concat!("One onesweep pass over `", stringify!($k), "` keys: one block per tile, see [`onesweep`].")]
-        #[xlog_kernel(read(keys_in, offsets), atomic(keys_out, status), block = 256)]
+        #[xlog_kernel(read(keys_in, offsets), atomic(keys_out, status), block = 256, min_blocks = 2)]
         pub fn $keys(
             keys_in: &[$k],
             offsets: &[u64],
@@ -478,7 +478,7 @@ macro_rules! key_kernels {
         }
 
         #[doc = concat!("One onesweep pass over `", stringify!($k), "` keys with `u32` values (their input positions, counted from `index_base`, when `indices` is 1): see [`onesweep`].")]
-        #[xlog_kernel(read(keys_in, vals_in, offsets), atomic(keys_out, vals_out, status), block = 256)]
+        #[xlog_kernel(read(keys_in, vals_in, offsets), atomic(keys_out, vals_out, status), block = 256, min_blocks = 2)]
         #[allow(clippy::too_many_arguments)]
         pub fn $pairs32(
             keys_in: &[$k],
@@ -497,7 +497,7 @@ macro_rules! key_kernels {
         }
 
         #[doc = concat!("One onesweep pass over `", stringify!($k), "` keys with `u64` values: see [`onesweep`].")]
-        #[xlog_kernel(read(keys_in, vals_in, offsets), atomic(keys_out, vals_out, status), block = 256)]
+        #[xlog_kernel(read(keys_in, vals_in, offsets), atomic(keys_out, vals_out, status), block = 256, min_blocks = 2)]
         #[allow(clippy::too_many_arguments)]
         pub fn $pairs64(
             keys_in: &[$k],

@@ -402,3 +402,30 @@ fn the_shared_access_check_catches_a_64_bit_access() {
     );
     assert!(accesses.iter().all(|(f, _)| f == "k"));
 }
+
+/// `min_blocks = N` reaches the PTX as launch bounds on the kernel's entry only.
+#[test]
+fn min_blocks_become_launch_bounds_in_the_module() {
+    let ptx = MODULE.ptx();
+    let bounds = |kernel: &str| -> Option<String> {
+        let at = ptx.find(&format!(".entry {kernel}("))?;
+        let body = at + ptx[at..].find("\n{")?;
+        let close = at + ptx[at..].find(')')?;
+        Some(
+            ptx[close..body]
+                .lines()
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+    };
+    assert_eq!(
+        bounds("sort_onesweep_u32").as_deref(),
+        Some(".maxntid 256, 1, 1 .minnctapersm 2")
+    );
+    assert_eq!(
+        bounds("scan_inclusive_sum_i32").as_deref(),
+        Some(".maxntid 256, 1, 1 .minnctapersm 3")
+    );
+    assert_eq!(bounds("reduce_sum_f32").as_deref(), Some(""));
+}

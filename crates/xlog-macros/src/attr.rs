@@ -9,8 +9,8 @@ use syn::{Ident, Meta, Token};
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    ATOMIC, BLOCK, CHUNK, CRATE, LOOKBACK, MODES, OWNERSHIP_SYNTAX, PER, READ, READ_WRITE, SHARED,
-    SUFFIX, SYNTAX, THREAD, TILE, TRANSPOSED, WARP, WRITE,
+    ATOMIC, BLOCK, CHUNK, CRATE, LOOKBACK, MIN_BLOCKS, MODES, OWNERSHIP_SYNTAX, PER, READ,
+    READ_WRITE, SHARED, SUFFIX, SYNTAX, THREAD, TILE, TRANSPOSED, WARP, WRITE,
 };
 
 /// How a kernel uses a slice parameter.
@@ -161,6 +161,9 @@ pub struct Attr {
     pub block: Option<u32>,
     /// Dynamic shared memory the kernel needs per block (`shared = 4096`).
     pub shared: Option<u32>,
+    /// Blocks per multiprocessor the kernel asks `ptxas` to fit (`min_blocks = 4`,
+    /// with `block`): its registers are limited to what that many blocks can share.
+    pub min_blocks: Option<u32>,
     /// The value parameters named as row counts by `per transposed(TILE, rows)`,
     /// with the written parameter each belongs to.
     pub transposed_rows: Vec<(Ident, Ident)>,
@@ -172,8 +175,10 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
         suffix: None,
         block: None,
         shared: None,
+        min_blocks: None,
         transposed_rows: Vec::new(),
     };
+    let mut min_blocks_at = None;
     let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
         Ok(m) => m,
         Err(e) => {
@@ -247,6 +252,13 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                 Some(n) if n <= u32::MAX as u64 => attr.shared = Some(n as u32),
                 _ => cx.error_spanned_by(&nv.value, "`shared` is the dynamic shared memory per block in bytes: an integer, e.g. `shared = 4096`"),
             },
+            Meta::NameValue(nv) if nv.path.is_ident(MIN_BLOCKS) => match int_value(&nv.value) {
+                Some(n) if (1..=32).contains(&n) => {
+                    attr.min_blocks = Some(n as u32);
+                    min_blocks_at = Some(nv.clone());
+                }
+                _ => cx.error_spanned_by(&nv.value, "`min_blocks` is the blocks per multiprocessor the kernel must fit: an integer from 1 to 32, e.g. `min_blocks = 4` (with `block = ..`)"),
+            },
             Meta::NameValue(nv) if nv.path.is_ident(SUFFIX) => match &nv.value {
                 syn::Expr::Path(p) if p.path.get_ident().is_some() => attr.suffix = p.path.get_ident().cloned(),
                 other => cx.error_spanned_by(other, "expected an identifier, e.g. `suffix = f32`"),
@@ -263,6 +275,12 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                 format!("unexpected argument; expected an access mode ({MODES}) or a launch setting: {SYNTAX}"),
             ),
         }
+    }
+    if let (Some(nv), None) = (&min_blocks_at, attr.block) {
+        cx.error_spanned_by(
+            nv,
+            "`min_blocks` sizes registers for blocks of a known size: declare the block size too, e.g. `block = 256, min_blocks = 2`",
+        );
     }
     attr
 }

@@ -150,7 +150,8 @@ pub fn abi_expr(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
     });
     let block = attr.block.unwrap_or(0);
     let shared = attr.shared.unwrap_or(0);
-    quote!([#abi::header(#is_unsafe, #n, #block, #shared) #(, #words)*])
+    let min_blocks = attr.min_blocks.unwrap_or(0);
+    quote!([#abi::with_min_blocks(#abi::header(#is_unsafe, #n, #block, #shared), #min_blocks) #(, #words)*])
 }
 
 /// Number of words in [`abi_expr`].
