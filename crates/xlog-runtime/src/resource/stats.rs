@@ -27,39 +27,70 @@ pub struct AllocStats {
     pub total_count: usize,
 }
 
-/// Lifetime counters moved by every allocation (`allocated_*`) and every free
-/// (`freed_*`): one read-modify-write each, the current values being their
-/// differences. Peaks and the window's start move only at a new peak or a reset.
+/// One statistic (bytes or blocks): lifetime totals moved by every allocation
+/// (`allocated`) and every free (`freed`), one read-modify-write each, the live
+/// value being their difference; the window's peak and start move only at a new
+/// peak or a reset.
 #[derive(Debug, Default)]
-struct Counters {
-    allocated_bytes: AtomicUsize,
-    allocated_count: AtomicUsize,
-    freed_bytes: AtomicUsize,
-    freed_count: AtomicUsize,
-    peak_bytes: AtomicUsize,
-    peak_count: AtomicUsize,
-    /// `allocated_*` when the window started.
-    window_bytes: AtomicUsize,
-    window_count: AtomicUsize,
+struct Tally {
+    allocated: AtomicUsize,
+    freed: AtomicUsize,
+    peak: AtomicUsize,
+    /// `allocated` when the window started.
+    window: AtomicUsize,
 }
 
-impl Counters {
-    /// Live bytes and blocks. The freed counters are read first: every free
-    /// follows its allocation, so they never exceed the allocated ones read after.
-    fn current(&self) -> (usize, usize) {
-        let freed = (
-            self.freed_bytes.load(Ordering::Acquire),
-            self.freed_count.load(Ordering::Acquire),
-        );
+impl Tally {
+    /// Counts an allocation of `n`.
+    fn add(&self, n: usize) {
+        // Frees on other threads after the add may be counted: never below zero.
+        let now = (self.allocated.fetch_add(n, Ordering::AcqRel) + n)
+            .saturating_sub(self.freed.load(Ordering::Acquire));
+        // Peaks rarely move in steady state: a load avoids a read-modify-write.
+        if now > self.peak.load(Ordering::Relaxed) {
+            self.peak.fetch_max(now, Ordering::AcqRel);
+        }
+    }
+
+    /// Counts a free of `n`.
+    fn sub(&self, n: usize) {
+        self.freed.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// The live value. `freed` is read first: every free follows its allocation,
+    /// so it never exceeds the `allocated` read after it.
+    fn current(&self) -> usize {
+        let freed = self.freed.load(Ordering::Acquire);
+        self.allocated.load(Ordering::Acquire).saturating_sub(freed)
+    }
+
+    /// `(current, peak, total)` of the window.
+    fn read(&self) -> (usize, usize, usize) {
+        let current = self.current();
+        let total = self
+            .allocated
+            .load(Ordering::Acquire)
+            .saturating_sub(self.window.load(Ordering::Acquire));
         (
-            self.allocated_bytes
-                .load(Ordering::Acquire)
-                .saturating_sub(freed.0),
-            self.allocated_count
-                .load(Ordering::Acquire)
-                .saturating_sub(freed.1),
+            current,
+            self.peak.load(Ordering::Acquire).max(current),
+            total,
         )
     }
+
+    /// Starts a new window: the peak from the live value, the total from zero.
+    fn reset(&self) {
+        self.peak.store(self.current(), Ordering::Release);
+        self.window
+            .store(self.allocated.load(Ordering::Acquire), Ordering::Release);
+    }
+}
+
+/// The adaptor's statistics, shared with its handles.
+#[derive(Debug, Default)]
+struct Counters {
+    bytes: Tally,
+    blocks: Tally,
 }
 
 /// Counts what passes through it; forwards everything to `upstream`.
@@ -75,34 +106,22 @@ pub struct StatsHandle(Arc<Counters>);
 impl StatsHandle {
     /// Current statistics.
     pub fn snapshot(&self) -> AllocStats {
-        let c = &self.0;
-        let (current_bytes, current_count) = c.current();
+        let (current_bytes, peak_bytes, total_bytes) = self.0.bytes.read();
+        let (current_count, peak_count, total_count) = self.0.blocks.read();
         AllocStats {
             current_bytes,
-            peak_bytes: c.peak_bytes.load(Ordering::Acquire).max(current_bytes),
-            total_bytes: c
-                .allocated_bytes
-                .load(Ordering::Acquire)
-                .saturating_sub(c.window_bytes.load(Ordering::Acquire)),
+            peak_bytes,
+            total_bytes,
             current_count,
-            peak_count: c.peak_count.load(Ordering::Acquire).max(current_count),
-            total_count: c
-                .allocated_count
-                .load(Ordering::Acquire)
-                .saturating_sub(c.window_count.load(Ordering::Acquire)),
+            peak_count,
+            total_count,
         }
     }
 
     /// Start a new window: peaks restart from the current values, totals from zero.
     pub fn reset_window(&self) {
-        let c = &self.0;
-        let (bytes, count) = c.current();
-        c.peak_bytes.store(bytes, Ordering::Release);
-        c.peak_count.store(count, Ordering::Release);
-        c.window_bytes
-            .store(c.allocated_bytes.load(Ordering::Acquire), Ordering::Release);
-        c.window_count
-            .store(c.allocated_count.load(Ordering::Acquire), Ordering::Release);
+        self.0.bytes.reset();
+        self.0.blocks.reset();
     }
 }
 
@@ -131,18 +150,8 @@ impl<R: DeviceMemoryResource> StatsAdaptor<R> {
 unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for StatsAdaptor<R> {
     fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         let block = self.upstream.allocate(bytes, stream, tag)?;
-        let c = &self.counters;
-        let bytes_now = c.allocated_bytes.fetch_add(bytes, Ordering::AcqRel) + bytes
-            - c.freed_bytes.load(Ordering::Acquire);
-        let count_now = c.allocated_count.fetch_add(1, Ordering::AcqRel) + 1
-            - c.freed_count.load(Ordering::Acquire);
-        // Peaks rarely move in steady state: a load avoids a read-modify-write.
-        if bytes_now > c.peak_bytes.load(Ordering::Relaxed) {
-            c.peak_bytes.fetch_max(bytes_now, Ordering::AcqRel);
-        }
-        if count_now > c.peak_count.load(Ordering::Relaxed) {
-            c.peak_count.fetch_max(count_now, Ordering::AcqRel);
-        }
+        self.counters.bytes.add(bytes);
+        self.counters.blocks.add(1);
         Ok(block)
     }
 
@@ -150,8 +159,8 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for StatsAdaptor<R> {
         let bytes = block.bytes();
         // SAFETY: the caller's obligations are forwarded unchanged.
         unsafe { self.upstream.deallocate(block, stream) }?;
-        self.counters.freed_bytes.fetch_add(bytes, Ordering::AcqRel);
-        self.counters.freed_count.fetch_add(1, Ordering::AcqRel);
+        self.counters.bytes.sub(bytes);
+        self.counters.blocks.sub(1);
         Ok(())
     }
 
@@ -159,5 +168,29 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for StatsAdaptor<R> {
 
     fn describe(&self) -> String {
         format!("stats({})", self.upstream.describe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Another thread's free of a block allocated after this thread's add can be
+    /// counted before this thread reads `freed`: the live value must floor at zero
+    /// instead of wrapping into a bogus peak.
+    #[test]
+    fn frees_counted_ahead_of_their_allocations_never_wrap() {
+        let t = Tally {
+            allocated: AtomicUsize::new(100),
+            freed: AtomicUsize::new(164),
+            ..Tally::default()
+        };
+        t.add(16);
+        assert_eq!(t.read(), (0, 0, 116));
+        t.reset();
+        t.add(64);
+        assert_eq!(t.read(), (16, 16, 64));
+        t.sub(16);
+        assert_eq!(t.read(), (0, 16, 64));
     }
 }
