@@ -396,12 +396,17 @@ pub unsafe fn launch_typed(
     for (u, state) in uses.iter().zip(&states) {
         plan_waits(&mut waits, state, u.access, stream);
     }
-    let commit = || {
+    // The closure owns the locks: they are released as soon as the use is
+    // committed (or, when nothing is, when `enqueue_launch` returns), never held
+    // while the `tracing` event after the launch runs a subscriber's code, which
+    // could launch on the same buffers.
+    let commit = move || {
         let epoch = stream.publish_epoch();
         for (u, state) in uses.iter().zip(states.iter_mut()) {
             let planned = state.version();
             state.commit(u.access, stream, epoch, planned);
         }
+        drop(states);
         Committed { epoch }
     };
     // SAFETY: the caller's obligations; the configuration was checked above and
