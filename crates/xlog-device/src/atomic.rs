@@ -16,8 +16,9 @@
 //!
 //! 1. `ptr` is non-null, aligned for `T`, and points to device memory valid for
 //!    reads and writes for the duration of the call;
-//! 2. every concurrent access to `*ptr` (from any thread, including the host or other
-//!    kernels) is atomic.
+//! 2. every concurrent access to `*ptr` is atomic and made by a thread of the same
+//!    GPU (this kernel or another): the operations are GPU-scoped, so the host or
+//!    a peer device touching the word while a kernel runs would race with them.
 
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -64,8 +65,62 @@ pub trait AtomicInt: AtomicAdd {
     unsafe fn __compare_exchange(ptr: *mut Self, current: Self, new: Self) -> Result<Self, Self>;
 }
 
+/// Relaxed loads and stores at GPU scope. `core::sync::atomic` lowers them to
+/// PTX's *system* scope (`ld.relaxed.sys`), which also orders against the host and
+/// peer devices; the read-modify-write operations above are GPU-scoped already
+/// (`atom` without a scope), and so are these: every access a kernel's atomics can
+/// meet comes from the same GPU (the runtime fences other streams' work, and no
+/// safe path maps device buffers into the host), so the accesses stay morally
+/// strong and race-free. On the host (the simulator) they are `core::sync::atomic`.
+mod gpu_scope {
+    macro_rules! width {
+        ($name:ident, $t:ty, $atomic:ident, $reg:ident, $ld:literal, $st:literal) => {
+            pub(super) mod $name {
+                /// # Safety
+                /// As the module's functions: `p` valid and aligned device memory,
+                /// every concurrent access to it atomic.
+                #[inline(always)]
+                pub(in super::super) unsafe fn load(p: *mut $t) -> $t {
+                    device_or_sim!(
+                        device: {
+                            let r: $t;
+                            // SAFETY: the caller's obligations.
+                            unsafe { core::arch::asm!($ld, r = out($reg) r, p = in(reg64) p, options(nostack)) };
+                            r
+                        },
+                        sim: {
+                            // SAFETY: the caller's obligations.
+                            unsafe { core::sync::atomic::$atomic::from_ptr(p) }.load(super::Relaxed)
+                        }
+                    )
+                }
+
+                /// # Safety
+                /// As [`load`].
+                #[inline(always)]
+                pub(in super::super) unsafe fn store(p: *mut $t, v: $t) {
+                    device_or_sim!(
+                        device: {
+                            // SAFETY: the caller's obligations.
+                            unsafe { core::arch::asm!($st, p = in(reg64) p, v = in($reg) v, options(nostack)) };
+                        },
+                        sim: {
+                            // SAFETY: the caller's obligations.
+                            unsafe { core::sync::atomic::$atomic::from_ptr(p) }.store(v, super::Relaxed)
+                        }
+                    )
+                }
+            }
+        };
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    use core::sync::atomic::Ordering::Relaxed;
+    width!(w32, u32, AtomicU32, reg32, "ld.relaxed.gpu.b32 {r}, [{p}];", "st.relaxed.gpu.b32 [{p}], {v};");
+    width!(w64, u64, AtomicU64, reg64, "ld.relaxed.gpu.b64 {r}, [{p}];", "st.relaxed.gpu.b64 [{p}], {v};");
+}
+
 macro_rules! atomic_int {
-    ($($t:ty => $atomic:ident),*) => {$(
+    ($($t:ty => $atomic:ident, $bits:ident),*) => {$(
         impl sealed::Sealed for $t {}
         impl AtomicAdd for $t {
             #[inline(always)]
@@ -81,13 +136,14 @@ macro_rules! atomic_int {
             }
             #[inline(always)]
             unsafe fn __load(ptr: *mut Self) -> Self {
-                // SAFETY: as in `__fetch_add`.
-                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.load(Relaxed)
+                // SAFETY: as in `__fetch_add`; the same bytes as the unsigned integer
+                // of their width.
+                unsafe { gpu_scope::$bits::load(ptr.cast()) as $t }
             }
             #[inline(always)]
             unsafe fn __store(ptr: *mut Self, v: Self) {
-                // SAFETY: as in `__fetch_add`.
-                unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.store(v, Relaxed)
+                // SAFETY: as in `__load`.
+                unsafe { gpu_scope::$bits::store(ptr.cast(), v as _) }
             }
         }
         impl AtomicInt for $t {
@@ -126,10 +182,10 @@ macro_rules! atomic_int {
     )*};
 }
 
-atomic_int!(u32 => AtomicU32, i32 => AtomicI32, u64 => AtomicU64, i64 => AtomicI64);
+atomic_int!(u32 => AtomicU32, w32, i32 => AtomicI32, w32, u64 => AtomicU64, w64, i64 => AtomicI64, w64);
 
 macro_rules! atomic_float {
-    ($($t:ty, $bits:ty, $atomic:ident, $add:literal, $reg:ident);*) => {$(
+    ($($t:ty, $bits:ty, $w:ident, $atomic:ident, $add:literal, $reg:ident);*) => {$(
         impl sealed::Sealed for $t {}
         impl AtomicAdd for $t {
             #[inline(always)]
@@ -170,21 +226,20 @@ macro_rules! atomic_float {
             #[inline(always)]
             unsafe fn __load(ptr: *mut Self) -> Self {
                 // SAFETY: as in `__swap`.
-                let bits = unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) }.load(Relaxed);
-                <$t>::from_bits(bits)
+                <$t>::from_bits(unsafe { gpu_scope::$w::load(ptr.cast::<$bits>()) })
             }
             #[inline(always)]
             unsafe fn __store(ptr: *mut Self, v: Self) {
                 // SAFETY: as in `__swap`.
-                unsafe { core::sync::atomic::$atomic::from_ptr(ptr.cast::<$bits>()) }.store(v.to_bits(), Relaxed)
+                unsafe { gpu_scope::$w::store(ptr.cast::<$bits>(), v.to_bits()) }
             }
         }
     )*};
 }
 
 atomic_float!(
-    f32, u32, AtomicU32, "atom.add.f32 {r}, [{p}], {v};", reg32;
-    f64, u64, AtomicU64, "atom.add.f64 {r}, [{p}], {v};", reg64
+    f32, u32, w32, AtomicU32, "atom.add.f32 {r}, [{p}], {v};", reg32;
+    f64, u64, w64, AtomicU64, "atom.add.f64 {r}, [{p}], {v};", reg64
 );
 
 /// `atomicAdd`: adds `v` to `*ptr` (integers wrap), returning the old value.

@@ -166,7 +166,7 @@ impl SharedWords<u32> {
         let p = self.slot(i);
         // SAFETY: `p` is an in-bounds, aligned word of shared memory, and every safe
         // access to it is a 4-byte atomic (as in `load`).
-        unsafe { crate::atomic::fetch_add(p, v) }
+        unsafe { crate::shared::fetch_add_word(p, v) }
     }
 }
 

@@ -758,13 +758,12 @@ impl<T: Shuffle, P, L: Layout> core::fmt::Debug for Tile<T, P, L> {
 ///    that `p` is split into.
 #[inline(always)]
 pub(crate) unsafe fn load_word<T: Shuffle>(p: *mut T) -> T {
-    use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
     let words = p.cast::<u32>();
     // SAFETY: obligations 1 and 2; the first word of `T` is 4 bytes, aligned to 4.
-    let lo = unsafe { AtomicU32::from_ptr(words) }.load(Relaxed);
+    let lo = unsafe { word::load(words) };
     let hi = if T::__WIDE {
         // SAFETY: as above; `T` is 8 bytes, so the second word is inside it.
-        unsafe { AtomicU32::from_ptr(words.add(1)) }.load(Relaxed)
+        unsafe { word::load(words.add(1)) }
     } else {
         0
     };
@@ -779,15 +778,140 @@ pub(crate) unsafe fn load_word<T: Shuffle>(p: *mut T) -> T {
 /// As [`load_word`].
 #[inline(always)]
 pub(crate) unsafe fn store_word<T: Shuffle>(p: *mut T, v: T) {
-    use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
     let (lo, hi) = v.__to_bits();
     let words = p.cast::<u32>();
     // SAFETY: obligations 1 and 2; the first word of `T` is 4 bytes, aligned to 4.
-    unsafe { AtomicU32::from_ptr(words) }.store(lo, Relaxed);
+    unsafe { word::store(words, lo) };
     if T::__WIDE {
         // SAFETY: as above; `T` is 8 bytes, so the second word is inside it.
-        unsafe { AtomicU32::from_ptr(words.add(1)) }.store(hi, Relaxed);
+        unsafe { word::store(words.add(1), hi) };
     }
+}
+
+/// A relaxed atomic wrapping add to a word of shared memory, returning the old
+/// value.
+///
+/// # Safety
+///
+/// As [`load_word`], for a `u32`.
+#[inline(always)]
+pub(crate) unsafe fn fetch_add_word(p: *mut u32, v: u32) -> u32 {
+    // SAFETY: forwarded obligations.
+    unsafe { word::fetch_add(p, v) }
+}
+
+/// The 4-byte accesses behind [`load_word`], [`store_word`] and [`fetch_add_word`].
+///
+/// On the device they are PTX `ld` / `st` / `atom` with `.relaxed.cta` semantics in
+/// the `.shared` state space (`LDS`, `STS`, `ATOMS` in SASS). Every thread that can
+/// reach a block's shared memory belongs to that block, so CTA scope makes any two
+/// of these accesses to one word *morally strong* in PTX's memory model: they never
+/// race, as with the wider scopes `core::sync::atomic` would give, which lower to
+/// generic-address `.sys` accesses the hardware cannot treat as shared. On the host
+/// (the simulator and unit tests) they are `core::sync::atomic` operations.
+mod word {
+    #[cfg(target_arch = "nvptx64")]
+    mod device {
+        /// The `.shared` window address of `p`, a generic address of shared memory.
+        #[inline(always)]
+        fn shared(p: *mut u32) -> u32 {
+            let a: u32;
+            // SAFETY: address arithmetic only; nothing is read or written.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .b64 t; cvta.to.shared.u64 t, {p}; cvt.u32.u64 {a}, t; }}",
+                    p = in(reg64) p,
+                    a = out(reg32) a,
+                    options(pure, nomem, nostack)
+                )
+            };
+            a
+        }
+
+        /// # Safety
+        /// `p` is an aligned word of this block's shared memory, every concurrent
+        /// access to which is atomic.
+        #[inline(always)]
+        pub(in super::super) unsafe fn load(p: *mut u32) -> u32 {
+            let r: u32;
+            // SAFETY: the caller's obligations; a 4-byte relaxed atomic load.
+            unsafe {
+                core::arch::asm!(
+                    "ld.relaxed.cta.shared.b32 {r}, [{a}];",
+                    r = out(reg32) r,
+                    a = in(reg32) shared(p),
+                    options(nostack)
+                )
+            };
+            r
+        }
+
+        /// # Safety
+        /// As [`load`].
+        #[inline(always)]
+        pub(in super::super) unsafe fn store(p: *mut u32, v: u32) {
+            // SAFETY: the caller's obligations; a 4-byte relaxed atomic store.
+            unsafe {
+                core::arch::asm!(
+                    "st.relaxed.cta.shared.b32 [{a}], {v};",
+                    a = in(reg32) shared(p),
+                    v = in(reg32) v,
+                    options(nostack)
+                )
+            };
+        }
+
+        /// # Safety
+        /// As [`load`].
+        #[inline(always)]
+        pub(in super::super) unsafe fn fetch_add(p: *mut u32, v: u32) -> u32 {
+            let r: u32;
+            // SAFETY: the caller's obligations; a 4-byte relaxed atomic add.
+            unsafe {
+                core::arch::asm!(
+                    "atom.relaxed.cta.shared.add.u32 {r}, [{a}], {v};",
+                    r = out(reg32) r,
+                    a = in(reg32) shared(p),
+                    v = in(reg32) v,
+                    options(nostack)
+                )
+            };
+            r
+        }
+    }
+    #[cfg(target_arch = "nvptx64")]
+    pub(super) use device::{fetch_add, load, store};
+
+    #[cfg(not(target_arch = "nvptx64"))]
+    mod host {
+        use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+        /// # Safety
+        /// `p` is valid and aligned, and every concurrent access to it is atomic.
+        #[inline(always)]
+        pub(in super::super) unsafe fn load(p: *mut u32) -> u32 {
+            // SAFETY: the caller's obligations.
+            unsafe { AtomicU32::from_ptr(p) }.load(Relaxed)
+        }
+
+        /// # Safety
+        /// As [`load`].
+        #[inline(always)]
+        pub(in super::super) unsafe fn store(p: *mut u32, v: u32) {
+            // SAFETY: the caller's obligations.
+            unsafe { AtomicU32::from_ptr(p) }.store(v, Relaxed)
+        }
+
+        /// # Safety
+        /// As [`load`].
+        #[inline(always)]
+        pub(in super::super) unsafe fn fetch_add(p: *mut u32, v: u32) -> u32 {
+            // SAFETY: the caller's obligations.
+            unsafe { AtomicU32::from_ptr(p) }.fetch_add(v, Relaxed)
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub(super) use host::{fetch_add, load, store};
 }
 
 #[cfg(test)]

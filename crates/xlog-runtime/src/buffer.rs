@@ -405,16 +405,53 @@ impl<'a, T: DeviceCopy> BufferViewMut<'a, T> {
 }
 
 /// Where a launch argument points: the tracked core, a device address and a length.
+///
+/// Only the runtime makes one, from a live buffer or view ([`ReadBuffer::arg`],
+/// [`WriteBuffer::arg_mut`]): its range always lies inside its core's allocation,
+/// which is what lets [`WorkRecorder`](crate::WorkRecorder) and generated launchers
+/// take it from safe code. Its fields are read through methods.
 #[derive(Clone, Copy, Debug)]
 pub struct ArgRef<'a> {
     /// The parent buffer's core.
-    pub core: &'a BufferCore,
+    pub(crate) core: &'a BufferCore,
     /// Device address of the first element.
-    pub ptr: u64,
+    pub(crate) ptr: u64,
     /// Element count.
-    pub len: usize,
+    pub(crate) len: usize,
     /// Byte length: `len` elements of the buffer's element type.
-    pub bytes: usize,
+    pub(crate) bytes: usize,
+}
+
+impl<'a> ArgRef<'a> {
+    /// The parent buffer's core (the buffer's identity).
+    #[inline(always)]
+    pub fn core(&self) -> &'a BufferCore {
+        self.core
+    }
+
+    /// Device address of the first element.
+    #[inline(always)]
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Element count.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the argument has no elements.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Byte length: `len` elements of the buffer's element type.
+    #[inline(always)]
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
 }
 
 mod sealed {

@@ -399,7 +399,7 @@ pub fn sort_pairs<K: Key, V: Value>(
     order: Order,
 ) -> Result<()> {
     let mut values = values.as_view_mut();
-    same_len("sort_pairs", keys.arg().len, values.len())?;
+    same_len("sort_pairs", keys.arg().len(), values.len())?;
     run::<K, V>(
         s,
         order,

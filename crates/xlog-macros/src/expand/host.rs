@@ -74,8 +74,8 @@ pub fn launcher(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                 args.push(quote!(#id: #ty));
                 takes.push(quote! {
                     let #arg = #trait_call;
-                    let #ptr: u64 = #arg.ptr;
-                    let #len: usize = #arg.len;
+                    let #ptr: u64 = #arg.ptr();
+                    let #len: usize = #arg.len();
                 });
                 records.push(quote!(#rt::__private::BufferUse::new(#arg, #rt::Access::#access)));
                 if *mode == Mode::LookBack {

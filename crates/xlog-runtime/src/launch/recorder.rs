@@ -352,6 +352,27 @@ fn check_uses(
     Ok(distinct)
 }
 
+/// Refuses a `zero` range that does not lie inside the recorded range of a use
+/// whose own access writes. Checked on the uses as the launcher listed them,
+/// before uses of one buffer merge into their strongest access.
+fn check_zeroed(func: &Function, zero: &[(u64, usize)], uses: &[BufferUse<'_>]) -> Result<()> {
+    for &(ptr, bytes) in zero.iter().filter(|r| r.1 > 0) {
+        let end = ptr.checked_add(bytes as u64);
+        let inside = uses.iter().any(|u| {
+            u.access.writes()
+                && ptr >= u.ptr
+                && end.is_some_and(|end| end <= u.ptr.saturating_add(u.bytes as u64))
+        });
+        if !inside {
+            return Err(Error::InvalidArgument {
+                what: format!("the range {ptr:#x}..+{bytes} bytes zeroed before `{}`", func.name()),
+                reason: "it is not inside an argument the launch itself writes; zero only a buffer or mutable view passed with a writing access".to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// What generated launchers call: check, plan, launch `func` on `stream` and commit
 /// in one call, holding each buffer's use state from the plan to the commit (one
 /// lock per buffer, where a preflighted [`WorkRecorder`] takes one at preflight and
@@ -367,12 +388,17 @@ fn check_uses(
 /// wait on each other in a cycle; no other code holds a use state while locking
 /// another.
 ///
+/// Each range of `zero` must lie inside the range of one use whose own access
+/// writes, judged before uses of one buffer merge (a read view of a buffer never
+/// lends it the write access of another view): otherwise the launch is refused
+/// with `InvalidArgument` before anything is queued.
+///
 /// # Safety
-/// As [`WorkRecorder::launch`] (with `uses` as the recorded buffers), and every
-/// range in `zero` lies inside a buffer used with a writing access; `#[xlog_kernel]`
-/// upholds both by generating the parameter list from the same signature as the
-/// entry point and passing the address and byte length of each `lookback`
-/// parameter, used read-write.
+/// As [`WorkRecorder::launch`] (with `uses` as the recorded buffers, each range
+/// touched only with the access its own use declares); `#[xlog_kernel]` upholds it
+/// by generating the parameter list from the same signature as the entry point and
+/// passing the address and byte length of each `lookback` parameter, used
+/// read-write.
 #[doc(hidden)]
 pub unsafe fn launch_typed(
     stream: &Stream,
@@ -384,6 +410,7 @@ pub unsafe fn launch_typed(
 ) -> Result<Committed> {
     config.require_one_dimensional(func.name())?;
     check_launch(stream, func, &config)?;
+    check_zeroed(func, zero, uses)?;
     let mut touches = Vec::new();
     let distinct = check_uses(stream, uses, &mut touches)?;
     let uses = &mut uses[..distinct];

@@ -41,11 +41,23 @@ struct Tally {
 }
 
 impl Tally {
+    /// `allocated - freed` of two lifetime counters, which wrap: a difference past
+    /// `isize::MAX` is a free counted before its allocation was seen (a transient
+    /// of concurrent updates), read as zero.
+    fn live(allocated: usize, freed: usize) -> usize {
+        let d = allocated.wrapping_sub(freed);
+        if d > isize::MAX as usize {
+            0
+        } else {
+            d
+        }
+    }
+
     /// Counts an allocation of `n`.
     fn add(&self, n: usize) {
         // Frees on other threads after the add may be counted: never below zero.
-        let now = (self.allocated.fetch_add(n, Ordering::AcqRel) + n)
-            .saturating_sub(self.freed.load(Ordering::Acquire));
+        let allocated = self.allocated.fetch_add(n, Ordering::AcqRel).wrapping_add(n);
+        let now = Self::live(allocated, self.freed.load(Ordering::Acquire));
         // Peaks rarely move in steady state: a load avoids a read-modify-write.
         if now > self.peak.load(Ordering::Relaxed) {
             self.peak.fetch_max(now, Ordering::AcqRel);
@@ -61,21 +73,20 @@ impl Tally {
     /// so it never exceeds the `allocated` read after it.
     fn current(&self) -> usize {
         let freed = self.freed.load(Ordering::Acquire);
-        self.allocated.load(Ordering::Acquire).saturating_sub(freed)
+        Self::live(self.allocated.load(Ordering::Acquire), freed)
     }
 
-    /// `(current, peak, total)` of the window.
+    /// `(current, peak, total)` of the window. The live value read here raises the
+    /// peak too, so no later read shows a peak below a value a reader has seen
+    /// (an allocation's own peak update may land after a reader sees its bytes).
     fn read(&self) -> (usize, usize, usize) {
         let current = self.current();
         let total = self
             .allocated
             .load(Ordering::Acquire)
-            .saturating_sub(self.window.load(Ordering::Acquire));
-        (
-            current,
-            self.peak.load(Ordering::Acquire).max(current),
-            total,
-        )
+            .wrapping_sub(self.window.load(Ordering::Acquire));
+        let peak = self.peak.fetch_max(current, Ordering::AcqRel).max(current);
+        (current, peak, total)
     }
 
     /// Starts a new window: the peak from the live value, the total from zero.
@@ -192,5 +203,37 @@ mod tests {
         assert_eq!(t.read(), (16, 16, 64));
         t.sub(16);
         assert_eq!(t.read(), (0, 16, 64));
+    }
+
+    /// An allocation's bytes are visible to a reader before its own peak update
+    /// lands (modelled by counting them without `add`): once a snapshot has shown
+    /// a live value, no later snapshot shows a peak below it, frees or not.
+    #[test]
+    fn a_peak_never_reads_below_a_live_value_already_seen() {
+        let t = Tally::default();
+        t.allocated.fetch_add(100, Ordering::AcqRel);
+        assert_eq!(t.read(), (100, 100, 100));
+        t.sub(100);
+        assert_eq!(t.read(), (0, 100, 100));
+    }
+
+    /// Lifetime counters wrap after 2^64 bytes: counting goes on (no overflow
+    /// panic in a debug build) and live values and totals stay right.
+    #[test]
+    fn lifetime_counters_wrap_without_losing_live_values() {
+        let start = usize::MAX - 10;
+        let t = Tally {
+            allocated: AtomicUsize::new(start),
+            freed: AtomicUsize::new(start),
+            window: AtomicUsize::new(start),
+            ..Tally::default()
+        };
+        t.add(100);
+        assert_eq!(t.read(), (100, 100, 100));
+        t.sub(40);
+        t.add(8);
+        assert_eq!(t.read(), (68, 100, 108));
+        t.sub(68);
+        assert_eq!(t.read(), (0, 100, 108));
     }
 }

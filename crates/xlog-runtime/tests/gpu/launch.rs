@@ -306,3 +306,43 @@ fn typed_launches_naming_shared_buffers_in_opposite_orders_never_deadlock() {
         }
     });
 }
+
+/// The range a typed launch zeroes must lie inside an argument whose own use
+/// writes: a read view of a buffer does not borrow the write access of another
+/// view of the same buffer (the uses merge into one read-write use of the buffer,
+/// but zeroing the read view would race with a reader of it). Refused before
+/// anything is queued; the write view itself is accepted.
+#[test]
+fn typed_launches_zero_only_ranges_they_write() {
+    use xlog_runtime::__private::{launch_typed, BufferUse};
+    use xlog_runtime::{Access, ReadBuffer, WriteBuffer};
+
+    let rt = rt();
+    let f = kernel(&rt, "empty3");
+    let s = rt.new_stream().unwrap();
+    let mut buf = rt.upload_on(&s, &[7u32; 64]).unwrap();
+    let (read_half, mut write_half) = buf.slice_mut(..).split_at_mut(32);
+    let read = ReadBuffer::<u32>::arg(&read_half);
+    let write = WriteBuffer::<u32>::arg_mut(&mut write_half);
+    let (p0, p1, p2, n) = (read.ptr(), write.ptr(), 0u64, 0u64);
+    let mut params = [param(&p0), param(&p1), param(&p2), param(&n)];
+    for (zero, refused) in [((read.ptr(), read.bytes()), true), ((write.ptr(), write.bytes()), false)] {
+        let mut uses = [
+            BufferUse::new(read, Access::Read),
+            BufferUse::new(write, Access::Write),
+        ];
+        // SAFETY: empty3(u64, u64, u64, u64) touches nothing.
+        let r = unsafe {
+            launch_typed(&s, &f, LaunchConfig::for_len(1), &mut params, &[zero], &mut uses)
+        };
+        match r {
+            Err(xlog_runtime::Error::InvalidArgument { reason, .. }) if refused => {
+                assert!(reason.contains("writes"), "{reason}")
+            }
+            Ok(_) if !refused => {}
+            other => panic!("zeroing {zero:?} (refused: {refused}) gave {other:?}"),
+        }
+    }
+    s.synchronize().unwrap();
+    assert_eq!(buf.download(&s).unwrap(), [[7u32; 32], [0u32; 32]].concat());
+}
