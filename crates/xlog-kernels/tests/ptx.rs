@@ -365,6 +365,22 @@ fn every_shared_memory_access_is_a_32_bit_word() {
         wide.is_empty(),
         "shared-memory accesses wider than one 32-bit word: {wide:#?}"
     );
+    // And strong: a weak `ld.shared` / `st.shared` racing another thread's access
+    // is a data race in PTX's model, whatever its width.
+    let weak: Vec<_> = accesses.iter().filter(|(_, i)| !is_strong(i)).collect();
+    assert!(weak.is_empty(), "weak shared-memory accesses: {weak:#?}");
+}
+
+/// Whether a memory instruction is a strong (atomic) operation in PTX's memory
+/// model: `atom` / `red`, or an `ld` / `st` with `.relaxed`, `.acquire`,
+/// `.release` or `.volatile`.
+fn is_strong(instruction: &str) -> bool {
+    let opcode = instruction.split_whitespace().next().unwrap_or("");
+    opcode.starts_with("atom.")
+        || opcode.starts_with("red.")
+        || [".relaxed.", ".acquire.", ".release.", ".volatile."]
+            .iter()
+            .any(|q| opcode.contains(q))
 }
 
 #[test]
@@ -400,6 +416,12 @@ fn the_shared_access_check_catches_a_64_bit_access() {
         found.iter().map(|i| is_one_word(i)).collect::<Vec<_>>(),
         [true, false, false]
     );
+    assert_eq!(
+        found.iter().map(|i| is_strong(i)).collect::<Vec<_>>(),
+        [true, true, false]
+    );
+    assert!(is_strong("ld.relaxed.cta.shared.b32 %r1, [%r2]"));
+    assert!(is_strong("atom.relaxed.cta.shared.add.u32 %r1, [%r2], %r3"));
     assert!(accesses.iter().all(|(f, _)| f == "k"));
 }
 
