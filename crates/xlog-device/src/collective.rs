@@ -92,9 +92,9 @@ macro_rules! shfl {
                         // violation PTX leaves undefined (module docs). No memory is
                         // touched.
                         unsafe {
-                            warp_asm!(mask;
-                                concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {l}, ", $clamp, ", "), ";";
-                                r = out(reg32) r, v = in(reg32) x, l = in(reg32) lane_arg,
+                            core::arch::asm!(
+                                concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {l}, ", $clamp, ", {m};"),
+                                r = out(reg32) r, v = in(reg32) x, l = in(reg32) lane_arg, m = in(reg32) mask,
                                 options(nomem, nostack)
                             )
                         };
@@ -129,9 +129,9 @@ fn ballot(mask: u32, pred: bool) -> u32 {
             let r: u32;
             // SAFETY: as in the shuffles: `mask` includes the calling lane.
             unsafe {
-                warp_asm!(mask;
-                    "{{ .reg .pred %p; setp.ne.u32 %p, {v}, 0; vote.sync.ballot.b32 {r}, %p, ", "; }}";
-                    v = in(reg32) pred as u32, r = out(reg32) r,
+                core::arch::asm!(
+                    "{{ .reg .pred %p; setp.ne.u32 %p, {v}, 0; vote.sync.ballot.b32 {r}, %p, {m}; }}",
+                    v = in(reg32) pred as u32, m = in(reg32) mask, r = out(reg32) r,
                     options(nomem, nostack)
                 )
             };

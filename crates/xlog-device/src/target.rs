@@ -23,22 +23,3 @@ macro_rules! device_or_sim {
         $sim
     };
 }
-
-/// `warp_asm!(mask; "prefix", "suffix"; operands..)`: inline PTX for a warp
-/// instruction whose member mask sits between `prefix` and `suffix`. When `mask` is
-/// the whole warp the mask is the immediate `0xffffffff`; otherwise it is the
-/// register operand `m`. ptxas compiles a register mask it cannot prove uniform
-/// into a `WARPSYNC.COLLECTIVE` loop around the instruction (about six
-/// instructions for one), and an immediate full mask into the plain instruction,
-/// so full warps, every warp of the usual block shapes, take the short form.
-#[cfg(target_arch = "nvptx64")]
-macro_rules! warp_asm {
-    ($mask:expr; $prefix:expr, $suffix:expr; $($operands:tt)*) => {{
-        let mask: u32 = $mask;
-        if mask == u32::MAX {
-            core::arch::asm!(concat!($prefix, "0xffffffff", $suffix), $($operands)*)
-        } else {
-            core::arch::asm!(concat!($prefix, "{m}", $suffix), m = in(reg32) mask, $($operands)*)
-        }
-    }};
-}

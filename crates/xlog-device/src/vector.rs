@@ -8,7 +8,7 @@
 //! [`view::read_chunk`](crate::view::read_chunk) for their reads.
 //!
 //! The vector types are the arrays [`Vector`] is implemented for: `[T; 4]` and
-//! `[T; 2]` of 32-bit `T`, `[T; 2]` of 64-bit `T`, and `[u8; 16]`. A vector access needs an address
+//! `[T; 2]` of 32-bit `T`, `[T; 2]` of 64-bit `T`. A vector access needs an address
 //! aligned to the vector's size; views of a buffer at an element offset may not be,
 //! so every access checks the address and falls back to element accesses (a
 //! launch-uniform branch for a view's chunk-aligned addresses).
@@ -122,56 +122,9 @@ vector! {
     i64, 2, 16, reg64, u64, |v| v as u64, |b| b as i64;
 }
 
-impl sealed::Sealed for [u8; 16] {}
-/// Sixteen bytes (flags, small keys) move as one 128-bit access of four words.
-impl Vector for [u8; 16] {
-    #[inline(always)]
-    unsafe fn __load(p: *const Self) -> Self {
-        #[cfg(target_arch = "nvptx64")]
-        if (p as usize) % 16 == 0 {
-            // SAFETY: the caller's obligations; the 16 bytes at an address aligned to
-            // 16 are four aligned words.
-            let w = unsafe { <[u32; 4]>::__load(p.cast::<[u32; 4]>()) };
-            let mut r = [0u8; 16];
-            for (q, word) in w.iter().enumerate() {
-                r[4 * q..4 * q + 4].copy_from_slice(&word.to_le_bytes());
-            }
-            return r;
-        }
-        // SAFETY: the caller's obligations (bytes need no alignment).
-        unsafe { p.read() }
-    }
-    #[inline(always)]
-    unsafe fn __store(p: *mut Self, v: Self) {
-        #[cfg(target_arch = "nvptx64")]
-        if (p as usize) % 16 == 0 {
-            let w: [u32; 4] =
-                core::array::from_fn(|q| u32::from_le_bytes([v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]]));
-            // SAFETY: as in `__load`.
-            unsafe { <[u32; 4]>::__store(p.cast::<[u32; 4]>(), w) };
-            return;
-        }
-        // SAFETY: the caller's obligations (bytes need no alignment).
-        unsafe { p.write(v) }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn byte_vectors_round_trip() {
-        let mut buf = [0u8; 40];
-        let v: [u8; 16] = core::array::from_fn(|j| j as u8 * 3 + 1);
-        // SAFETY: in bounds of `buf`, single-threaded.
-        unsafe {
-            <[u8; 16]>::__store(buf.as_mut_ptr().add(3).cast(), v);
-            assert_eq!(<[u8; 16]>::__load(buf.as_ptr().add(3).cast()), v);
-        }
-        assert_eq!(&buf[3..19], &v);
-        assert_eq!(buf[19], 0);
-    }
 
     #[test]
     fn aligned_and_unaligned_round_trips() {

@@ -102,9 +102,9 @@ macro_rules! shuffle_fn {
                         // SAFETY: the caller upholds the module's obligations 1 and 2;
                         // no memory is accessed.
                         unsafe {
-                            warp_asm!(mask;
-                                concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {l}, ", $clamp, ", "), ";";
-                                r = out(reg32) r, v = in(reg32) v, l = in(reg32) $lane,
+                            asm!(
+                                concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {l}, ", $clamp, ", {m};"),
+                                r = out(reg32) r, v = in(reg32) v, l = in(reg32) $lane, m = in(reg32) mask,
                                 options(nomem, nostack)
                             )
                         };
@@ -163,9 +163,9 @@ macro_rules! vote_pred {
                     // SAFETY: the caller upholds the module's obligations; no memory is
                     // accessed and the predicate registers are scoped to the block.
                     unsafe {
-                        warp_asm!(mask;
-                            concat!("{{ .reg .pred %p, %q; setp.ne.u32 %p, {v}, 0; vote.sync.", $op, ".pred %q, %p, "), "; selp.u32 {r}, 1, 0, %q; }}";
-                            v = in(reg32) pred as u32, r = out(reg32) r,
+                        asm!(
+                            concat!("{{ .reg .pred %p, %q; setp.ne.u32 %p, {v}, 0; vote.sync.", $op, ".pred %q, %p, {m}; selp.u32 {r}, 1, 0, %q; }}"),
+                            v = in(reg32) pred as u32, m = in(reg32) mask, r = out(reg32) r,
                             options(nomem, nostack)
                         )
                     };
@@ -204,9 +204,9 @@ pub unsafe fn ballot(mask: u32, pred: bool) -> u32 {
             let r: u32;
             // SAFETY: the caller upholds the module's obligations; no memory is accessed.
             unsafe {
-                warp_asm!(mask;
-                    "{{ .reg .pred %p; setp.ne.u32 %p, {v}, 0; vote.sync.ballot.b32 {r}, %p, ", "; }}";
-                    v = in(reg32) pred as u32, r = out(reg32) r,
+                asm!(
+                    "{{ .reg .pred %p; setp.ne.u32 %p, {v}, 0; vote.sync.ballot.b32 {r}, %p, {m}; }}",
+                    v = in(reg32) pred as u32, m = in(reg32) mask, r = out(reg32) r,
                     options(nomem, nostack)
                 )
             };
@@ -244,7 +244,7 @@ pub unsafe fn sync_warp(mask: u32) {
         device: {
             // SAFETY: the caller upholds the module's obligations. No `nomem`: this is a
             // memory barrier for the compiler as well.
-            unsafe { warp_asm!(mask; "bar.warp.sync ", ";"; options(nostack)) }
+            unsafe { asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack)) }
         },
         sim: { crate::sim::warp_exchange("warp::sync_warp", crate::sim::WarpOp::Sync, mask, 0, 0); }
     )
@@ -265,8 +265,8 @@ macro_rules! redux {
                     // SAFETY: the caller upholds the module's obligations; no memory is
                     // accessed. `redux.sync` needs sm_80, the minimum xlog targets.
                     unsafe {
-                        warp_asm!(mask; concat!("redux.sync.", $op, " {r}, {v}, "), ";";
-                            r = out(reg32) r, v = in(reg32) value, options(nomem, nostack))
+                        asm!(concat!("redux.sync.", $op, " {r}, {v}, {m};"),
+                            r = out(reg32) r, v = in(reg32) value, m = in(reg32) mask, options(nomem, nostack))
                     };
                     r
                 },

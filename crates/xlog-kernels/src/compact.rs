@@ -52,8 +52,7 @@ pub const ITEMS: usize = 16;
 ///
 /// The body of every compaction kernel; every thread of the block must call it (it
 /// holds block collectives). `status` needs `lookback::status_words(⌈len /
-/// (blockDim.x · ITEMS)⌉)` words. [`compact_chunks`] is the same with the
-/// decisions made a chunk at a time.
+/// (blockDim.x · ITEMS)⌉)` words.
 #[inline(always)]
 pub fn compact_tiles(
     len: usize,
@@ -62,54 +61,19 @@ pub fn compact_tiles(
     keep: impl Fn(usize) -> bool,
     mut emit: impl FnMut(usize, usize, bool),
 ) {
-    compact_chunks(
-        len,
-        status,
-        count,
-        |start| {
-            let mut mask = 0u32;
-            for j in 0..ITEMS {
-                let i = start + j;
-                if i < len && keep(i) {
-                    mask |= 1 << j;
-                }
-            }
-            (mask, ())
-        },
-        |i, _, rank, kept, _| emit(i, rank, kept),
-    );
-}
-
-/// [`compact_tiles`] with the decisions made a chunk at a time: `load(start)`
-/// returns the keep mask of elements `start..start + ITEMS` (bit `j` for element
-/// `start + j`; bits at or past `len` are ignored) and what `emit` needs of them
-/// (for example their values, read as vectors), and
-/// `emit(i, j, rank, kept, &loaded)` is called for each element `i = start + j`.
-/// The loads are issued before the block's scan and the look-back, so their
-/// latency overlaps the wait for earlier tiles.
-#[inline(always)]
-pub fn compact_chunks<C>(
-    len: usize,
-    status: &mut LookBack<'_>,
-    count: &AtomicView<'_, u64>,
-    load: impl Fn(usize) -> (u32, C),
-    mut emit: impl FnMut(usize, usize, usize, bool, &C),
-) {
     let tiles = status.tiles();
-    let valid = |start: usize| -> u32 {
-        match len.saturating_sub(start) {
-            0 => 0,
-            n if n >= ITEMS => u32::MAX >> (32 - ITEMS),
-            n => (1u32 << n) - 1,
-        }
-    };
     while let Some(tile) = status.next_tile() {
         let k = tile.index();
         // Outputs go through atomic views at computed ranks, so no chunk witness
-        // is needed; the inputs are read while the ticket's check is in flight.
+        // is needed; the flags are read while the ticket's check is in flight.
         let start = tile.chunk_index().saturating_mul(ITEMS);
-        let (mask, loaded) = load(start);
-        let mask = mask & valid(start);
+        let mut mask = 0u32;
+        for j in 0..ITEMS {
+            let i = start + j;
+            if i < len && keep(i) {
+                mask |= 1 << j;
+            }
+        }
         // A tile keeps at most `blockDim.x · ITEMS` elements: a `u32` count.
         let mine = mask.count_ones();
         let (before, total) = collective::block_exclusive_scan(mine, 0, u32::wrapping_add);
@@ -122,28 +86,16 @@ pub fn compact_chunks<C>(
                 break;
             }
             if mask & (1 << j) != 0 {
-                emit(i, j, kept, true, &loaded);
+                emit(i, kept, true);
                 kept += 1;
             } else {
-                emit(i, j, i - kept, false, &loaded);
+                emit(i, i - kept, false);
             }
         }
         if k + 1 == tiles && thread::thread_idx().x == 0 && !count.is_empty() {
             count.store(0, prefix + total);
         }
     }
-}
-
-/// The keep mask of the [`ITEMS`] flags from `start` (0 past the end): one
-/// 16-byte load when they are whole and aligned.
-#[inline(always)]
-fn flag_mask(flags: &[u8], start: usize) -> u32 {
-    let f: [u8; ITEMS] = xlog::device::lookback::load_chunk(flags, start / ITEMS, 0);
-    let mut mask = 0u32;
-    for (j, &b) in f.iter().enumerate() {
-        mask |= ((b != 0) as u32) << j;
-    }
-    mask
 }
 
 /// `count[0] += ` the number of non-zero bytes of `flags`: a grid-stride count, a
@@ -171,24 +123,15 @@ pub fn run_lengths(starts: &[u64], counts: &mut [u64]) {
 }
 
 macro_rules! compaction {
-    ($($t:ty, $v:tt, $mb:tt: $select:ident, $partition:ident, $unique:ident, $heads:ident;)*) => {$(
+    ($($t:ty: $select:ident, $partition:ident, $unique:ident, $heads:ident;)*) => {$(
         #[doc = concat!("Copies the `", stringify!($t), "`s of `x` whose flag is non-zero to the front of `out`, in order, and their number to `count[0]`. The kernel of [`select_flagged`].")]
-        #[xlog_kernel(read(x, flags), atomic(out, count), lookback(status), block = 256, min_blocks = $mb)]
+        #[xlog_kernel(read(x, flags), atomic(out, count), lookback(status), block = 256, min_blocks = 4)]
         pub fn $select(x: &[$t], flags: &[u8], out: &mut [$t], count: &mut [u64], status: &mut [u64]) {
-            compact_chunks(
-                x.len(),
-                status,
-                count,
-                |start| {
-                    let v: [$t; ITEMS] = xlog::device::lookback::load_chunk_by::<$t, ITEMS, $v>(x, start / ITEMS, <$t>::default());
-                    (flag_mask(flags, start), v)
-                },
-                |_, j, rank, kept, v| {
-                    if kept {
-                        out.store(rank, v[j]);
-                    }
-                },
-            );
+            compact_tiles(x.len(), status, count, |i| flags[i] != 0, |i, rank, kept| {
+                if kept {
+                    out.store(rank, x[i]);
+                }
+            });
         }
 
         #[doc = concat!("Stable partition of `", stringify!($t), "`s by flag: kept ones at the front in order, rejected ones after them in order; `kept[0]` is the number of non-zero flags. The kernel of [`partition_flagged`].")]
@@ -249,12 +192,12 @@ macro_rules! compaction {
 }
 
 compaction! {
-    u32, 4, 3: select_flagged_u32, partition_flagged_u32, unique_u32, count_runs_u32;
-    i32, 4, 3: select_flagged_i32, partition_flagged_i32, unique_i32, count_runs_i32;
-    u64, 2, 2: select_flagged_u64, partition_flagged_u64, unique_u64, count_runs_u64;
-    i64, 2, 2: select_flagged_i64, partition_flagged_i64, unique_i64, count_runs_i64;
-    f32, 4, 3: select_flagged_f32, partition_flagged_f32, unique_f32, count_runs_f32;
-    f64, 2, 2: select_flagged_f64, partition_flagged_f64, unique_f64, count_runs_f64;
+    u32: select_flagged_u32, partition_flagged_u32, unique_u32, count_runs_u32;
+    i32: select_flagged_i32, partition_flagged_i32, unique_i32, count_runs_i32;
+    u64: select_flagged_u64, partition_flagged_u64, unique_u64, count_runs_u64;
+    i64: select_flagged_i64, partition_flagged_i64, unique_i64, count_runs_i64;
+    f32: select_flagged_f32, partition_flagged_f32, unique_f32, count_runs_f32;
+    f64: select_flagged_f64, partition_flagged_f64, unique_f64, count_runs_f64;
 }
 
 #[cfg(not(target_arch = "nvptx64"))]

@@ -42,7 +42,7 @@ use xlog::device::warp::Shuffle;
 use xlog::prelude::*;
 
 /// Threads per block of every scan kernel.
-pub const BLOCK: u32 = 128;
+pub const BLOCK: u32 = 256;
 /// Elements per thread of a 32-bit scan (four 16-byte vectors).
 pub const ITEMS_32: usize = 16;
 /// Elements per thread of a 64-bit scan (four 16-byte vectors).
@@ -94,13 +94,13 @@ pub fn scan_tiles<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: b
 macro_rules! sums {
     ($($t:ty, $k:tt, $v:tt, $mb:tt, $incl:ident, $excl:ident, $zero:expr, $add:expr;)*) => {$(
         #[doc = concat!("`out[i] = x[0] + … + x[i]` over `", stringify!($t), "`s, in one pass: the kernel of [`inclusive_sum`].")]
-        #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 128, min_blocks = $mb)]
+        #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 256, min_blocks = $mb)]
         pub fn $incl(x: &[$t], out: &mut [$t], status: &mut [u64]) {
             scan_tiles::<$t, $k, $v, true>(x, out, status, $zero, $add);
         }
 
         #[doc = concat!("`out[i] = x[0] + … + x[i-1]` over `", stringify!($t), "`s, in one pass: the kernel of [`exclusive_sum`].")]
-        #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 128, min_blocks = $mb)]
+        #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 256, min_blocks = $mb)]
         pub fn $excl(x: &[$t], out: &mut [$t], status: &mut [u64]) {
             scan_tiles::<$t, $k, $v, false>(x, out, status, $zero, $add);
         }
@@ -108,24 +108,24 @@ macro_rules! sums {
 }
 
 sums! {
-    u32, 16, 4, 6, scan_inclusive_sum_u32, scan_exclusive_sum_u32, 0, u32::wrapping_add;
-    i32, 16, 4, 6, scan_inclusive_sum_i32, scan_exclusive_sum_i32, 0, i32::wrapping_add;
-    f32, 16, 4, 6, scan_inclusive_sum_f32, scan_exclusive_sum_f32, 0.0, |a: f32, b: f32| a + b;
-    u64, 8, 2, 4, scan_inclusive_sum_u64, scan_exclusive_sum_u64, 0, u64::wrapping_add;
-    i64, 8, 2, 4, scan_inclusive_sum_i64, scan_exclusive_sum_i64, 0, i64::wrapping_add;
-    f64, 8, 2, 4, scan_inclusive_sum_f64, scan_exclusive_sum_f64, 0.0, |a: f64, b: f64| a + b;
+    u32, 16, 4, 3, scan_inclusive_sum_u32, scan_exclusive_sum_u32, 0, u32::wrapping_add;
+    i32, 16, 4, 3, scan_inclusive_sum_i32, scan_exclusive_sum_i32, 0, i32::wrapping_add;
+    f32, 16, 4, 3, scan_inclusive_sum_f32, scan_exclusive_sum_f32, 0.0, |a: f32, b: f32| a + b;
+    u64, 8, 2, 2, scan_inclusive_sum_u64, scan_exclusive_sum_u64, 0, u64::wrapping_add;
+    i64, 8, 2, 2, scan_inclusive_sum_i64, scan_exclusive_sum_i64, 0, i64::wrapping_add;
+    f64, 8, 2, 2, scan_inclusive_sum_f64, scan_exclusive_sum_f64, 0.0, |a: f64, b: f64| a + b;
 }
 
 /// `out[i]` = the last non-zero element of `x[0..=i]` (0 if none): a scan under an
 /// associative, non-commutative operator of the kind a user writes, so the GPU
 /// suite sees elements combined in order.
-#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 128, min_blocks = 6)]
+#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 3)]
 pub fn scan_last_nonzero_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
     scan_tiles::<u32, 16, 4, true>(x, out, status, 0, |a, b| if b == 0 { a } else { b });
 }
 
 /// `out[i] = max(x[0], …, x[i])` over `u32`s: the kernel of [`InclusiveMaxU32`].
-#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 128, min_blocks = 6)]
+#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 3)]
 pub fn scan_inclusive_max_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
     scan_tiles::<u32, 16, 4, true>(x, out, status, 0, u32::max);
 }
