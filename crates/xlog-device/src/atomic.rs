@@ -115,8 +115,22 @@ mod gpu_scope {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     use core::sync::atomic::Ordering::Relaxed;
-    width!(w32, u32, AtomicU32, reg32, "ld.relaxed.gpu.b32 {r}, [{p}];", "st.relaxed.gpu.b32 [{p}], {v};");
-    width!(w64, u64, AtomicU64, reg64, "ld.relaxed.gpu.b64 {r}, [{p}];", "st.relaxed.gpu.b64 [{p}], {v};");
+    width!(
+        w32,
+        u32,
+        AtomicU32,
+        reg32,
+        "ld.relaxed.gpu.b32 {r}, [{p}];",
+        "st.relaxed.gpu.b32 [{p}], {v};"
+    );
+    width!(
+        w64,
+        u64,
+        AtomicU64,
+        reg64,
+        "ld.relaxed.gpu.b64 {r}, [{p}];",
+        "st.relaxed.gpu.b64 [{p}], {v};"
+    );
 }
 
 macro_rules! atomic_int {

@@ -56,7 +56,10 @@ impl Tally {
     /// Counts an allocation of `n`.
     fn add(&self, n: usize) {
         // Frees on other threads after the add may be counted: never below zero.
-        let allocated = self.allocated.fetch_add(n, Ordering::AcqRel).wrapping_add(n);
+        let allocated = self
+            .allocated
+            .fetch_add(n, Ordering::AcqRel)
+            .wrapping_add(n);
         let now = Self::live(allocated, self.freed.load(Ordering::Acquire));
         // Peaks rarely move in steady state: a load avoids a read-modify-write.
         if now > self.peak.load(Ordering::Relaxed) {

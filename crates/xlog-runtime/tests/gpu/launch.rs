@@ -326,14 +326,24 @@ fn typed_launches_zero_only_ranges_they_write() {
     let write = WriteBuffer::<u32>::arg_mut(&mut write_half);
     let (p0, p1, p2, n) = (read.ptr(), write.ptr(), 0u64, 0u64);
     let mut params = [param(&p0), param(&p1), param(&p2), param(&n)];
-    for (zero, refused) in [((read.ptr(), read.bytes()), true), ((write.ptr(), write.bytes()), false)] {
+    for (zero, refused) in [
+        ((read.ptr(), read.bytes()), true),
+        ((write.ptr(), write.bytes()), false),
+    ] {
         let mut uses = [
             BufferUse::new(read, Access::Read),
             BufferUse::new(write, Access::Write),
         ];
         // SAFETY: empty3(u64, u64, u64, u64) touches nothing.
         let r = unsafe {
-            launch_typed(&s, &f, LaunchConfig::for_len(1), &mut params, &[zero], &mut uses)
+            launch_typed(
+                &s,
+                &f,
+                LaunchConfig::for_len(1),
+                &mut params,
+                &[zero],
+                &mut uses,
+            )
         };
         match r {
             Err(xlog_runtime::Error::InvalidArgument { reason, .. }) if refused => {
