@@ -1,24 +1,27 @@
 //! Atomic read-modify-write operations on device memory (global or shared).
 //!
 //! The equivalents of CUDA's `atomicAdd`, `atomicMin`, `atomicMax`, `atomicExch` and
-//! `atomicCAS`: relaxed ordering, device (GPU) scope, on 32- and 64-bit integers;
+//! `atomicCAS`: relaxed ordering, at least device (GPU) scope, on 32- and 64-bit integers;
 //! `fetch_add` and `swap` also on `f32` and `f64`
 //! ([PTX `atom`](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-atom)).
 //! Pointers may be generic addresses of global or shared memory. Combine with
 //! [`crate::barrier`] fences when other memory must be ordered around them.
 //!
-//! Integer operations go through `core::sync::atomic` (which LLVM lowers to `atom`,
-//! and which are the host's atomics in the simulator); float addition uses
-//! `atom.add.f32` / `atom.add.f64` directly, and a compare-and-swap loop in the
-//! simulator.
+//! Loads and stores are `ld` / `st` `.relaxed.gpu` (inline PTX). Integer
+//! read-modify-writes go through `core::sync::atomic`, which LLVM lowers to `atom`
+//! (GPU scope; compare-exchange to `atom.relaxed.sys.cas`, system scope, with the
+//! pinned toolchain; a later LLVM may widen more of them, which stays sound); on
+//! the host they are the simulator's atomics. Float addition uses `atom.add.f32` /
+//! `atom.add.f64` directly, and a compare-and-swap loop in the simulator.
 //!
 //! # Safety (all functions)
 //!
 //! 1. `ptr` is non-null, aligned for `T`, and points to device memory valid for
 //!    reads and writes for the duration of the call;
 //! 2. every concurrent access to `*ptr` is atomic and made by a thread of the same
-//!    GPU (this kernel or another): the operations are GPU-scoped, so the host or
-//!    a peer device touching the word while a kernel runs would race with them.
+//!    GPU (this kernel or another): loads, stores and most read-modify-writes are
+//!    GPU-scoped, so the host or a peer device touching the word while a kernel
+//!    runs would race with them.
 
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -67,8 +70,8 @@ pub trait AtomicInt: AtomicAdd {
 
 /// Relaxed loads and stores at GPU scope. `core::sync::atomic` lowers them to
 /// PTX's *system* scope (`ld.relaxed.sys`), which also orders against the host and
-/// peer devices; the read-modify-write operations above are GPU-scoped already
-/// (`atom` without a scope), and so are these: every access a kernel's atomics can
+/// peer devices; the read-modify-write operations are GPU-scoped (`atom` without a
+/// scope) or wider, and these are GPU-scoped too: every access a kernel's atomics can
 /// meet comes from the same GPU (the runtime fences other streams' work, and no
 /// safe path maps device buffers into the host), so the accesses stay morally
 /// strong and race-free. On the host (the simulator) they are `core::sync::atomic`.

@@ -753,13 +753,15 @@ impl<T: Shuffle, P, L: Layout> core::fmt::Debug for Tile<T, P, L> {
 ///
 /// # Safety
 ///
-/// 1. `p` is valid for reads and writes of `T` and aligned to 4 bytes;
-/// 2. every concurrent access to the bytes of `*p` is a 4-byte atomic on a word
+/// 1. On the device, `p` is a generic address of the calling block's shared
+///    memory (it is converted to a `.shared` address); on the host, any pointer;
+/// 2. `p` is valid for reads and writes of `T` and aligned to 4 bytes;
+/// 3. every concurrent access to the bytes of `*p` is a 4-byte atomic on a word
 ///    that `p` is split into.
 #[inline(always)]
 pub(crate) unsafe fn load_word<T: Shuffle>(p: *mut T) -> T {
     let words = p.cast::<u32>();
-    // SAFETY: obligations 1 and 2; the first word of `T` is 4 bytes, aligned to 4.
+    // SAFETY: obligations 1 to 3; the first word of `T` is 4 bytes, aligned to 4.
     let lo = unsafe { word::load(words) };
     let hi = if T::__WIDE {
         // SAFETY: as above; `T` is 8 bytes, so the second word is inside it.
@@ -780,7 +782,7 @@ pub(crate) unsafe fn load_word<T: Shuffle>(p: *mut T) -> T {
 pub(crate) unsafe fn store_word<T: Shuffle>(p: *mut T, v: T) {
     let (lo, hi) = v.__to_bits();
     let words = p.cast::<u32>();
-    // SAFETY: obligations 1 and 2; the first word of `T` is 4 bytes, aligned to 4.
+    // SAFETY: obligations 1 to 3; the first word of `T` is 4 bytes, aligned to 4.
     unsafe { word::store(words, lo) };
     if T::__WIDE {
         // SAFETY: as above; `T` is 8 bytes, so the second word is inside it.
@@ -807,8 +809,12 @@ pub(crate) unsafe fn fetch_add_word(p: *mut u32, v: u32) -> u32 {
 /// reach a block's shared memory belongs to that block, so CTA scope makes any two
 /// of these accesses to one word *morally strong* in PTX's memory model: they never
 /// race, as with the wider scopes `core::sync::atomic` would give, which lower to
-/// generic-address `.sys` accesses the hardware cannot treat as shared. On the host
+/// generic-address `.sys` accesses (`LD.E.STRONG.SYS`, not `LDS`). On the host
 /// (the simulator and unit tests) they are `core::sync::atomic` operations.
+///
+/// This rests on no launch using thread-block clusters: xlog sets no cluster
+/// dimensions and has no `mapa` / `.shared::cluster` access, so no other block can
+/// address these words. Adding either needs `.cluster` scope here.
 mod word {
     #[cfg(target_arch = "nvptx64")]
     mod device {

@@ -591,7 +591,9 @@ impl<T: DeviceCopy> ForeignBuffer<T> {
     ///
     /// # Safety
     /// 1. `ptr` addresses `len` elements of `T` on device `device`, valid for as
-    ///    long as this value lives.
+    ///    long as this value lives, which nothing but work on that device's
+    ///    streams accesses while work xlog queues on it runs (kernels' atomics are
+    ///    GPU-scoped: a host thread or peer device on the same memory would race).
     /// 2. Everything that produced the memory is ordered before work queued on
     ///    `ready_on` from now on.
     pub unsafe fn from_raw(ptr: u64, len: usize, device: u32, ready_on: &Stream) -> Self {

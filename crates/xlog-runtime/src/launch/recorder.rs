@@ -256,7 +256,8 @@ impl<'a> WorkRecorder<'a, Recording> {
     /// # Safety
     /// 1. Every foreign buffer recorded is ordered before this work on the launch
     ///    stream by the caller (an event wait or a synchronisation), and nothing
-    ///    touches it on another stream while the work runs.
+    ///    else (another stream, the host, another device) touches it while the
+    ///    work runs.
     pub unsafe fn skip_untracked(mut self) -> Self {
         self.skip_untracked = true;
         if matches!(self.error.as_deref(), Some(Error::Untracked { .. })) {

@@ -27,40 +27,35 @@ pub struct AllocStats {
     pub total_count: usize,
 }
 
-/// One statistic (bytes or blocks): lifetime totals moved by every allocation
-/// (`allocated`) and every free (`freed`), one read-modify-write each, the live
-/// value being their difference; the window's peak and start move only at a new
-/// peak or a reset.
+/// One statistic (bytes or blocks): the live value (`live`, one read-modify-write
+/// per allocation and per free, so every value it holds was really live) and the
+/// lifetime total of allocations (`allocated`); the window's peak and start move
+/// only at a new peak or a reset. Counters wrap rather than overflow.
 #[derive(Debug, Default)]
 struct Tally {
+    live: AtomicUsize,
     allocated: AtomicUsize,
-    freed: AtomicUsize,
     peak: AtomicUsize,
     /// `allocated` when the window started.
     window: AtomicUsize,
 }
 
 impl Tally {
-    /// `allocated - freed` of two lifetime counters, which wrap: a difference past
-    /// `isize::MAX` is a free counted before its allocation was seen (a transient
-    /// of concurrent updates), read as zero.
-    fn live(allocated: usize, freed: usize) -> usize {
-        let d = allocated.wrapping_sub(freed);
-        if d > isize::MAX as usize {
+    /// A live value as counted: a free counted before its allocation was seen
+    /// (another thread's, a transient of concurrent updates) reads as zero rather
+    /// than as a wrapped, enormous value.
+    fn floor(v: usize) -> usize {
+        if v > isize::MAX as usize {
             0
         } else {
-            d
+            v
         }
     }
 
     /// Counts an allocation of `n`.
     fn add(&self, n: usize) {
-        // Frees on other threads after the add may be counted: never below zero.
-        let allocated = self
-            .allocated
-            .fetch_add(n, Ordering::AcqRel)
-            .wrapping_add(n);
-        let now = Self::live(allocated, self.freed.load(Ordering::Acquire));
+        self.allocated.fetch_add(n, Ordering::AcqRel);
+        let now = Self::floor(self.live.fetch_add(n, Ordering::AcqRel).wrapping_add(n));
         // Peaks rarely move in steady state: a load avoids a read-modify-write.
         if now > self.peak.load(Ordering::Relaxed) {
             self.peak.fetch_max(now, Ordering::AcqRel);
@@ -69,25 +64,24 @@ impl Tally {
 
     /// Counts a free of `n`.
     fn sub(&self, n: usize) {
-        self.freed.fetch_add(n, Ordering::AcqRel);
+        self.live.fetch_sub(n, Ordering::AcqRel);
     }
 
-    /// The live value. `freed` is read first: every free follows its allocation,
-    /// so it never exceeds the `allocated` read after it.
+    /// The live value.
     fn current(&self) -> usize {
-        let freed = self.freed.load(Ordering::Acquire);
-        Self::live(self.allocated.load(Ordering::Acquire), freed)
+        Self::floor(self.live.load(Ordering::Acquire))
     }
 
     /// `(current, peak, total)` of the window. The live value read here raises the
-    /// peak too, so no later read shows a peak below a value a reader has seen
-    /// (an allocation's own peak update may land after a reader sees its bytes).
+    /// peak too (it was really live: one counter holds it), so no later read shows
+    /// a peak below a value a reader has seen (an allocation's own peak update may
+    /// land after a reader sees its bytes). The window start is read before the
+    /// total it is subtracted from, so a concurrent reset cannot make the
+    /// difference wrap.
     fn read(&self) -> (usize, usize, usize) {
+        let window = self.window.load(Ordering::Acquire);
+        let total = self.allocated.load(Ordering::Acquire).wrapping_sub(window);
         let current = self.current();
-        let total = self
-            .allocated
-            .load(Ordering::Acquire)
-            .wrapping_sub(self.window.load(Ordering::Acquire));
         let peak = self.peak.fetch_max(current, Ordering::AcqRel).max(current);
         (current, peak, total)
     }
@@ -190,17 +184,14 @@ mod tests {
     use super::*;
 
     /// Another thread's free of a block allocated after this thread's add can be
-    /// counted before this thread reads `freed`: the live value must floor at zero
-    /// instead of wrapping into a bogus peak.
+    /// counted before this thread's add: the live value floors at zero instead of
+    /// wrapping into a bogus peak.
     #[test]
     fn frees_counted_ahead_of_their_allocations_never_wrap() {
-        let t = Tally {
-            allocated: AtomicUsize::new(100),
-            freed: AtomicUsize::new(164),
-            ..Tally::default()
-        };
+        let t = Tally::default();
+        t.sub(64);
         t.add(16);
-        assert_eq!(t.read(), (0, 0, 116));
+        assert_eq!(t.read(), (0, 0, 16));
         t.reset();
         t.add(64);
         assert_eq!(t.read(), (16, 16, 64));
@@ -215,6 +206,7 @@ mod tests {
     fn a_peak_never_reads_below_a_live_value_already_seen() {
         let t = Tally::default();
         t.allocated.fetch_add(100, Ordering::AcqRel);
+        t.live.fetch_add(100, Ordering::AcqRel);
         assert_eq!(t.read(), (100, 100, 100));
         t.sub(100);
         assert_eq!(t.read(), (0, 100, 100));
@@ -227,7 +219,6 @@ mod tests {
         let start = usize::MAX - 10;
         let t = Tally {
             allocated: AtomicUsize::new(start),
-            freed: AtomicUsize::new(start),
             window: AtomicUsize::new(start),
             ..Tally::default()
         };
