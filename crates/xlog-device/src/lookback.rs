@@ -191,7 +191,7 @@ impl<'a> LookBack<'a> {
     #[track_caller]
     fn word(&self, i: usize) -> &AtomicU64 {
         if i >= self.len {
-            status_out_of_bounds(self.len, i);
+            crate::panic::cold::status_out_of_bounds(self.len, i);
         }
         // SAFETY: `i < len`: in bounds and aligned (obligation 1); every access to
         // the buffer during the launch is atomic (obligation 2 and this type's API).
@@ -204,7 +204,7 @@ impl<'a> LookBack<'a> {
     fn tile_word(&self, tile: usize, which: usize) -> &AtomicU64 {
         let tiles = self.tiles();
         if tile >= tiles {
-            status_out_of_bounds(tiles, tile);
+            crate::panic::cold::status_out_of_bounds(tiles, tile);
         }
         self.word(1 + which * tiles + tile)
     }
@@ -566,7 +566,7 @@ impl<'a> Ticket<'a> {
     fn check_owner(&self) {
         let block = crate::thread::block_idx().x as u64;
         if self.owner != block + 1 {
-            foreign_ticket(self.tile as u64, self.owner);
+            crate::panic::cold::foreign_ticket(self.tile as u64, self.owner);
         }
     }
 
@@ -675,27 +675,6 @@ impl<const K: usize> TileChunk<K> {
     pub fn start(self) -> usize {
         self.0.saturating_mul(K)
     }
-}
-
-#[cold]
-#[inline(never)]
-#[track_caller]
-fn status_out_of_bounds(len: usize, i: usize) -> ! {
-    panic!(
-        "look-back status index out of bounds: the len is {} but the index is {}",
-        len, i
-    )
-}
-
-#[cold]
-#[inline(never)]
-#[track_caller]
-fn foreign_ticket(k: u64, owner: u64) -> ! {
-    panic!(
-        "look-back ticket {} belongs to block {}, not to this one: call next_tile from every thread of the block",
-        k,
-        owner.wrapping_sub(1) as i64
-    )
 }
 
 #[inline(always)]

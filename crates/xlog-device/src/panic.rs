@@ -265,6 +265,60 @@ mod handler {
     }
 }
 
+/// The device library's failed checks, out of line: index bounds, look-back tickets
+/// and statuses, transposed witnesses. Each is `#[cold]`, never inlined and
+/// `#[track_caller]`, so a kernel's fast path carries one call and the message
+/// formatting (with whatever registers it spills) stays here; keeping them in this
+/// module names them as panic-path code, which xlog-build's spill check ignores.
+pub(crate) mod cold {
+    /// An index `index` at or past `len` (`what` names the indexed thing, with a
+    /// trailing space, or is empty).
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    pub(crate) fn out_of_bounds(what: &'static str, len: usize, index: usize) -> ! {
+        panic!(
+            "{}index out of bounds: the len is {} but the index is {}",
+            what, len, index
+        )
+    }
+
+    /// A look-back status word `i` at or past `len`.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    pub(crate) fn status_out_of_bounds(len: usize, i: usize) -> ! {
+        panic!(
+            "look-back status index out of bounds: the len is {} but the index is {}",
+            len, i
+        )
+    }
+
+    /// Look-back ticket `k` used by a block other than its owner (`owner` is the
+    /// owning block's index plus one).
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    pub(crate) fn foreign_ticket(k: u64, owner: u64) -> ! {
+        panic!(
+            "look-back ticket {} belongs to block {}, not to this one: call next_tile from every thread of the block",
+            k,
+            owner.wrapping_sub(1) as i64
+        )
+    }
+
+    /// A transposed witness `at` outside the `cols × rows` output.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    pub(crate) fn transposed_outside(rows: usize, cols: usize, at: (usize, usize)) -> ! {
+        panic!(
+            "transposed index ({}, {}) outside the {} × {} output",
+            at.0, at.1, cols, rows
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;

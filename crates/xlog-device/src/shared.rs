@@ -368,7 +368,7 @@ fn check_index(i: usize, len: usize) {
     debug_assert!(i < len);
     #[cfg(not(target_arch = "nvptx64"))]
     if i >= len {
-        crate::view::out_of_bounds("shared array ", len, i);
+        crate::panic::cold::out_of_bounds("shared array ", len, i);
     }
 }
 

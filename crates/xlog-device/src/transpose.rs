@@ -171,23 +171,13 @@ fn tile_of<const TILE: usize>(rows: usize, cols: usize, b: usize) -> Option<Tran
     })
 }
 
-#[cold]
-#[inline(never)]
-#[track_caller]
-fn outside(rows: usize, cols: usize, at: (usize, usize)) -> ! {
-    panic!(
-        "transposed index ({}, {}) outside the {} × {} output",
-        at.0, at.1, cols, rows
-    )
-}
-
 impl<T, const TILE: usize> TransposeOut<'_, T, TILE> {
     #[inline(always)]
     #[track_caller]
     fn at(&self, i: TransposedIndex<TILE>) -> *mut T {
         let cols = self.cols();
         if i.col >= self.rows || i.row >= cols {
-            outside(self.rows, cols, (i.row, i.col));
+            crate::panic::cold::transposed_outside(self.rows, cols, (i.row, i.col));
         }
         // SAFETY: `row < cols` and `col < rows`, so `row·rows + col < cols·rows <=
         // len`: inside the buffer (obligation 1).

@@ -154,16 +154,6 @@ impl WriteIndex<PerWarp> for WarpIndex {
     }
 }
 
-#[cold]
-#[inline(never)]
-#[track_caller]
-pub(crate) fn out_of_bounds(what: &'static str, len: usize, index: usize) -> ! {
-    panic!(
-        "{}index out of bounds: the len is {} but the index is {}",
-        what, len, index
-    )
-}
-
 /// The `Debug` output shared by the views and tiles over `len` elements at `ptr`:
 /// `Name { ptr: .., len: .. }`.
 pub(crate) fn debug_ptr_len<T>(
@@ -194,7 +184,7 @@ pub(crate) unsafe fn checked_element<T>(
     what: &'static str,
 ) -> *mut T {
     if i >= len {
-        out_of_bounds(what, len, i);
+        crate::panic::cold::out_of_bounds(what, len, i);
     }
     // SAFETY: `i < len`: inside the `len` elements at `ptr` (the caller's obligation).
     unsafe { ptr.add(i) }
@@ -327,7 +317,7 @@ macro_rules! write_view {
             pub fn chunk_mut(&mut self, c: ThreadIndex) -> &mut [T] {
                 let c = c.get();
                 if c >= self.chunk_count() {
-                    out_of_bounds("", self.chunk_count(), c);
+                    crate::panic::cold::out_of_bounds("", self.chunk_count(), c);
                 }
                 let start = c * K;
                 let n = core::cmp::min(K, self.len - start);
@@ -374,7 +364,7 @@ macro_rules! write_view {
                         // and `&mut self` excludes other references from this thread.
                         unsafe { <[T; K]>::__store(self.ptr.add(c * K).cast::<[T; K]>(), v) }
                     }
-                    _ => out_of_bounds("", self.len / K, c),
+                    _ => crate::panic::cold::out_of_bounds("", self.len / K, c),
                 }
             }
         }

@@ -422,6 +422,8 @@ fn the_shared_access_check_catches_a_64_bit_access() {
     );
     assert!(is_strong("ld.relaxed.cta.shared.b32 %r1, [%r2]"));
     assert!(is_strong("atom.relaxed.cta.shared.add.u32 %r1, [%r2], %r3"));
+    assert!(!is_strong("ld.shared.b32 %r1, [%r2]"));
+    assert!(!is_strong("st.weak.shared.b32 [%r2], %r1"));
     assert!(accesses.iter().all(|(f, _)| f == "k"));
 }
 
