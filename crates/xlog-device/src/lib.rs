@@ -43,7 +43,7 @@
 //! | [`atomic`] | atomics on 32/64-bit integers and `f32`/`f64` |
 //! | [`collective`] | safe warp and block reduce, scan, broadcast and ballot ranks |
 //! | [`exchange`] | block exchanges at data-dependent positions: [`exchange::SharedWords`] (any index, atomic words), warp label matching |
-//! | [`lookback`] | inter-block communication: tile tickets in start order and decoupled look-back, with [`lookback::TileChunk`] witnesses |
+//! | [`lookback`] | inter-block communication: tiles by block index (or tickets in start order) and decoupled look-back, with [`lookback::TileChunk`] witnesses |
 //! | [`transpose`] | tiled transposes: [`transpose::TransposedIndex`], the witness of a permuted output position |
 //! | [`vector`] | 64- and 128-bit vector loads and stores of small arrays |
 //! | [`math`] | `f32`/`f64` functions with documented accuracy (no libdevice) |

@@ -44,15 +44,22 @@
 //! kernel, as part of the same recorded launch, so every launch starts from "no
 //! tickets, no status".
 //!
-//! - [`LookBack::next_tile`] (the whole block): thread 0 takes a ticket with an
-//!   atomic `fetch_add` on word 0 and records its block as the tile's owner; the
-//!   block then learns the ticket. Tiles are numbered in the order blocks *start*,
-//!   not by `blockIdx.x`: a block only ever waits for tiles whose blocks have already
-//!   started, which are resident and run to completion whatever order the hardware
-//!   schedules blocks in. A scan therefore makes progress with any number of blocks.
-//!   When the grid has at least one block per tile, a block that already took a
-//!   ticket takes no second one: the grid's first tickets are `0..gridDim.x`, every
-//!   tile.
+//! - [`LookBack::next_tile`] (the whole block) numbers tiles one of two ways,
+//!   chosen by the launch's shape, so every block of a launch uses the same one:
+//!   - **A block per tile** (`gridDim.x` ≥ tiles, what the library's host functions
+//!     launch): block `b` takes tile `b`, computed by every thread from
+//!     `blockIdx.x` with no atomic, no barrier and nothing to check, and its inputs
+//!     are read at once. A block waits only for blocks with smaller indices; the
+//!     hardware starts a grid's blocks in index order, so those have started (and,
+//!     being resident, run to completion). This is the assumption CUB's single-pass
+//!     scans make; CUDA does not promise it in writing, and where it failed the
+//!     result would be a hang, never a wrong value or a race.
+//!   - **Fewer blocks than tiles** (each block loops): thread 0 takes a ticket with
+//!     an atomic `fetch_add` on word 0 and records its block as the tile's owner;
+//!     the block then learns the ticket. Tiles are numbered in the order blocks
+//!     *start*: a block only ever waits for tiles whose blocks have already
+//!     started, so this mode makes progress whatever order the hardware schedules
+//!     blocks in.
 //! - [`Ticket::exclusive_prefix`] (the whole block): thread 0 — the block's leader,
 //!   the one thread that publishes — publishes the aggregate: a 32-bit value with
 //!   its status in *one relaxed* store of the status word (a reader that sees the
@@ -81,7 +88,10 @@
 //!   `u64`, read and written only atomically.
 //! - **Chunk witnesses are unique.** A [`TileChunk`] owns elements
 //!   `[K·c, K·c + K)` of a `per tile(K)` view with `c = k·blockDim.x + threadIdx.x`,
-//!   `k` its ticket. The counter hands each `k` out once per launch, and
+//!   `k` its tile. With a block per tile, `k = blockIdx.x`, which each thread reads
+//!   itself from its own special register (nothing shared could hand it another
+//!   block's number), and a block takes one tile. With tickets, the counter hands
+//!   each `k` out once per launch, and
 //!   `next_tile` records `blockIdx.x + 1` as its owner before the block barrier. Each
 //!   thread then reads, itself, the owner word of the ticket it received, and
 //!   [`Ticket::chunk`] (the only source of chunk witnesses) and the publications
@@ -101,7 +111,9 @@
 //!
 //! Forward progress needs every block that takes a ticket to publish it: a ticket
 //! dropped without [`Ticket::exclusive_prefix`] makes later tiles wait forever (a
-//! hang, not undefined behaviour).
+//! hang, not undefined behaviour). With a block per tile it also needs blocks to
+//! start in index order (see [`LookBack::next_tile`]); a kernel that must not rely
+//! on that launches fewer blocks than tiles.
 
 use core::marker::PhantomData;
 use core::sync::atomic::AtomicU64;
@@ -150,7 +162,8 @@ pub const fn status_words(tiles: usize) -> usize {
 pub struct LookBack<'a> {
     ptr: *mut u64,
     len: usize,
-    /// Whether this block has taken a ticket (every thread of the block agrees).
+    /// Whether this block has taken its tile, with a block per tile (every thread of
+    /// the block agrees).
     taken: bool,
     _buffer: PhantomData<&'a mut [u64]>,
 }
@@ -211,26 +224,39 @@ impl<'a> LookBack<'a> {
 
     /// Takes the next tile for the calling block: `None` once every tile the buffer
     /// has room for is taken. A block collective: every thread of the block calls it,
-    /// and all get the same ticket. One atomic and two block barriers; none when
-    /// the grid has a block per tile and this block already took its ticket (the
-    /// grid's first tickets then cover every tile).
+    /// and all get the same tile.
     ///
-    /// Every thread reads the tile's owner word here; [`Ticket::chunk`] and the
+    /// With a block per tile (`gridDim.x` ≥ tiles) block `b` gets tile `b` on its
+    /// first call and `None` after: no atomic, no barrier, no memory access. A
+    /// later tile then waits on earlier blocks, so progress relies on the hardware
+    /// starting blocks in index order, as CUB's single-pass scans do ([module
+    /// docs](self)).
+    ///
+    /// With fewer blocks, one atomic ticket (tiles in the order blocks start,
+    /// progress whatever the scheduling) and two block barriers per call; every
+    /// thread reads the tile's owner word, and [`Ticket::chunk`] and the
     /// publications check it names the thread's block (they panic when the block's
     /// threads did not all make the call).
     #[inline(always)]
     #[track_caller]
     pub fn next_tile(&mut self) -> Option<Ticket<'_>> {
         let tiles = self.tiles();
-        // With `gridDim.x >= tiles` blocks each taking one ticket, the tickets
-        // handed out are `0..gridDim.x`: every tile is taken, and a second
-        // `fetch_add` could only return a number past the last tile.
-        if self.taken && crate::thread::grid_dim().x as usize >= tiles {
-            return None;
-        }
-        self.taken = true;
-        let tiles = tiles as u64;
         let block = crate::thread::block_idx().x as u64;
+        if crate::thread::grid_dim().x as usize >= tiles {
+            // A block per tile: each thread derives the block's tile itself, so no
+            // broadcast, and no owner to check, is involved.
+            if self.taken || block >= tiles as u64 {
+                return None;
+            }
+            self.taken = true;
+            return Some(Ticket {
+                status: self,
+                tile: block as usize,
+                owner: block + 1,
+                _thread: PhantomData,
+            });
+        }
+        let tiles = tiles as u64;
         let mut taken = u64::MAX;
         if crate::thread::thread_idx().x == 0 {
             let k = gpu::fetch_add(self.word(0), 1);
@@ -521,13 +547,15 @@ impl core::fmt::Debug for LookBack<'_> {
 pub struct Ticket<'a> {
     status: &'a LookBack<'a>,
     tile: usize,
-    /// The tile's owner word as this thread read it in `next_tile`.
+    /// The tile's owner word as this thread read it in `next_tile` (`blockIdx.x + 1`
+    /// itself with a block per tile).
     owner: u64,
     _thread: PhantomData<*const ()>,
 }
 
 impl<'a> Ticket<'a> {
-    /// The tile's number: `0` for the first block to start, then `1`, ….
+    /// The tile's number: the block's index with a block per tile; otherwise `0`
+    /// for the first block to start, then `1`, ….
     #[inline(always)]
     pub fn index(&self) -> usize {
         self.tile

@@ -323,8 +323,8 @@ fn atomics_from_many_blocks_add_up() {
 }
 
 /// A single-pass inclusive sum over `blocks` tiles of `threads` elements with
-/// decoupled look-back: tiles are taken in start order, and each waits for its
-/// predecessors' published aggregates.
+/// decoupled look-back: one block per tile (tile = block index), each waiting for
+/// its predecessors' published aggregates.
 fn look_back_scan(blocks: u32, threads: u32, workers: usize) {
     let n = (blocks * threads) as usize;
     let x: Vec<u32> = (0..n as u32).map(|i| i % 13 + 1).collect();

@@ -10,8 +10,9 @@
 //! scans the threads' totals ([`collective::block_exclusive_scan`]), and the tile
 //! publishes its aggregate and learns the total of every tile before it from a
 //! warp-wide look-back ([`Ticket::exclusive_prefix`](xlog::device::lookback::Ticket::exclusive_prefix):
-//! 32 predecessors per step). Tiles are numbered in the order blocks start, so the
-//! scan makes progress whatever order the hardware runs blocks in.
+//! 32 predecessors per step). Block `b` scans tile `b`, so a block waits only on
+//! blocks the hardware started before it (blocks start in index order, the
+//! assumption CUB's scan makes too; see [`LookBack::next_tile`](xlog::device::lookback::LookBack::next_tile)).
 //!
 //! | | |
 //! | --- | --- |

@@ -3,7 +3,7 @@
 //!
 //! | kernel | tool |
 //! | --- | --- |
-//! | `inclusive_scan_{u32,u64,f32}`, [`inclusive_max_scan_u32`] | `lookback(status)`: tiles taken in start order, aggregates and prefixes published packed with their status (32-bit) or with release/acquire (64-bit); `write(out per tile(K))` |
+//! | `inclusive_scan_{u32,u64,f32}`, [`inclusive_max_scan_u32`] | `lookback(status)`: tile = block index with a block per tile, tickets in start order when blocks loop, aggregates and prefixes published packed with their status (32-bit) or with release/acquire (64-bit); `write(out per tile(K))` |
 //! | `transpose_{f32,f64}` | `write(out per transposed(32, rows))`: a shared tile, coalesced on both sides |
 
 use xlog::device::lookback::{self, LookBack};
