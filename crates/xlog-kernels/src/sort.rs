@@ -20,8 +20,8 @@
 //! 2. **Offsets** (one block per pass): the exclusive scan of each pass's
 //!    histogram: where each digit's run starts in that pass's output.
 //! 3. **One chained scatter per pass**: each block takes a tile of [`TILE`] keys
-//!    (a ticket in the order blocks start, so it only waits on tiles whose blocks
-//!    run), ranks the tile's keys by digit, stably (warp by warp, item by item,
+//!    (block `b` takes tile `b`, so it waits only on blocks the hardware started
+//!    before it: blocks start in index order, as CUB's onesweep assumes), ranks the tile's keys by digit, stably (warp by warp, item by item,
 //!    lanes with equal digits found with ballots), publishes its 256 digit counts
 //!    and learns, for each digit, how many keys of that digit the tiles before it
 //!    hold by decoupled look-back over per-digit status words (a flag and a count
@@ -37,7 +37,7 @@
 //! | --- | --- |
 //! | work | `O(n · passes)`: per pass every key (and value) read once and written once; one more read of the keys for the histograms |
 //! | launches | `1 + 1 + passes` (per portion of at most [`PORTION`] keys for the first and last), plus a memset of the status words before each scatter |
-//! | temporary memory | a second buffer for the keys (and one for the values): `n · (size_of K + size_of V)` bytes, plus `4 · (1 + 256 · ⌈n / TILE⌉)` bytes of status words (about 6 % of a 32-bit key buffer) and `3 KiB · passes` per portion of histograms and offsets; all from the stream's runtime, under its budget |
+//! | temporary memory | a second buffer for the keys (and one for the values): `n · (size_of K + size_of V)` bytes, plus `4 · 256 · ⌈n / TILE⌉` bytes of status words (about 6 % of a 32-bit key buffer) and `3 KiB · passes` per portion of histograms and offsets; all from the stream's runtime, under its budget |
 //! | stability | stable: equal keys keep their input order, in both orders |
 //! | determinism | the output depends only on the input |
 //!
@@ -258,7 +258,7 @@ fn histogram<K: RadixKey>(keys: &[K], hist: &AtomicView<'_, u32>, descending: bo
 /// digit `d` the tiles before it hold.
 #[inline(always)]
 fn look_back(status: &AtomicView<'_, u32>, tile: usize, d: usize, count: u32) -> u32 {
-    let word = |k: usize| 1 + k * RADIX + d;
+    let word = |k: usize| k * RADIX + d;
     if tile == 0 {
         status.store(word(0), INCLUSIVE | count);
         return 0;
@@ -298,7 +298,7 @@ pub enum Values<'a, 'v, V: AtomicAdd> {
 ///
 /// `keys_in` is this launch's portion of the input; `offsets[d]` the output
 /// position of the first key of digit `d` of this portion; `status` the zeroed
-/// look-back words (`1 + 256 · tiles`: a ticket counter, then one word per tile and
+/// look-back words (`256 · tiles`: one word per tile and
 /// digit). Writes each key (and value) to `offsets[d] + keys of digit d before it`
 /// in `keys_out` (and `values`' output).
 #[inline(always)]
@@ -314,11 +314,10 @@ pub fn onesweep<K: RadixKey, V: RadixValue>(
 ) {
     let t = thread::thread_idx().x as usize;
     let (lane, warp) = (t % 32, t / 32);
-    let mut ticket = 0u32;
-    if t == 0 {
-        ticket = status.fetch_add(0, 1);
-    }
-    let tile = collective::block_broadcast(ticket, 0) as usize;
+    // Block `b` takes tile `b`: it waits only on blocks with smaller indices, which
+    // the hardware starts first. Soundness does not rest on the numbering: every
+    // write is an atomic store.
+    let tile = thread::block_idx().x as usize;
     let start = tile * TILE;
     let valid = keys_in.len().saturating_sub(start).min(TILE);
     let digit = |k: K, i: usize| -> u32 {

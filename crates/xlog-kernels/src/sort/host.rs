@@ -257,7 +257,7 @@ fn run<K: Key, V: Value>(
     // SAFETY: each scatter launch's status words are zeroed on `s` right before it,
     // and that launch is their only reader.
     let mut status = unsafe {
-        rt.alloc_uninit::<u32>(s, 1 + max_tiles * RADIX, AllocTag("sort: look-back status"))
+        rt.alloc_uninit::<u32>(s, max_tiles * RADIX, AllocTag("sort: look-back status"))
     }?;
     let descending = (order == Order::Descending) as u32;
 
@@ -275,7 +275,7 @@ fn run<K: Key, V: Value>(
         for q in 0..portions {
             let r = portion(q, n);
             let tiles = r.len().div_ceil(TILE);
-            let mut st = status.slice_mut(0..1 + tiles * RADIX);
+            let mut st = status.slice_mut(0..tiles * RADIX);
             st.fill(s, 0)?;
             let at = (q * passes + p) * RADIX;
             let off = offsets.slice(at..at + RADIX);
