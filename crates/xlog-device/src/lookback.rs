@@ -34,7 +34,8 @@
 //!
 //! The buffer holds [`status_words(tiles)`](status_words) words: word 0 is the ticket
 //! counter, then four regions of `tiles` words each: the tiles' owners
-//! (`blockIdx.x + 1` of the block that holds the tile), their status words, and the
+//! (`blockIdx.x + 1` of the block that holds the tile; the counter and the owners
+//! are used only when blocks take tickets), their status words, and the
 //! aggregates and inclusive prefixes of 64-bit values. A status word's low two bits
 //! are the tile's status (0 none, 1 aggregate published, 2 inclusive prefix
 //! published); for a 32-bit value (and for [`Ticket::exclusive_count`]) the value
@@ -45,13 +46,14 @@
 //! tickets, no status".
 //!
 //! - [`LookBack::next_tile`] (the whole block) numbers tiles one of two ways,
-//!   chosen by the launch's shape, so every block of a launch uses the same one:
+//!   chosen by `gridDim.x` against the buffer's tiles (both the same in every
+//!   thread), so every block of a launch uses the same one:
 //!   - **A block per tile** (`gridDim.x` ≥ tiles, what the library's host functions
 //!     launch): block `b` takes tile `b`, computed by every thread from
 //!     `blockIdx.x` with no atomic, no barrier and nothing to check, and its inputs
-//!     are read at once. A block waits only for blocks with smaller indices; the
-//!     hardware starts a grid's blocks in index order, so those have started (and,
-//!     being resident, run to completion). This is the assumption CUB's single-pass
+//!     are read at once. A block waits only for blocks with smaller indices, and
+//!     this mode assumes the hardware starts a grid's blocks in index order, so
+//!     those have started (and, being resident, run to completion). This is the assumption CUB's single-pass
 //!     scans make; CUDA does not promise it in writing, and where it failed the
 //!     result would be a hang, never a wrong value or a race.
 //!   - **Fewer blocks than tiles** (each block loops): thread 0 takes a ticket with
@@ -102,7 +104,9 @@
 //!   are distinct in the one-dimensional launches typed launchers make, and
 //!   `threadIdx.x < blockDim.x`, so no two threads hold the same `c`; `K` is the
 //!   view's, fixed by the attribute. A kernel has at most one `lookback` parameter
-//!   (the macro checks), so all tickets come from one counter.
+//!   (the macro checks), so all tickets come from one counter and every block
+//!   numbers its tiles the same way (two buffers of different lengths could put
+//!   one block in each mode, and both could then hold tile `k`).
 //! - [`LookBack`], [`Ticket`] and [`TileChunk`] are `!Send`, `!Sync` and not
 //!   [`DeviceCopy`](crate::DeviceCopy); `next_tile` borrows the `LookBack`
 //!   mutably for as long as the ticket lives, so a thread holds one ticket at a time
@@ -111,9 +115,10 @@
 //!
 //! Forward progress needs every block that takes a ticket to publish it: a ticket
 //! dropped without [`Ticket::exclusive_prefix`] makes later tiles wait forever (a
-//! hang, not undefined behaviour). With a block per tile it also needs blocks to
-//! start in index order (see [`LookBack::next_tile`]); a kernel that must not rely
-//! on that launches fewer blocks than tiles.
+//! hang, not undefined behaviour). With a block per tile it also needs every block
+//! `b < tiles` to call `next_tile` and publish, and blocks to start in index order
+//! (see [`LookBack::next_tile`]); a kernel that must not rely on the order launches
+//! fewer blocks than tiles.
 
 use core::marker::PhantomData;
 use core::sync::atomic::AtomicU64;

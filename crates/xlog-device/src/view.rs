@@ -105,10 +105,11 @@ pub enum PerWarp {}
 pub enum Chunks<const K: usize> {}
 
 /// `K` consecutive elements per thread of a look-back tile: the thread `t` of the
-/// block holding ticket `k` ([`lookback::Ticket`](crate::lookback::Ticket)) owns
+/// block holding tile `k` ([`lookback::Ticket`](crate::lookback::Ticket)) owns
 /// chunk `c = k·blockDim.x + t`, elements `[K·c, K·c + K)`, through its
-/// [`TileChunk`](crate::lookback::TileChunk). Tiles are numbered in the order blocks
-/// start, not by `blockIdx.x`, so these views take no [`ThreadIndex`].
+/// [`TileChunk`](crate::lookback::TileChunk). The tile is `blockIdx.x` with a block
+/// per tile and a ticket in start order otherwise; either way the chunk comes from
+/// the `Ticket`, so these views take no [`ThreadIndex`].
 #[derive(Debug)]
 pub enum Tiles<const K: usize> {}
 

@@ -65,7 +65,7 @@ pub fn compact_tiles(
     while let Some(tile) = status.next_tile() {
         let k = tile.index();
         // Outputs go through atomic views at computed ranks, so no chunk witness
-        // is needed; the flags are read while the ticket's check is in flight.
+        // is needed; the flags are read while a ticket's owner check is in flight.
         let start = tile.chunk_index().saturating_mul(ITEMS);
         let mut mask = 0u32;
         for j in 0..ITEMS {

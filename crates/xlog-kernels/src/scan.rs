@@ -33,7 +33,7 @@
 //!
 //! Write a kernel whose body is [`scan_tiles`] with your operator (associative;
 //! it need not be commutative: elements are combined in order) and identity, and
-//! name it in a [`ScanKernel`] implementation; [`scan`] runs it. [`InclusiveMaxU32`]
+//! name it in an (`unsafe`) [`ScanKernel`] implementation; [`scan`] runs it. [`InclusiveMaxU32`]
 //! is one, written the way yours would be.
 
 use xlog::device::lookback::{self, LookBack};
@@ -70,8 +70,8 @@ pub fn scan_tiles<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: b
     [T; V]: Vector,
 {
     while let Some(tile) = status.next_tile() {
-        // The inputs are read before `chunk` checks the ticket, so the check's
-        // round trip overlaps them.
+        // The inputs are read before `chunk` (with tickets, the owner check's round
+        // trip then overlaps them).
         let v: [T; K] = lookback::load_chunk_by::<T, K, V>(x, tile.chunk_index(), identity);
         let c = tile.chunk::<K>();
         let mut run = v;
@@ -143,8 +143,35 @@ mod host {
 
     /// A scan kernel: its elements per thread and its launch. The kernel's body is
     /// [`scan_tiles`](super::scan_tiles) (or one keeping its contract: one tile of
-    /// `BLOCK · ITEMS` elements per ticket, every element of `out` written).
-    pub trait ScanKernel<T: xlog::DeviceCopy> {
+    /// `BLOCK · ITEMS` elements per block, every element of `out` written).
+    ///
+    /// # Safety
+    ///
+    /// [`scan`] hands `launch` an uninitialised output and returns it to safe code.
+    /// An implementation must, whenever `launch` returns `Ok`, have queued on `s`
+    /// work that writes every element of `out`: with [`scan_tiles`](super::scan_tiles)
+    /// as the body, that is `K = ITEMS` and the given `cfg` (one block of `BLOCK`
+    /// threads per tile of `BLOCK · ITEMS` elements) passed unchanged. A safe
+    /// implementation is refused, so a launcher that writes nothing cannot hand out
+    /// unwritten memory:
+    ///
+    /// ```compile_fail
+    /// use xlog::{BufferView, DeviceBuffer, LaunchConfig, Result, Stream};
+    /// struct Lazy;
+    /// impl xlog_kernels::scan::ScanKernel<u32> for Lazy {
+    ///     const ITEMS: usize = 16;
+    ///     fn launch(
+    ///         _: &Stream,
+    ///         _: LaunchConfig,
+    ///         _: &BufferView<'_, u32>,
+    ///         _: &mut DeviceBuffer<u32>,
+    ///         _: &mut DeviceBuffer<u64>,
+    ///     ) -> Result<()> {
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub unsafe trait ScanKernel<T: xlog::DeviceCopy> {
         /// Elements per thread (`K` of `scan_tiles`).
         const ITEMS: usize;
 
@@ -172,9 +199,10 @@ mod host {
     ) -> Result<DeviceBuffer<T>> {
         let x = x.as_view();
         let rt = s.runtime()?;
-        // SAFETY: every tile is taken (one block per tile, each taking tickets
-        // until none is left) and every element of every tile is stored before the
-        // launch ends; the launch is recorded as a write of the whole buffer.
+        // SAFETY: `K::launch` queues work writing every element of `out` whenever
+        // it returns `Ok` (the trait's obligation: one block per tile, each block
+        // `b` storing every element of tile `b`); on an error `out` is dropped
+        // unread. The launch is recorded as a write of the whole buffer.
         let mut out = unsafe { rt.alloc_uninit::<T>(s, x.len(), AllocTag("scan output")) }?;
         if x.is_empty() {
             return Ok(out);
@@ -216,7 +244,10 @@ mod host {
 
     macro_rules! kernel {
         ($op:ident, $t:ty, $items:expr, $kernel:ident) => {
-            impl ScanKernel<$t> for $op {
+            // SAFETY: the kernel's body is `scan_tiles` with `K = $items`, launched
+            // with `scan`'s configuration unchanged: every element of `out` is
+            // stored.
+            unsafe impl ScanKernel<$t> for $op {
                 const ITEMS: usize = $items;
                 fn launch(
                     s: &Stream,
