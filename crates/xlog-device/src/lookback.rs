@@ -165,8 +165,7 @@ pub const fn status_words(tiles: usize) -> usize {
 /// The device side of a `lookback(status)` parameter: tile tickets and the tiles'
 /// published aggregates and prefixes. See the [module docs](self).
 pub struct LookBack<'a> {
-    ptr: *mut u64,
-    len: usize,
+    words: Words,
     /// Whether this block has taken its tile, with a block per tile (every thread of
     /// the block agrees).
     taken: bool,
@@ -192,8 +191,7 @@ impl<'a> LookBack<'a> {
     #[inline(always)]
     pub unsafe fn __from_raw_parts(ptr: *mut u64, len: usize) -> Self {
         LookBack {
-            ptr,
-            len,
+            words: Words { ptr, len },
             taken: false,
             _buffer: PhantomData,
         }
@@ -202,29 +200,7 @@ impl<'a> LookBack<'a> {
     /// How many tiles the buffer has room for: `(len - 1) / 4`.
     #[inline(always)]
     pub fn tiles(&self) -> usize {
-        self.len.saturating_sub(1) / WORDS_PER_TILE
-    }
-
-    #[inline(always)]
-    #[track_caller]
-    fn word(&self, i: usize) -> &AtomicU64 {
-        if i >= self.len {
-            crate::panic::cold::status_out_of_bounds(self.len, i);
-        }
-        // SAFETY: `i < len`: in bounds and aligned (obligation 1); every access to
-        // the buffer during the launch is atomic (obligation 2 and this type's API).
-        unsafe { AtomicU64::from_ptr(self.ptr.add(i)) }
-    }
-
-    /// Word `which` of `tile`: `1 + which·tiles + tile`, for `tile < tiles`.
-    #[inline(always)]
-    #[track_caller]
-    fn tile_word(&self, tile: usize, which: usize) -> &AtomicU64 {
-        let tiles = self.tiles();
-        if tile >= tiles {
-            crate::panic::cold::status_out_of_bounds(tiles, tile);
-        }
-        self.word(1 + which * tiles + tile)
+        self.words.tiles()
     }
 
     /// Takes the next tile for the calling block: `None` once every tile the buffer
@@ -255,18 +231,19 @@ impl<'a> LookBack<'a> {
             }
             self.taken = true;
             return Some(Ticket {
-                status: self,
+                words: self.words,
                 tile: block as usize,
                 owner: block + 1,
+                _status: PhantomData,
                 _thread: PhantomData,
             });
         }
         let tiles = tiles as u64;
         let mut taken = u64::MAX;
         if crate::thread::thread_idx().x == 0 {
-            let k = gpu::fetch_add(self.word(0), 1);
+            let k = gpu::fetch_add(self.words.word(0), 1);
             if k < tiles {
-                gpu::store_relaxed(self.tile_word(k as usize, OWNER), block + 1);
+                gpu::store_relaxed(self.words.tile_word(k as usize, OWNER), block + 1);
                 taken = k;
             }
         }
@@ -277,13 +254,53 @@ impl<'a> LookBack<'a> {
         }
         // Checked before the ticket hands out a chunk or publishes, not here: the
         // load's round trip then overlaps the block's first input loads.
-        let owner = gpu::load_relaxed(self.tile_word(k as usize, OWNER));
+        let owner = gpu::load_relaxed(self.words.tile_word(k as usize, OWNER));
         Some(Ticket {
-            status: self,
+            words: self.words,
             tile: k as usize,
             owner,
+            _status: PhantomData,
             _thread: PhantomData,
         })
+    }
+}
+
+/// The status buffer's pointer and length: a plain copy that a [`Ticket`] carries
+/// by value, so the compiler keeps it in registers rather than behind a reference
+/// to the [`LookBack`] (in local memory).
+#[derive(Clone, Copy, Debug)]
+struct Words {
+    ptr: *mut u64,
+    len: usize,
+}
+
+impl Words {
+    /// How many tiles the buffer has room for: `(len - 1) / 4`.
+    #[inline(always)]
+    fn tiles(&self) -> usize {
+        self.len.saturating_sub(1) / WORDS_PER_TILE
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn word(&self, i: usize) -> &AtomicU64 {
+        if i >= self.len {
+            crate::panic::cold::status_out_of_bounds(self.len, i);
+        }
+        // SAFETY: `i < len`: in bounds and aligned (obligation 1); every access to
+        // the buffer during the launch is atomic (obligation 2 and this type's API).
+        unsafe { AtomicU64::from_ptr(self.ptr.add(i)) }
+    }
+
+    /// Word `which` of `tile`: `1 + which·tiles + tile`, for `tile < tiles`.
+    #[inline(always)]
+    #[track_caller]
+    fn tile_word(&self, tile: usize, which: usize) -> &AtomicU64 {
+        let tiles = self.tiles();
+        if tile >= tiles {
+            crate::panic::cold::status_out_of_bounds(tiles, tile);
+        }
+        self.word(1 + which * tiles + tile)
     }
 
     /// Publishes `v` as the tile's aggregate (`PARTIAL`) or inclusive prefix
@@ -350,7 +367,7 @@ impl<'a> LookBack<'a> {
     }
 }
 
-impl LookBack<'_> {
+impl Words {
     /// The reduction of tiles `0..tile` (`tile > 0`), in tile order, walked back a
     /// window of 32 tiles at a time by the 32 lanes of the calling warp (all of
     /// them call it; every lane gets the result). Lane `l` reads tile
@@ -538,7 +555,7 @@ fn warp_shuffle_idx<T: Shuffle>(v: T, src: u32) -> T {
 impl core::fmt::Debug for LookBack<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("LookBack")
-            .field("ptr", &self.ptr)
+            .field("ptr", &self.words.ptr)
             .field("tiles", &self.tiles())
             .finish()
     }
@@ -550,7 +567,9 @@ impl core::fmt::Debug for LookBack<'_> {
 /// `!Send`, `!Sync`, not `Clone`; it borrows the `LookBack` it came from.
 #[derive(Debug)]
 pub struct Ticket<'a> {
-    status: &'a LookBack<'a>,
+    /// The buffer, copied out of the `LookBack` this ticket mutably borrows.
+    words: Words,
+    _status: PhantomData<&'a mut ()>,
     tile: usize,
     /// The tile's owner word as this thread read it in `next_tile` (`blockIdx.x + 1`
     /// itself with a block per tile).
@@ -650,24 +669,24 @@ impl<'a> Ticket<'a> {
         let mut prefix = 0u64;
         if k == 0 {
             if t == 0 {
-                self.status.publish::<T, P>(0, DONE, aggregate);
+                self.words.publish::<T, P>(0, DONE, aggregate);
             }
         } else if crate::thread::block_dim().x >= WARP_SIZE {
             // A uniform branch: the whole first warp walks back together.
             if t < WARP_SIZE {
                 if t == 0 {
-                    self.status.publish::<T, P>(k, PARTIAL, aggregate);
+                    self.words.publish::<T, P>(k, PARTIAL, aggregate);
                 }
-                let before = self.status.warp_look_back::<T, P>(k, op);
+                let before = self.words.warp_look_back::<T, P>(k, op);
                 if t == 0 {
-                    self.status.publish::<T, P>(k, DONE, op(before, aggregate));
+                    self.words.publish::<T, P>(k, DONE, op(before, aggregate));
                     prefix = to_word(before);
                 }
             }
         } else if t == 0 {
-            self.status.publish::<T, P>(k, PARTIAL, aggregate);
-            let before = self.status.look_back::<T, P>(k, op);
-            self.status.publish::<T, P>(k, DONE, op(before, aggregate));
+            self.words.publish::<T, P>(k, PARTIAL, aggregate);
+            let before = self.words.look_back::<T, P>(k, op);
+            self.words.publish::<T, P>(k, DONE, op(before, aggregate));
             prefix = to_word(before);
         }
         let prefix = crate::collective::block_broadcast(prefix, 0);
@@ -791,6 +810,7 @@ macro_rules! tile_view {
             #[inline(always)]
             pub fn store_chunk(&mut self, c: TileChunk<K>, v: [T; K])
             where
+                T: Copy,
                 [T; K]: Vector,
             {
                 let whole = c
@@ -803,9 +823,7 @@ macro_rules! tile_view {
                         <[T; K]>::__store(self.as_mut_ptr().add(c.start()).cast::<[T; K]>(), v)
                     }
                 } else {
-                    for (o, e) in self.chunk_mut(c).iter_mut().zip(v) {
-                        *o = e;
-                    }
+                    store_partial(self.chunk_mut(c), v);
                 }
             }
 
@@ -837,9 +855,7 @@ macro_rules! tile_view {
                         }
                     }
                 } else {
-                    for (o, e) in self.chunk_mut(c).iter_mut().zip(v) {
-                        *o = e;
-                    }
+                    store_partial(self.chunk_mut(c), v);
                 }
             }
         }
@@ -848,6 +864,19 @@ macro_rules! tile_view {
 
 tile_view!(Out);
 tile_view!(InOut);
+
+/// The first `dst.len()` (at most `K`) elements of `v` into `dst`: the tail of a
+/// chunk. Indexed by constants once unrolled, so `v` stays in registers (an
+/// iterator over it would put it in local memory).
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+fn store_partial<T: Copy, const K: usize>(dst: &mut [T], v: [T; K]) {
+    for j in 0..K {
+        if j < dst.len() {
+            dst[j] = v[j];
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -864,7 +893,7 @@ mod tests {
         // Last non-zero wins: associative, not commutative, so order shows.
         fn last_nonzero<const P: bool>() {
             let mut words = std::vec![0u64; status_words(5)];
-            let lb = view(&mut words);
+            let lb = view(&mut words).words;
             assert_eq!(lb.tiles(), 5);
             let op = |a: u32, b: u32| if b == 0 { a } else { b };
             lb.publish::<u32, P>(0, DONE, 7);
@@ -880,7 +909,7 @@ mod tests {
         last_nonzero::<false>();
         let add = |a: u64, b: u64| a + b;
         let mut words = std::vec![0u64; status_words(3)];
-        let lb = view(&mut words);
+        let lb = view(&mut words).words;
         lb.publish::<u64, false>(0, PARTIAL, 1u64 << 40);
         lb.publish::<u64, false>(1, PARTIAL, 3u64);
         assert_eq!(lb.look_back::<u64, false>(2, &add), (1 << 40) + 3);
@@ -889,7 +918,7 @@ mod tests {
     #[test]
     fn packed_words_hold_status_and_value_in_one_word() {
         let mut words = std::vec![0u64; status_words(3)];
-        let lb = view(&mut words);
+        let lb = view(&mut words).words;
         lb.publish::<u32, true>(1, PARTIAL, u32::MAX);
         lb.publish::<f32, true>(2, DONE, -1.5);
         assert_eq!(lb.poll::<u32, true>(0), (NONE, 0));
@@ -934,7 +963,7 @@ mod tests {
     #[should_panic(expected = "look-back status index out of bounds")]
     fn status_bounds_are_checked() {
         let mut words = [0u64; 2];
-        let lb = view(&mut words);
+        let lb = view(&mut words).words;
         lb.publish::<u32, true>(0, DONE, 1u32);
     }
 }

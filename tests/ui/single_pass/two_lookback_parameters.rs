@@ -1,5 +1,7 @@
-//! Two status buffers would hand out two ticket 0s, and two blocks would own the
-//! same chunks of a `per tile` view.
+//! Two status buffers would number tiles twice: with tickets, two counters hand
+//! out two tile 0s; with buffers of different lengths, one could take tile
+//! `blockIdx.x` while the other hands out tickets. Either way two blocks would own
+//! the same chunks of a `per tile` view.
 #![allow(dead_code, unused_variables)]
 use xlog::prelude::*;
 
