@@ -220,6 +220,9 @@ impl<'a> LookBack<'a> {
     /// threads did not all make the call).
     #[inline(always)]
     #[track_caller]
+    // The elided `'_` is load-bearing: it ties the ticket to this `&mut self`
+    // borrow (its buffer is a copy, so nothing else does), which is what keeps a
+    // thread to one ticket at a time (`tests/ui/single_pass/two_tickets_at_once.rs`).
     pub fn next_tile(&mut self) -> Option<Ticket<'_>> {
         let tiles = self.tiles();
         let block = crate::thread::block_idx().x as u64;
@@ -287,8 +290,11 @@ impl Words {
         if i >= self.len {
             crate::panic::cold::status_out_of_bounds(self.len, i);
         }
-        // SAFETY: `i < len`: in bounds and aligned (obligation 1); every access to
-        // the buffer during the launch is atomic (obligation 2 and this type's API).
+        // SAFETY: `i < len`: in bounds and aligned (obligation 1 of
+        // `LookBack::__from_raw_parts`, whose pointer and length these are); every
+        // access to the buffer during the launch is atomic (obligation 2, the
+        // public `LookBack` / `Ticket` API, and `Words` staying private to this
+        // module).
         unsafe { AtomicU64::from_ptr(self.ptr.add(i)) }
     }
 
@@ -569,7 +575,8 @@ impl core::fmt::Debug for LookBack<'_> {
 pub struct Ticket<'a> {
     /// The buffer, copied out of the `LookBack` this ticket mutably borrows.
     words: Words,
-    _status: PhantomData<&'a mut ()>,
+    /// The `&mut LookBack` borrow of `next_tile`, by lifetime only.
+    _status: PhantomData<&'a ()>,
     tile: usize,
     /// The tile's owner word as this thread read it in `next_tile` (`blockIdx.x + 1`
     /// itself with a block per tile).
