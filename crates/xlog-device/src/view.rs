@@ -191,6 +191,28 @@ pub(crate) unsafe fn checked_element<T>(
     unsafe { ptr.add(i) }
 }
 
+/// Asks the GPU to bring the cache line holding `s[i]` into L2 ahead of a later
+/// read (PTX `prefetch.L2`): a hint with no effect on any value, and nothing at
+/// all when `i` is out of range or on the host. Any thread may prefetch any
+/// element.
+#[inline(always)]
+pub fn prefetch_l2<T>(s: &[T], i: usize) {
+    #[cfg(target_arch = "nvptx64")]
+    if let Some(e) = s.get(i) {
+        // SAFETY: a prefetch reads nothing into a register and writes nothing; the
+        // address is that of a live element of `s`.
+        unsafe {
+            core::arch::asm!(
+                "prefetch.L2 [{p}];",
+                p = in(reg64) e as *const T,
+                options(readonly, nostack, preserves_flags)
+            )
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (s, i);
+}
+
 /// Reads chunk `c` of a read slice, `[K·c, K·c + K)`, as one vector load when its
 /// address is aligned for it (otherwise element by element): `None` when the chunk
 /// is not entirely inside `s`. Any thread may read any chunk.

@@ -35,6 +35,7 @@
 //! run of its own.
 
 use xlog::device::lookback::LookBack;
+use xlog::device::view;
 use xlog::prelude::*;
 
 /// Threads per block of the compaction kernels.
@@ -50,6 +51,11 @@ pub const ITEMS: usize = 16;
 /// position among the rejected ones otherwise. The last tile stores the number of
 /// kept elements in `count[0]`.
 ///
+/// Before its look-back, each thread calls `ahead(i)` once per tile with the first
+/// element of its chunk [`PREFETCH_TILES`](crate::PREFETCH_TILES) tiles later (it
+/// may lie past the end): prefetch there what `keep` and `emit` will read (with
+/// [`prefetch_l2`](xlog::device::view::prefetch_l2)), or do nothing.
+///
 /// The body of every compaction kernel; every thread of the block must call it (it
 /// holds block collectives). `status` needs `lookback::status_words(⌈len /
 /// (blockDim.x · ITEMS)⌉)` words.
@@ -59,6 +65,7 @@ pub fn compact_tiles(
     status: &mut LookBack<'_>,
     count: &AtomicView<'_, u64>,
     keep: impl Fn(usize) -> bool,
+    ahead: impl Fn(usize),
     mut emit: impl FnMut(usize, usize, bool),
 ) {
     let tiles = status.tiles();
@@ -74,6 +81,12 @@ pub fn compact_tiles(
                 mask |= 1 << j;
             }
         }
+        let later = crate::PREFETCH_TILES * thread::block_dim().x as usize;
+        ahead(
+            tile.chunk_index()
+                .saturating_add(later)
+                .saturating_mul(ITEMS),
+        );
         // A tile keeps at most `blockDim.x · ITEMS` elements: a `u32` count.
         let mine = mask.count_ones();
         let (before, total) = collective::block_exclusive_scan(mine, 0, u32::wrapping_add);
@@ -127,7 +140,11 @@ macro_rules! compaction {
         #[doc = concat!("Copies the `", stringify!($t), "`s of `x` whose flag is non-zero to the front of `out`, in order, and their number to `count[0]`. The kernel of [`select_flagged`].")]
         #[xlog_kernel(read(x, flags), atomic(out, count), lookback(status), block = 256, min_blocks = 4)]
         pub fn $select(x: &[$t], flags: &[u8], out: &mut [$t], count: &mut [u64], status: &mut [u64]) {
-            compact_tiles(x.len(), status, count, |i| flags[i] != 0, |i, rank, kept| {
+            let ahead = |i| {
+                view::prefetch_l2(flags, i);
+                view::prefetch_l2(x, i);
+            };
+            compact_tiles(x.len(), status, count, |i| flags[i] != 0, ahead, |i, rank, kept| {
                 if kept {
                     out.store(rank, x[i]);
                 }
@@ -145,7 +162,11 @@ macro_rules! compaction {
             status: &mut [u64],
         ) {
             let front = kept[0] as usize;
-            compact_tiles(x.len(), status, count, |i| flags[i] != 0, |i, rank, k| {
+            let ahead = |i| {
+                view::prefetch_l2(flags, i);
+                view::prefetch_l2(x, i);
+            };
+            compact_tiles(x.len(), status, count, |i| flags[i] != 0, ahead, |i, rank, k| {
                 out.store(if k { rank } else { front + rank }, x[i]);
             });
         }
@@ -160,7 +181,8 @@ macro_rules! compaction {
             status: &mut [u64],
         ) {
             let n = x.len();
-            compact_tiles(n, status, count, |i| i == 0 || x[i] != x[i - 1], |i, rank, kept| {
+            let ahead = |i| view::prefetch_l2(x, i);
+            compact_tiles(n, status, count, |i| i == 0 || x[i] != x[i - 1], ahead, |i, rank, kept| {
                 if kept {
                     values.store(rank, x[i]);
                     starts.store(rank, i as u64);

@@ -45,6 +45,14 @@
 
 xlog::kernel_module!();
 
+/// How many tiles ahead of its own a single-pass kernel's block (the scans and
+/// compactions) prefetches inputs into L2: 256 tiles of 16 KiB, 4 MiB ahead.
+/// While a block waits on its look-back, DRAM keeps fetching a later block's
+/// inputs, which then load from L2. On an H100 this took the inclusive scan of
+/// 10^8 `i32`s from 0.555 to 0.486 ms; at 1024 tiles ahead (16 MiB) prefetched
+/// lines were evicted before use and the scan got slower than with none.
+pub const PREFETCH_TILES: usize = 256;
+
 pub mod compact;
 pub mod cooperative;
 pub mod elementwise;

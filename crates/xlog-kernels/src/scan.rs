@@ -13,6 +13,9 @@
 //! 32 predecessors per step). Block `b` scans tile `b`, so a block waits only on
 //! blocks the hardware started before it (blocks start in index order, the
 //! assumption CUB's scan makes too; see [`LookBack::next_tile`](xlog::device::lookback::LookBack::next_tile)).
+//! Each block also prefetches into L2 the inputs of the tile
+//! [`PREFETCH_TILES`](crate::PREFETCH_TILES) ahead of its own, so DRAM keeps
+//! streaming while blocks wait on their look-back.
 //!
 //! | | |
 //! | --- | --- |
@@ -38,7 +41,7 @@
 
 use xlog::device::lookback::{self, LookBack};
 use xlog::device::vector::Vector;
-use xlog::device::view::{Out, Tiles};
+use xlog::device::view::{self, Out, Tiles};
 use xlog::device::warp::Shuffle;
 use xlog::prelude::*;
 
@@ -73,6 +76,12 @@ pub fn scan_tiles<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: b
         // The inputs are read before `chunk` (with tickets, the owner check's round
         // trip then overlaps them).
         let v: [T; K] = lookback::load_chunk_by::<T, K, V>(x, tile.chunk_index(), identity);
+        // While this block looks back, DRAM fetches the inputs of a later tile.
+        let ahead = crate::PREFETCH_TILES * thread::block_dim().x as usize;
+        view::prefetch_l2(
+            x,
+            tile.chunk_index().saturating_add(ahead).saturating_mul(K),
+        );
         let c = tile.chunk::<K>();
         let mut run = v;
         for j in 1..K {
