@@ -193,14 +193,16 @@ pub(crate) unsafe fn checked_element<T>(
 
 /// Asks the GPU to bring the cache line holding `s[i]` into L2 ahead of a later
 /// read (PTX `prefetch.L2`): a hint with no effect on any value, and nothing at
-/// all when `i` is out of range or on the host. Any thread may prefetch any
-/// element.
+/// all when `i` is out of range, for a zero-sized `T`, or on the host. Any thread
+/// may prefetch any element.
 #[inline(always)]
 pub fn prefetch_l2<T>(s: &[T], i: usize) {
     #[cfg(target_arch = "nvptx64")]
-    if let Some(e) = s.get(i) {
+    if let Some(e) = s.get(i).filter(|_| core::mem::size_of::<T>() != 0) {
         // SAFETY: a prefetch reads nothing into a register and writes nothing; the
-        // address is that of a live element of `s`.
+        // address is that of a live element of `s`, in memory the slice borrows
+        // (not a zero-sized element's dangling address: those are skipped). In
+        // shared memory the prefetch does nothing.
         unsafe {
             core::arch::asm!(
                 "prefetch.L2 [{p}];",

@@ -45,8 +45,11 @@
 
 xlog::kernel_module!();
 
-/// How many tiles ahead of its own a single-pass kernel's block (the scans and
-/// compactions) prefetches inputs into L2: 256 tiles of 16 KiB, 4 MiB ahead.
+/// How many tiles ahead of its own a block of the [`scan`] and [`compact`] kernels
+/// prefetches inputs into L2: 256 tiles, 4 MiB ahead for the scans and the 32-bit
+/// compactions (tiles of 16 KiB, plus 1 MiB of flags for select and partition), 8
+/// MiB for the 64-bit compactions (tiles of 32 KiB). The demonstration scans of
+/// [`single_pass`] do not prefetch.
 /// While a block waits on its look-back, DRAM keeps fetching a later block's
 /// inputs, which then load from L2. On an H100 this took the inclusive scan of
 /// 10^8 `i32`s from 0.555 to 0.486 ms; at 1024 tiles ahead (16 MiB) prefetched
