@@ -12,9 +12,14 @@
 //! every earlier tile kept from the look-back
 //! ([`Ticket::exclusive_count`](xlog::device::lookback::Ticket::exclusive_count):
 //! counts travel packed with their status, one word per tile).
-//! Each thread then writes its kept elements at their final positions, in input
-//! order. The last tile writes the total into a one-element `u64` count on the
-//! device, which later kernels on the stream can read.
+//! A selection then writes its kept elements in two phases: each thread places
+//! them in a staging array in shared memory at their positions within the tile,
+//! and after a barrier the block copies the staged run out, consecutive threads
+//! writing consecutive elements (32 neighbours per warp store, where writing each
+//! thread's elements straight to their final positions scatters a warp store over
+//! 32 places). A partition and the runs of [`unique_counts`] write each element at
+//! its final position directly. The last tile writes the total into a one-element
+//! `u64` count on the device, which later kernels on the stream can read.
 //!
 //! A stable partition also places each rejected element, after all the kept ones,
 //! at `kept + (its rank among the rejected)`; it learns `kept` first from a
@@ -24,7 +29,7 @@
 //! | --- | --- |
 //! | work | `O(n)`: every element and flag read once, every output element written once |
 //! | launches | select into a buffer: 1; [`select_flagged`] and [`unique_counts`]: 2 (count, then select), with a host synchronisation between them to size the output; [`partition_flagged`]: 2, no synchronisation; [`unique_counts`]: 3 |
-//! | temporary memory | the look-back status, `8 · (1 + 4 · tiles)` bytes (about 0.2 % of 4-byte input), and the run starts of [`unique_counts`] (`8 · (runs + 1)` bytes), from the stream's runtime (its budget applies) |
+//! | temporary memory | the look-back status, `8 · (1 + 4 · tiles)` bytes (about 0.2 % of 4-byte input), and the run starts of [`unique_counts`] (`8 · (runs + 1)` bytes), from the stream's runtime (its budget applies); a selection's block also holds a 32 KiB staging array in shared memory |
 //! | stability | kept elements keep their input order; a partition's rejected elements keep theirs too |
 //!
 //! # Edge cases
@@ -34,8 +39,12 @@
 //! compare with `!=`: for floats `-0.0` and `+0.0` are one run and every NaN is a
 //! run of its own.
 
-use xlog::device::lookback::LookBack;
-use xlog::device::view;
+use xlog::device::atomic::AtomicAdd;
+use xlog::device::exchange::SharedWords;
+use xlog::device::lookback::{self, LookBack};
+use xlog::device::vector::Vector;
+use xlog::device::view::{self, AtomicView};
+use xlog::device::warp::Shuffle;
 use xlog::prelude::*;
 
 /// Threads per block of the compaction kernels.
@@ -111,6 +120,97 @@ pub fn compact_tiles(
     }
 }
 
+/// `$body` once for each `$j` in `0..ITEMS`, unrolled, `$j` a constant.
+macro_rules! each_item {
+    ($j:ident => $body:block) => {
+        each_item!(@ $j $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $j:ident $body:block; $($n:literal)*) => {{
+        const _: () = assert!(ITEMS == 16, "each_item! lists 16 items");
+        $({
+            let $j: usize = $n;
+            $body
+        })*
+    }};
+}
+
+/// The block's staging array of [`select_tiles`]: one tile of kept elements, as
+/// slots of up to 64 bits.
+#[inline(always)]
+fn staging<T: Shuffle>() -> SharedWords<T> {
+    xlog::device::static_shared!(XLOG_SELECT_STAGING: [u64; BLOCK as usize * ITEMS])
+        .words()
+        .cast::<T>()
+}
+
+/// One block's share of a selection by flags: while tiles remain, take one, load
+/// this thread's [`ITEMS`] consecutive elements (as vectors of `V`) and flags,
+/// rank the kept ones against the whole input, and write them out in two phases:
+/// into the block's staging array at their places within the tile, then, after a
+/// barrier, from there to `out` with consecutive threads writing consecutive
+/// elements (one warp store covers 32 neighbours instead of 32 scattered ones).
+/// The last tile stores the number of kept elements in `count[0]`. `fill` stands
+/// for the elements past the end (never kept).
+#[inline(always)]
+fn select_tiles<T: Shuffle + AtomicAdd, const V: usize>(
+    x: &[T],
+    flags: &[u8],
+    out: &AtomicView<'_, T>,
+    count: &AtomicView<'_, u64>,
+    status: &mut LookBack<'_>,
+    fill: T,
+) where
+    [T; V]: Vector,
+{
+    let len = x.len();
+    let tiles = status.tiles();
+    let staged = staging::<T>();
+    let t = thread::thread_idx().x as usize;
+    let threads = thread::block_dim().x as usize;
+    while let Some(tile) = status.next_tile() {
+        let last = tile.index() + 1 == tiles;
+        let c = tile.chunk_index();
+        let start = c.saturating_mul(ITEMS);
+        let v: [T; ITEMS] = lookback::load_chunk_by::<T, ITEMS, V>(x, c, fill);
+        let mut mask = 0u32;
+        for j in 0..ITEMS {
+            let i = start.saturating_add(j);
+            if i < len && flags[i] != 0 {
+                mask |= 1 << j;
+            }
+        }
+        let later = c
+            .saturating_add(crate::PREFETCH_TILES * threads)
+            .saturating_mul(ITEMS);
+        view::prefetch_l2(flags, later);
+        view::prefetch_l2(x, later);
+        // A tile keeps at most `blockDim.x · ITEMS` elements: a `u32` count.
+        let (before, total) =
+            collective::block_exclusive_scan(mask.count_ones(), 0, u32::wrapping_add);
+        let prefix = tile.exclusive_count(total as u64);
+        // Unrolled by hand: `v` indexed by constants stays in registers (the
+        // compiler leaves this loop rolled and puts `v` in local memory).
+        each_item!(j => {
+            if mask & (1 << j) != 0 {
+                let below = (mask & ((1 << j) - 1)).count_ones();
+                staged.store((before + below) as usize, v[j]);
+            }
+        });
+        barrier::sync_threads();
+        let base = prefix as usize;
+        let mut i = t;
+        while i < total as usize {
+            out.store(base + i, staged.load(i));
+            i += threads;
+        }
+        if last && t == 0 && !count.is_empty() {
+            count.store(0, prefix + total as u64);
+        }
+        // The next tile overwrites the staging array.
+        barrier::sync_threads();
+    }
+}
+
 /// `count[0] += ` the number of non-zero bytes of `flags`: a grid-stride count, a
 /// block reduction and one atomic per block.
 #[xlog_kernel(read(flags), atomic(count), block = 256)]
@@ -135,20 +235,16 @@ pub fn run_lengths(starts: &[u64], counts: &mut [u64]) {
     }
 }
 
+/// The compaction kernels of each element type: `$v` elements per vector load of a
+/// selection, `$mb` the selection's resident blocks per SM (a 64-bit selection
+/// holds twice the registers for its tile: two blocks measured 11 % faster than
+/// three, which spill).
 macro_rules! compaction {
-    ($($t:ty: $select:ident, $partition:ident, $unique:ident, $heads:ident;)*) => {$(
+    ($($t:ty, $v:tt, $mb:tt: $select:ident, $partition:ident, $unique:ident, $heads:ident;)*) => {$(
         #[doc = concat!("Copies the `", stringify!($t), "`s of `x` whose flag is non-zero to the front of `out`, in order, and their number to `count[0]`. The kernel of [`select_flagged`].")]
-        #[xlog_kernel(read(x, flags), atomic(out, count), lookback(status), block = 256, min_blocks = 4)]
+        #[xlog_kernel(read(x, flags), atomic(out, count), lookback(status), block = 256, min_blocks = $mb)]
         pub fn $select(x: &[$t], flags: &[u8], out: &mut [$t], count: &mut [u64], status: &mut [u64]) {
-            let ahead = |i| {
-                view::prefetch_l2(flags, i);
-                view::prefetch_l2(x, i);
-            };
-            compact_tiles(x.len(), status, count, |i| flags[i] != 0, ahead, |i, rank, kept| {
-                if kept {
-                    out.store(rank, x[i]);
-                }
-            });
+            select_tiles::<$t, $v>(x, flags, out, count, status, <$t>::default());
         }
 
         #[doc = concat!("Stable partition of `", stringify!($t), "`s by flag: kept ones at the front in order, rejected ones after them in order; `kept[0]` is the number of non-zero flags. The kernel of [`partition_flagged`].")]
@@ -214,12 +310,12 @@ macro_rules! compaction {
 }
 
 compaction! {
-    u32: select_flagged_u32, partition_flagged_u32, unique_u32, count_runs_u32;
-    i32: select_flagged_i32, partition_flagged_i32, unique_i32, count_runs_i32;
-    u64: select_flagged_u64, partition_flagged_u64, unique_u64, count_runs_u64;
-    i64: select_flagged_i64, partition_flagged_i64, unique_i64, count_runs_i64;
-    f32: select_flagged_f32, partition_flagged_f32, unique_f32, count_runs_f32;
-    f64: select_flagged_f64, partition_flagged_f64, unique_f64, count_runs_f64;
+    u32, 4, 3: select_flagged_u32, partition_flagged_u32, unique_u32, count_runs_u32;
+    i32, 4, 3: select_flagged_i32, partition_flagged_i32, unique_i32, count_runs_i32;
+    u64, 2, 2: select_flagged_u64, partition_flagged_u64, unique_u64, count_runs_u64;
+    i64, 2, 2: select_flagged_i64, partition_flagged_i64, unique_i64, count_runs_i64;
+    f32, 4, 3: select_flagged_f32, partition_flagged_f32, unique_f32, count_runs_f32;
+    f64, 2, 2: select_flagged_f64, partition_flagged_f64, unique_f64, count_runs_f64;
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
