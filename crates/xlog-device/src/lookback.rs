@@ -155,13 +155,18 @@ const STATUS_BITS: u32 = 2;
 /// smaller grid runs in about one wave: a tile's predecessors run beside it, and a
 /// pause would only add its length to the tile's wait.
 const PACED_GRID: u32 = 500;
-/// In a paced grid, the pause before a look-back's first poll. A block reaches its
-/// look-back about when its predecessors, started just before it, publish their
-/// aggregates; polling at once mostly finds them unpublished, and hundreds of
-/// polling warps slow the L2 that the publications and the tiles' loads go
-/// through. CUB's tuning of 32-bit scans for sm_90 waits 1140 ns; on an H100 this
-/// made a 10^8-element scan 9 % faster than polling at once.
-const FIRST_POLL_NS: u32 = 1100;
+/// In a paced grid, the pause before the first poll of a value's look-back
+/// ([`Ticket::exclusive_prefix`]). A block reaches its look-back about when its
+/// predecessors, started just before it, publish their aggregates; polling at once
+/// mostly finds them unpublished, and hundreds of polling warps slow the L2 that
+/// the publications and the tiles' loads go through. CUB's tuning of 32-bit scans
+/// for sm_90 waits 1140 ns; on an H100 this made a 10^8-element scan 9 % faster
+/// than polling at once (800 ns: 6 % slower than 1100; 1500 and 2000: the same).
+const VALUE_FIRST_POLL_NS: u32 = 1100;
+/// In a paced grid, the pause before the first poll of a count's look-back
+/// ([`Ticket::exclusive_count`], the compactions). On an H100 a 10^8-element
+/// selection took 0.822 ms after 800 ns against 0.846 after 1100.
+const COUNT_FIRST_POLL_NS: u32 = 800;
 /// In a paced grid, the pause between two polls of a window that still holds a
 /// tile that has published nothing (CUB's sm_90 tuning: 168 ns).
 const POLL_PAUSE_NS: u32 = 170;
@@ -367,11 +372,16 @@ impl Words {
     /// The reduction of tiles `0..tile` (`tile > 0`), in tile order: walks back from
     /// `tile - 1`, combining aggregates until an inclusive prefix.
     #[inline(always)]
-    fn look_back<T: Shuffle, const P: bool>(&self, tile: usize, op: &impl Fn(T, T) -> T) -> T {
+    fn look_back<T: Shuffle, const P: bool>(
+        &self,
+        tile: usize,
+        op: &impl Fn(T, T) -> T,
+        first_poll_ns: u32,
+    ) -> T {
         let mut j = tile - 1;
         let mut acc: Option<T> = None;
         let paced = paced();
-        before_first_poll(paced);
+        before_first_poll(paced, first_poll_ns);
         loop {
             let mut round = 0;
             let (s, v) = loop {
@@ -401,12 +411,17 @@ impl Words {
     /// `end − 32 + l`, so the oldest tile of the window is on lane 0; the warp
     /// polls the whole window again while any of its tiles has published nothing.
     #[inline(always)]
-    fn warp_look_back<T: Shuffle, const P: bool>(&self, tile: usize, op: &impl Fn(T, T) -> T) -> T {
+    fn warp_look_back<T: Shuffle, const P: bool>(
+        &self,
+        tile: usize,
+        op: &impl Fn(T, T) -> T,
+        first_poll_ns: u32,
+    ) -> T {
         let lane = (crate::thread::thread_idx().x % WARP_SIZE) as usize;
         let mut end = tile;
         let mut acc: Option<T> = None;
         let paced = paced();
-        before_first_poll(paced);
+        before_first_poll(paced, first_poll_ns);
         loop {
             // Lanes before tile 0 (`end < 32`) read nothing: they lie below tile 0,
             // which always holds an inclusive prefix, so they are never combined.
@@ -467,15 +482,15 @@ fn paced() -> bool {
 }
 
 /// Before a look-back's first poll: on the device, in a paced grid, a pause of
-/// [`FIRST_POLL_NS`]; otherwise nothing.
+/// `ns`; otherwise nothing.
 #[inline(always)]
-fn before_first_poll(paced: bool) {
+fn before_first_poll(paced: bool, ns: u32) {
     #[cfg(target_arch = "nvptx64")]
     if paced {
-        crate::thread::sleep_ns(FIRST_POLL_NS);
+        crate::thread::sleep_ns(ns);
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    let _ = (paced, FIRST_POLL_NS);
+    let _ = (paced, ns);
 }
 
 /// Between two polls of a status that is still [`NONE`]: on the device, in a
@@ -692,9 +707,9 @@ impl<'a> Ticket<'a> {
     #[track_caller]
     pub fn exclusive_prefix<T: Shuffle>(self, aggregate: T, op: impl Fn(T, T) -> T) -> Option<T> {
         if T::__WIDE {
-            self.prefix::<T, false>(aggregate, &op)
+            self.prefix::<T, false>(aggregate, &op, VALUE_FIRST_POLL_NS)
         } else {
-            self.prefix::<T, true>(aggregate, &op)
+            self.prefix::<T, true>(aggregate, &op, VALUE_FIRST_POLL_NS)
         }
     }
 
@@ -712,12 +727,18 @@ impl<'a> Ticket<'a> {
     pub fn exclusive_count(self, count: u64) -> u64 {
         const MASK: u64 = u64::MAX >> STATUS_BITS;
         let add = |a: u64, b: u64| a.wrapping_add(b) & MASK;
-        self.prefix::<u64, true>(count & MASK, &add).unwrap_or(0)
+        self.prefix::<u64, true>(count & MASK, &add, COUNT_FIRST_POLL_NS)
+            .unwrap_or(0)
     }
 
     #[inline(always)]
     #[track_caller]
-    fn prefix<T: Shuffle, const P: bool>(self, aggregate: T, op: &impl Fn(T, T) -> T) -> Option<T> {
+    fn prefix<T: Shuffle, const P: bool>(
+        self,
+        aggregate: T,
+        op: &impl Fn(T, T) -> T,
+        first_poll_ns: u32,
+    ) -> Option<T> {
         self.check_owner();
         let k = self.tile;
         let t = crate::thread::thread_idx().x;
@@ -732,7 +753,7 @@ impl<'a> Ticket<'a> {
                 if t == 0 {
                     self.words.publish::<T, P>(k, PARTIAL, aggregate);
                 }
-                let before = self.words.warp_look_back::<T, P>(k, op);
+                let before = self.words.warp_look_back::<T, P>(k, op, first_poll_ns);
                 if t == 0 {
                     self.words.publish::<T, P>(k, DONE, op(before, aggregate));
                     prefix = to_word(before);
@@ -740,7 +761,7 @@ impl<'a> Ticket<'a> {
             }
         } else if t == 0 {
             self.words.publish::<T, P>(k, PARTIAL, aggregate);
-            let before = self.words.look_back::<T, P>(k, op);
+            let before = self.words.look_back::<T, P>(k, op, first_poll_ns);
             self.words.publish::<T, P>(k, DONE, op(before, aggregate));
             prefix = to_word(before);
         }
@@ -955,10 +976,10 @@ mod tests {
             lb.publish::<u32, P>(1, PARTIAL, 0);
             lb.publish::<u32, P>(2, PARTIAL, 9);
             lb.publish::<u32, P>(3, PARTIAL, 0);
-            assert_eq!(lb.look_back::<u32, P>(4, &op), 9);
-            assert_eq!(lb.look_back::<u32, P>(2, &op), 7);
+            assert_eq!(lb.look_back::<u32, P>(4, &op, 0), 9);
+            assert_eq!(lb.look_back::<u32, P>(2, &op, 0), 7);
             lb.publish::<u32, P>(3, DONE, 5);
-            assert_eq!(lb.look_back::<u32, P>(4, &op), 5);
+            assert_eq!(lb.look_back::<u32, P>(4, &op, 0), 5);
         }
         last_nonzero::<true>();
         last_nonzero::<false>();
@@ -967,7 +988,7 @@ mod tests {
         let lb = view(&mut words).words;
         lb.publish::<u64, false>(0, PARTIAL, 1u64 << 40);
         lb.publish::<u64, false>(1, PARTIAL, 3u64);
-        assert_eq!(lb.look_back::<u64, false>(2, &add), (1 << 40) + 3);
+        assert_eq!(lb.look_back::<u64, false>(2, &add, 0), (1 << 40) + 3);
     }
 
     #[test]
