@@ -65,8 +65,9 @@ pub const ITEMS: usize = 16;
 /// may lie past the end): prefetch there what `keep` and `emit` will read (with
 /// [`prefetch_l2`](xlog::device::view::prefetch_l2)), or do nothing.
 ///
-/// The body of every compaction kernel; every thread of the block must call it (it
-/// holds block collectives). `status` needs `lookback::status_words(⌈len /
+/// The body of the partition and run kernels (selections write through a staging
+/// array instead, in the private `select_tiles`); every thread of the block must
+/// call it (it holds block collectives). `status` needs `lookback::status_words(⌈len /
 /// (blockDim.x · ITEMS)⌉)` words.
 #[inline(always)]
 pub fn compact_tiles(
@@ -206,7 +207,8 @@ fn select_tiles<T: Shuffle + AtomicAdd, const V: usize>(
         if last && t == 0 && !count.is_empty() {
             count.store(0, prefix + total as u64);
         }
-        // The next tile overwrites the staging array.
+        // The next tile overwrites the staging array. Defensive: the barriers of
+        // the next ticket's broadcast and of the block scan already come first.
         barrier::sync_threads();
     }
 }
@@ -236,9 +238,11 @@ pub fn run_lengths(starts: &[u64], counts: &mut [u64]) {
 }
 
 /// The compaction kernels of each element type: `$v` elements per vector load of a
-/// selection, `$mb` the selection's resident blocks per SM (a 64-bit selection
-/// holds twice the registers for its tile: two blocks measured 11 % faster than
-/// three, which spill).
+/// selection, `$mb` the selection's resident blocks per SM. On an H100 (run 23 of
+/// `docs/gpu-runs.md`): a 32-bit selection at three blocks uses 80 registers
+/// without spills and ran as fast as four blocks with its inputs loaded after the
+/// look-back (which spills); a 64-bit selection holds twice the registers for its
+/// tile, and two blocks ran 11 % faster than three, which spill.
 macro_rules! compaction {
     ($($t:ty, $v:tt, $mb:tt: $select:ident, $partition:ident, $unique:ident, $heads:ident;)*) => {$(
         #[doc = concat!("Copies the `", stringify!($t), "`s of `x` whose flag is non-zero to the front of `out`, in order, and their number to `count[0]`. The kernel of [`select_flagged`].")]

@@ -725,6 +725,64 @@ mod compact {
 
     each_type_matches_the_cpu!(check);
 
+    /// A selection launched with fewer blocks than tiles: each block takes tiles
+    /// in turn and reuses its staging array in shared memory from tile to tile
+    /// (the library's own launches give every tile a block). 32- and 64-bit
+    /// elements (a 64-bit one is staged as two words).
+    #[test]
+    fn fewer_blocks_than_tiles_reuse_the_staging_array() {
+        use xlog::device::lookback::status_words;
+        use xlog::LaunchConfig;
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        let tile = compact::BLOCK as usize * compact::ITEMS;
+        let n = 5 * tile + 123;
+        let tiles = n.div_ceil(tile);
+        let mut r = Rng::from_state(77);
+        let x: Vec<u64> = (0..n).map(|_| r.next_u64()).collect();
+        let flags: Vec<u8> = (0..n).map(|_| (r.next_u64() % 3 == 0) as u8).collect();
+        let kept: Vec<u64> = x
+            .iter()
+            .zip(&flags)
+            .filter(|p| *p.1 != 0)
+            .map(|p| *p.0)
+            .collect();
+        let fb = upload(&rt, &s, &flags);
+        let x32: Vec<u32> = x.iter().map(|&v| v as u32).collect();
+        let kept32: Vec<u32> = kept.iter().map(|&v| v as u32).collect();
+        let (xb, xb32) = (upload(&rt, &s, &x), upload(&rt, &s, &x32));
+        for blocks in [1u32, 2, 3] {
+            let cfg = LaunchConfig::new([blocks, 1, 1], [compact::BLOCK, 1, 1]);
+            let mut count = rt.alloc_zeroed_on::<u64>(&s, 1).unwrap();
+            let mut status = rt.alloc_zeroed_on::<u64>(&s, status_words(tiles)).unwrap();
+            let mut out = rt.alloc_zeroed_on::<u64>(&s, kept.len()).unwrap();
+            compact::select_flagged_u64::launch(
+                &s,
+                cfg,
+                &xb,
+                &fb,
+                &mut out,
+                &mut count,
+                &mut status,
+            )
+            .unwrap();
+            assert_eq!(out.download(&s).unwrap(), kept, "u64, {blocks} blocks");
+            assert_eq!(count.download(&s).unwrap(), [kept.len() as u64]);
+            let mut out = rt.alloc_zeroed_on::<u32>(&s, kept.len()).unwrap();
+            compact::select_flagged_u32::launch(
+                &s,
+                cfg,
+                &xb32,
+                &fb,
+                &mut out,
+                &mut count,
+                &mut status,
+            )
+            .unwrap();
+            assert_eq!(out.download(&s).unwrap(), kept32, "u32, {blocks} blocks");
+        }
+    }
+
     #[test]
     fn mismatched_lengths_are_refused() {
         let rt = gpu_runtime();

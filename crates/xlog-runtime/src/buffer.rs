@@ -8,13 +8,13 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use xlog_device::DeviceCopy;
 
 use crate::resource::{Allocator, BlockId, DeviceBlock};
 use crate::stream::Stream;
-use crate::sync::SpinLock;
+use crate::sync::Unpoisoned;
 use crate::track::{UsePoint, UseState};
 
 /// The untyped part of a buffer: its block, its owner and its use state.
@@ -24,7 +24,7 @@ pub struct BufferCore {
     bytes: usize,
     pub(crate) allocator: Arc<Allocator>,
     alloc_stream: Stream,
-    pub(crate) track: SpinLock<UseState<Stream>>,
+    pub(crate) track: Mutex<UseState<Stream>>,
     /// For imported memory: what keeps it alive; dropped (running the foreign
     /// deleter) instead of freeing the block through `allocator`.
     foreign: Option<ForeignOwner>,
@@ -65,7 +65,7 @@ impl BufferCore {
             block: Some(block),
             allocator,
             alloc_stream,
-            track: SpinLock::new(UseState::ready_at(ready)),
+            track: Mutex::new(UseState::ready_at(ready)),
             foreign: None,
         }
     }
@@ -120,7 +120,7 @@ impl BufferCore {
             return;
         };
         let stream = &self.alloc_stream;
-        let state = self.track.get_mut();
+        let state = self.track.get_mut_unpoisoned();
         // Same-stream points need no wait (and no driver call); bind only for others.
         let fence = crate::testing::fencing_enabled();
         let ordered = state

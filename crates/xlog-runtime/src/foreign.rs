@@ -203,7 +203,7 @@ impl BufferCore {
         }
         stream.bind()?;
         let points: Vec<UsePoint<Stream>> = {
-            let state = self.track.lock();
+            let state = self.track.lock_unpoisoned();
             state.conflicts(access).cloned().collect()
         };
         let raw = consumer.ordering_stream().0;
@@ -218,7 +218,7 @@ impl BufferCore {
             return Ok(());
         }
         let points: Vec<UsePoint<Stream>> = {
-            let state = self.track.lock();
+            let state = self.track.lock_unpoisoned();
             state.conflicts(access).cloned().collect()
         };
         points.iter().try_for_each(Stream::host_wait)
@@ -241,14 +241,14 @@ impl BufferCore {
         let borrowed = Stream::borrowed(stream, consumer.ordering_stream().0);
         let foreign = borrowed.capture()?;
         let (planned, others): (u64, Vec<UsePoint<Stream>>) = {
-            let state = self.track.lock();
+            let state = self.track.lock_unpoisoned();
             (state.version(), state.conflicts(access).cloned().collect())
         };
         stream.wait_for(&foreign)?;
         others.iter().try_for_each(|p| stream.wait_for(p))?;
         let point = stream.publish();
         self.track
-            .lock()
+            .lock_unpoisoned()
             .commit(access, stream, point.epoch, planned);
         Ok(())
     }
@@ -294,7 +294,7 @@ impl BufferCore {
         }
         on.bind()?;
         let points: Vec<UsePoint<Stream>> = {
-            let state = self.track.lock();
+            let state = self.track.lock_unpoisoned();
             state.waits(Access::Read, on).cloned().collect()
         };
         points.iter().try_for_each(|p| on.wait_for(p))?;

@@ -39,6 +39,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::MutexGuard;
 
 use xlog_device::DeviceCopy;
 
@@ -48,7 +49,7 @@ use crate::error::{Error, Result};
 use crate::launch::{Function, LaunchConfig};
 use crate::sim::Touch;
 use crate::stream::Stream;
-use crate::sync::SpinGuard;
+use crate::sync::Unpoisoned;
 use crate::track::{dedup_by_key, keep_newest, Access, UsePoint, UseState};
 
 /// Typestate: buffers are being recorded.
@@ -270,7 +271,7 @@ impl<'a> WorkRecorder<'a, Recording> {
     pub fn preflight(mut self) -> Result<WorkRecorder<'a, Preflighted>> {
         let mut waits = self.check_buffers()?;
         for entry in self.entries.as_mut_slice() {
-            let state = entry.core.track.lock();
+            let state = entry.core.track.lock_unpoisoned();
             entry.planned = state.version();
             plan_waits(&mut waits, &state, entry.access, self.stream);
         }
@@ -415,8 +416,10 @@ pub unsafe fn launch_typed(
     let distinct = check_uses(stream, uses, &mut touches)?;
     let uses = &mut uses[..distinct];
     uses.sort_unstable_by_key(|u| u.core as *const BufferCore as usize);
-    let mut states: smallvec::SmallVec<[SpinGuard<'_, UseState<Stream>>; INLINE]> =
-        uses.iter().map(|u| u.core.track.lock()).collect();
+    let mut states: smallvec::SmallVec<[MutexGuard<'_, UseState<Stream>>; INLINE]> = uses
+        .iter()
+        .map(|u| u.core.track.lock_unpoisoned())
+        .collect();
     let mut waits: smallvec::SmallVec<[UsePoint<Stream>; INLINE]> = smallvec::SmallVec::new();
     for (u, state) in uses.iter().zip(&states) {
         plan_waits(&mut waits, state, u.access, stream);
@@ -614,7 +617,7 @@ fn commit_planned(stream: &Stream, entries: &[BufferUse<'_>]) -> Committed {
     for e in entries {
         e.core
             .track
-            .lock()
+            .lock_unpoisoned()
             .commit(e.access, stream, epoch, e.planned);
     }
     Committed { epoch }
