@@ -427,7 +427,9 @@ pub unsafe fn launch_typed(
     // The closure owns the locks: they are released as soon as the use is
     // committed (or, when nothing is, when `enqueue_launch` returns), never held
     // while the `tracing` event after the launch runs a subscriber's code, which
-    // could launch on the same buffers.
+    // could launch on the same buffers. (On the simulator a hazard report is an
+    // event emitted during the launch itself, with the locks held: a subscriber
+    // that launched on these buffers from there would block.)
     let commit = move || {
         let epoch = stream.publish_epoch();
         for (u, state) in uses.iter().zip(states.iter_mut()) {
