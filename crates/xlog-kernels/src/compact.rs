@@ -91,12 +91,7 @@ pub fn compact_tiles(
                 mask |= 1 << j;
             }
         }
-        let later = crate::PREFETCH_TILES * thread::block_dim().x as usize;
-        ahead(
-            tile.chunk_index()
-                .saturating_add(later)
-                .saturating_mul(ITEMS),
-        );
+        ahead(crate::prefetch_start(tile.chunk_index(), ITEMS));
         // A tile keeps at most `blockDim.x · ITEMS` elements: a `u32` count.
         let mine = mask.count_ones();
         let (before, total) = collective::block_exclusive_scan(mine, 0, u32::wrapping_add);
@@ -180,9 +175,7 @@ fn select_tiles<T: Shuffle + AtomicAdd, const V: usize>(
                 mask |= 1 << j;
             }
         }
-        let later = c
-            .saturating_add(crate::PREFETCH_TILES * threads)
-            .saturating_mul(ITEMS);
+        let later = crate::prefetch_start(c, ITEMS);
         view::prefetch_l2(flags, later);
         view::prefetch_l2(x, later);
         // A tile keeps at most `blockDim.x · ITEMS` elements: a `u32` count.

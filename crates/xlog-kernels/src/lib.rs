@@ -56,6 +56,15 @@ xlog::kernel_module!();
 /// lines were evicted before use and the scan got slower than with none.
 pub const PREFETCH_TILES: usize = 256;
 
+/// The first element of the chunk [`PREFETCH_TILES`] tiles after chunk `c` of a
+/// block's tile (chunks of `items` elements, one per thread), saturating: where the
+/// single-pass kernels prefetch. It may lie past the end of the input.
+#[inline(always)]
+fn prefetch_start(c: usize, items: usize) -> usize {
+    let ahead = PREFETCH_TILES * xlog::device::thread::block_dim().x as usize;
+    c.saturating_add(ahead).saturating_mul(items)
+}
+
 pub mod compact;
 pub mod cooperative;
 pub mod elementwise;

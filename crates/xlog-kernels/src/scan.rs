@@ -77,11 +77,7 @@ pub fn scan_tiles<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: b
         // trip then overlaps them).
         let v: [T; K] = lookback::load_chunk_by::<T, K, V>(x, tile.chunk_index(), identity);
         // While this block looks back, DRAM fetches the inputs of a later tile.
-        let ahead = crate::PREFETCH_TILES * thread::block_dim().x as usize;
-        view::prefetch_l2(
-            x,
-            tile.chunk_index().saturating_add(ahead).saturating_mul(K),
-        );
+        view::prefetch_l2(x, crate::prefetch_start(tile.chunk_index(), K));
         let c = tile.chunk::<K>();
         let mut run = v;
         for j in 1..K {
