@@ -197,9 +197,10 @@ pub fn lanes_below() -> u32 {
 
 /// The lanes of the calling thread's warp whose `label` agrees with this lane's in
 /// its low `BITS` bits, this lane included: `BITS` ballots (CUB's `MatchAny`,
-/// faster than `match.any.sync` on every architecture xlog targets). The lowest
-/// set bit is the group's leader; `(peers & lanes_below()).count_ones()` is this
-/// lane's rank within its group.
+/// faster than `match.any.sync` on every architecture xlog targets). Any set bit
+/// may serve as the group's leader (the highest, `31 - leading_zeros`, costs one
+/// instruction); `(peers & lanes_below()).count_ones()` is this lane's rank within
+/// its group.
 ///
 /// Called by every live lane of the warp at the same point, with the same `BITS`
 /// (see the module docs for what happens otherwise).
@@ -209,12 +210,10 @@ pub fn warp_match_bits<const BITS: u32>(label: u32) -> u32 {
     let mut peers = mask;
     let mut b = 0;
     while b < BITS {
-        let set = (label >> b) & 1 == 1;
         // SAFETY: `mask` holds the calling lane; on sm_70 and newer a lane of the
         // mask that does not arrive makes the others wait or gives unspecified
         // bits, never undefined behaviour (the `collective` module's contract).
-        let votes = unsafe { crate::warp::ballot(mask, set) };
-        peers &= if set { votes } else { !votes };
+        peers &= unsafe { crate::warp::agree_on_bit(mask, label, b) };
         b += 1;
     }
     peers

@@ -216,6 +216,38 @@ pub unsafe fn ballot(mask: u32, pred: bool) -> u32 {
     )
 }
 
+/// The lanes of `mask` whose bit `bit` of `label` equals the calling lane's (the
+/// calling lane included): one ballot, inverted on the lanes where the bit is
+/// clear, with the bit tested as a predicate (one step of CUB's `MatchAny`). Bits
+/// of the result outside `mask` are unspecified.
+///
+/// # Safety
+///
+/// See the module docs.
+#[inline(always)]
+pub unsafe fn agree_on_bit(mask: u32, label: u32, bit: u32) -> u32 {
+    device_or_sim!(
+        device: {
+            let r: u32;
+            // SAFETY: the caller upholds the module's obligations; no memory is accessed
+            // and the registers are scoped to the block.
+            unsafe {
+                asm!(
+                    "{{ .reg .pred %p; .reg .b32 %t; and.b32 %t, {l}, {b}; setp.ne.u32 %p, %t, 0; vote.sync.ballot.b32 {r}, %p, {m}; @!%p not.b32 {r}, {r}; }}",
+                    l = in(reg32) label, b = in(reg32) 1u32 << (bit % 32), m = in(reg32) mask, r = out(reg32) r,
+                    options(nomem, nostack)
+                )
+            };
+            r
+        },
+        sim: {
+            let set = label >> (bit % 32) & 1 == 1;
+            let votes = crate::sim::warp_exchange("warp::agree_on_bit", crate::sim::WarpOp::Ballot, mask, set as u64, 0) as u32;
+            if set { votes } else { !votes }
+        }
+    )
+}
+
 /// `__activemask()`: the lanes currently executing together with this one. Safe: it
 /// has no participation requirement. The simulator, which does not model
 /// convergence, returns the lanes of the warp that exist and have not exited.

@@ -205,6 +205,28 @@ entry_points! {
         };
     }
 
+    /// Block size a multiple of 32, `n` = total threads; `label[i]` is the label.
+    /// Per thread: `out[0n + i]` = the lanes agreeing on bit 2 of the label,
+    /// `out[1n + i]` = the lanes whose low 3 bits agree (`warp_match_bits::<3>`).
+    pub unsafe fn warp_match_labels(
+        label: *const u32,
+        n: usize,
+        out: *mut u32,
+        out_len: usize,
+    ) {
+        let i = index_1d().get();
+        // SAFETY: module obligations.
+        let (label, out) = unsafe {
+            (
+                slice::from_raw_parts(label, n),
+                slice::from_raw_parts_mut(out, out_len),
+            )
+        };
+        // SAFETY: full warps execute this call together.
+        out[i] = unsafe { warp::agree_on_bit(FULL_MASK, label[i], 2) };
+        out[n + i] = xlog_device::exchange::warp_match_bits::<3>(label[i]);
+    }
+
     /// Block size a multiple of 32, `n` = total threads; per warp `w`: `out[3w]` = sum,
     /// `out[3w + 1]` = min, `out[3w + 2]` = max (`redux.sync`).
     pub unsafe fn warp_reduce_u32(

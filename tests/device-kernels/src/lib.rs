@@ -25,6 +25,7 @@ pub const KERNELS: &[&str] = &[
     "warp_shuffles_u32",
     "warp_shuffle_xor_f64",
     "warp_votes",
+    "warp_match_labels",
     "warp_reduce_u32",
     "atomic_histogram",
     "atomic_min_max_i64",

@@ -294,6 +294,40 @@ mod warps {
     }
 
     #[test]
+    fn lanes_agree_on_a_bit_and_match_on_low_bits() -> TestResult {
+        let g = gpu()?;
+        let mut rng = Rng::from_state(6);
+        // Warps alternate: random labels, one label everywhere, two labels.
+        let label: Vec<u32> = (0..N)
+            .map(|i| match (i / 32) % 3 {
+                0 => rng.next_u32(),
+                1 => 0xdead_beef,
+                _ => 4 * (i as u32 % 2),
+            })
+            .collect();
+        let out = run_in_out(
+            &g,
+            "warp_match_labels",
+            LaunchConfig::for_len_with_block(N, 64),
+            &label,
+            &vec![9u32; 2 * N],
+        )?;
+        for i in 0..N {
+            let warp = &label[i - i % 32..i - i % 32 + 32];
+            let lanes = |same: &dyn Fn(u32) -> bool| {
+                warp.iter()
+                    .enumerate()
+                    .fold(0u32, |m, (l, &x)| m | (same(x) as u32) << l)
+            };
+            let bit2 = lanes(&|x| (x ^ label[i]) & 4 == 0);
+            assert_eq!(out[i], bit2, "agree_on_bit at {i}");
+            let low3 = lanes(&|x| (x ^ label[i]) & 7 == 0);
+            assert_eq!(out[N + i], low3, "warp_match_bits at {i}");
+        }
+        Ok(())
+    }
+
+    #[test]
     fn redux_sum_min_max() -> TestResult {
         let g = gpu()?;
         let input = Rng::from_state(5).u32s(N);
