@@ -403,14 +403,14 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         let mut ranks = [0u32; ITEMS];
         each_item!(j => {
             let d = digit(keys[j], first + 32 * j);
-            let peers = exchange::warp_match_bits::<RADIX_BITS>(d);
+            let peers = exchange::full_warp_match_bits::<RADIX_BITS>(d);
             // Any lane of the group may add its count: the highest is one instruction away.
             let leader = 31 - peers.leading_zeros();
             let mut old = 0;
             if lane as u32 == leader {
                 old = words.fetch_add(warp * RADIX + d as usize, peers.count_ones());
             }
-            ranks[j] = exchange::warp_shuffle_from(old, leader) + (peers & below).count_ones();
+            ranks[j] = exchange::full_warp_shuffle_from(old, leader) + (peers & below).count_ones();
         });
         barrier::sync_threads();
 

@@ -78,7 +78,7 @@ use xlog_device::shared::DynamicShared;
 use xlog_device::thread::{block_index, block_thread_index, index_1d, lane_id, threads_per_block};
 use xlog_device::view::{InOut, Out};
 use xlog_device::warp::FULL_MASK;
-use xlog_device::{atomic, barrier, static_shared, warp};
+use xlog_device::{atomic, barrier, exchange, static_shared, warp};
 
 entry_points! {
     /// Any 1D launch.
@@ -207,7 +207,10 @@ entry_points! {
 
     /// Block size a multiple of 32, `n` = total threads; `label[i]` is the label.
     /// Per thread: `out[0n + i]` = the lanes agreeing on bit 2 of the label,
-    /// `out[1n + i]` = the lanes whose low 3 bits agree (`warp_match_bits::<3>`).
+    /// `out[1n + i]` = the lanes whose low 3 bits agree (`warp_match_bits::<3>`),
+    /// `out[2n + i]` = the same from `full_warp_match_bits::<3>`, `out[3n + i]` =
+    /// lane `31 - lane`'s label (`full_warp_shuffle_from`), `out[4n + i]` = lane
+    /// `(lane + 1) % 32`'s label (`warp_shuffle_from`).
     pub unsafe fn warp_match_labels(
         label: *const u32,
         n: usize,
@@ -224,7 +227,10 @@ entry_points! {
         };
         // SAFETY: full warps execute this call together.
         out[i] = unsafe { warp::agree_on_bit(FULL_MASK, label[i], 2) };
-        out[n + i] = xlog_device::exchange::warp_match_bits::<3>(label[i]);
+        out[n + i] = exchange::warp_match_bits::<3>(label[i]);
+        out[2 * n + i] = exchange::full_warp_match_bits::<3>(label[i]);
+        out[3 * n + i] = exchange::full_warp_shuffle_from(label[i], 31 - lane_id());
+        out[4 * n + i] = exchange::warp_shuffle_from(label[i], (lane_id() + 1) % 32);
     }
 
     /// Block size a multiple of 32, `n` = total threads; per warp `w`: `out[3w]` = sum,

@@ -310,7 +310,7 @@ mod warps {
             "warp_match_labels",
             LaunchConfig::for_len_with_block(N, 64),
             &label,
-            &vec![9u32; 2 * N],
+            &vec![9u32; 5 * N],
         )?;
         for i in 0..N {
             let warp = &label[i - i % 32..i - i % 32 + 32];
@@ -323,6 +323,17 @@ mod warps {
             assert_eq!(out[i], bit2, "agree_on_bit at {i}");
             let low3 = lanes(&|x| (x ^ label[i]) & 7 == 0);
             assert_eq!(out[N + i], low3, "warp_match_bits at {i}");
+            assert_eq!(out[2 * N + i], low3, "full_warp_match_bits at {i}");
+            assert_eq!(
+                out[3 * N + i],
+                warp[31 - i % 32],
+                "full_warp_shuffle_from at {i}"
+            );
+            assert_eq!(
+                out[4 * N + i],
+                warp[(i + 1) % 32],
+                "warp_shuffle_from at {i}"
+            );
         }
         Ok(())
     }
