@@ -21,13 +21,15 @@
 //!    histogram: where each digit's run starts in that pass's output.
 //! 3. **One chained scatter per pass**: each block takes a tile of [`TILE`] keys
 //!    (block `b` takes tile `b`, so it waits only on blocks the hardware started
-//!    before it: blocks start in index order, as CUB's onesweep assumes), ranks the tile's keys by digit, stably (warp by warp, item by item,
-//!    lanes with equal digits found with ballots), publishes its 256 digit counts
-//!    and learns, for each digit, how many keys of that digit the tiles before it
-//!    hold by decoupled look-back over per-digit status words (a flag and a count
-//!    in one 32-bit word). The block then reorders its tile by rank in shared
-//!    memory and writes each run of equal digits to consecutive output positions,
-//!    so the stores coalesce.
+//!    before it: blocks start in index order, as CUB's onesweep assumes), ranks the
+//!    tile's keys by digit, stably (warp by warp, item by item, lanes with equal
+//!    digits found with ballots), publishes its 256 digit counts as soon as they
+//!    are known, and learns, for each digit, how many keys of that digit the tiles
+//!    before it hold by decoupled look-back over per-digit status words (a flag and
+//!    a count in one 32-bit word). The block then reorders its tile by rank in
+//!    shared memory and writes each run of equal digits to consecutive output
+//!    positions, so the stores coalesce. Full tiles (all but a launch's last) run
+//!    a copy of the body compiled without end-of-tile checks.
 //!
 //! Stability: within a tile, keys of equal digit are ranked in input order; tiles
 //! are ordered by their position in the input; so each pass is stable, and the
@@ -252,18 +254,24 @@ fn histogram<K: RadixKey>(keys: &[K], hist: &AtomicView<'_, u32>, descending: bo
     }
 }
 
-/// The look-back of digit `d` for tile `tile`: publishes the tile's `count` of the
-/// digit, walks back over the tiles before it until one has published its
-/// inclusive count, publishes its own inclusive count, and returns how many keys of
-/// digit `d` the tiles before it hold.
+/// Publishes tile `tile`'s `count` of digit `d`: its inclusive count when it is the
+/// first tile, else its own count, for the tiles after it to look back on.
+#[inline(always)]
+fn publish(status: &AtomicView<'_, u32>, tile: usize, d: usize, count: u32) {
+    let flag = if tile == 0 { INCLUSIVE } else { AGGREGATE };
+    status.store(tile * RADIX + d, flag | count);
+}
+
+/// The look-back of digit `d` for tile `tile`, after [`publish`]: walks back over
+/// the tiles before it until one has published its inclusive count, publishes its
+/// own inclusive count, and returns how many keys of digit `d` the tiles before it
+/// hold.
 #[inline(always)]
 fn look_back(status: &AtomicView<'_, u32>, tile: usize, d: usize, count: u32) -> u32 {
     let word = |k: usize| k * RADIX + d;
     if tile == 0 {
-        status.store(word(0), INCLUSIVE | count);
         return 0;
     }
-    status.store(word(tile), AGGREGATE | count);
     let mut before = 0u32;
     let mut k = tile;
     loop {
@@ -418,6 +426,8 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         // tile's first rank of it.
         let counts: [u32; WARPS] = core::array::from_fn(|w| words.load(w * RADIX + t));
         let total = counts.iter().fold(0u32, |a, &c| a.wrapping_add(c));
+        // Published as early as it is known, so the tiles after this one wait less.
+        publish(status, tile, t, total);
         let (digit_start, _) = collective::block_exclusive_scan(total, 0u32, u32::wrapping_add);
         let mut run = digit_start;
         for (w, &c) in counts.iter().enumerate() {
