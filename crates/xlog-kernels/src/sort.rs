@@ -71,6 +71,9 @@ use xlog::prelude::*;
 
 /// Threads per block of the sort kernels: one per digit in the per-digit steps.
 pub const BLOCK: u32 = 256;
+/// Blocks per multiprocessor of the histogram kernels (their `min_blocks`): the
+/// host launches one wave of them.
+pub const HISTOGRAM_BLOCKS_PER_SM: u32 = 6;
 /// Bits per digit.
 pub const RADIX_BITS: u32 = 8;
 /// Digits per pass.
@@ -99,6 +102,9 @@ pub const PORTION: usize = TILE * (COUNT as usize / TILE);
 macro_rules! each_item {
     ($j:ident => $body:block) => {
         each_item!(@ $j $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    ($j:ident in $($n:literal)* => $body:block) => {
+        each_item!(@ $j $body; $($n)*)
     };
     (@ $j:ident $body:block; $($n:literal)*) => {{
         $({
@@ -233,17 +239,37 @@ fn sort_shared() -> SharedWords<u32> {
 #[inline(always)]
 fn histogram<K: RadixKey>(keys: &[K], hist: &AtomicView<'_, u32>, descending: bool) {
     let passes = K::Bits::PASSES as usize;
-    let counters = sort_shared();
-    let t = thread::thread_idx().x as usize;
+    // Its own small array (not the scatter's 32 KiB): more blocks fit an SM.
+    let counters = xlog::device::static_shared!(XLOG_SORT_COUNTS: [u32; 8 * RADIX]).words();
+    let t = thread::thread_idx().x as usize % BLOCK as usize;
     for p in 0..passes {
         counters.store(p * RADIX + t, 0);
     }
     barrier::sync_threads();
-    for i in thread::grid_stride(keys.len()) {
-        let b = keys[i].ordered().twiddle(descending);
+    let count = |k: K| {
+        let b = k.ordered().twiddle(descending);
         for p in 0..passes {
             counters.fetch_add(p * RADIX + b.digit(p as u32 * RADIX_BITS) as usize, 1);
         }
+    };
+    // Four keys a grid stride apart per step, loaded before any is counted: enough
+    // loads in flight to keep the memory busy (one at a time reached a third of
+    // its bandwidth).
+    let (n, stride) = (keys.len(), thread::total_threads());
+    let mut i = thread::linear_index();
+    while i < n.saturating_sub(3 * stride) {
+        let four = [
+            keys[i],
+            keys[i + stride],
+            keys[i + 2 * stride],
+            keys[i + 3 * stride],
+        ];
+        four.into_iter().for_each(count);
+        i += 4 * stride;
+    }
+    while i < n {
+        count(keys[i]);
+        i += stride;
     }
     barrier::sync_threads();
     for p in 0..passes {
@@ -408,17 +434,30 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
             }
         });
         let below = exchange::lanes_below();
+        // Items in groups of four: the group's ballots first (independent of each
+        // other, so they overlap), then its counter adds, item by item.
         let mut ranks = [0u32; ITEMS];
-        each_item!(j => {
-            let d = digit(keys[j], first + 32 * j);
-            let peers = exchange::full_warp_match_bits::<RADIX_BITS>(d);
-            // Any lane of the group may add its count: the highest is one instruction away.
-            let leader = 31 - peers.leading_zeros();
-            let mut old = 0;
-            if lane as u32 == leader {
-                old = words.fetch_add(warp * RADIX + d as usize, peers.count_ones());
-            }
-            ranks[j] = exchange::full_warp_shuffle_from(old, leader) + (peers & below).count_ones();
+        let mut peers = [0u32; 4];
+        each_item!(g in 0 4 8 12 => {
+            each_item!(k in 0 1 2 3 => {
+                let j = g + k;
+                let d = digit(keys[j], first + 32 * j);
+                peers[k] = exchange::full_warp_match_bits::<RADIX_BITS>(d);
+            });
+            each_item!(k in 0 1 2 3 => {
+                let j = g + k;
+                let peers = peers[k];
+                let d = digit(keys[j], first + 32 * j);
+                // Any lane of the group may add its count: the highest is one
+                // instruction away.
+                let leader = 31 - peers.leading_zeros();
+                let mut old = 0;
+                if lane as u32 == leader {
+                    old = words.fetch_add(warp * RADIX + d as usize, peers.count_ones());
+                }
+                ranks[j] =
+                    exchange::full_warp_shuffle_from(old, leader) + (peers & below).count_ones();
+            });
         });
         barrier::sync_threads();
 
@@ -529,7 +568,8 @@ pub fn sort_offsets(hist: &[u32], offsets: &mut [u64], passes: u32) {
 macro_rules! key_kernels {
     ($($k:ty: $hist:ident, $keys:ident, $pairs32:ident, $pairs64:ident;)*) => {$(
         #[doc = concat!("Adds the per-pass digit histograms of `", stringify!($k), "` keys into `hist` (`passes · 256` counts): the first step of a sort.")]
-        #[xlog_kernel(read(keys), atomic(hist), block = 256)]
+        // `min_blocks` is HISTOGRAM_BLOCKS_PER_SM.
+        #[xlog_kernel(read(keys), atomic(hist), block = 256, min_blocks = 6)]
         pub fn $hist(keys: &[$k], hist: &mut [u32], descending: u32) {
             histogram::<$k>(keys, hist, descending != 0);
         }

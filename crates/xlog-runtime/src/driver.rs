@@ -101,6 +101,7 @@ impl Context {
                 ordinal,
                 name: String::new(),
                 compute_capability: (0, 0),
+                multiprocessors: 0,
                 max_threads_per_block: 0,
                 max_block_dim: [0; 3],
                 max_grid_dim: [0; 3],
@@ -131,6 +132,7 @@ impl Context {
                 attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
                 attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
             ),
+            multiprocessors: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_block_dim: [
                 attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,

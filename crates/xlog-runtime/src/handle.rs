@@ -21,6 +21,8 @@ pub struct DeviceInfo {
     pub name: String,
     /// Compute capability (major, minor).
     pub compute_capability: (u32, u32),
+    /// Streaming multiprocessors (SMs).
+    pub multiprocessors: u32,
     /// Maximum threads in one block.
     pub max_threads_per_block: u32,
     /// Maximum block dimensions.

@@ -7,7 +7,7 @@ use xlog::{
     Stream, WriteBuffer,
 };
 
-use super::{BLOCK, PORTION, RADIX, RADIX_BITS, TILE};
+use super::{BLOCK, HISTOGRAM_BLOCKS_PER_SM, PORTION, RADIX, RADIX_BITS, TILE};
 
 /// The direction of a sort.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -213,10 +213,14 @@ fn portion(q: usize, n: usize) -> Range<usize> {
     q * PORTION..n.min((q + 1) * PORTION)
 }
 
-/// The histogram launch over `n` keys: enough blocks of 256 threads to fill the
-/// device a few times over, each looping (more blocks only add global atomics).
-fn histogram_config(n: usize) -> LaunchConfig {
-    let blocks = n.div_ceil(BLOCK as usize * 16).clamp(1, 1024);
+/// The histogram launch over `n` keys on a device of `sms` multiprocessors: one
+/// wave of blocks of 256 threads (as many as fit at once, the kernel's
+/// `min_blocks` per multiprocessor), each looping over an equal grid-stride share;
+/// fewer for short inputs. More blocks would only add global atomics, and a second,
+/// partial wave would leave most of the device idle while it runs.
+fn histogram_config(n: usize, sms: u32) -> LaunchConfig {
+    let wave = sms.max(1) as usize * HISTOGRAM_BLOCKS_PER_SM as usize;
+    let blocks = n.div_ceil(BLOCK as usize * 16).clamp(1, wave);
     LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1])
 }
 
@@ -263,7 +267,7 @@ fn run<K: Key, V: Value>(
 
     for q in 0..portions {
         let r = portion(q, n);
-        let cfg = histogram_config(r.len());
+        let cfg = histogram_config(r.len(), rt.device().info().multiprocessors);
         let mut h = hist.slice_mut(q * passes * RADIX..(q + 1) * passes * RADIX);
         let src = input.unwrap_or_else(|| keys.as_view());
         K::__histogram(s, cfg, &src.slice(r), &mut h, descending)?;

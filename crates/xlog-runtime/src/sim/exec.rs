@@ -76,6 +76,7 @@ pub(crate) fn device_info(ordinal: u32) -> DeviceInfo {
         ordinal,
         name: "xlog simulator (host CPU)".to_owned(),
         compute_capability: (9, 0),
+        multiprocessors: 4,
         max_threads_per_block: 1024,
         max_block_dim: [1024, 1024, 64],
         max_grid_dim: [i32::MAX as u32, 65535, 65535],

@@ -20,6 +20,26 @@ fn runtime_creation_raced_from_16_threads_creates_one() {
 }
 
 #[test]
+fn device_info_reads_the_hardware() {
+    let rt = crate::common::rt();
+    let info = rt.device().info();
+    assert!(!info.name.is_empty());
+    assert!(
+        info.compute_capability.0 >= 7,
+        "{:?}",
+        info.compute_capability
+    );
+    // Every NVIDIA GPU xlog runs on has a few to a few hundred multiprocessors.
+    assert!(
+        (1..=1024).contains(&info.multiprocessors),
+        "{}",
+        info.multiprocessors
+    );
+    assert!(info.max_threads_per_block >= 1024);
+    assert!(info.total_memory > 0);
+}
+
+#[test]
 fn default_stack_tracks_streams_and_has_a_budget_and_stats() {
     let rt = crate::common::rt();
     let d = rt.describe_resource();
