@@ -213,9 +213,9 @@ pub fn warp_match_bits<const BITS: u32>(label: u32) -> u32 {
 /// [`warp_match_bits`] for a warp whose 32 lanes all exist: a kernel whose block
 /// size is a multiple of 32 (fixed by its `block` attribute). The member mask is
 /// then the constant full warp, which spares `ptxas` a convergence check around
-/// every ballot (7 % of a radix sort's time). In a partial warp the missing lanes
-/// never arrive: the call waits or gives unspecified bits, never undefined
-/// behaviour (the module docs).
+/// every ballot (7 % of a radix sort's time). The mask holds the calling lane, so
+/// in a partial warp the lanes that do not exist make the call wait or give
+/// unspecified bits, never undefined behaviour (the module docs).
 #[inline(always)]
 pub fn full_warp_match_bits<const BITS: u32>(label: u32) -> u32 {
     match_bits::<BITS>(FULL_MASK, label)
