@@ -8,7 +8,9 @@
 //!   data, which no witness can name.
 //! - [`warp_match_bits`]: the lanes of the warp whose label equals this lane's
 //!   (CUB's `MatchAny`, from ballots), and [`warp_shuffle_from`], a shuffle where
-//!   each lane names its own source lane.
+//!   each lane names its own source lane; [`full_warp_match_bits`] and
+//!   [`full_warp_shuffle_from`] are the same for kernels whose blocks are whole
+//!   warps, faster.
 //!
 //! ```no_run
 //! use xlog_device::{barrier, exchange::SharedWords, static_shared, thread};
@@ -44,7 +46,13 @@
 //!
 //! The warp functions are `shfl.sync` / `vote.sync` over the lanes the block shape
 //! makes live, as in [`crate::collective`]: called from a branch some lanes skip,
-//! they hang or give unspecified values, never undefined behaviour.
+//! they hang or give unspecified values, never undefined behaviour. The `full_warp_`
+//! ones use the constant full-warp mask instead, which holds the calling lane too,
+//! so PTX's one undefined case (an executing lane missing from the mask) cannot
+//! arise either. In a warp that is whole, the two masks are the same; in a partial
+//! warp, the lanes that were never launched are, we assume (PTX's text speaks only
+//! of non-exited lanes), either waited for in vain (a hang) or skipped as exited
+//! (unspecified bits), the same two outcomes.
 
 use core::marker::PhantomData;
 
@@ -214,8 +222,8 @@ pub fn warp_match_bits<const BITS: u32>(label: u32) -> u32 {
 /// size is a multiple of 32 (fixed by its `block` attribute). The member mask is
 /// then the constant full warp, which spares `ptxas` a convergence check around
 /// every ballot (7 % of a radix sort's time). The mask holds the calling lane, so
-/// in a partial warp the lanes that do not exist make the call wait or give
-/// unspecified bits, never undefined behaviour (the module docs).
+/// the call is never undefined behaviour; in a partial warp it waits or gives
+/// unspecified bits (the module docs say what this assumes).
 #[inline(always)]
 pub fn full_warp_match_bits<const BITS: u32>(label: u32) -> u32 {
     match_bits::<BITS>(FULL_MASK, label)

@@ -453,3 +453,75 @@ fn min_blocks_become_launch_bounds_in_the_module() {
     );
     assert_eq!(bounds("reduce_sum_f32").as_deref(), Some(""));
 }
+
+/// `(instructions, those whose member mask is the constant full warp)` for every
+/// `op` (`vote.sync.ballot.b32`, say) in `kernel`'s body: a mask written `-1` or a
+/// register the body sets with `mov.b32 %r, -1`.
+fn full_warp_masks(ptx: &str, kernel: &str, op: &str) -> (usize, usize) {
+    let at = ptx
+        .find(&format!(".entry {kernel}("))
+        .unwrap_or_else(|| panic!("no entry {kernel}"));
+    let body = &ptx[at..at + ptx[at..].find("\n}\n").expect("end of the entry")];
+    let full: Vec<&str> = body
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() == 3 && w[0] == "mov.b32" && w[2] == "-1;").then(|| w[1].trim_end_matches(','))
+        })
+        .collect();
+    let masks: Vec<&str> = body
+        .match_indices(op)
+        .map(|(i, _)| {
+            let operands = &body[i + op.len()..];
+            let operands = &operands[..operands.find(';').expect("end of instruction")];
+            operands.rsplit(',').next().unwrap().trim()
+        })
+        .collect();
+    let constant = masks
+        .iter()
+        .filter(|m| **m == "-1" || full.contains(m))
+        .count();
+    (masks.len(), constant)
+}
+
+#[test]
+fn the_sort_ranks_with_constant_full_warp_masks() {
+    // Sixteen items of eight ballots and one shuffle each, in the full-tile and the
+    // partial-tile copies of the body: with a mask computed at run time, ptxas
+    // wraps every one in a convergence check (11 % of a pass's instructions).
+    for t in LIBRARY_TYPES {
+        for kernel in [
+            format!("sort_onesweep_{t}"),
+            format!("sort_onesweep_{t}_u64"),
+        ] {
+            let (n, full) = full_warp_masks(MODULE.ptx(), &kernel, "vote.sync.ballot.b32");
+            assert!(
+                n >= 2 * 16 * 8 && full == n,
+                "{kernel}: {full} of {n} ballots"
+            );
+            let (n, full) = full_warp_masks(MODULE.ptx(), &kernel, "shfl.sync.idx.b32");
+            assert!(n >= 2 * 16 && full == n, "{kernel}: {full} of {n} shuffles");
+        }
+    }
+    // The check tells the masks apart: the block scan's shuffles use the live lanes'.
+    let (n, full) = full_warp_masks(MODULE.ptx(), "sort_onesweep_u32", "shfl.sync.up.b32");
+    assert!(n > 0 && full == 0, "{full} of {n} scan shuffles");
+}
+
+#[test]
+fn the_histogram_launch_wave_matches_the_kernels_min_blocks() {
+    for t in LIBRARY_TYPES {
+        let kernel = format!("sort_histogram_{t}");
+        let (_, words) = MODULE
+            .kernels()
+            .iter()
+            .find(|(k, _)| *k == kernel)
+            .unwrap_or_else(|| panic!("no {kernel}"));
+        let header = xlog::device::abi::HeaderAbi::decode(words[0]);
+        assert_eq!(
+            header.min_blocks,
+            xlog_kernels::sort::HISTOGRAM_BLOCKS_PER_SM,
+            "{kernel}"
+        );
+    }
+}

@@ -214,8 +214,9 @@ fn portion(q: usize, n: usize) -> Range<usize> {
 }
 
 /// The histogram launch over `n` keys on a device of `sms` multiprocessors: one
-/// wave of blocks of 256 threads (as many as fit at once, the kernel's
-/// `min_blocks` per multiprocessor), each looping over an equal grid-stride share;
+/// wave of blocks of 256 threads (the kernel's `min_blocks` per multiprocessor,
+/// which its register limit guarantees fit at once), each looping over an equal
+/// grid-stride share;
 /// fewer for short inputs. More blocks would only add global atomics, and a second,
 /// partial wave would leave most of the device idle while it runs.
 fn histogram_config(n: usize, sms: u32) -> LaunchConfig {
