@@ -378,178 +378,198 @@ pub fn onesweep<K: RadixKey, V: RadixValue>(
     // the hardware starts first. Soundness does not rest on the numbering: every
     // write is an atomic store.
     let tile = thread::block_idx().x as usize;
+    let pass = TileArgs {
+        keys_in,
+        offsets,
+        keys_out,
+        status,
+        values,
+        shift,
+        descending,
+        tile,
+    };
     // Every tile but a launch's last is full: its body is compiled without the
     // checks against the tile's end.
     if keys_in.len().saturating_sub(tile * TILE) >= TILE {
-        scatter_tile::<K, V, true>(
-            keys_in, offsets, keys_out, status, values, shift, descending, tile,
-        );
+        pass.tile::<true>();
     } else {
-        scatter_tile::<K, V, false>(
-            keys_in, offsets, keys_out, status, values, shift, descending, tile,
-        );
+        pass.tile::<false>();
     }
 }
 
-/// Tile `tile`'s ranking, look-back and scatter (see [`onesweep`]); `FULL`: the
-/// tile holds `TILE` keys (the caller checked).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn scatter_tile<K: RadixKey, V: RadixValue, const FULL: bool>(
-    keys_in: &[K],
-    offsets: &[u64],
-    keys_out: &AtomicView<'_, K>,
-    status: &AtomicView<'_, u32>,
-    values: Values<'_, '_, V>,
+/// The arguments of one scatter tile (see [`onesweep`]).
+struct TileArgs<'a, 'v, K: RadixKey, V: RadixValue> {
+    keys_in: &'a [K],
+    offsets: &'a [u64],
+    keys_out: &'a AtomicView<'v, K>,
+    status: &'a AtomicView<'v, u32>,
+    values: Values<'a, 'v, V>,
     shift: u32,
     descending: bool,
     tile: usize,
-) {
-    // The kernels run in blocks of `BLOCK` threads (their `block` attribute);
-    // the remainder is a no-op that lets the compiler bound every index below
-    // by the tile.
-    let t = thread::thread_idx().x as usize % BLOCK as usize;
-    let (lane, warp) = (t % 32, t / 32);
-    let start = tile * TILE;
-    let src = &keys_in[start.min(keys_in.len())..];
-    let (src, valid) = if FULL {
-        (&src[..TILE], TILE)
-    } else {
-        (src, src.len().min(TILE))
-    };
-    let digit = |k: K, i: usize| -> u32 {
-        if FULL || i < valid {
-            k.ordered().twiddle(descending).digit(shift)
+}
+
+impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
+    /// The tile's ranking, look-back and scatter; `FULL`: the tile holds `TILE`
+    /// keys (the caller checked).
+    #[inline(always)]
+    fn tile<const FULL: bool>(self) {
+        let TileArgs {
+            keys_in,
+            offsets,
+            keys_out,
+            status,
+            values,
+            shift,
+            descending,
+            tile,
+        } = self;
+        // The kernels run in blocks of `BLOCK` threads (their `block` attribute);
+        // the remainder is a no-op that lets the compiler bound every index below
+        // by the tile.
+        let t = thread::thread_idx().x as usize % BLOCK as usize;
+        let (lane, warp) = (t % 32, t / 32);
+        let start = tile * TILE;
+        let src = &keys_in[start.min(keys_in.len())..];
+        let (src, valid) = if FULL {
+            (&src[..TILE], TILE)
         } else {
-            // Past the end: after every key, so ranked into [valid, TILE).
-            RADIX as u32 - 1
-        }
-    };
-
-    // Rank: warp `w` holds tile items [w·32·ITEMS, (w+1)·32·ITEMS), item `j` of
-    // lane `l` at `w·32·ITEMS + 32·j + l`; ranking item by item, lane by lane,
-    // follows the input order, which makes the pass stable.
-    let words = sort_shared();
-    for w in 0..WARPS {
-        words.store(w * RADIX + t, 0);
-    }
-    barrier::sync_threads();
-    let first = warp * 32 * ITEMS + lane;
-    let mut keys = [K::ZERO; ITEMS];
-    each_item!(j => {
-        let i = first + 32 * j;
-        if FULL || i < valid {
-            keys[j] = src[i];
-        }
-    });
-    let below = exchange::lanes_below();
-    // Items in groups of four: the group's ballots first (independent of each
-    // other, so they overlap), then its counter adds, item by item.
-    let mut ranks = [0u32; ITEMS];
-    let mut peers = [0u32; 4];
-    each_item!(g in 0 4 8 12 => {
-        each_item!(k in 0 1 2 3 => {
-            let j = g + k;
-            let d = digit(keys[j], first + 32 * j);
-            peers[k] = exchange::full_warp_match_bits::<RADIX_BITS>(d);
-        });
-        each_item!(k in 0 1 2 3 => {
-            let j = g + k;
-            let peers = peers[k];
-            let d = digit(keys[j], first + 32 * j);
-            // Any lane of the group may add its count: the highest is one
-            // instruction away.
-            let leader = 31 - peers.leading_zeros();
-            let mut old = 0;
-            if lane as u32 == leader {
-                old = words.fetch_add(warp * RADIX + d as usize, peers.count_ones());
+            (src, src.len().min(TILE))
+        };
+        let digit = |k: K, i: usize| -> u32 {
+            if FULL || i < valid {
+                k.ordered().twiddle(descending).digit(shift)
+            } else {
+                // Past the end: after every key, so ranked into [valid, TILE).
+                RADIX as u32 - 1
             }
-            ranks[j] =
-                exchange::full_warp_shuffle_from(old, leader) + (peers & below).count_ones();
+        };
+
+        // Rank: warp `w` holds tile items [w·32·ITEMS, (w+1)·32·ITEMS), item `j` of
+        // lane `l` at `w·32·ITEMS + 32·j + l`; ranking item by item, lane by lane,
+        // follows the input order, which makes the pass stable.
+        let words = sort_shared();
+        for w in 0..WARPS {
+            words.store(w * RADIX + t, 0);
+        }
+        barrier::sync_threads();
+        let first = warp * 32 * ITEMS + lane;
+        let mut keys = [K::ZERO; ITEMS];
+        each_item!(j => {
+            let i = first + 32 * j;
+            if FULL || i < valid {
+                keys[j] = src[i];
+            }
         });
-    });
-    barrier::sync_threads();
+        let below = exchange::lanes_below();
+        // Items in groups of four: the group's ballots first (independent of each
+        // other, so they overlap), then its counter adds, item by item.
+        let mut ranks = [0u32; ITEMS];
+        let mut peers = [0u32; 4];
+        each_item!(g in 0 4 8 12 => {
+            each_item!(k in 0 1 2 3 => {
+                let j = g + k;
+                let d = digit(keys[j], first + 32 * j);
+                peers[k] = exchange::full_warp_match_bits::<RADIX_BITS>(d);
+            });
+            each_item!(k in 0 1 2 3 => {
+                let j = g + k;
+                let peers = peers[k];
+                let d = digit(keys[j], first + 32 * j);
+                // Any lane of the group may add its count: the highest is one
+                // instruction away.
+                let leader = 31 - peers.leading_zeros();
+                let mut old = 0;
+                if lane as u32 == leader {
+                    old = words.fetch_add(warp * RADIX + d as usize, peers.count_ones());
+                }
+                ranks[j] =
+                    exchange::full_warp_shuffle_from(old, leader) + (peers & below).count_ones();
+            });
+        });
+        barrier::sync_threads();
 
-    // Thread `t` now owns digit `t`: its count in each warp, in the tile, and the
-    // tile's first rank of it.
-    let counts: [u32; WARPS] = core::array::from_fn(|w| words.load(w * RADIX + t));
-    let total = counts.iter().fold(0u32, |a, &c| a.wrapping_add(c));
-    // Published as early as it is known, so the tiles after this one wait less.
-    publish(status, tile, t, total);
-    let (digit_start, _) = collective::block_exclusive_scan(total, 0u32, u32::wrapping_add);
-    let mut run = digit_start;
-    for (w, &c) in counts.iter().enumerate() {
-        words.store(w * RADIX + t, run);
-        run = run.wrapping_add(c);
+        // Thread `t` now owns digit `t`: its count in each warp, in the tile, and the
+        // tile's first rank of it.
+        let counts: [u32; WARPS] = core::array::from_fn(|w| words.load(w * RADIX + t));
+        let total = counts.iter().fold(0u32, |a, &c| a.wrapping_add(c));
+        // Published as early as it is known, so the tiles after this one wait less.
+        publish(status, tile, t, total);
+        let (digit_start, _) = collective::block_exclusive_scan(total, 0u32, u32::wrapping_add);
+        let mut run = digit_start;
+        for (w, &c) in counts.iter().enumerate() {
+            words.store(w * RADIX + t, run);
+            run = run.wrapping_add(c);
+        }
+        barrier::sync_threads();
+        each_item!(j => {
+            let d = digit(keys[j], first + 32 * j);
+            ranks[j] = ranks[j].wrapping_add(words.load(warp * RADIX + d as usize));
+        });
+        // The counters are read: the tile may reuse their words.
+        barrier::sync_threads();
+
+        // Reorder the tile by rank (before the look-back, so the keys need no
+        // registers while it waits), then store each digit's run to consecutive
+        // positions: output position = base[d] + rank. A rank is below the tile's
+        // length by construction; the mask only lets the compiler see it.
+        let slot = |j: usize| ranks[j] as usize % TILE;
+        let slots = words.cast::<K::Bits>();
+        each_item!(j => {
+            if FULL || first + 32 * j < valid {
+                slots.store(slot(j), keys[j].to_raw());
+            }
+        });
+        let before = look_back(status, tile, t, total);
+        let mut base = xlog::device::static_shared!(XLOG_SORT_BASE: [u64; RADIX]).tile();
+        base.set(
+            thread::local_index(),
+            offsets[t]
+                .wrapping_add(before as u64)
+                .wrapping_sub(digit_start as u64),
+        );
+        // The barrier also separates the reordered tile's writes from its reads.
+        let base = base.sync();
+        let mut digits = [0u32; ITEMS];
+        each_item!(k => {
+            let i = k * BLOCK as usize + t;
+            if FULL || i < valid {
+                let key = K::from_raw(slots.load(i));
+                digits[k] = digit(key, i);
+                keys_out.store(base.get(digits[k] as usize).wrapping_add(i as u64) as usize, key);
+            }
+        });
+        let (vals_out, given, index_base) = match values {
+            Values::None => return,
+            Values::Given(v, out) => {
+                let v = &v[start.min(v.len())..];
+                (out, Some(if FULL { &v[..TILE] } else { v }), 0)
+            }
+            Values::Indices(b, out) => (out, None, b + start as u64),
+        };
+        barrier::sync_threads();
+        let slots = words.cast::<V>();
+        each_item!(j => {
+            let i = first + 32 * j;
+            if FULL || i < valid {
+                let v = match given {
+                    Some(v) => v[i],
+                    None => V::from_index(index_base + i as u64),
+                };
+                slots.store(slot(j), v);
+            }
+        });
+        barrier::sync_threads();
+        each_item!(k => {
+            let i = k * BLOCK as usize + t;
+            if FULL || i < valid {
+                vals_out.store(
+                    base.get(digits[k] as usize).wrapping_add(i as u64) as usize,
+                    slots.load(i),
+                );
+            }
+        });
     }
-    barrier::sync_threads();
-    each_item!(j => {
-        let d = digit(keys[j], first + 32 * j);
-        ranks[j] = ranks[j].wrapping_add(words.load(warp * RADIX + d as usize));
-    });
-    // The counters are read: the tile may reuse their words.
-    barrier::sync_threads();
-
-    // Reorder the tile by rank (before the look-back, so the keys need no
-    // registers while it waits), then store each digit's run to consecutive
-    // positions: output position = base[d] + rank. A rank is below the tile's
-    // length by construction; the mask only lets the compiler see it.
-    let slot = |j: usize| ranks[j] as usize % TILE;
-    let slots = words.cast::<K::Bits>();
-    each_item!(j => {
-        if FULL || first + 32 * j < valid {
-            slots.store(slot(j), keys[j].to_raw());
-        }
-    });
-    let before = look_back(status, tile, t, total);
-    let mut base = xlog::device::static_shared!(XLOG_SORT_BASE: [u64; RADIX]).tile();
-    base.set(
-        thread::local_index(),
-        offsets[t]
-            .wrapping_add(before as u64)
-            .wrapping_sub(digit_start as u64),
-    );
-    // The barrier also separates the reordered tile's writes from its reads.
-    let base = base.sync();
-    let mut digits = [0u32; ITEMS];
-    each_item!(k => {
-        let i = k * BLOCK as usize + t;
-        if FULL || i < valid {
-            let key = K::from_raw(slots.load(i));
-            digits[k] = digit(key, i);
-            keys_out.store(base.get(digits[k] as usize).wrapping_add(i as u64) as usize, key);
-        }
-    });
-    let (vals_out, given, index_base) = match values {
-        Values::None => return,
-        Values::Given(v, out) => {
-            let v = &v[start.min(v.len())..];
-            (out, Some(if FULL { &v[..TILE] } else { v }), 0)
-        }
-        Values::Indices(b, out) => (out, None, b + start as u64),
-    };
-    barrier::sync_threads();
-    let slots = words.cast::<V>();
-    each_item!(j => {
-        let i = first + 32 * j;
-        if FULL || i < valid {
-            let v = match given {
-                Some(v) => v[i],
-                None => V::from_index(index_base + i as u64),
-            };
-            slots.store(slot(j), v);
-        }
-    });
-    barrier::sync_threads();
-    each_item!(k => {
-        let i = k * BLOCK as usize + t;
-        if FULL || i < valid {
-            vals_out.store(
-                base.get(digits[k] as usize).wrapping_add(i as u64) as usize,
-                slots.load(i),
-            );
-        }
-    });
 }
 
 /// `offsets[(q·passes + p)·256 + d]` = where digit `d` of pass `p` starts for
