@@ -116,19 +116,7 @@ pub fn compact_tiles(
     }
 }
 
-/// `$body` once for each `$j` in `0..ITEMS`, unrolled, `$j` a constant.
-macro_rules! each_item {
-    ($j:ident => $body:block) => {
-        each_item!(@ $j $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-    };
-    (@ $j:ident $body:block; $($n:literal)*) => {{
-        const _: () = assert!(ITEMS == 16, "each_item! lists 16 items");
-        $({
-            let $j: usize = $n;
-            $body
-        })*
-    }};
-}
+const _: () = assert!(ITEMS == 16, "each_item! writes out 16 items");
 
 /// The block's staging array of [`select_tiles`]: one tile of kept elements, as
 /// slots of up to 64 bits.

@@ -65,6 +65,26 @@ fn prefetch_start(c: usize, items: usize) -> usize {
     c.saturating_add(ahead).saturating_mul(items)
 }
 
+/// Runs `$body` with `$j` bound to each item number, written out once per item with
+/// `$j` a constant: `0..16` (the per-thread tiles of the sort and the selection), or
+/// the numbers listed after `in`. LLVM leaves some loops over ballots and shared
+/// memory rolled, and a rolled loop indexes per-item arrays in local memory instead
+/// of registers. Each user asserts that its tile has 16 items per thread.
+macro_rules! each_item {
+    ($j:ident => $body:block) => {
+        each_item!(@ $j $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    ($j:ident in $($n:literal)* => $body:block) => {
+        each_item!(@ $j $body; $($n)*)
+    };
+    (@ $j:ident $body:block; $($n:literal)*) => {{
+        $({
+            let $j: usize = $n;
+            $body
+        })*
+    }};
+}
+
 pub mod compact;
 pub mod cooperative;
 pub mod elementwise;
