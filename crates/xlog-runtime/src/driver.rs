@@ -61,6 +61,14 @@ pub(crate) fn device_count() -> Result<u32> {
         .map_err(|e| Error::driver("cuDeviceGetCount", e))
 }
 
+/// The first try of [`Context::on_stream`]: `call`, or (feature `test-switches`)
+/// an injected refusal, as a driver that needs the context current would give.
+#[inline(always)]
+fn unbound<T>(call: &mut impl FnMut() -> Result<T>) -> Result<T> {
+    crate::testing::fault_point!(Unbound, "a stream call made without binding its context");
+    call()
+}
+
 /// A retained primary context of one device.
 pub(crate) struct Context {
     device: sys::CUdevice,
@@ -158,17 +166,46 @@ impl Context {
     /// Make this context current on the calling thread (a cheap check when it already is).
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
+        self.rebind().map(|_| ())
+    }
+
+    /// [`bind`](Self::bind), saying whether another context (or none) was current.
+    fn rebind(&self) -> Result<bool> {
         if self.ctx.is_null() {
-            return Ok(());
+            return Ok(false);
         }
         let current =
             result::ctx::get_current().map_err(|e| Error::driver("cuCtxGetCurrent", e))?;
-        if current != Some(self.ctx) {
-            // SAFETY: `self.ctx` is a retained primary context, alive until `self` drops.
-            unsafe { result::ctx::set_current(self.ctx) }
-                .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        if current == Some(self.ctx) {
+            return Ok(false);
         }
-        Ok(())
+        // SAFETY: `self.ctx` is a retained primary context, alive until `self` drops.
+        unsafe { result::ctx::set_current(self.ctx) }
+            .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        Ok(true)
+    }
+
+    /// Run `call`, a driver call that names a stream of this context (a launch, a
+    /// stream-ordered allocation or free), without binding the context first.
+    ///
+    /// The driver runs such a call in the stream's own context, whatever is
+    /// current on the thread (driver 580 does, with no context or another one
+    /// current: checked by the GPU suite's `stream_calls_need_no_current_context`).
+    /// A driver that needs the stream's context current refuses the call instead;
+    /// then, if another context (or none) was current, this binds ours and runs
+    /// the call once more. A failure with ours already current is returned as it
+    /// is, so a call that may have done something is never repeated. Skipping the
+    /// check saves a `cuCtxGetCurrent` on the hot paths: about 50 ns a launch
+    /// (H100, `tmp_probe` in run 25 of `docs/gpu-runs.md`).
+    #[inline]
+    pub(crate) fn on_stream<T>(&self, mut call: impl FnMut() -> Result<T>) -> Result<T> {
+        match unbound(&mut call) {
+            Ok(v) => Ok(v),
+            Err(e) => match self.rebind() {
+                Ok(true) => call(),
+                Ok(false) | Err(_) => Err(e),
+            },
+        }
     }
 
     /// Keep freed memory in the device's default pool instead of returning it to
@@ -301,10 +338,11 @@ pub(crate) unsafe fn event_destroy(ev: RawEvent) -> Result<()> {
     unsafe { result::event::destroy(ev) }.map_err(|e| Error::driver("cuEventDestroy", e))
 }
 
-/// Stream-ordered allocation from the device's current pool.
+/// Stream-ordered allocation from the current pool of `s`'s device.
 ///
 /// # Safety
-/// 1. `s` is a live stream of the current context.
+/// 1. `s` is a live stream. (Its context need not be current: see
+///    [`Context::on_stream`].)
 pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: RawStream) -> Result<u64> {
     if sim::is_active() {
         // SAFETY: the simulated call has the same obligations, the caller's.
@@ -315,7 +353,7 @@ pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: RawStream) -> Result<u64> 
 }
 
 /// # Safety
-/// 1. `ptr` came from [`mem_alloc_async`] on this context and is not freed twice.
+/// 1. `ptr` came from [`mem_alloc_async`] on `s`'s device and is not freed twice.
 /// 2. All work touching `ptr` is ordered before the current tail of `s`.
 pub(crate) unsafe fn mem_free_async(ptr: u64, s: RawStream) -> Result<()> {
     if sim::is_active() {
@@ -560,8 +598,9 @@ pub(crate) unsafe fn function_set_max_dynamic_shared(f: RawFunction, bytes: u32)
 /// hazard detector checks; the GPU ignores them.
 ///
 /// # Safety
-/// 1. `f` is a live function of the current context and `params` holds one pointer
-///    per kernel parameter, each to a value of exactly that parameter's type.
+/// 1. `f` is a live function of `s`'s context (which need not be current: see
+///    [`Context::on_stream`]) and `params` holds one pointer per kernel
+///    parameter, each to a value of exactly that parameter's type.
 /// 2. Every device address passed is valid for what the kernel does with it, and
 ///    its cross-stream hazards have been fenced on `s`.
 pub(crate) unsafe fn launch_kernel(

@@ -253,6 +253,16 @@ impl Stream {
         }
     }
 
+    /// Run `call`, a driver call naming this stream, binding the stream's context
+    /// only if the driver refuses the call without it (see `Context::on_stream`).
+    #[inline]
+    pub(crate) fn on_stream<T>(&self, mut call: impl FnMut() -> Result<T>) -> Result<T> {
+        match &self.shared.ctx {
+            Some(ctx) => ctx.on_stream(call),
+            None => call(),
+        }
+    }
+
     /// Block the host until all work queued on this stream has finished.
     ///
     /// Wraps [`cuStreamSynchronize`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).

@@ -233,8 +233,9 @@ impl Function {
         if bytes <= self.0.dynamic_shared_limit.load(Ordering::Acquire) {
             return Ok(());
         }
-        // SAFETY: the function is alive (its module is held) and the context is bound
-        // by the caller.
+        self.device().bind()?;
+        // SAFETY: the function is alive (its module is held) and its context is
+        // bound just above.
         unsafe { driver::function_set_max_dynamic_shared(self.0.raw, bytes) }?;
         self.0
             .dynamic_shared_limit

@@ -415,7 +415,16 @@ pub unsafe fn launch_typed(
     let mut touches = Vec::new();
     let distinct = check_uses(stream, uses, &mut touches)?;
     let uses = &mut uses[..distinct];
-    uses.sort_unstable_by_key(|u| u.core as *const BufferCore as usize);
+    // Address order. A kernel has a handful of buffers: an insertion sort in
+    // place costs less than a call into the general sort.
+    let at = |u: &BufferUse<'_>| u.core as *const BufferCore as usize;
+    for i in 1..uses.len() {
+        let mut j = i;
+        while j > 0 && at(&uses[j - 1]) > at(&uses[j]) {
+            uses.swap(j - 1, j);
+            j -= 1;
+        }
+    }
     let mut states: smallvec::SmallVec<[MutexGuard<'_, UseState<Stream>>; INLINE]> = uses
         .iter()
         .map(|u| u.core.track.lock_unpoisoned())
@@ -476,7 +485,6 @@ fn check_launch(stream: &Stream, func: &Function, config: &LaunchConfig) -> Resu
         });
     }
     config.validate(func.device().info(), func.name())?;
-    stream.bind()?;
     func.ensure_dynamic_shared(config.shared_bytes)?;
     crate::testing::fault_point!(Launch, "cuLaunchKernel");
     Ok(())
@@ -502,6 +510,11 @@ unsafe fn enqueue_launch(
     touches: &[Touch],
     commit: impl FnOnce() -> Committed,
 ) -> Result<Committed> {
+    if !waits.is_empty() || zero.iter().any(|r| r.1 > 0) {
+        // Event records (which may create the fence event) and memsets run with
+        // the stream's context current; a plain launch binds only if refused.
+        stream.bind()?;
+    }
     for w in waits {
         stream.wait_for(w)?;
     }
@@ -520,8 +533,9 @@ unsafe fn enqueue_launch(
         queued = true;
     }
     // SAFETY: the caller's obligations; the configuration was validated and every
-    // cross-stream hazard was fenced just above.
-    let launched = unsafe {
+    // cross-stream hazard was fenced just above. A refused launch launched
+    // nothing, so `on_stream`'s one retry cannot launch twice.
+    let launched = stream.on_stream(|| unsafe {
         driver::launch_kernel(
             func.raw(),
             config.grid,
@@ -531,7 +545,7 @@ unsafe fn enqueue_launch(
             params,
             touches,
         )
-    };
+    });
     if let Err(e) = launched {
         if queued {
             let _ = commit();

@@ -38,15 +38,27 @@ impl AsyncResource {
         })
     }
 
+    /// Refuse host placeholders and streams of another device (the driver would
+    /// allocate from that device's pool: the stream picks it).
     fn check_stream(&self, stream: &Stream) -> Result<()> {
-        if stream.has_device() {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument {
+        if !stream.has_device() {
+            return Err(Error::InvalidArgument {
                 what: "AsyncResource".into(),
                 reason: format!("{} is a host placeholder, not a CUDA stream", stream.id()),
-            })
+            });
         }
+        if stream.device_ordinal() != self.device.ordinal() {
+            return Err(Error::InvalidArgument {
+                what: "AsyncResource".into(),
+                reason: format!(
+                    "{} is on device {}, the resource allocates on device {}",
+                    stream.id(),
+                    stream.device_ordinal(),
+                    self.device.ordinal()
+                ),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -57,10 +69,10 @@ unsafe impl DeviceMemoryResource for AsyncResource {
             return Ok(DeviceBlock::new(self.device.ordinal(), 0, 0, tag));
         }
         self.check_stream(stream)?;
-        self.device.bind()?;
         // SAFETY: the stream belongs to this device's context (checked by the runtime)
         // and is alive for the call.
-        let ptr = unsafe { driver::mem_alloc_async(bytes, stream.raw()) }
+        let ptr = stream
+            .on_stream(|| unsafe { driver::mem_alloc_async(bytes, stream.raw()) })
             .map_err(|e| e.while_(|| format!("allocating {bytes} bytes tagged `{tag}`")))?;
         let block = DeviceBlock::new(self.device.ordinal(), ptr, bytes, tag);
         self.ledger.open(&block);
@@ -72,11 +84,13 @@ unsafe impl DeviceMemoryResource for AsyncResource {
             return Ok(());
         }
         self.check_stream(stream)?;
-        self.device.bind()?;
         self.ledger.close_pending(&block, stream)?;
         // SAFETY: the block was live in this resource (checked just above) and the
-        // caller ordered every use before the tail of `stream`.
-        if let Err(e) = unsafe { driver::mem_free_async(block.ptr(), stream.raw()) } {
+        // caller ordered every use before the tail of `stream`; a refused free
+        // freed nothing, so the one retry cannot free twice.
+        let freed =
+            stream.on_stream(|| unsafe { driver::mem_free_async(block.ptr(), stream.raw()) });
+        if let Err(e) = freed {
             self.ledger.reopen_pending(&block, stream);
             return Err(e);
         }

@@ -8,6 +8,7 @@
 mod common;
 
 mod alloc;
+mod contexts;
 mod copies;
 mod hazards;
 mod launch;
