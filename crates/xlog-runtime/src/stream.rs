@@ -53,7 +53,8 @@ pub(crate) struct StreamShared {
 }
 
 // SAFETY: the raw stream and event handles are plain driver handles usable from any
-// thread with the context bound; mutation of `fence` is behind its mutex.
+// thread (with the context bound, or through `on_stream`, which the driver runs in
+// the stream's context); mutation of `fence` is behind its mutex.
 unsafe impl Send for StreamShared {}
 // SAFETY: as above; all interior mutability is atomics or mutexes.
 unsafe impl Sync for StreamShared {}

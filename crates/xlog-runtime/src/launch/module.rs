@@ -24,7 +24,8 @@ struct LoadedModule {
 }
 
 // SAFETY: module handles are plain driver handles, usable from any thread with the
-// context bound.
+// context bound (a launch may skip the bind: the driver runs it in the stream's
+// context, the function's own).
 unsafe impl Send for LoadedModule {}
 // SAFETY: as above; the driver synchronises concurrent use.
 unsafe impl Sync for LoadedModule {}

@@ -38,27 +38,8 @@ impl AsyncResource {
         })
     }
 
-    /// Refuse host placeholders and streams of another device (the driver would
-    /// allocate from that device's pool: the stream picks it).
     fn check_stream(&self, stream: &Stream) -> Result<()> {
-        if !stream.has_device() {
-            return Err(Error::InvalidArgument {
-                what: "AsyncResource".into(),
-                reason: format!("{} is a host placeholder, not a CUDA stream", stream.id()),
-            });
-        }
-        if stream.device_ordinal() != self.device.ordinal() {
-            return Err(Error::InvalidArgument {
-                what: "AsyncResource".into(),
-                reason: format!(
-                    "{} is on device {}, the resource allocates on device {}",
-                    stream.id(),
-                    stream.device_ordinal(),
-                    self.device.ordinal()
-                ),
-            });
-        }
-        Ok(())
+        super::require_device_stream("AsyncResource", self.device.ordinal(), stream)
     }
 }
 

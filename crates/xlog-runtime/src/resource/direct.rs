@@ -4,7 +4,7 @@
 use super::{AllocTag, DeviceBlock, DeviceMemoryResource, Ledger};
 use crate::device::Device;
 use crate::driver;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::stream::Stream;
 
 /// A backend that allocates with `cuMemAlloc` and frees with `cuMemFree` after
@@ -44,12 +44,7 @@ unsafe impl DeviceMemoryResource for DirectResource {
         if block.bytes() == 0 {
             return Ok(());
         }
-        if !stream.has_device() {
-            return Err(Error::InvalidArgument {
-                what: "DirectResource".into(),
-                reason: format!("{} is a host placeholder, not a CUDA stream", stream.id()),
-            });
-        }
+        super::require_device_stream("DirectResource", self.device.ordinal(), stream)?;
         self.ledger.close(&block)?;
         // Every use is ordered before the tail of `stream`: once it drains, no work
         // touches the block and the synchronous free is safe.

@@ -48,8 +48,29 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::stream::Stream;
+
+/// Refuse a host placeholder, or a stream of another device than `device`, as
+/// the stream of the backend `backend` (stream-ordered calls run on the
+/// stream's device, whatever the backend's is).
+pub(crate) fn require_device_stream(backend: &str, device: u32, stream: &Stream) -> Result<()> {
+    let reason = if !stream.has_device() {
+        format!("{} is a host placeholder, not a CUDA stream", stream.id())
+    } else if stream.device_ordinal() != device {
+        format!(
+            "{} is on device {}, the resource allocates on device {device}",
+            stream.id(),
+            stream.device_ordinal()
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidArgument {
+        what: backend.into(),
+        reason,
+    })
+}
 
 /// Allocation number, unique in the process: the same address reused later gets a
 /// new one. Numbers say nothing about order: each thread draws them from a batch
