@@ -96,7 +96,8 @@ fn retry_once_bound<T>(
 ) -> Result<T> {
     match unbound(&mut call) {
         Err(e) if refused_for_context(&e) => match rebind() {
-            Ok(true) => call(),
+            // Through the fault point again: a test can have the retry refused too.
+            Ok(true) => unbound(&mut call),
             Ok(false) | Err(_) => Err(e),
         },
         done => done,
