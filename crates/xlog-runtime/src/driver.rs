@@ -61,49 +61,6 @@ pub(crate) fn device_count() -> Result<u32> {
         .map_err(|e| Error::driver("cuDeviceGetCount", e))
 }
 
-/// The first try of [`Context::on_stream`]: `call`, or (feature `test-switches`)
-/// an injected refusal, as a driver that needs the context current would give.
-#[inline(always)]
-fn unbound<T>(call: &mut impl FnMut() -> Result<T>) -> Result<T> {
-    crate::testing::fault_point!(Unbound, "a stream call made without binding its context");
-    call()
-}
-
-/// Whether `e` is how a driver refuses a call for want of the right current
-/// context (or an injected stand-in for it): the errors after which the call
-/// has done nothing and may run again once the context is bound.
-fn refused_for_context(e: &Error) -> bool {
-    use sys::cudaError_enum as E;
-    match e {
-        Error::Driver { code, .. } => [
-            E::CUDA_ERROR_INVALID_CONTEXT,
-            E::CUDA_ERROR_CONTEXT_IS_DESTROYED,
-            E::CUDA_ERROR_INVALID_HANDLE,
-        ]
-        .iter()
-        .any(|c| *c as u32 == *code),
-        Error::InjectedFault { .. } => true,
-        _ => false,
-    }
-}
-
-/// [`Context::on_stream`]'s rule, apart from the driver: run `call`; if it is
-/// refused for want of a context and `rebind` says it made ours current (another
-/// or none was), run it once more. Any other failure is returned as it is.
-fn retry_once_bound<T>(
-    mut call: impl FnMut() -> Result<T>,
-    rebind: impl FnOnce() -> Result<bool>,
-) -> Result<T> {
-    match unbound(&mut call) {
-        Err(e) if refused_for_context(&e) => match rebind() {
-            // Through the fault point again: a test can have the retry refused too.
-            Ok(true) => unbound(&mut call),
-            Ok(false) | Err(_) => Err(e),
-        },
-        done => done,
-    }
-}
-
 /// A retained primary context of one device.
 pub(crate) struct Context {
     device: sys::CUdevice,
@@ -112,9 +69,8 @@ pub(crate) struct Context {
     pub(crate) info: DeviceInfo,
 }
 
-// SAFETY: a CUDA context handle may be used from any thread; `bind` makes it
-// current before every call that needs it, and the calls that do not bind
-// (`on_stream`) name a stream, which the driver runs in its own context.
+// SAFETY: a CUDA context handle may be used from any thread once made current there;
+// `bind` makes it current before every use.
 unsafe impl Send for Context {}
 // SAFETY: as for Send; the driver synchronises concurrent use of one context.
 unsafe impl Sync for Context {}
@@ -202,45 +158,17 @@ impl Context {
     /// Make this context current on the calling thread (a cheap check when it already is).
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
-        self.rebind().map(|_| ())
-    }
-
-    /// [`bind`](Self::bind), saying whether another context (or none) was current.
-    fn rebind(&self) -> Result<bool> {
         if self.ctx.is_null() {
-            return Ok(false);
+            return Ok(());
         }
         let current =
             result::ctx::get_current().map_err(|e| Error::driver("cuCtxGetCurrent", e))?;
-        if current == Some(self.ctx) {
-            return Ok(false);
+        if current != Some(self.ctx) {
+            // SAFETY: `self.ctx` is a retained primary context, alive until `self` drops.
+            unsafe { result::ctx::set_current(self.ctx) }
+                .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
         }
-        // SAFETY: `self.ctx` is a retained primary context, alive until `self` drops.
-        unsafe { result::ctx::set_current(self.ctx) }
-            .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-        Ok(true)
-    }
-
-    /// Run `call`, a driver call that names a stream of this context (a launch, a
-    /// stream-ordered allocation or free), without binding the context first.
-    ///
-    /// The stream must come from `cuStreamCreate` (or another library's stream
-    /// creation), never a special handle (null, `CU_STREAM_LEGACY`,
-    /// `CU_STREAM_PER_THREAD`), which stand for the current context's stream:
-    /// xlog's streams never are one. The CUDA 13 driver (580) runs such a call in
-    /// the stream's own context whatever the thread has current, none or another
-    /// library's: observed, not documented by NVIDIA, and checked by the GPU
-    /// test `stream_calls_need_no_current_context`. A driver that needs the
-    /// context current would refuse the call (`CUDA_ERROR_INVALID_CONTEXT`,
-    /// `CUDA_ERROR_CONTEXT_IS_DESTROYED` or `CUDA_ERROR_INVALID_HANDLE`); then, if
-    /// another context (or none) was current, this binds ours and runs the call
-    /// once more. Every other failure, and a refusal with ours already current,
-    /// is returned as it is: a call that may have done something never runs
-    /// twice. Skipping the check saves a `cuCtxGetCurrent` on the hot paths, about
-    /// 50 ns beside a launch (H100, run 25 of `docs/gpu-runs.md`).
-    #[inline]
-    pub(crate) fn on_stream<T>(&self, call: impl FnMut() -> Result<T>) -> Result<T> {
-        retry_once_bound(call, || self.rebind())
+        Ok(())
     }
 
     /// Keep freed memory in the device's default pool instead of returning it to
@@ -373,11 +301,10 @@ pub(crate) unsafe fn event_destroy(ev: RawEvent) -> Result<()> {
     unsafe { result::event::destroy(ev) }.map_err(|e| Error::driver("cuEventDestroy", e))
 }
 
-/// Stream-ordered allocation from the current pool of `s`'s device.
+/// Stream-ordered allocation from the device's current pool.
 ///
 /// # Safety
-/// 1. `s` is a live stream made by stream creation (not a special handle). Its
-///    context need not be current: see [`Context::on_stream`].
+/// 1. `s` is a live stream of the current context.
 pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: RawStream) -> Result<u64> {
     if sim::is_active() {
         // SAFETY: the simulated call has the same obligations, the caller's.
@@ -388,7 +315,7 @@ pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: RawStream) -> Result<u64> 
 }
 
 /// # Safety
-/// 1. `ptr` came from [`mem_alloc_async`] on `s`'s device and is not freed twice.
+/// 1. `ptr` came from [`mem_alloc_async`] on this context and is not freed twice.
 /// 2. All work touching `ptr` is ordered before the current tail of `s`.
 pub(crate) unsafe fn mem_free_async(ptr: u64, s: RawStream) -> Result<()> {
     if sim::is_active() {
@@ -633,10 +560,8 @@ pub(crate) unsafe fn function_set_max_dynamic_shared(f: RawFunction, bytes: u32)
 /// hazard detector checks; the GPU ignores them.
 ///
 /// # Safety
-/// 1. `f` is a live function of `s`'s context and `s` a stream made by stream
-///    creation (not a special handle), whose context need not be current (see
-///    [`Context::on_stream`]); `params` holds one pointer per kernel parameter,
-///    each to a value of exactly that parameter's type.
+/// 1. `f` is a live function of the current context and `params` holds one pointer
+///    per kernel parameter, each to a value of exactly that parameter's type.
 /// 2. Every device address passed is valid for what the kernel does with it, and
 ///    its cross-stream hazards have been fenced on `s`.
 pub(crate) unsafe fn launch_kernel(
@@ -664,83 +589,4 @@ pub(crate) unsafe fn launch_kernel(
         )
     }
     .map_err(|e| Error::driver("cuLaunchKernel", e))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::Cell;
-
-    fn refusal() -> Error {
-        Error::Driver {
-            call: "cuLaunchKernel",
-            message: "CUDA_ERROR_INVALID_CONTEXT".into(),
-            code: sys::cudaError_enum::CUDA_ERROR_INVALID_CONTEXT as u32,
-            context: None,
-        }
-    }
-
-    fn out_of_memory() -> Error {
-        Error::Driver {
-            call: "cuMemAllocAsync",
-            message: "CUDA_ERROR_OUT_OF_MEMORY".into(),
-            code: sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY as u32,
-            context: None,
-        }
-    }
-
-    /// Runs `retry_once_bound` over calls that give `results` in turn, with a
-    /// rebind answering `changed`; returns its result, the calls made and whether
-    /// it rebound.
-    fn run(results: Vec<Result<u32>>, changed: bool) -> (Result<u32>, usize, bool) {
-        let calls = Cell::new(0);
-        let rebound = Cell::new(false);
-        let mut results = results.into_iter();
-        let r = retry_once_bound(
-            || {
-                calls.set(calls.get() + 1);
-                results.next().expect("called too often")
-            },
-            || {
-                rebound.set(true);
-                Ok(changed)
-            },
-        );
-        (r, calls.get(), rebound.get())
-    }
-
-    #[test]
-    fn a_call_that_succeeds_runs_once_without_rebinding() {
-        let (r, calls, rebound) = run(vec![Ok(7)], true);
-        assert_eq!((r.unwrap(), calls, rebound), (7, 1, false));
-    }
-
-    #[test]
-    fn a_refusal_with_another_context_current_binds_and_runs_once_more() {
-        let (r, calls, rebound) = run(vec![Err(refusal()), Ok(7)], true);
-        assert_eq!((r.unwrap(), calls, rebound), (7, 2, true));
-    }
-
-    #[test]
-    fn a_second_refusal_is_returned_not_retried() {
-        let (r, calls, _) = run(vec![Err(refusal()), Err(refusal())], true);
-        assert!(matches!(r, Err(Error::Driver { .. })));
-        assert_eq!(calls, 2);
-    }
-
-    #[test]
-    fn a_refusal_with_ours_already_current_is_returned() {
-        let (r, calls, rebound) = run(vec![Err(refusal())], false);
-        assert!(matches!(r, Err(Error::Driver { .. })));
-        assert_eq!((calls, rebound), (1, true));
-    }
-
-    #[test]
-    fn other_failures_are_returned_without_rebinding() {
-        let (r, calls, rebound) = run(vec![Err(out_of_memory())], true);
-        assert!(
-            matches!(r, Err(Error::Driver { code, .. }) if code == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY as u32)
-        );
-        assert_eq!((calls, rebound), (1, false));
-    }
 }

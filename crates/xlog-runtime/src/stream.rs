@@ -53,8 +53,7 @@ pub(crate) struct StreamShared {
 }
 
 // SAFETY: the raw stream and event handles are plain driver handles usable from any
-// thread (with the context bound, or through `on_stream`, which the driver runs in
-// the stream's context); mutation of `fence` is behind its mutex.
+// thread with the context bound; mutation of `fence` is behind its mutex.
 unsafe impl Send for StreamShared {}
 // SAFETY: as above; all interior mutability is atomics or mutexes.
 unsafe impl Sync for StreamShared {}
@@ -251,16 +250,6 @@ impl Stream {
         match &self.shared.ctx {
             Some(ctx) => ctx.bind(),
             None => Ok(()),
-        }
-    }
-
-    /// Run `call`, a driver call naming this stream, binding the stream's context
-    /// only if the driver refuses the call without it (see `Context::on_stream`).
-    #[inline]
-    pub(crate) fn on_stream<T>(&self, mut call: impl FnMut() -> Result<T>) -> Result<T> {
-        match &self.shared.ctx {
-            Some(ctx) => ctx.on_stream(call),
-            None => call(),
         }
     }
 

@@ -93,13 +93,9 @@ mod switches {
         ModuleLoad,
         /// `cuLaunchKernel`.
         Launch,
-        /// A launch, stream-ordered allocation or free made without binding its
-        /// stream's context, as a driver that needs the context current refuses it
-        /// (the runtime then binds and retries once, if another context was current).
-        Unbound,
     }
 
-    const SITES: usize = 5;
+    const SITES: usize = 4;
     static PENDING: [Faults; SITES] = [const { Faults::new() }; SITES];
     static FENCING: AtomicBool = AtomicBool::new(true);
 
@@ -109,7 +105,6 @@ mod switches {
             Site::DeallocWait => 1,
             Site::ModuleLoad => 2,
             Site::Launch => 3,
-            Site::Unbound => 4,
         }
     }
 

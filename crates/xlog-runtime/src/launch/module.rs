@@ -24,8 +24,7 @@ struct LoadedModule {
 }
 
 // SAFETY: module handles are plain driver handles, usable from any thread with the
-// context bound (a launch may skip the bind: the driver runs it in the stream's
-// context, the function's own).
+// context bound.
 unsafe impl Send for LoadedModule {}
 // SAFETY: as above; the driver synchronises concurrent use.
 unsafe impl Sync for LoadedModule {}
@@ -234,9 +233,8 @@ impl Function {
         if bytes <= self.0.dynamic_shared_limit.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.device().bind()?;
-        // SAFETY: the function is alive (its module is held) and its context is
-        // bound just above.
+        // SAFETY: the function is alive (its module is held) and the context is bound
+        // by the caller.
         unsafe { driver::function_set_max_dynamic_shared(self.0.raw, bytes) }?;
         self.0
             .dynamic_shared_limit

@@ -485,6 +485,7 @@ fn check_launch(stream: &Stream, func: &Function, config: &LaunchConfig) -> Resu
         });
     }
     config.validate(func.device().info(), func.name())?;
+    stream.bind()?;
     func.ensure_dynamic_shared(config.shared_bytes)?;
     crate::testing::fault_point!(Launch, "cuLaunchKernel");
     Ok(())
@@ -510,11 +511,6 @@ unsafe fn enqueue_launch(
     touches: &[Touch],
     commit: impl FnOnce() -> Committed,
 ) -> Result<Committed> {
-    if !waits.is_empty() || zero.iter().any(|r| r.1 > 0) {
-        // Event records (which may create the fence event) and memsets run with
-        // the stream's context current; a plain launch binds only if refused.
-        stream.bind()?;
-    }
     for w in waits {
         stream.wait_for(w)?;
     }
@@ -533,9 +529,8 @@ unsafe fn enqueue_launch(
         queued = true;
     }
     // SAFETY: the caller's obligations; the configuration was validated and every
-    // cross-stream hazard was fenced just above. A refused launch launched
-    // nothing, so `on_stream`'s one retry cannot launch twice.
-    let launched = stream.on_stream(|| unsafe {
+    // cross-stream hazard was fenced just above.
+    let launched = unsafe {
         driver::launch_kernel(
             func.raw(),
             config.grid,
@@ -545,7 +540,7 @@ unsafe fn enqueue_launch(
             params,
             touches,
         )
-    });
+    };
     if let Err(e) = launched {
         if queued {
             let _ = commit();

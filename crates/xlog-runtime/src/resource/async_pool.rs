@@ -50,10 +50,10 @@ unsafe impl DeviceMemoryResource for AsyncResource {
             return Ok(DeviceBlock::new(self.device.ordinal(), 0, 0, tag));
         }
         self.check_stream(stream)?;
+        self.device.bind()?;
         // SAFETY: the stream belongs to this device's context (checked by the runtime)
         // and is alive for the call.
-        let ptr = stream
-            .on_stream(|| unsafe { driver::mem_alloc_async(bytes, stream.raw()) })
+        let ptr = unsafe { driver::mem_alloc_async(bytes, stream.raw()) }
             .map_err(|e| e.while_(|| format!("allocating {bytes} bytes tagged `{tag}`")))?;
         let block = DeviceBlock::new(self.device.ordinal(), ptr, bytes, tag);
         self.ledger.open(&block);
@@ -65,13 +65,11 @@ unsafe impl DeviceMemoryResource for AsyncResource {
             return Ok(());
         }
         self.check_stream(stream)?;
+        self.device.bind()?;
         self.ledger.close_pending(&block, stream)?;
         // SAFETY: the block was live in this resource (checked just above) and the
-        // caller ordered every use before the tail of `stream`; a refused free
-        // freed nothing, so the one retry cannot free twice.
-        let freed =
-            stream.on_stream(|| unsafe { driver::mem_free_async(block.ptr(), stream.raw()) });
-        if let Err(e) = freed {
+        // caller ordered every use before the tail of `stream`.
+        if let Err(e) = unsafe { driver::mem_free_async(block.ptr(), stream.raw()) } {
             self.ledger.reopen_pending(&block, stream);
             return Err(e);
         }
