@@ -48,7 +48,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::stream::Stream;
 
 /// Refuse a host placeholder, or a stream of another device than `device`, as
@@ -66,7 +66,7 @@ pub(crate) fn require_device_stream(backend: &str, device: u32, stream: &Stream)
     } else {
         return Ok(());
     };
-    Err(Error::InvalidArgument {
+    Err(crate::error::Error::InvalidArgument {
         what: backend.into(),
         reason,
     })
