@@ -415,8 +415,7 @@ pub unsafe fn launch_typed(
     let mut touches = Vec::new();
     let distinct = check_uses(stream, uses, &mut touches)?;
     let uses = &mut uses[..distinct];
-    // Address order. A kernel has a handful of buffers: an insertion sort in
-    // place costs less than a call into the general sort.
+    // Address order, by insertion: a kernel has a handful of buffers.
     let at = |u: &BufferUse<'_>| u.core as *const BufferCore as usize;
     for i in 1..uses.len() {
         let mut j = i;

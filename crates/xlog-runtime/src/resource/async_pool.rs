@@ -51,7 +51,7 @@ unsafe impl DeviceMemoryResource for AsyncResource {
         }
         self.check_stream(stream)?;
         self.device.bind()?;
-        // SAFETY: the stream belongs to this device's context (checked by the runtime)
+        // SAFETY: the stream belongs to this device (`check_stream` above)
         // and is alive for the call.
         let ptr = unsafe { driver::mem_alloc_async(bytes, stream.raw()) }
             .map_err(|e| e.while_(|| format!("allocating {bytes} bytes tagged `{tag}`")))?;

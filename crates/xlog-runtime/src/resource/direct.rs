@@ -28,10 +28,12 @@ impl DirectResource {
 
 // SAFETY: blocks come from `cuMemAlloc` on this device and are freed with `cuMemFree` only after the free stream is synchronised.
 unsafe impl DeviceMemoryResource for DirectResource {
-    fn allocate(&self, bytes: usize, _stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
+    fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         if bytes == 0 {
             return Ok(DeviceBlock::new(self.device.ordinal(), 0, 0, tag));
         }
+        // The block is freed on this stream: refuse one `deallocate` would refuse.
+        super::require_device_stream("DirectResource", self.device.ordinal(), stream)?;
         self.device.bind()?;
         let ptr = driver::mem_alloc(bytes)
             .map_err(|e| e.while_(|| format!("allocating {bytes} bytes tagged `{tag}`")))?;

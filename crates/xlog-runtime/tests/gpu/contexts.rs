@@ -47,17 +47,29 @@ fn stream_work(rt: &Runtime, f: &Function, s: &Stream) -> DeviceBuffer<u32> {
     y
 }
 
-/// Create a context of device 0 that is not the primary one, current on this thread.
-fn foreign_context() -> sys::CUcontext {
-    let mut dev = 0;
-    // SAFETY: writes one handle.
-    unsafe { sys::cuDeviceGet(&mut dev, 0) }.result().unwrap();
-    let mut c = null_mut();
-    // SAFETY: creates a context and makes it current; destroyed by the caller.
-    unsafe { sys::cuCtxCreate_v2(&mut c, 0, dev) }
-        .result()
-        .unwrap();
-    c
+/// A context of device 0 that is not the primary one, created current on this
+/// thread and destroyed when dropped (even if the test panics first).
+struct Foreign(sys::CUcontext);
+
+impl Foreign {
+    fn create() -> Foreign {
+        let mut dev = 0;
+        // SAFETY: writes one handle.
+        unsafe { sys::cuDeviceGet(&mut dev, 0) }.result().unwrap();
+        let mut c = null_mut();
+        // SAFETY: creates a context and makes it current; destroyed on drop.
+        unsafe { sys::cuCtxCreate_v2(&mut c, 0, dev) }
+            .result()
+            .unwrap();
+        Foreign(c)
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        // SAFETY: created in `create`; no work of xlog's runs in it.
+        let _ = unsafe { sys::cuCtxDestroy_v2(self.0) };
+    }
 }
 
 #[test]
@@ -70,18 +82,24 @@ fn work_lands_whatever_context_the_thread_has_current() {
     }
     let rt = rt();
     let s = rt.new_stream().unwrap();
-    // Loading binds the context on this thread; the work runs on fresh threads.
     let f = kernel(&rt, "slow_fill");
+    // A synchronisation binds the runtime's context on this thread; the work runs
+    // on fresh threads, which must end with that context current too.
+    s.synchronize().unwrap();
+    let ours = current();
+    assert_ne!(ours, 0);
 
-    let (y, before) = std::thread::scope(|sc| {
+    let (y, before, after) = std::thread::scope(|sc| {
         sc.spawn(|| {
             let before = current();
-            (stream_work(&rt, &f, &s), before)
+            let y = stream_work(&rt, &f, &s);
+            (y, before, current())
         })
         .join()
         .unwrap()
     });
     assert_eq!(before, 0, "a fresh thread has no current context");
+    assert_eq!(after, ours, "the work did not bind the runtime's context");
     assert!(
         y.download(&s).unwrap().iter().all(|&v| v == 2),
         "no context current"
@@ -89,11 +107,15 @@ fn work_lands_whatever_context_the_thread_has_current() {
 
     let y = std::thread::scope(|sc| {
         sc.spawn(|| {
-            let foreign = foreign_context();
+            let foreign = Foreign::create();
+            assert_eq!(current(), foreign.0 as usize);
             let y = stream_work(&rt, &f, &s);
+            assert_eq!(
+                current(),
+                ours,
+                "the work did not bind the runtime's context"
+            );
             s.synchronize().unwrap();
-            // SAFETY: created above; nothing of xlog's belongs to it.
-            unsafe { sys::cuCtxDestroy_v2(foreign) }.result().unwrap();
             y
         })
         .join()
