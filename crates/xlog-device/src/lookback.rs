@@ -128,6 +128,7 @@
 use core::marker::PhantomData;
 use core::sync::atomic::AtomicU64;
 
+use crate::thread::ThreadBound;
 use crate::vector::Vector;
 use crate::view::{InOut, Out, Tiles};
 use crate::warp::{Shuffle, WARP_SIZE};
@@ -679,7 +680,8 @@ impl<'a> Ticket<'a> {
     #[track_caller]
     pub fn chunk<const K: usize>(&self) -> TileChunk<K> {
         self.check_owner();
-        TileChunk(self.chunk_index(), PhantomData)
+        // Made from this thread's `threadIdx`: it names this thread's chunk.
+        TileChunk(self.chunk_index(), ThreadBound::here())
     }
 
     /// Panics unless the tile's owner word, as this thread read it, names this
@@ -790,19 +792,23 @@ impl<'a> Ticket<'a> {
 /// fn smuggle(c: xlog_device::lookback::TileChunk<4>) { needs_send(c) }
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct TileChunk<const K: usize>(usize, PhantomData<*const ()>);
+pub struct TileChunk<const K: usize>(usize, ThreadBound);
 
 impl<const K: usize> TileChunk<K> {
-    /// The chunk's number `c`.
+    /// The chunk's number `c` (in the simulator, after checking that this thread
+    /// made the witness).
     #[inline(always)]
+    #[track_caller]
     pub fn get(self) -> usize {
+        self.1.check();
         self.0
     }
 
-    /// The first element of the chunk, `K·c`.
+    /// The first element of the chunk, `K·c` (checked as [`get`](Self::get)).
     #[inline(always)]
+    #[track_caller]
     pub fn start(self) -> usize {
-        self.0.saturating_mul(K)
+        self.get().saturating_mul(K)
     }
 }
 
@@ -1025,10 +1031,12 @@ mod tests {
         let mut data = [0u32; 10];
         // SAFETY: `data` outlives the view and nothing else touches it.
         let mut out = unsafe { Out::<u32, Tiles<4>>::__from_raw_parts(data.as_mut_ptr(), 10) };
-        out.store_chunk(TileChunk(1, PhantomData), [1, 2, 3, 4]);
-        out.store_chunk(TileChunk(2, PhantomData), [5, 6, 7, 8]);
-        assert!(out.chunk_mut(TileChunk(3, PhantomData)).is_empty());
-        assert!(out.chunk_mut(TileChunk(usize::MAX, PhantomData)).is_empty());
+        out.store_chunk(TileChunk(1, ThreadBound::here()), [1, 2, 3, 4]);
+        out.store_chunk(TileChunk(2, ThreadBound::here()), [5, 6, 7, 8]);
+        assert!(out.chunk_mut(TileChunk(3, ThreadBound::here())).is_empty());
+        assert!(out
+            .chunk_mut(TileChunk(usize::MAX, ThreadBound::here()))
+            .is_empty());
         assert_eq!(data, [0, 0, 0, 0, 1, 2, 3, 4, 5, 6]);
         let x = [1u32, 2, 3, 4, 5, 6];
         assert_eq!(load_chunk::<u32, 4>(&x, 1, 0), [5, 6, 0, 0]);

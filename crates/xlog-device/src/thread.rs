@@ -29,7 +29,59 @@ use core::marker::PhantomData;
 /// Makes a witness `!Send` and `!Sync`: a value that proves "this element belongs to
 /// the current thread" must never reach another thread (through a third-party `Sync`
 /// container, a spin lock or a `Once`), or two threads would own one element.
-pub(crate) type ThreadBound = PhantomData<*const ()>;
+///
+/// # Soundness
+///
+/// On the GPU that is enough: a kernel has no thread-locals, so a `!Send` value
+/// stays with the hardware thread that made it. The simulator runs a block's
+/// threads as coroutines on one OS thread, and reuses its OS threads for later
+/// blocks and launches, so a host `thread_local!` could carry a witness to another
+/// simulated thread without any `Send` bound. In host builds the bound therefore
+/// records the simulated thread that made it ([`crate::sim`]'s thread number,
+/// never reused) and [`check`](Self::check) panics when another one uses it; every
+/// witness checks before it grants access. On the GPU the type is empty and the
+/// check does nothing, so device layouts and code are unchanged.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub(crate) struct ThreadBound {
+    #[cfg(not(target_arch = "nvptx64"))]
+    maker: u64,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl ThreadBound {
+    /// The bound of the thread running now (in the simulator: 0 outside a launch).
+    #[inline(always)]
+    pub(crate) fn here() -> Self {
+        ThreadBound {
+            #[cfg(not(target_arch = "nvptx64"))]
+            maker: crate::sim::thread_number(),
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Panics unless the thread running now made the witness.
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn check(self) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        if self.maker != crate::sim::thread_number() {
+            used_by_another_thread();
+        }
+    }
+}
+
+/// Panics: a witness reached a thread that did not make it.
+#[cfg(not(target_arch = "nvptx64"))]
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn used_by_another_thread() -> ! {
+    panic!(
+        "a thread witness was used by a thread that did not make it (kept in a \
+         `thread_local!`, say): a `ThreadIndex`, `BlockIndex`, `WarpIndex`, `LocalIndex`, \
+         chunk or slot witness names elements of the thread that made it only"
+    )
+}
 
 /// Three extents or coordinates, as CUDA's `dim3`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -260,7 +312,7 @@ pub fn grid_stride(len: usize) -> GridStride {
         next: index_1d().0,
         stride: total_threads(),
         len,
-        _thread: PhantomData,
+        _thread: ThreadBound::here(),
     }
 }
 
@@ -290,7 +342,9 @@ impl Iterator for GridStride {
             // Saturating: past `len` the loop ends anyway, and an overflowing add
             // must not wrap back into range.
             self.next = self.next.saturating_add(self.stride);
-            Some(ThreadIndex::new(i))
+            // The iterator's maker, not whoever iterates: one kept in a
+            // thread-local yields witnesses another thread cannot use.
+            Some(ThreadIndex(i, self._thread))
         } else {
             None
         }
@@ -332,13 +386,16 @@ pub struct ThreadIndex(usize, ThreadBound);
 
 impl ThreadIndex {
     #[inline(always)]
-    const fn new(i: usize) -> Self {
-        ThreadIndex(i, PhantomData)
+    fn new(i: usize) -> Self {
+        ThreadIndex(i, ThreadBound::here())
     }
 
-    /// The index as a number.
+    /// The index as a number (in the simulator, after checking that this thread
+    /// made the witness: see `ThreadBound`).
     #[inline(always)]
-    pub const fn get(self) -> usize {
+    #[track_caller]
+    pub fn get(self) -> usize {
+        self.1.check();
         self.0
     }
 }
@@ -413,13 +470,16 @@ macro_rules! witness {
         impl $name {
             #[inline(always)]
             #[allow(dead_code)]
-            pub(crate) const fn new(i: usize) -> Self {
-                $name(i, PhantomData)
+            pub(crate) fn new(i: usize) -> Self {
+                $name(i, ThreadBound::here())
             }
 
-            /// The index as a number.
+            /// The index as a number (in the simulator, after checking that this
+            /// thread made the witness).
             #[inline(always)]
-            pub const fn get(self) -> usize {
+            #[track_caller]
+            pub fn get(self) -> usize {
+                self.1.check();
                 self.0
             }
         }
@@ -563,7 +623,7 @@ pub fn block_stride(len: usize) -> BlockStride {
         next: thread_idx().x as usize,
         stride: block_dim().x as usize,
         len,
-        _thread: PhantomData,
+        _thread: ThreadBound::here(),
     }
 }
 
@@ -585,7 +645,7 @@ impl Iterator for BlockStride {
         if self.next < self.len {
             let i = self.next;
             self.next = self.next.saturating_add(self.stride);
-            Some(LocalIndex::new(i))
+            Some(LocalIndex(i, self._thread))
         } else {
             None
         }
@@ -600,7 +660,7 @@ impl BlockStride {
             next,
             stride,
             len,
-            _thread: PhantomData,
+            _thread: ThreadBound::here(),
         }
     }
 }
@@ -693,7 +753,7 @@ mod tests {
                 next: t,
                 stride: threads,
                 len,
-                _thread: PhantomData,
+                _thread: ThreadBound::here(),
             };
             for i in it {
                 assert!(seen.insert(i.get()), "index {i} yielded twice");
@@ -704,7 +764,7 @@ mod tests {
             next: usize::MAX - 1,
             stride: 5,
             len: usize::MAX,
-            _thread: PhantomData,
+            _thread: ThreadBound::here(),
         };
         assert_eq!(near_max.next().map(ThreadIndex::get), Some(usize::MAX - 1));
         assert_eq!(near_max.next(), None);

@@ -175,6 +175,7 @@ impl<T, const TILE: usize> TransposeOut<'_, T, TILE> {
     #[inline(always)]
     #[track_caller]
     fn at(&self, i: TransposedIndex<TILE>) -> *mut T {
+        i._thread.check();
         let cols = self.cols();
         if i.col >= self.rows || i.row >= cols {
             crate::panic::cold::transposed_outside(self.rows, cols, (i.row, i.col));
@@ -294,9 +295,10 @@ impl<const TILE: usize> Iterator for Loads<TILE> {
             let (row, col) = (self.r0 + r, self.c0 + c);
             if row < self.rows && col < self.cols {
                 // `e ↦ r·(TILE + 1) + c` is injective, and `e` is this thread's.
+                // `e.get()` checked that this thread made `e`: the slot is ours.
                 let slot = PaddedSlot {
                     slot: r * (TILE + 1) + c,
-                    _thread: PhantomData,
+                    _thread: ThreadBound::here(),
                 };
                 return Some((slot, row * self.cols + col));
             }
@@ -327,7 +329,7 @@ impl<const TILE: usize> Iterator for Stores<TILE> {
                 let w = TransposedIndex {
                     row,
                     col,
-                    _thread: PhantomData,
+                    _thread: ThreadBound::here(),
                 };
                 // Output (row, col) is input (col, row): local (c, r) of the tile.
                 return Some((w, c * (TILE + 1) + r));
@@ -366,9 +368,12 @@ pub struct PaddedSlot<const TILE: usize> {
 }
 
 impl<const TILE: usize> PaddedSlot<TILE> {
-    /// The slot as a number, `r·(TILE + 1) + c`.
+    /// The slot as a number, `r·(TILE + 1) + c` (in the simulator, after checking
+    /// that this thread made the witness).
     #[inline(always)]
+    #[track_caller]
     pub fn get(self) -> usize {
+        self._thread.check();
         self.slot
     }
 }
@@ -383,7 +388,7 @@ impl<const TILE: usize> PaddedSlot<TILE> {
 pub struct TransposedIndex<const TILE: usize> {
     row: usize,
     col: usize,
-    _thread: PhantomData<*const ()>,
+    _thread: ThreadBound,
 }
 
 impl<const TILE: usize> TransposedIndex<TILE> {
@@ -405,7 +410,7 @@ impl<const TILE: usize> TransposedIndex<TILE> {
 pub(crate) fn padded_witness<const TILE: usize>(slot: usize) -> PaddedSlot<TILE> {
     PaddedSlot {
         slot,
-        _thread: PhantomData,
+        _thread: ThreadBound::here(),
     }
 }
 
@@ -510,13 +515,13 @@ mod tests {
         out[TransposedIndex {
             row: 2,
             col: 1,
-            _thread: PhantomData,
+            _thread: ThreadBound::here(),
         }] = 5;
         assert_eq!(data[5], 5);
         out[TransposedIndex {
             row: 1,
             col: 2,
-            _thread: PhantomData,
+            _thread: ThreadBound::here(),
         }] = 5;
     }
 }

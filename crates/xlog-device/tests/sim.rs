@@ -736,3 +736,96 @@ fn a_shared_handle_kept_for_a_later_block_is_refused() {
         }
     }
 }
+
+/// The message of a simulated panic, as a `Fault`.
+fn panic_message(fault: Fault) -> String {
+    match fault {
+        Fault::Panic(record) => record.to_string(),
+        other => panic!("not a panic: {other}"),
+    }
+}
+
+/// The simulator runs a block's threads on one OS thread: a witness kept in a
+/// `thread_local!` by one thread and taken by another would give both the same
+/// elements (two `&mut` to one element). Every kind of witness refuses it.
+#[test]
+fn a_witness_kept_in_a_thread_local_is_refused() {
+    use std::cell::Cell;
+    use xlog_device::thread::{BlockIndex, LocalIndex, ThreadIndex};
+    std::thread_local! {
+        static INDEX: Cell<Option<ThreadIndex>> = const { Cell::new(None) };
+        static LOCAL: Cell<Option<LocalIndex>> = const { Cell::new(None) };
+        static LEADER: Cell<Option<BlockIndex>> = const { Cell::new(None) };
+        static STRIDE: Cell<Option<ThreadIndex>> = const { Cell::new(None) };
+    }
+    type Keep = fn();
+    type Take = fn() -> usize;
+    let cases: [(Keep, Take); 4] = [
+        (
+            || INDEX.set(Some(thread::index_1d())),
+            || INDEX.get().unwrap().get(),
+        ),
+        (
+            || LOCAL.set(Some(thread::local_index())),
+            || LOCAL.get().unwrap().get(),
+        ),
+        (
+            || LEADER.set(thread::block_leader()),
+            || LEADER.get().unwrap().get(),
+        ),
+        (
+            || STRIDE.set(thread::grid_stride(64).next()),
+            || STRIDE.get().unwrap().get(),
+        ),
+    ];
+    for (keep, take) in cases {
+        let fault = sim::run(
+            &launch(1, 32),
+            &|| {
+                if thread::thread_idx().x == 0 {
+                    keep();
+                    // Its maker may use it.
+                    std::hint::black_box(take());
+                }
+                barrier::sync_threads();
+                if thread::thread_idx().x == 1 {
+                    std::hint::black_box(take());
+                }
+            },
+            1,
+        )
+        .expect_err("thread 1 used thread 0's witness");
+        let message = panic_message(fault);
+        assert!(message.contains("did not make it"), "{message}");
+    }
+}
+
+/// A witness kept on the worker's OS thread from one launch and used in the next
+/// (by the thread with the same index) would race with its real owner, which may
+/// run on another worker: refused.
+#[test]
+fn a_witness_kept_from_an_earlier_launch_is_refused() {
+    use std::cell::Cell;
+    use xlog_device::thread::ThreadIndex;
+    std::thread_local! {
+        static KEPT: Cell<Option<ThreadIndex>> = const { Cell::new(None) };
+    }
+    let keep = || {
+        if thread::thread_idx().x == 0 {
+            KEPT.set(Some(thread::index_1d()));
+        }
+    };
+    sim::run(&launch(1, 32), &keep, 1).unwrap();
+    let fault = sim::run(
+        &launch(1, 32),
+        &|| {
+            if thread::thread_idx().x == 0 {
+                std::hint::black_box(KEPT.get().unwrap().get());
+            }
+        },
+        1,
+    )
+    .expect_err("a witness of an earlier launch was used");
+    let message = panic_message(fault);
+    assert!(message.contains("did not make it"), "{message}");
+}

@@ -126,6 +126,22 @@ pub(crate) fn block_number() -> u64 {
     unsafe { &*p }.block().number
 }
 
+/// The simulated thread running on this OS thread now, unique in the process (its
+/// block's [`block_number`] and its linear index in the block), or 0 outside a
+/// launch. Witnesses record it when they are made and compare it when they are
+/// used ([`crate::thread`]).
+#[inline(always)]
+pub(crate) fn thread_number() -> u64 {
+    let p = CURRENT.with(Cell::get);
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: as in `block_number`.
+    let t = unsafe { &*p };
+    // At most 1024 threads a block: 11 bits; block numbers stay far below 2^53.
+    (t.block().number << 11) | t.linear as u64
+}
+
 /// The running simulated thread; panics naming `what` outside a launch.
 ///
 /// The reference is valid while the calling simulated thread runs: device functions

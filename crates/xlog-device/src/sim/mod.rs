@@ -81,7 +81,7 @@ pub(crate) use block::live_lanes;
 pub(crate) use block::{
     barrier, spin_yield, warp_exchange, BarrierKind, Reduce, ShuffleMode, WarpOp,
 };
-pub(crate) use context::{block_number, current};
+pub(crate) use context::{block_number, current, thread_number};
 pub use shared::FILL as SHARED_FILL;
 pub(crate) use shared::{dynamic_shared, static_shared};
 
