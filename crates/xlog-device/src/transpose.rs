@@ -167,7 +167,7 @@ fn tile_of<const TILE: usize>(rows: usize, cols: usize, b: usize) -> Option<Tran
         tc: b % tiles_c,
         rows,
         cols,
-        _thread: PhantomData,
+        _thread: ThreadBound::here(),
     })
 }
 
@@ -232,7 +232,9 @@ pub struct TransposeTile<const TILE: usize> {
     tc: usize,
     rows: usize,
     cols: usize,
-    _thread: PhantomData<*const ()>,
+    /// The tile names its block's elements: the thread that made it (in the
+    /// simulator, checked by `loads` and `stores`).
+    _thread: ThreadBound,
 }
 
 impl<const TILE: usize> TransposeTile<TILE> {
@@ -250,7 +252,9 @@ impl<const TILE: usize> TransposeTile<TILE> {
     /// in and its index in the input, `(slot, r·cols + c)`. Elements past the
     /// input's edge are skipped.
     #[inline(always)]
+    #[track_caller]
     pub fn loads(&self) -> Loads<TILE> {
+        self._thread.check();
         Loads {
             items: crate::thread::block_stride(TILE * TILE),
             r0: self.tr * TILE,
@@ -264,7 +268,9 @@ impl<const TILE: usize> TransposeTile<TILE> {
     /// owns, its witness and the shared slot holding its value. Elements past the
     /// output's edge are skipped.
     #[inline(always)]
+    #[track_caller]
     pub fn stores(&self) -> Stores<TILE> {
+        self._thread.check();
         Stores {
             items: crate::thread::block_stride(TILE * TILE),
             row0: self.tc * TILE,

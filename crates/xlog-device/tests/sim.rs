@@ -829,3 +829,37 @@ fn a_witness_kept_from_an_earlier_launch_is_refused() {
     let message = panic_message(fault);
     assert!(message.contains("did not make it"), "{message}");
 }
+
+/// A transpose tile names its block's output elements; kept in a `thread_local!`
+/// and used by a thread of a later block, it would hand that thread witnesses for
+/// the first block's elements: refused when it hands out its loads or stores.
+#[test]
+fn a_transpose_tile_kept_for_another_block_is_refused() {
+    use std::cell::RefCell;
+    use xlog_device::transpose::{TransposeOut, TransposeTile};
+    std::thread_local! {
+        static KEPT: RefCell<Option<TransposeTile<4>>> = const { RefCell::new(None) };
+    }
+    let mut data = vec![0u32; 32];
+    let at = data.as_mut_ptr() as usize;
+    let fault = sim::run(
+        &launch(2, 16),
+        &|| {
+            // SAFETY: `data` (4 rows of 8) outlives the launch and nothing else
+            // touches it; every thread passes the same pointer, length and rows.
+            let out = unsafe { TransposeOut::<u32, 4>::__from_raw_parts(at as *mut u32, 32, 4) };
+            let first = thread::thread_idx().x == 0;
+            if thread::block_idx().x == 0 && first {
+                KEPT.with(|k| *k.borrow_mut() = out.tile());
+            } else if first {
+                // One worker: block 1 runs after block 0, on the same OS thread.
+                KEPT.with(|k| std::hint::black_box(k.borrow().as_ref().unwrap().stores().count()));
+            }
+        },
+        1,
+    )
+    .expect_err("block 1 used block 0's transpose tile");
+    let message = panic_message(fault);
+    assert!(message.contains("did not make it"), "{message}");
+    drop(data);
+}

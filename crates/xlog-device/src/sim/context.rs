@@ -138,8 +138,9 @@ pub(crate) fn thread_number() -> u64 {
     }
     // SAFETY: as in `block_number`.
     let t = unsafe { &*p };
-    // At most 1024 threads a block: 11 bits; block numbers stay far below 2^53.
-    (t.block().number << 11) | t.linear as u64
+    // The linear index is a u32: 32 bits each, no two threads of the process alike
+    // until 2^32 blocks have started.
+    (t.block().number << 32) | t.linear as u64
 }
 
 /// The running simulated thread; panics naming `what` outside a launch.
