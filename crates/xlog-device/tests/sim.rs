@@ -737,11 +737,15 @@ fn a_shared_handle_kept_for_a_later_block_is_refused() {
     }
 }
 
-/// The message of a simulated panic, as a `Fault`.
-fn panic_message(fault: Fault) -> String {
-    match fault {
-        Fault::Panic(record) => record.to_string(),
-        other => panic!("not a panic: {other}"),
+/// Runs `body` over `launch` on one worker and asserts that it panics because a
+/// witness reached a thread that did not make it (`what` says which misuse).
+fn assert_refused_witness(launch: &Launch, body: &(dyn Fn() + Sync), what: &str) {
+    match sim::run(launch, body, 1).expect_err(what) {
+        Fault::Panic(record) => {
+            let message = record.to_string();
+            assert!(message.contains("did not make it"), "{what}: {message}");
+        }
+        other => panic!("{what}: not a panic: {other}"),
     }
 }
 
@@ -779,7 +783,7 @@ fn a_witness_kept_in_a_thread_local_is_refused() {
         ),
     ];
     for (keep, take) in cases {
-        let fault = sim::run(
+        assert_refused_witness(
             &launch(1, 32),
             &|| {
                 if thread::thread_idx().x == 0 {
@@ -792,11 +796,8 @@ fn a_witness_kept_in_a_thread_local_is_refused() {
                     std::hint::black_box(take());
                 }
             },
-            1,
-        )
-        .expect_err("thread 1 used thread 0's witness");
-        let message = panic_message(fault);
-        assert!(message.contains("did not make it"), "{message}");
+            "thread 1 used thread 0's witness",
+        );
     }
 }
 
@@ -816,18 +817,15 @@ fn a_witness_kept_from_an_earlier_launch_is_refused() {
         }
     };
     sim::run(&launch(1, 32), &keep, 1).unwrap();
-    let fault = sim::run(
+    assert_refused_witness(
         &launch(1, 32),
         &|| {
             if thread::thread_idx().x == 0 {
                 std::hint::black_box(KEPT.get().unwrap().get());
             }
         },
-        1,
-    )
-    .expect_err("a witness of an earlier launch was used");
-    let message = panic_message(fault);
-    assert!(message.contains("did not make it"), "{message}");
+        "a witness of an earlier launch was used",
+    );
 }
 
 /// A transpose tile names its block's output elements; kept in a `thread_local!`
@@ -842,7 +840,7 @@ fn a_transpose_tile_kept_for_another_block_is_refused() {
     }
     let mut data = vec![0u32; 32];
     let at = data.as_mut_ptr() as usize;
-    let fault = sim::run(
+    assert_refused_witness(
         &launch(2, 16),
         &|| {
             // SAFETY: `data` (4 rows of 8) outlives the launch and nothing else
@@ -856,10 +854,7 @@ fn a_transpose_tile_kept_for_another_block_is_refused() {
                 KEPT.with(|k| std::hint::black_box(k.borrow().as_ref().unwrap().stores().count()));
             }
         },
-        1,
-    )
-    .expect_err("block 1 used block 0's transpose tile");
-    let message = panic_message(fault);
-    assert!(message.contains("did not make it"), "{message}");
+        "block 1 used block 0's transpose tile",
+    );
     drop(data);
 }
