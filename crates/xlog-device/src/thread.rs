@@ -79,7 +79,8 @@ fn used_by_another_thread() -> ! {
     panic!(
         "a thread witness was used by a thread that did not make it (kept in a \
          `thread_local!`, say): a `ThreadIndex`, `BlockIndex`, `WarpIndex`, `LocalIndex`, \
-         chunk or slot witness names elements of the thread that made it only"
+         chunk or slot witness, or a transpose tile, names elements of the thread or \
+         block that made it only"
     )
 }
 

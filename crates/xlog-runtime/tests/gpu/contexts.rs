@@ -1,6 +1,7 @@
 //! Work from a thread whose current context is not xlog's (none, or another
 //! library's context of the same device) lands, in stream order: every driver call
-//! that needs a context binds the runtime's own first.
+//! that needs a context binds the runtime's own first. (On the simulator, which has
+//! no contexts, only the fresh-thread part runs.)
 
 use std::ptr::null_mut;
 
@@ -74,26 +75,23 @@ impl Drop for Foreign {
 
 #[test]
 fn work_lands_whatever_context_the_thread_has_current() {
-    if xlog_runtime::sim::is_active() {
-        println!(
-            "work_lands_whatever_context_the_thread_has_current: the simulator has no contexts"
-        );
-        return;
-    }
+    // The simulator has no contexts: there the test checks only that work from a
+    // fresh thread lands, in stream order.
+    let gpu = !xlog_runtime::sim::is_active();
     let rt = rt();
     let s = rt.new_stream().unwrap();
     let f = kernel(&rt, "slow_fill");
     // A synchronisation binds the runtime's context on this thread; the work runs
     // on fresh threads, which must end with that context current too.
     s.synchronize().unwrap();
-    let ours = current();
-    assert_ne!(ours, 0);
+    let ours = if gpu { current() } else { 0 };
+    assert!(ours != 0 || !gpu);
 
     let (y, before, after) = std::thread::scope(|sc| {
         sc.spawn(|| {
-            let before = current();
+            let before = if gpu { current() } else { 0 };
             let y = stream_work(&rt, &f, &s);
-            (y, before, current())
+            (y, before, if gpu { current() } else { 0 })
         })
         .join()
         .unwrap()
@@ -104,6 +102,9 @@ fn work_lands_whatever_context_the_thread_has_current() {
         y.download(&s).unwrap().iter().all(|&v| v == 2),
         "no context current"
     );
+    if !gpu {
+        return;
+    }
 
     let y = std::thread::scope(|sc| {
         sc.spawn(|| {
