@@ -66,10 +66,12 @@ fn prefetch_start(c: usize, items: usize) -> usize {
 }
 
 /// Runs `$body` with `$j` bound to each item number, written out once per item with
-/// `$j` a constant: `0..16` (the per-thread tiles of the sort and the selection), or
-/// the numbers listed after `in`. LLVM leaves some loops over ballots and shared
-/// memory rolled, and a rolled loop indexes per-item arrays in local memory instead
-/// of registers. Each user asserts that its tile has 16 items per thread.
+/// `$j` a constant: `0..16` (the per-thread tiles of the selection), `0..$limit`
+/// for a constant `$limit` from 16 to 32 (the sort's tiles: items from 16 on are
+/// each behind a test of `$limit` that the compiler folds), or the numbers listed
+/// after `in`. LLVM leaves some loops over ballots and shared memory rolled, and a
+/// rolled loop indexes per-item arrays in local memory instead of registers. Each
+/// user asserts that its tile's items per thread are what it writes out.
 macro_rules! each_item {
     ($j:ident => $body:block) => {
         each_item!(@ $j $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
@@ -77,6 +79,13 @@ macro_rules! each_item {
     ($j:ident in $($n:literal)* => $body:block) => {
         each_item!(@ $j $body; $($n)*)
     };
+    ($j:ident < $limit:expr => $body:block) => {{
+        const { assert!($limit >= 16 && $limit <= 32, "each_item! writes out 16 to 32 items") };
+        each_item!(@ $j $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+        each_item!(@ $j {
+            if $j < $limit $body
+        }; 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
+    }};
     (@ $j:ident $body:block; $($n:literal)*) => {{
         $({
             let $j: usize = $n;

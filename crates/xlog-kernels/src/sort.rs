@@ -19,8 +19,8 @@
 //!    the global ones.
 //! 2. **Offsets** (one block per pass): the exclusive scan of each pass's
 //!    histogram: where each digit's run starts in that pass's output.
-//! 3. **One chained scatter per pass**: each block takes a tile of [`TILE`] keys
-//!    (block `b` takes tile `b`, so it waits only on blocks the hardware started
+//! 3. **One chained scatter per pass**: each block takes a tile of keys
+//!    ([`WIDE_TILE`] for 32-bit keys alone, [`TILE`] otherwise; block `b` takes tile `b`, so it waits only on blocks the hardware started
 //!    before it: blocks start in index order, as CUB's onesweep assumes), ranks the
 //!    tile's keys by digit, stably (warp by warp, item by item, lanes with equal
 //!    digits found with ballots), publishes its 256 digit counts as soon as they
@@ -28,9 +28,9 @@
 //!    digit, how many keys of that digit the tiles before it hold by decoupled
 //!    look-back over per-digit status words (a flag and a count in one 32-bit
 //!    word), and writes each run of equal digits to consecutive output positions,
-//!    so the stores coalesce. Tiles of a whole [`TILE`] keys (every one but a
-//!    launch's last, and that one too when it is whole) run a copy of the body
-//!    compiled without end-of-tile checks.
+//!    so the stores coalesce. Whole tiles (every one but a launch's last, and that
+//!    one too when it is whole) run a copy of the body compiled without end-of-tile
+//!    checks.
 //!
 //! Stability: within a tile, keys of equal digit are ranked in input order; tiles
 //! are ordered by their position in the input; so each pass is stable, and the
@@ -40,7 +40,7 @@
 //! | --- | --- |
 //! | work | `O(n · passes)`: per pass every key (and value) read once and written once; one more read of the keys for the histograms |
 //! | launches | `1 + 1 + passes` (per portion of at most [`PORTION`] keys for the first and last), plus a memset of the status words before each scatter |
-//! | temporary memory | a second buffer for the keys (and one for the values): `n · (size_of K + size_of V)` bytes, plus `4 · 256 · ⌈n / TILE⌉` bytes of status words (about 6 % of a 32-bit key buffer) and `3 KiB · passes` per portion of histograms and offsets; all from the stream's runtime, under its budget |
+//! | temporary memory | a second buffer for the keys (and one for the values): `n · (size_of K + size_of V)` bytes, plus `4 · 256` bytes of status words per tile (`⌈n / WIDE_TILE⌉` tiles for 32-bit keys alone, about 4 % of their buffer; `⌈n / TILE⌉` otherwise) and `3 KiB · passes` per portion of histograms and offsets; all from the stream's runtime, under its budget |
 //! | stability | stable: equal keys keep their input order, in both orders |
 //! | determinism | the output depends only on the input |
 //!
@@ -61,8 +61,9 @@
 //! # Edge cases
 //!
 //! Empty inputs launch nothing. Inputs of any length work (the last tile is
-//! partial); inputs longer than [`PORTION`] keys run each pass as several launches
-//! (the counts of the look-back have 30 bits).
+//! partial); inputs longer than a portion ([`PORTION`] keys, or
+//! [`portion_len`]`(`[`WIDE_TILE`]`)` for 32-bit keys alone) run each pass as
+//! several launches (the counts of the look-back have 30 bits).
 
 use xlog::device::atomic::AtomicAdd;
 use xlog::device::exchange::{self, SharedWords};
@@ -81,10 +82,40 @@ pub const RADIX_BITS: u32 = 8;
 const RADIX: usize = 1 << RADIX_BITS;
 /// Warps per block.
 const WARPS: usize = BLOCK as usize / 32;
-/// Keys per thread of a scatter tile.
+/// Keys per thread of a scatter tile of the key–value kernels and of 64-bit keys.
 pub const ITEMS: usize = 16;
-/// Keys per scatter tile: one block's share of a pass.
+/// Keys per scatter tile of the key–value kernels and of 64-bit keys: one block's
+/// share of a pass.
 pub const TILE: usize = BLOCK as usize * ITEMS;
+/// Keys per thread of a scatter tile of 32-bit keys alone.
+///
+/// Wider tiles mean fewer tiles, so fewer look-back waits per key: the waiting was
+/// a third of a pass at 16 keys per thread. Measured on an H100 at n = 10^8 (u32
+/// keys, two rounds each): 16 keys per thread sorted at 0.75× `cupy.sort`, 20 at
+/// 0.80×, 24 at 0.85×, 32 at 0.83× (their registers spill more). With `u32`
+/// values, 20 keys per thread gained under 1 %, so the key–value kernels keep 16;
+/// 64-bit keys or values at 24 would not fit [`TILE_BYTES`].
+pub const WIDE_ITEMS: usize = 24;
+/// Keys per scatter tile of 32-bit keys alone.
+pub const WIDE_TILE: usize = BLOCK as usize * WIDE_ITEMS;
+/// Bytes of the scatter's shared tile: a tile's reordered keys, then its values.
+pub const TILE_BYTES: usize = 32 * 1024;
+
+/// Keys per thread of the scatter kernel of `key_bytes`-wide keys with
+/// `value_bytes`-wide values (0: keys alone).
+const fn tile_items(key_bytes: usize, value_bytes: usize) -> usize {
+    if key_bytes <= 4 && value_bytes == 0 {
+        WIDE_ITEMS
+    } else {
+        ITEMS
+    }
+}
+
+/// Keys per tile of the scatter kernel of `key_bytes`-wide keys with
+/// `value_bytes`-wide values (0: keys alone).
+pub const fn tile_len(key_bytes: usize, value_bytes: usize) -> usize {
+    BLOCK as usize * tile_items(key_bytes, value_bytes)
+}
 
 /// Look-back status word: the tile's inclusive count (it and every tile before it).
 const INCLUSIVE: u32 = 1 << 31;
@@ -93,11 +124,15 @@ const AGGREGATE: u32 = 1 << 30;
 /// Look-back status word: the count bits.
 const COUNT: u32 = AGGREGATE - 1;
 
-/// The most keys one scatter launch handles: whole tiles whose counts fit the 30
-/// count bits of a status word. Longer inputs run each pass as several launches.
-pub const PORTION: usize = TILE * (COUNT as usize / TILE);
+/// The most keys one scatter launch of [`TILE`]-key tiles handles: whole tiles
+/// whose counts fit the 30 count bits of a status word. Longer inputs run each
+/// pass as several launches.
+pub const PORTION: usize = portion_len(TILE);
 
-const _: () = assert!(ITEMS == 16, "each_item! writes out 16 items");
+/// The most keys one scatter launch of `tile`-key tiles handles (as [`PORTION`]).
+pub const fn portion_len(tile: usize) -> usize {
+    tile * (COUNT as usize / tile)
+}
 
 /// Unsigned bits that order like a key: the digits of a radix sort.
 pub trait RadixBits: Shuffle {
@@ -212,7 +247,7 @@ impl RadixValue for u64 {
 /// phases separated by barriers.
 #[inline(always)]
 fn sort_shared() -> SharedWords<u32> {
-    xlog::device::static_shared!(XLOG_SORT_SHARED: [u64; TILE])
+    xlog::device::static_shared!(XLOG_SORT_SHARED: [u64; TILE_BYTES / 8])
         .words()
         .cast::<u32>()
 }
@@ -346,9 +381,14 @@ pub enum Values<'a, 'v, V: AtomicAdd> {
 /// look-back words (`256 · tiles`: one word per tile and
 /// digit). Writes each key (and value) to `offsets[d] + keys of digit d before it`
 /// in `keys_out` (and `values`' output).
+///
+/// Each thread ranks `ITEMS` keys: tiles of `BLOCK · ITEMS` keys. `ITEMS` is a
+/// multiple of 4 from 16 to 32 whose tile of keys, and of values, fits
+/// [`TILE_BYTES`] (checked at compile time); the host sizes its launches and
+/// status words with [`tile_len`] of the same key and value widths.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub fn onesweep<K: RadixKey, V: RadixValue>(
+pub fn onesweep<K: RadixKey, V: RadixValue, const ITEMS: usize>(
     keys_in: &[K],
     offsets: &[u64],
     keys_out: &AtomicView<'_, K>,
@@ -373,10 +413,11 @@ pub fn onesweep<K: RadixKey, V: RadixValue>(
     };
     // Every tile but a launch's last is full: its body is compiled without the
     // checks against the tile's end.
-    if keys_in.len().saturating_sub(tile * TILE) >= TILE {
-        pass.tile::<true>();
+    let len = BLOCK as usize * ITEMS;
+    if keys_in.len().saturating_sub(tile * len) >= len {
+        pass.tile::<true, ITEMS>();
     } else {
-        pass.tile::<false>();
+        pass.tile::<false, ITEMS>();
     }
 }
 
@@ -396,7 +437,21 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
     /// The tile's ranking, look-back and scatter; `FULL`: the tile holds `TILE`
     /// keys (the caller checked).
     #[inline(always)]
-    fn tile<const FULL: bool>(self) {
+    fn tile<const FULL: bool, const ITEMS: usize>(self) {
+        const {
+            assert!(
+                ITEMS % 4 == 0 && ITEMS <= 32,
+                "each_item! ranks up to 32 items, by fours"
+            )
+        };
+        const {
+            assert!(
+                BLOCK as usize * ITEMS * core::mem::size_of::<K::Bits>() <= TILE_BYTES
+                    && BLOCK as usize * ITEMS * core::mem::size_of::<V>() <= TILE_BYTES,
+                "a tile's keys and values fit the shared tile"
+            )
+        };
+        let size = BLOCK as usize * ITEMS;
         let TileArgs {
             keys_in,
             offsets,
@@ -412,12 +467,12 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         // by the tile.
         let t = thread::thread_idx().x as usize % BLOCK as usize;
         let (lane, warp) = (t % 32, t / 32);
-        let start = tile * TILE;
+        let start = tile * size;
         let src = &keys_in[start.min(keys_in.len())..];
         let (src, valid) = if FULL {
-            (&src[..TILE], TILE)
+            (&src[..size], size)
         } else {
-            (src, src.len().min(TILE))
+            (src, src.len().min(size))
         };
         let digit = |k: K, i: usize| -> u32 {
             if FULL || i < valid {
@@ -438,7 +493,7 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         barrier::sync_threads();
         let first = warp * 32 * ITEMS + lane;
         let mut keys = [K::ZERO; ITEMS];
-        each_item!(j => {
+        each_item!(j < ITEMS => {
             let i = first + 32 * j;
             if FULL || i < valid {
                 keys[j] = src[i];
@@ -449,26 +504,28 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         // other, so they overlap), then its counter adds, item by item.
         let mut ranks = [0u32; ITEMS];
         let mut peers = [0u32; 4];
-        each_item!(g in 0 4 8 12 => {
-            each_item!(k in 0 1 2 3 => {
-                let j = g + k;
-                let d = digit(keys[j], first + 32 * j);
-                peers[k] = exchange::full_warp_match_bits::<RADIX_BITS>(d);
-            });
-            each_item!(k in 0 1 2 3 => {
-                let j = g + k;
-                let peers = peers[k];
-                let d = digit(keys[j], first + 32 * j);
-                // Any lane of the group may add its count: the highest is one
-                // instruction away.
-                let leader = 31 - peers.leading_zeros();
-                let mut old = 0;
-                if lane as u32 == leader {
-                    old = words.fetch_add(warp * RADIX + d as usize, peers.count_ones());
-                }
-                ranks[j] =
-                    exchange::full_warp_shuffle_from(old, leader) + (peers & below).count_ones();
-            });
+        each_item!(g in 0 4 8 12 16 20 24 28 => {
+            if g < 16 || g < ITEMS {
+                each_item!(k in 0 1 2 3 => {
+                    let j = g + k;
+                    let d = digit(keys[j], first + 32 * j);
+                    peers[k] = exchange::full_warp_match_bits::<RADIX_BITS>(d);
+                });
+                each_item!(k in 0 1 2 3 => {
+                    let j = g + k;
+                    let peers = peers[k];
+                    let d = digit(keys[j], first + 32 * j);
+                    // Any lane of the group may add its count: the highest is one
+                    // instruction away.
+                    let leader = 31 - peers.leading_zeros();
+                    let mut old = 0;
+                    if lane as u32 == leader {
+                        old = words.fetch_add(warp * RADIX + d as usize, peers.count_ones());
+                    }
+                    ranks[j] =
+                        exchange::full_warp_shuffle_from(old, leader) + (peers & below).count_ones();
+                });
+            }
         });
         barrier::sync_threads();
 
@@ -485,7 +542,7 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
             run = run.wrapping_add(c);
         }
         barrier::sync_threads();
-        each_item!(j => {
+        each_item!(j < ITEMS => {
             let d = digit(keys[j], first + 32 * j);
             ranks[j] = ranks[j].wrapping_add(words.load(warp * RADIX + d as usize));
         });
@@ -496,9 +553,9 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         // registers while it waits), then store each digit's run to consecutive
         // positions: output position = base[d] + rank. A rank is below the tile's
         // length by construction; the mask only lets the compiler see it.
-        let slot = |j: usize| ranks[j] as usize % TILE;
+        let slot = |j: usize| ranks[j] as usize & (size.next_power_of_two() - 1);
         let slots = words.cast::<K::Bits>();
-        each_item!(j => {
+        each_item!(j < ITEMS => {
             if FULL || first + 32 * j < valid {
                 slots.store(slot(j), keys[j].to_raw());
             }
@@ -514,7 +571,7 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         // The barrier also separates the reordered tile's writes from its reads.
         let base = base.sync();
         let mut digits = [0u32; ITEMS];
-        each_item!(k => {
+        each_item!(k < ITEMS => {
             let i = k * BLOCK as usize + t;
             if FULL || i < valid {
                 let key = K::from_raw(slots.load(i));
@@ -526,13 +583,13 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
             Values::None => return,
             Values::Given(v, out) => {
                 let v = &v[start.min(v.len())..];
-                (out, Some(if FULL { &v[..TILE] } else { v }), 0)
+                (out, Some(if FULL { &v[..size] } else { v }), 0)
             }
             Values::Indices(b, out) => (out, None, b + start as u64),
         };
         barrier::sync_threads();
         let slots = words.cast::<V>();
-        each_item!(j => {
+        each_item!(j < ITEMS => {
             let i = first + 32 * j;
             if FULL || i < valid {
                 let v = match given {
@@ -543,7 +600,7 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
             }
         });
         barrier::sync_threads();
-        each_item!(k => {
+        each_item!(k < ITEMS => {
             let i = k * BLOCK as usize + t;
             if FULL || i < valid {
                 vals_out.store(
@@ -597,7 +654,8 @@ macro_rules! key_kernels {
             shift: u32,
             descending: u32,
         ) {
-            onesweep::<$k, u32>(keys_in, offsets, keys_out, status, Values::None, shift, descending != 0);
+            const ITEMS: usize = tile_items(core::mem::size_of::<$k>(), 0);
+            onesweep::<$k, u32, ITEMS>(keys_in, offsets, keys_out, status, Values::None, shift, descending != 0);
         }
 
         #[doc = concat!("One onesweep pass over `", stringify!($k), "` keys with `u32` values (their input positions, counted from `index_base`, when `indices` is 1): see [`onesweep`].")]
@@ -616,7 +674,8 @@ macro_rules! key_kernels {
             index_base: u64,
         ) {
             let values = if indices != 0 { Values::Indices(index_base, vals_out) } else { Values::Given(vals_in, vals_out) };
-            onesweep::<$k, u32>(keys_in, offsets, keys_out, status, values, shift, descending != 0);
+            const ITEMS: usize = tile_items(core::mem::size_of::<$k>(), 4);
+            onesweep::<$k, u32, ITEMS>(keys_in, offsets, keys_out, status, values, shift, descending != 0);
         }
 
         #[doc = concat!("One onesweep pass over `", stringify!($k), "` keys with `u64` values: see [`onesweep`].")]
@@ -635,7 +694,8 @@ macro_rules! key_kernels {
             index_base: u64,
         ) {
             let values = if indices != 0 { Values::Indices(index_base, vals_out) } else { Values::Given(vals_in, vals_out) };
-            onesweep::<$k, u64>(keys_in, offsets, keys_out, status, values, shift, descending != 0);
+            const ITEMS: usize = tile_items(core::mem::size_of::<$k>(), 8);
+            onesweep::<$k, u64, ITEMS>(keys_in, offsets, keys_out, status, values, shift, descending != 0);
         }
     )*};
 }
@@ -709,8 +769,28 @@ mod tests {
 
     #[test]
     fn portions_are_whole_tiles_whose_counts_fit_the_status_words() {
-        assert_eq!(PORTION % TILE, 0);
-        assert!(PORTION as u32 <= COUNT);
-        assert!(PORTION + TILE > COUNT as usize);
+        assert_eq!(PORTION, portion_len(TILE));
+        for tile in [TILE, WIDE_TILE] {
+            let portion = portion_len(tile);
+            assert_eq!(portion % tile, 0);
+            assert!(portion as u32 <= COUNT);
+            assert!(portion + tile > COUNT as usize);
+        }
+    }
+
+    #[test]
+    fn only_32_bit_keys_alone_take_wide_tiles_and_every_tile_fits_shared_memory() {
+        assert_eq!(tile_len(4, 0), WIDE_TILE);
+        for (key, value) in [(8, 0), (4, 4), (4, 8), (8, 4), (8, 8)] {
+            assert_eq!(
+                tile_len(key, value),
+                TILE,
+                "{key}-byte keys, {value}-byte values"
+            );
+        }
+        for (key, value) in [(4, 0), (8, 0), (4, 4), (4, 8), (8, 4), (8, 8)] {
+            let tile = tile_len(key, value);
+            assert!(tile * key.max(value) <= TILE_BYTES);
+        }
     }
 }

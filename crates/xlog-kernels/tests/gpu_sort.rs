@@ -1,7 +1,8 @@
 //! GPU suite of the radix sort (`xlog_kernels::sort`), opt-in with
 //! `--features gpu-tests`; every test fails without a device. Every key type, both
 //! orders, keys alone and with their permutation, against a CPU stable sort, on
-//! sizes around the block (256), the tile (4096), 2^k ± 1 and 2^24 + 7 (capped by
+//! sizes around the block (256), the tiles (4096, and 6144 for 32-bit keys alone),
+//! 2^k ± 1 and 2^24 + 7 (capped by
 //! `XLOG_TEST_MAX_LEN` for the compute-sanitizer passes), and on all-equal,
 //! sorted, reverse-sorted, few-distinct and full-range data; stability is checked
 //! through the permutation.
@@ -9,7 +10,7 @@
 use std::cmp::Ordering;
 
 use xlog::{Error, Runtime, Stream};
-use xlog_kernels::sort::{self, Key, Order, TILE};
+use xlog_kernels::sort::{self, Key, Order, TILE, WIDE_TILE};
 use xlog_test_support::{gpu_runtime, within_test_cap as within_cap, Rng};
 
 const SIZES: &[usize] = &[
@@ -22,6 +23,10 @@ const SIZES: &[usize] = &[
     TILE - 1,
     TILE,
     TILE + 1,
+    WIDE_TILE - 1,
+    WIDE_TILE,
+    WIDE_TILE + 1,
+    3 * WIDE_TILE + 5,
     (1 << 16) - 1,
     (1 << 16) + 1,
     32 * TILE + 1,

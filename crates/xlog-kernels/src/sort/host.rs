@@ -7,7 +7,7 @@ use xlog::{
     Stream, WriteBuffer,
 };
 
-use super::{BLOCK, HISTOGRAM_BLOCKS_PER_SM, PORTION, RADIX, RADIX_BITS, TILE};
+use super::{portion_len, tile_len, BLOCK, HISTOGRAM_BLOCKS_PER_SM, RADIX, RADIX_BITS};
 
 /// The direction of a sort.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -208,9 +208,9 @@ enum Values<'a, 'b, V: xlog::DeviceCopy> {
     Indices(&'a mut BufferViewMut<'b, V>),
 }
 
-/// Portion `q` of `n` keys.
-fn portion(q: usize, n: usize) -> Range<usize> {
-    q * PORTION..n.min((q + 1) * PORTION)
+/// Portion `q` of `n` keys, in portions of `len` keys.
+fn portion(q: usize, n: usize, len: usize) -> Range<usize> {
+    q * len..n.min((q + 1) * len)
 }
 
 /// The histogram launch over `n` keys on a device of `sms` multiprocessors: one
@@ -241,9 +241,15 @@ fn run<K: Key, V: Value>(
     }
     let rt = s.runtime()?;
     let passes = K::__PASSES;
-    let portions = n.div_ceil(PORTION);
+    let value_bytes = match values {
+        Values::None => 0,
+        _ => std::mem::size_of::<V>(),
+    };
+    let tile = tile_len(std::mem::size_of::<K>(), value_bytes);
+    let portion_len = portion_len(tile);
+    let portions = n.div_ceil(portion_len);
     let words = portions * passes * RADIX;
-    let max_tiles = n.min(PORTION).div_ceil(TILE);
+    let max_tiles = n.min(portion_len).div_ceil(tile);
     // SAFETY: the passes alternate `keys → tmp`, `tmp → keys`, starting with a
     // write of `tmp`, and each pass writes every one of the `n` positions of its
     // destination: a key of digit `d` goes to `offsets[d]` (the keys of smaller
@@ -267,7 +273,7 @@ fn run<K: Key, V: Value>(
     let descending = (order == Order::Descending) as u32;
 
     for q in 0..portions {
-        let r = portion(q, n);
+        let r = portion(q, n, portion_len);
         let cfg = histogram_config(r.len(), rt.device().info().multiprocessors);
         let mut h = hist.slice_mut(q * passes * RADIX..(q + 1) * passes * RADIX);
         let src = input.unwrap_or_else(|| keys.as_view());
@@ -278,8 +284,8 @@ fn run<K: Key, V: Value>(
 
     for p in 0..passes {
         for q in 0..portions {
-            let r = portion(q, n);
-            let tiles = r.len().div_ceil(TILE);
+            let r = portion(q, n, portion_len);
+            let tiles = r.len().div_ceil(tile);
             let mut st = status.slice_mut(0..tiles * RADIX);
             st.fill(s, 0)?;
             let at = (q * passes + p) * RADIX;
