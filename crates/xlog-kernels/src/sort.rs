@@ -40,7 +40,7 @@
 //! | --- | --- |
 //! | work | `O(n · passes)`: per pass every key (and value) read once and written once; one more read of the keys for the histograms |
 //! | launches | `1 + 1 + passes` (per portion of at most [`PORTION`] keys for the first and last), plus a memset of the status words before each scatter |
-//! | temporary memory | a second buffer for the keys (and one for the values): `n · (size_of K + size_of V)` bytes, plus `4 · 256` bytes of status words per tile (`⌈n / WIDE_TILE⌉` tiles for 32-bit keys alone, about 4 % of their buffer; `⌈n / TILE⌉` otherwise) and `3 KiB · passes` per portion of histograms and offsets; all from the stream's runtime, under its budget |
+//! | temporary memory | a second buffer for the keys (and one for the values): `n · (size_of K + size_of V)` bytes, plus 1 KiB of status words per tile of a launch (`⌈min(n, PORTION) / tile⌉` tiles: about 4 % of the key buffer for 32-bit keys alone, 6 % for 32-bit keys with values, 3 % for 64-bit keys) and `3 KiB · passes` per portion of histograms and offsets; all from the stream's runtime, under its budget |
 //! | stability | stable: equal keys keep their input order, in both orders |
 //! | determinism | the output depends only on the input |
 //!
@@ -61,9 +61,10 @@
 //! # Edge cases
 //!
 //! Empty inputs launch nothing. Inputs of any length work (the last tile is
-//! partial); inputs longer than a portion ([`PORTION`] keys, or
-//! [`portion_len`]`(`[`WIDE_TILE`]`)` for 32-bit keys alone) run each pass as
-//! several launches (the counts of the look-back have 30 bits).
+//! partial); inputs longer than a portion ([`PORTION`] keys, about 2^30, for
+//! either tile) run each pass as one launch per portion (the counts of the
+//! look-back have 30 bits), and count each pass's digits again on that pass's
+//! input, portion by portion: one more read of the keys per pass.
 
 use xlog::device::atomic::AtomicAdd;
 use xlog::device::exchange::{self, SharedWords};
@@ -434,8 +435,8 @@ struct TileArgs<'a, 'v, K: RadixKey, V: RadixValue> {
 }
 
 impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
-    /// The tile's ranking, look-back and scatter; `FULL`: the tile holds `TILE`
-    /// keys (the caller checked).
+    /// The tile's ranking, look-back and scatter; `FULL`: the tile is whole,
+    /// `BLOCK · ITEMS` keys (the caller checked).
     #[inline(always)]
     fn tile<const FULL: bool, const ITEMS: usize>(self) {
         const {
@@ -478,7 +479,7 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
             if FULL || i < valid {
                 k.ordered().twiddle(descending).digit(shift)
             } else {
-                // Past the end: after every key, so ranked into [valid, TILE).
+                // Past the end: after every key, so ranked into [valid, size).
                 RADIX as u32 - 1
             }
         };
@@ -505,7 +506,7 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         let mut ranks = [0u32; ITEMS];
         let mut peers = [0u32; 4];
         each_item!(g in 0 4 8 12 16 20 24 28 => {
-            if g < 16 || g < ITEMS {
+            if g < ITEMS {
                 each_item!(k in 0 1 2 3 => {
                     let j = g + k;
                     let d = digit(keys[j], first + 32 * j);
@@ -770,6 +771,8 @@ mod tests {
     #[test]
     fn portions_are_whole_tiles_whose_counts_fit_the_status_words() {
         assert_eq!(PORTION, portion_len(TILE));
+        // Both tiles leave the same remainder: one portion length for every kernel.
+        assert_eq!(portion_len(WIDE_TILE), PORTION);
         for tile in [TILE, WIDE_TILE] {
             let portion = portion_len(tile);
             assert_eq!(portion % tile, 0);

@@ -295,6 +295,72 @@ fn pairs_in_place_carry_their_values() {
     }
 }
 
+/// An input longer than one launch handles (about 2^30 keys) runs each pass as
+/// one launch per portion; forced here to portions of one or two tiles, on keys
+/// alone (the wide tiles of 32-bit keys) and with their permutation. Every pass
+/// after the first reads the previous pass's output, whose portions hold other
+/// keys than the input's: a sort that counted them on the input only wrote some
+/// positions twice and others never.
+#[test]
+fn several_portions_per_pass_sort_as_one_does() {
+    let rt = gpu_runtime();
+    let (p, s) = streams(&rt);
+    portions::<u32>(&rt, &p, &s);
+    portions::<f32>(&rt, &p, &s);
+    portions::<i64>(&rt, &p, &s);
+}
+
+fn portions<K: TestKey>(rt: &Runtime, p: &Stream, s: &Stream) {
+    let cases = [
+        (2 * WIDE_TILE + 100, 1),
+        (3 * TILE + 17, 2),
+        (4 * TILE + 3, 1),
+    ];
+    for (case, &(n, tiles)) in cases.iter().enumerate() {
+        for kind in [Kind::FullRange, Kind::FewDistinct] {
+            let x = make::<K>(kind, n, 0x9017 + case as u64);
+            for order in [Order::Ascending, Order::Descending] {
+                let perm = cpu_perm(&x, order);
+                let want: Vec<u64> = perm.iter().map(|&i| x[i].bits()).collect();
+                let what = format!(
+                    "{} n={n} in portions of {tiles} tiles, {kind:?} {order:?}",
+                    std::any::type_name::<K>()
+                );
+                let mut buf = rt.upload_on(p, &x).unwrap();
+                sort::__sort_keys_in_portions(s, &mut buf, order, tiles).unwrap();
+                let got: Vec<u64> = buf.download(s).unwrap().iter().map(|k| k.bits()).collect();
+                if let Some(d) = first_difference(&got, &want) {
+                    panic!(
+                        "{what}: keys differ at {} (got {:#x}, want {:#x})",
+                        d.0, d.1, d.2
+                    );
+                }
+                let (keys, idx) = sort::__sort_with_indices_in_portions::<K, u32>(
+                    s,
+                    &buf_input(rt, p, &x),
+                    order,
+                    tiles,
+                )
+                .unwrap();
+                let got: Vec<u64> = keys.download(s).unwrap().iter().map(|k| k.bits()).collect();
+                if let Some(d) = first_difference(&got, &want) {
+                    panic!(
+                        "{what}: keys with indices differ at {} (got {:#x}, want {:#x})",
+                        d.0, d.1, d.2
+                    );
+                }
+                let idx = idx.download(s).unwrap();
+                if let Some(i) = (0..n).find(|&i| idx[i] as usize != perm[i]) {
+                    panic!(
+                        "{what}: permutation differs at {i} (got {}, want {})",
+                        idx[i], perm[i]
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// `sorted` leaves its input alone.
 #[test]
 fn sorted_copies_leave_the_input_alone() {

@@ -225,6 +225,44 @@ fn histogram_config(n: usize, sms: u32) -> LaunchConfig {
     LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1])
 }
 
+/// The digit counts of a sort: per portion and pass, the histogram of the
+/// pass's digit (`hist`) and where each digit's run starts (`offsets`), both laid
+/// out `[(portion · passes + pass) · 256 + digit]`.
+struct Digits {
+    hist: DeviceBuffer<u32>,
+    offsets: DeviceBuffer<u64>,
+    n: usize,
+    portion_len: usize,
+    passes: usize,
+    descending: u32,
+    sms: u32,
+}
+
+impl Digits {
+    /// Counts the digits of every pass in each portion of `src` and derives the
+    /// offsets (zeroing the histograms first when `again`: they start zeroed).
+    fn count<K: Key>(&mut self, s: &Stream, src: &BufferView<'_, K>, again: bool) -> Result<()> {
+        if again {
+            self.hist.fill(s, 0)?;
+        }
+        let block = self.passes * RADIX;
+        for q in 0..self.n.div_ceil(self.portion_len) {
+            let r = portion(q, self.n, self.portion_len);
+            let cfg = histogram_config(r.len(), self.sms);
+            let mut h = self.hist.slice_mut(q * block..(q + 1) * block);
+            K::__histogram(s, cfg, &src.slice(r), &mut h, self.descending)?;
+        }
+        let one_per_pass = LaunchConfig::new([self.passes as u32, 1, 1], [BLOCK, 1, 1]);
+        super::sort_offsets::launch(
+            s,
+            one_per_pass,
+            &self.hist,
+            &mut self.offsets,
+            self.passes as u32,
+        )
+    }
+}
+
 /// Sorts `keys` (and what travels with them) in place; the first pass reads
 /// `input` instead when given (a sorted copy). Every temporary is allocated before
 /// the first launch, so a budget refusal leaves everything as it was.
@@ -233,7 +271,20 @@ fn run<K: Key, V: Value>(
     order: Order,
     input: Option<BufferView<'_, K>>,
     keys: &mut BufferViewMut<'_, K>,
+    values: Values<'_, '_, V>,
+) -> Result<()> {
+    run_in_portions(s, order, input, keys, values, None)
+}
+
+/// [`run`], in portions of `portion_tiles` tiles when given (at most the most a
+/// launch handles): the tests' way to run several portions on small inputs.
+fn run_in_portions<K: Key, V: Value>(
+    s: &Stream,
+    order: Order,
+    input: Option<BufferView<'_, K>>,
+    keys: &mut BufferViewMut<'_, K>,
     mut values: Values<'_, '_, V>,
+    portion_tiles: Option<usize>,
 ) -> Result<()> {
     let n = keys.len();
     if n == 0 {
@@ -246,16 +297,21 @@ fn run<K: Key, V: Value>(
         _ => std::mem::size_of::<V>(),
     };
     let tile = tile_len(std::mem::size_of::<K>(), value_bytes);
-    let portion_len = portion_len(tile);
+    let portion_len = match portion_tiles {
+        Some(t) => (t.max(1) * tile).min(portion_len(tile)),
+        None => portion_len(tile),
+    };
     let portions = n.div_ceil(portion_len);
     let words = portions * passes * RADIX;
     let max_tiles = n.min(portion_len).div_ceil(tile);
     // SAFETY: the passes alternate `keys → tmp`, `tmp → keys`, starting with a
     // write of `tmp`, and each pass writes every one of the `n` positions of its
-    // destination: a key of digit `d` goes to `offsets[d]` (the keys of smaller
-    // digits) plus the keys of digit `d` before it (earlier portions, earlier
-    // tiles, lower rank in its tile), a bijection onto `0..n`. So nothing reads
-    // an element of `tmp` before a pass writes it.
+    // destination: a key of digit `d` in portion `q` of the pass's input goes to
+    // `offsets[d]` (the keys of smaller digits, and the keys of digit `d` in the
+    // portions before `q` of that same input: with several portions the counts
+    // are taken again from each pass's input) plus the keys of digit `d` before
+    // it in its portion (earlier tiles, lower rank in its tile), a bijection onto
+    // `0..n`. So nothing reads an element of `tmp` before a pass writes it.
     let mut tmp_keys = unsafe { rt.alloc_uninit::<K>(s, n, AllocTag("sort: second key buffer")) }?;
     let mut tmp_values = match values {
         Values::None => None,
@@ -263,33 +319,43 @@ fn run<K: Key, V: Value>(
         // at the same positions.
         _ => Some(unsafe { rt.alloc_uninit::<V>(s, n, AllocTag("sort: second value buffer")) }?),
     };
-    let mut hist = rt.alloc_zeroed_on::<u32>(s, words)?;
-    let mut offsets = rt.alloc_zeroed_on::<u64>(s, words)?;
+    let mut digits = Digits {
+        hist: rt.alloc_zeroed_on::<u32>(s, words)?,
+        offsets: rt.alloc_zeroed_on::<u64>(s, words)?,
+        n,
+        portion_len,
+        passes,
+        descending: (order == Order::Descending) as u32,
+        sms: rt.device().info().multiprocessors,
+    };
     // SAFETY: each scatter launch's status words are zeroed on `s` right before it,
     // and that launch is their only reader.
     let mut status = unsafe {
         rt.alloc_uninit::<u32>(s, max_tiles * RADIX, AllocTag("sort: look-back status"))
     }?;
-    let descending = (order == Order::Descending) as u32;
-
-    for q in 0..portions {
-        let r = portion(q, n, portion_len);
-        let cfg = histogram_config(r.len(), rt.device().info().multiprocessors);
-        let mut h = hist.slice_mut(q * passes * RADIX..(q + 1) * passes * RADIX);
-        let src = input.unwrap_or_else(|| keys.as_view());
-        K::__histogram(s, cfg, &src.slice(r), &mut h, descending)?;
-    }
-    let one_per_pass = LaunchConfig::new([passes as u32, 1, 1], [BLOCK, 1, 1]);
-    super::sort_offsets::launch(s, one_per_pass, &hist, &mut offsets, passes as u32)?;
+    let descending = digits.descending;
+    digits.count(s, &input.unwrap_or_else(|| keys.as_view()), false)?;
 
     for p in 0..passes {
+        if p > 0 && portions > 1 {
+            // Each pass reorders the keys, so the keys of a digit in the portions
+            // before `q` differ from pass to pass: count them again on this pass's
+            // input (one more read of the keys per pass, only for inputs longer
+            // than a portion).
+            let src = if p % 2 == 0 {
+                keys.as_view()
+            } else {
+                tmp_keys.as_view()
+            };
+            digits.count(s, &src, true)?;
+        }
         for q in 0..portions {
             let r = portion(q, n, portion_len);
             let tiles = r.len().div_ceil(tile);
             let mut st = status.slice_mut(0..tiles * RADIX);
             st.fill(s, 0)?;
             let at = (q * passes + p) * RADIX;
-            let off = offsets.slice(at..at + RADIX);
+            let off = digits.offsets.slice(at..at + RADIX);
             let cfg = LaunchConfig::new([tiles as u32, 1, 1], [BLOCK, 1, 1]);
             let mut pass = Pass {
                 shift: p as u32 * RADIX_BITS,
@@ -367,7 +433,7 @@ fn same_len(what: &str, keys: usize, values: usize) -> Result<()> {
 
 /// Sorts `keys` in place, stably. `O(n)` per pass (4 passes for 32-bit keys, 8
 /// for 64-bit ones), `1 + 1 + passes` launches; temporary memory: a second key
-/// buffer (`n · size_of K` bytes) and about 6 % more of look-back status, from the
+/// buffer (`n · size_of K` bytes) and 3–6 % more of look-back status, from the
 /// stream's runtime ([module docs](super)).
 ///
 /// ```no_run
@@ -468,7 +534,41 @@ pub fn sort_with_indices<K: Key, I: Value>(
     keys: &(impl ReadBuffer<K> + ?Sized),
     order: Order,
 ) -> Result<(DeviceBuffer<K>, DeviceBuffer<I>)> {
-    let input = keys.as_view();
+    with_indices(s, keys.as_view(), order, None)
+}
+
+/// [`sort_keys`] in portions of `portion_tiles` tiles of keys: how the tests run
+/// the several launches per pass of an input longer than one launch handles
+/// ([`PORTION`](super::PORTION) keys) on small inputs. Not part of the API.
+#[doc(hidden)]
+pub fn __sort_keys_in_portions<K: Key>(
+    s: &Stream,
+    keys: &mut (impl WriteBuffer<K> + ?Sized),
+    order: Order,
+    portion_tiles: usize,
+) -> Result<()> {
+    let keys = &mut keys.as_view_mut();
+    run_in_portions::<K, u32>(s, order, None, keys, Values::None, Some(portion_tiles))
+}
+
+/// [`sort_with_indices`] in portions of `portion_tiles` tiles, as
+/// [`__sort_keys_in_portions`]. Not part of the API.
+#[doc(hidden)]
+pub fn __sort_with_indices_in_portions<K: Key, I: Value>(
+    s: &Stream,
+    keys: &(impl ReadBuffer<K> + ?Sized),
+    order: Order,
+    portion_tiles: usize,
+) -> Result<(DeviceBuffer<K>, DeviceBuffer<I>)> {
+    with_indices(s, keys.as_view(), order, Some(portion_tiles))
+}
+
+fn with_indices<K: Key, I: Value>(
+    s: &Stream,
+    input: BufferView<'_, K>,
+    order: Order,
+    portion_tiles: Option<usize>,
+) -> Result<(DeviceBuffer<K>, DeviceBuffer<I>)> {
     let n = input.len();
     if n as u64 > I::__POSITIONS.saturating_add(1) {
         return Err(Error::InvalidArgument {
@@ -485,12 +585,13 @@ pub fn sort_with_indices<K: Key, I: Value>(
     let mut out = unsafe { rt.alloc_uninit::<K>(s, n, AllocTag("sort output")) }?;
     // SAFETY: as above.
     let mut perm = unsafe { rt.alloc_uninit::<I>(s, n, AllocTag("sort permutation")) }?;
-    run::<K, I>(
+    run_in_portions::<K, I>(
         s,
         order,
         Some(input),
         &mut out.as_view_mut(),
         Values::Indices(&mut perm.as_view_mut()),
+        portion_tiles,
     )?;
     Ok((out, perm))
 }
