@@ -29,8 +29,9 @@
 //!    look-back over per-digit status words (a flag and a count in one 32-bit
 //!    word), and writes each run of equal digits to consecutive output positions,
 //!    so the stores coalesce; values follow the same way, loaded into registers
-//!    before the keys' stores so that their loads overlap them. Whole tiles (every one but a launch's last, and that
-//!    one too when it is whole) run a copy of the body compiled without end-of-tile
+//!    before the keys' stores so that their loads overlap them. Whole tiles
+//!    (every one but a launch's last, and that one too when it is whole) run a
+//!    copy of the body compiled without end-of-tile
 //!    checks.
 //!
 //! Stability: within a tile, keys of equal digit are ranked in input order; tiles
@@ -39,8 +40,8 @@
 //!
 //! | | |
 //! | --- | --- |
-//! | work | `O(n · passes)`: per pass every key (and value) read once and written once; one more read of the keys for the histograms |
-//! | launches | `1 + 1 + passes` (per portion of at most [`PORTION`] keys for the first and last), plus a memset of the status words before each scatter |
+//! | work | `O(n · passes)`: per pass every key (and value) read once and written once; one more read of the keys for the histograms (and, for inputs longer than [`PORTION`] keys, one more per pass after the first: every pass's digits counted again) |
+//! | launches | `1 + 1 + passes`, plus a memset of the status words before each scatter; for inputs longer than [`PORTION`] keys, the histogram and each scatter run once per portion, and each pass after the first adds a memset, a histogram per portion and an offsets launch |
 //! | temporary memory | a second buffer for the keys (and one for the values): `n · (size_of K + size_of V)` bytes, plus 1 KiB of status words per tile of a launch (`⌈min(n, PORTION) / tile⌉` tiles: about 4 % of the key buffer for 32-bit keys alone, 6 % for 32-bit keys with values, 3 % for 64-bit keys) and `3 KiB · passes` per portion of histograms and offsets; all from the stream's runtime, under its budget |
 //! | stability | stable: equal keys keep their input order, in both orders |
 //! | determinism | the output depends only on the input |

@@ -297,7 +297,8 @@ fn pairs_in_place_carry_their_values() {
 
 /// An input longer than one launch handles (about 2^30 keys) runs each pass as
 /// one launch per portion; forced here to portions of one or two tiles, on keys
-/// alone (the wide tiles of 32-bit keys) and with their permutation. Every pass
+/// alone (the wide tiles of 32-bit keys) and with their permutation (`u32` and
+/// `u64` values). Every pass
 /// after the first reads the previous pass's output, whose portions hold other
 /// keys than the input's: a sort that counted them on the input only wrote some
 /// positions twice and others never.
@@ -353,6 +354,21 @@ fn portions<K: TestKey>(rt: &Runtime, p: &Stream, s: &Stream) {
                 if let Some(i) = (0..n).find(|&i| idx[i] as usize != perm[i]) {
                     panic!(
                         "{what}: permutation differs at {i} (got {}, want {})",
+                        idx[i], perm[i]
+                    );
+                }
+                // The kernels with 64-bit values.
+                let (_, idx) = sort::__sort_with_indices_in_portions::<K, u64>(
+                    s,
+                    &buf_input(rt, p, &x),
+                    order,
+                    tiles,
+                )
+                .unwrap();
+                let idx = idx.download(s).unwrap();
+                if let Some(i) = (0..n).find(|&i| idx[i] as usize != perm[i]) {
+                    panic!(
+                        "{what}: u64 permutation differs at {i} (got {}, want {})",
                         idx[i], perm[i]
                     );
                 }

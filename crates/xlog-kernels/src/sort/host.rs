@@ -298,7 +298,7 @@ fn run_in_portions<K: Key, V: Value>(
     };
     let tile = tile_len(std::mem::size_of::<K>(), value_bytes);
     let portion_len = match portion_tiles {
-        Some(t) => (t.max(1) * tile).min(portion_len(tile)),
+        Some(t) => t.max(1).saturating_mul(tile).min(portion_len(tile)),
         None => portion_len(tile),
     };
     let portions = n.div_ceil(portion_len);
@@ -432,9 +432,10 @@ fn same_len(what: &str, keys: usize, values: usize) -> Result<()> {
 }
 
 /// Sorts `keys` in place, stably. `O(n)` per pass (4 passes for 32-bit keys, 8
-/// for 64-bit ones), `1 + 1 + passes` launches; temporary memory: a second key
-/// buffer (`n · size_of K` bytes) and 3–6 % more of look-back status, from the
-/// stream's runtime ([module docs](super)).
+/// for 64-bit ones), `1 + 1 + passes` launches (more past
+/// [`PORTION`](super::PORTION) keys); temporary memory: a second key buffer
+/// (`n · size_of K` bytes) and 3–6 % more of look-back status, from the stream's
+/// runtime ([module docs](super)).
 ///
 /// ```no_run
 /// # fn main() -> xlog::Result<()> {
