@@ -20,7 +20,8 @@
 //! 2. **Offsets** (one block per pass): the exclusive scan of each pass's
 //!    histogram: where each digit's run starts in that pass's output.
 //! 3. **One chained scatter per pass**: each block takes a tile of keys
-//!    ([`WIDE_TILE`] for 32-bit keys alone, [`TILE`] otherwise; block `b` takes tile `b`, so it waits only on blocks the hardware started
+//!    ([`WIDE_TILE`] for 32-bit keys alone, [`TILE`] otherwise; block `b` takes
+//!    tile `b`, so it waits only on blocks the hardware started
 //!    before it: blocks start in index order, as CUB's onesweep assumes), ranks the
 //!    tile's keys by digit, stably (warp by warp, item by item, lanes with equal
 //!    digits found with ballots), publishes its 256 digit counts as soon as they
@@ -31,8 +32,7 @@
 //!    so the stores coalesce; values follow the same way, loaded into registers
 //!    before the keys' stores so that their loads overlap them. Whole tiles
 //!    (every one but a launch's last, and that one too when it is whole) run a
-//!    copy of the body compiled without end-of-tile
-//!    checks.
+//!    copy of the body compiled without end-of-tile checks.
 //!
 //! Stability: within a tile, keys of equal digit are ranked in input order; tiles
 //! are ordered by their position in the input; so each pass is stable, and the
@@ -96,8 +96,9 @@ pub const TILE: usize = BLOCK as usize * ITEMS;
 /// a third of a pass at 16 keys per thread. Measured on an H100 at n = 10^8 (u32
 /// keys, two rounds each): 16 keys per thread sorted at 0.75× `cupy.sort`, 20 at
 /// 0.80×, 24 at 0.85×, 32 at 0.83× (their registers spill more). With `u32`
-/// values, 20 keys per thread gained under 1 %, so the key–value kernels keep 16;
-/// 64-bit keys or values at 24 would not fit [`TILE_BYTES`].
+/// values, 20 keys per thread gained under 1 % (measured before the values were
+/// loaded ahead of the keys' stores), so the key–value kernels keep 16; 64-bit
+/// keys or values at 24 would not fit [`TILE_BYTES`].
 pub const WIDE_ITEMS: usize = 24;
 /// Keys per scatter tile of 32-bit keys alone.
 pub const WIDE_TILE: usize = BLOCK as usize * WIDE_ITEMS;

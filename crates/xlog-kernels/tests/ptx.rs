@@ -3,7 +3,7 @@
 //! `ptxas` validates it for sm_80 and sm_90 without spills, and every shared-memory
 //! access in it is a 32-bit word.
 
-use xlog_kernels::MODULE;
+use xlog_kernels::{sort, MODULE};
 
 const OPS: &[&str] = &[
     "fill", "copy", "cast_f32", "cast_f64", "scale", "axpy", "axpy_vec", "add", "sub", "mul",
@@ -486,21 +486,29 @@ fn full_warp_masks(ptx: &str, kernel: &str, op: &str) -> (usize, usize) {
 
 #[test]
 fn the_sort_ranks_with_constant_full_warp_masks() {
-    // Sixteen items of eight ballots and one shuffle each, in the full-tile and the
+    // Per item eight ballots and one shuffle, in the full-tile and the
     // partial-tile copies of the body: with a mask computed at run time, ptxas
-    // wraps every one in a convergence check (11 % of a pass's instructions).
+    // wraps every one in a convergence check (11 % of a pass's instructions). The
+    // counts also pin the items per thread each kernel ranks to the tile the host
+    // launches it with (`tile_len`): 24 for 32-bit keys alone, 16 otherwise.
     for t in LIBRARY_TYPES {
-        for kernel in [
-            format!("sort_onesweep_{t}"),
-            format!("sort_onesweep_{t}_u64"),
+        let key_bytes = if t.ends_with("32") { 4 } else { 8 };
+        for (kernel, value_bytes) in [
+            (format!("sort_onesweep_{t}"), 0),
+            (format!("sort_onesweep_{t}_u32"), 4),
+            (format!("sort_onesweep_{t}_u64"), 8),
         ] {
+            let items = sort::tile_len(key_bytes, value_bytes) / sort::BLOCK as usize;
             let (n, full) = full_warp_masks(MODULE.ptx(), &kernel, "vote.sync.ballot.b32");
             assert!(
-                n >= 2 * 16 * 8 && full == n,
-                "{kernel}: {full} of {n} ballots"
+                n == 2 * items * 8 && full == n,
+                "{kernel}: {full} of {n} ballots, {items} items per thread"
             );
             let (n, full) = full_warp_masks(MODULE.ptx(), &kernel, "shfl.sync.idx.b32");
-            assert!(n >= 2 * 16 && full == n, "{kernel}: {full} of {n} shuffles");
+            assert!(
+                n == 2 * items && full == n,
+                "{kernel}: {full} of {n} shuffles, {items} items per thread"
+            );
         }
     }
     // The check tells the masks apart: the block scan's shuffles use the live lanes'.
