@@ -8,7 +8,8 @@
 //! [`view::read_chunk`](crate::view::read_chunk) for their reads.
 //!
 //! The vector types are the arrays [`Vector`] is implemented for: `[T; 4]` and
-//! `[T; 2]` of 32-bit `T`, `[T; 2]` of 64-bit `T`. A vector access needs an address
+//! `[T; 2]` of 32-bit `T`, `[T; 2]` of 64-bit `T`. Bytes are read as words
+//! through [`view::as_words`](crate::view::as_words). A vector access needs an address
 //! aligned to the vector's size; views of a buffer at an element offset may not be,
 //! so every access checks the address and falls back to element accesses (a
 //! launch-uniform branch for a view's chunk-aligned addresses).
@@ -33,6 +34,11 @@ pub trait Vector: Copy + sealed::Sealed {
     #[doc(hidden)]
     /// # Safety
     ///
+    /// As [`__load`](Vector::__load), and `p` is aligned to `size_of::<Self>()`.
+    unsafe fn __load_aligned(p: *const Self) -> Self;
+    #[doc(hidden)]
+    /// # Safety
+    ///
     /// `p` is valid for writes of `Self` (aligned for the element type) and no other
     /// thread accesses those bytes concurrently.
     unsafe fn __store(p: *mut Self, v: Self);
@@ -44,16 +50,27 @@ macro_rules! vector {
         impl Vector for [$t; $k] {
             #[inline(always)]
             unsafe fn __load(p: *const Self) -> Self {
-                #[cfg(target_arch = "nvptx64")]
                 if (p as usize) % $align == 0 {
-                    let mut r = [0 as $bits; $k];
                     // SAFETY: the caller's obligations, and the address is aligned for
-                    // the vector (checked). `ld.global` when the generic address is in
-                    // the global window (every kernel buffer), generic `ld` otherwise.
-                    unsafe { vector!(@load $k, $reg, p, r) };
-                    return r.map(|$b| $from);
+                    // the vector (checked).
+                    return unsafe { Self::__load_aligned(p) };
                 }
                 // SAFETY: the caller's obligations (aligned for the element type).
+                unsafe { p.read() }
+            }
+            #[inline(always)]
+            unsafe fn __load_aligned(p: *const Self) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let mut r = [0 as $bits; $k];
+                    // SAFETY: the caller's obligations, the address aligned for the
+                    // vector among them. `ld.global` when the generic address is in
+                    // the global window (every kernel buffer), generic `ld` otherwise.
+                    unsafe { vector!(@load $k, $reg, p, r) };
+                    r.map(|$b| $from)
+                }
+                // SAFETY: the caller's obligations.
+                #[cfg(not(target_arch = "nvptx64"))]
                 unsafe { p.read() }
             }
             #[inline(always)]

@@ -230,6 +230,64 @@ where
     Some(unsafe { <[T; K]>::__load(chunk.as_ptr().cast::<[T; K]>()) })
 }
 
+/// The whole 4-byte words of a byte slice, when it starts at a 4-byte aligned
+/// address (`None` otherwise): word `q` is bytes `[4q, 4q + 4)` as stored, so
+/// `u32::from_le(word)` has byte `4q + b` in bits `8b..8b + 8`. The bytes past the
+/// last whole word are not in it. Lets a kernel read flags or other byte data with
+/// 4- or 16-byte loads ([`read_chunk`] of the words).
+#[inline(always)]
+pub fn as_words(s: &[u8]) -> Option<&[u32]> {
+    if s.as_ptr() as usize % core::mem::align_of::<u32>() != 0 {
+        return None;
+    }
+    // SAFETY: the address is aligned for `u32` (checked); `len / 4` words cover
+    // bytes of `s` only, which are initialised, and every bit pattern is a valid
+    // `u32`; the result borrows `s`, so the bytes stay unwritten while it lives.
+    Some(unsafe { core::slice::from_raw_parts(s.as_ptr().cast::<u32>(), s.len() / 4) })
+}
+
+/// Reads chunks `first`, `first + stride`, …, `first + (U - 1)·stride` of a read
+/// slice (chunk `c` is `[K·c, K·c + K)`), all `U` or none: `None` unless the last
+/// of them lies entirely inside `s` (and when `U` is 0). The slice's alignment is tested once and the
+/// `U` loads are issued together, one vector instruction each when `s` starts
+/// aligned for the vector (element by element otherwise), before any of their
+/// values is used: a memory-bound loop keeps `U` loads in flight per thread with
+/// one bounds check. Any thread may read any chunk.
+#[inline(always)]
+pub fn read_chunks<T, const K: usize, const U: usize>(
+    s: &[T],
+    first: usize,
+    stride: usize,
+) -> Option<[[T; K]; U]>
+where
+    [T; K]: Vector,
+{
+    let last = stride.checked_mul(U.checked_sub(1)?)?.checked_add(first)?;
+    if last.checked_add(1)?.checked_mul(K)? > s.len() {
+        return None;
+    }
+    let base = s.as_ptr().cast::<[T; K]>();
+    // Chunk `c` starts `c · size_of::<[T; K]>()` bytes past `base`, so every chunk
+    // is aligned for the vector exactly when `base` is.
+    let aligned = base as usize % core::mem::size_of::<[T; K]>() == 0;
+    // Each chunk index `first + u·stride` (`u < U`) is at most `last` (no overflow:
+    // `last` was computed with checks), and chunk `last` ends inside `s`, so every
+    // chunk is `K` initialised, readable `T`s of `s`, which the shared borrow keeps
+    // free of writes.
+    Some(if aligned {
+        core::array::from_fn(|u| {
+            // SAFETY: the chunk is inside `s` (above); `base` is aligned for the vector
+            // (tested), so the chunk is too.
+            unsafe { <[T; K]>::__load_aligned(base.add(first + u * stride)) }
+        })
+    } else {
+        core::array::from_fn(|u| {
+            // SAFETY: the chunk is inside `s` (above), aligned for `T` as `s` is.
+            unsafe { base.add(first + u * stride).read() }
+        })
+    })
+}
+
 macro_rules! write_view {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -672,6 +730,26 @@ mod tests {
         assert_eq!(read_chunk::<u32, 2>(&x, 2), Some([4, 5]));
         assert_eq!(read_chunk::<u32, 2>(&x, 3), None);
         assert_eq!(read_chunk::<u32, 4>(&x, usize::MAX), None);
+        assert_eq!(read_chunks::<u32, 2, 2>(&x, 0, 2), Some([[0, 1], [4, 5]]));
+        assert_eq!(
+            read_chunks::<u32, 2, 3>(&x, 0, 1),
+            Some([[0, 1], [2, 3], [4, 5]])
+        );
+        assert_eq!(read_chunks::<u32, 2, 2>(&x, 1, 2), None);
+        assert_eq!(read_chunks::<u32, 2, 0>(&x, 0, 1), None);
+        assert_eq!(read_chunks::<u32, 4, 2>(&x, 0, usize::MAX), None);
+        assert_eq!(read_chunks::<u32, 2, 2>(&x, usize::MAX, 0), None);
+        let bytes: [u32; 3] = [
+            u32::from_le_bytes([1, 2, 3, 4]),
+            u32::from_le_bytes([5, 6, 7, 8]),
+            0,
+        ];
+        // SAFETY: reading the initialised bytes of `bytes`.
+        let b = unsafe { core::slice::from_raw_parts(bytes.as_ptr().cast::<u8>(), 9) };
+        let words = as_words(b).unwrap();
+        assert_eq!(words.len(), 2);
+        assert_eq!(u32::from_le(words[1]).to_le_bytes(), [5, 6, 7, 8]);
+        assert_eq!(as_words(&b[1..]), None);
     }
 
     #[test]

@@ -156,13 +156,15 @@ fn select_tiles<T: Shuffle + AtomicAdd, const V: usize>(
         let c = tile.chunk_index();
         let start = c.saturating_mul(ITEMS);
         let v: [T; ITEMS] = lookback::load_chunk_by::<T, ITEMS, V>(x, c, fill);
-        let mut mask = 0u32;
-        for j in 0..ITEMS {
-            let i = start.saturating_add(j);
-            if i < len && flags[i] != 0 {
-                mask |= 1 << j;
-            }
-        }
+        // A whole chunk's 16 flags come in one vector load.
+        let whole = start.saturating_add(ITEMS) <= len;
+        let mask = match view::as_words(flags).and_then(|w| view::read_chunk::<u32, 4>(w, c)) {
+            Some(f) if whole => nonzero_mask(f),
+            _ => (0..ITEMS).fold(0u32, |mask, j| {
+                let i = start.saturating_add(j);
+                mask | u32::from(i < len && flags[i] != 0) << j
+            }),
+        };
         let later = crate::prefetch_start(c, ITEMS);
         view::prefetch_l2(flags, later);
         view::prefetch_l2(x, later);
@@ -194,18 +196,48 @@ fn select_tiles<T: Shuffle + AtomicAdd, const V: usize>(
     }
 }
 
-/// `count[0] += ` the number of non-zero bytes of `flags`: a grid-stride count, a
-/// block reduction and one atomic per block.
+/// `count[0] += ` the number of non-zero bytes of `flags`: a grid-stride count of
+/// 16-byte chunks (four loads in flight per thread), a block reduction and one
+/// atomic per block.
 #[xlog_kernel(read(flags), atomic(count), block = 256)]
 pub fn count_flags(flags: &[u8], count: &mut [u64]) {
-    let mut mine = 0u64;
-    for i in thread::grid_stride(flags.len()) {
-        mine += (flags[i] != 0) as u64;
+    // Whole words four at a time where the flags start aligned, the other bytes one
+    // by one (block 0 takes them).
+    let (words, rest) = match view::as_words(flags) {
+        Some(w) => (w, &flags[4 * w.len()..]),
+        None => (&[][..], flags),
+    };
+    let mut mine = crate::reduce::fold_chunks::<u32, u64, 4>(words, 0, 0, |n, v| {
+        n + u64::from(nonzero_mask(v).count_ones())
+    });
+    if thread::block_idx().x == 0 {
+        let mut i = thread::thread_idx().x as usize;
+        while i < rest.len() {
+            mine += u64::from(rest[i] != 0);
+            i += thread::block_dim().x as usize;
+        }
     }
     let total = collective::block_reduce(mine, u64::wrapping_add);
     if thread::thread_idx().x == 0 && total > 0 {
         count.fetch_add(0, total);
     }
+}
+
+/// Bit `j` set when byte `j` of the 16 bytes in `words` is non-zero (byte `j` is
+/// byte `j % 4` of word `j / 4`, as [`view::as_words`] gives them): a thread's keep
+/// mask from its 16 flags. In each byte of `(w & 0x7f…) + 0x7f…` the top bit is set
+/// exactly when the low seven bits are not all zero (no carry leaves a byte), and
+/// or-ing `w` adds the byte's own top bit.
+#[inline(always)]
+fn nonzero_mask(words: [u32; 4]) -> u32 {
+    let mut mask = 0;
+    for (q, w) in words.into_iter().enumerate() {
+        let w = u32::from_le(w);
+        let top = (((w & 0x7f7f_7f7f) + 0x7f7f_7f7f) | w) & 0x8080_8080;
+        // Gather the four top bits (bits 7, 15, 23, 31) into bits 0..4.
+        mask |= ((top >> 7 | top >> 14 | top >> 21 | top >> 28) & 0xf) << (4 * q);
+    }
+    mask
 }
 
 /// `counts[j] = starts[j + 1] − starts[j]`: the run lengths from the run starts
@@ -703,5 +735,38 @@ mod host {
             offsets,
             runs,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flag_masks_match_a_byte_by_byte_test() {
+        let mut r = xlog_test_support::Rng::new(7);
+        for round in 0..2000 {
+            let seed = r.next_u64().to_le_bytes();
+            // Bytes from every class: 0, 0x80 (top bit alone), 0x7f, 1 and random.
+            let v: [u8; 16] = core::array::from_fn(|j| match (seed[j % 8] >> (j / 8 * 3)) & 7 {
+                0 | 1 => 0,
+                2 => 0x80,
+                3 => 0x7f,
+                4 => 1,
+                _ => seed[(j + round) % 8] | 1,
+            });
+            let words = core::array::from_fn(|q| {
+                u32::from_le(u32::from_ne_bytes([
+                    v[4 * q],
+                    v[4 * q + 1],
+                    v[4 * q + 2],
+                    v[4 * q + 3],
+                ]))
+            });
+            let want = (0..16).fold(0u32, |m, j| m | u32::from(v[j] != 0) << j);
+            assert_eq!(nonzero_mask(words), want, "{v:?}");
+        }
+        assert_eq!(nonzero_mask([u32::MAX; 4]), 0xffff);
+        assert_eq!(nonzero_mask([0; 4]), 0);
     }
 }

@@ -31,9 +31,11 @@
 //! past the end of the table, reached without hashing. Every key value joins.
 //!
 //! **Probe** (count, scan, write). One block of [`BLOCK`] threads per tile of
-//! `BLOCK` probe rows, one row per thread. The *count* pass finds each row's slot
-//! (one random read of the key word and count, and for an inner join of the chain
-//! head beside them) and writes its number of output rows (its key's count for an
+//! `BLOCK · ROWS` probe rows, [`ROWS`] (4) consecutive rows a thread, whose keys,
+//! counts and heads move as vectors. The *count* pass finds each row's slot: a
+//! thread reads the first slot of all its rows before looking at any (four random
+//! reads in flight), each read fetching the key word, count and chain head
+//! together. It writes each row's number of output rows (its key's count for an
 //! inner join, 0 or 1 for a semi or anti join), for an inner join the head of its
 //! chain, and each tile's total; an inclusive scan of the tile totals
 //! ([`scan::inclusive_sum`](crate::scan::inclusive_sum)) gives every tile's end in
@@ -53,7 +55,7 @@
 //! | build | `O(b)` work for `b` build rows (expected), 1 launch, plus zeroing the table |
 //! | probe | `O(p + m)` work for `p` probe rows and `m` output rows (expected), 3 launches (count, scan, write) and one synchronisation, to read the output count |
 //! | table memory (kept) | `capacity + 1` slots of four keys: `16 · (capacity + 1)` bytes for `u32` keys, `32 · (capacity + 1)` for `u64` (about 32 or 64 bytes a build row, 16 to 32 at best), and a `u32` a build row for the chains |
-//! | probe memory (temporary) | a `u32` a probe row (its count) and, for an inner join, another (its chain's head); 16 bytes per tile of 256 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result |
+//! | probe memory (temporary) | a `u32` a probe row (its count) and, for an inner join, another (its chain's head); 16 bytes per tile of 1024 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result |
 //! | order | ascending probe row; within one probe row of an inner join, the build rows in an unspecified order (the order the build's atomics ran in) |
 //!
 //! All memory comes from the stream's runtime, under its budget. A refused
@@ -73,12 +75,18 @@
 use core::ops::Not;
 
 use xlog::device::atomic::AtomicInt;
+use xlog::device::lookback;
 use xlog::device::vector::Vector;
-use xlog::device::view::{read_chunk, PerBlock};
+use xlog::device::view::{read_chunks, Chunks, PerBlock};
 use xlog::prelude::*;
 
-/// Threads per block, and probe rows per tile, of the probe kernels.
+/// Threads per block of the probe kernels.
 pub const BLOCK: u32 = 256;
+
+/// Probe rows per thread of the probe kernels: consecutive rows, their keys,
+/// counts and heads each read or written as vectors, and their first table reads
+/// issued together. A tile is `BLOCK · ROWS` (1024) probe rows.
+pub const ROWS: usize = 4;
 
 /// The count pass's modes (what a probe row contributes to the output) other than
 /// the inner join's, 0 (its number of matches).
@@ -211,35 +219,112 @@ fn claim<K: Key>(table: &AtomicView<'_, K>, key: K, capacity: usize) -> usize {
     }
 }
 
-/// The slot of `key` and its count of build rows, or `None` when no build row has
-/// that key.
+/// What one slot says about a key a probe looks for.
+enum Step {
+    /// The key's slot: its count of build rows and the head of their chain (a row
+    /// plus one).
+    Found(u32, u32),
+    /// An empty slot: no build row has the key.
+    Missing,
+    /// Another key's slot: look at the next one.
+    Next,
+}
+
+/// The first slot a probe for `key` reads in a table of `capacity` hashed slots:
+/// the key `MAX` has its own slot, `capacity`, past the hashed ones.
 #[inline(always)]
-fn find<K: Key>(table: &[K], key: K) -> Option<(usize, u32)>
+fn first_slot<K: Key>(key: K, capacity: usize) -> usize {
+    if key == K::MAX {
+        capacity
+    } else {
+        start(key, capacity - 1)
+    }
+}
+
+/// What slot `p`, read as chunks `[[key word, count], [head, padding]]`, says about
+/// `key`.
+#[inline(always)]
+fn step<K: Key>(key: K, p: usize, capacity: usize, slot: [[K; 2]; 2]) -> Step {
+    let [[w, n], [head, _]] = slot;
+    if p == capacity {
+        // The `MAX` key's own slot: it is there when its count is not 0.
+        return if n != K::ZERO {
+            Step::Found(n.as_u32(), head.as_u32())
+        } else {
+            Step::Missing
+        };
+    }
+    if w == !key {
+        Step::Found(n.as_u32(), head.as_u32())
+    } else if w == K::ZERO {
+        Step::Missing
+    } else {
+        Step::Next
+    }
+}
+
+/// Slot `p` of `table` as its two chunks of two words (chunks `2p` and `2p + 1`:
+/// key word and count, head and padding), both loads issued together.
+#[inline(always)]
+fn read_slot<K: Key>(table: &[K], p: usize) -> Option<[[K; 2]; 2]>
+where
+    [K; 2]: Vector,
+{
+    read_chunks::<K, 2, 2>(table, p.checked_mul(2)?, 1)
+}
+
+/// Walks the table from slot `p`, whose words are `slot`, to `key`'s slot or an
+/// empty one: `(count, head)` of `key`, `(0, 0)` when no build row has it.
+#[inline(always)]
+fn walk<K: Key>(table: &[K], key: K, mut p: usize, mut slot: Option<[[K; 2]; 2]>) -> (u32, u32)
 where
     [K; 2]: Vector,
 {
     let capacity = capacity_of(table.len());
-    if capacity == 0 {
-        return None;
-    }
-    // Chunk `2p` of two words is slot `p`'s key word and count: one vector load.
-    if key == K::MAX {
-        let [_, n] = read_chunk::<K, 2>(table, 2 * capacity)?;
-        return (n != K::ZERO).then_some((capacity, n.as_u32()));
-    }
-    let want = !key;
-    let mask = capacity - 1;
-    let mut p = start(key, mask);
     loop {
-        let [w, n] = read_chunk::<K, 2>(table, 2 * p)?;
-        if w == want {
-            return Some((p, n.as_u32()));
+        let Some(words) = slot else {
+            return (0, 0);
+        };
+        match step(key, p, capacity, words) {
+            Step::Found(n, head) => return (n, head),
+            Step::Missing => return (0, 0),
+            Step::Next => {
+                p = (p + 1) & (capacity - 1);
+                slot = read_slot(table, p);
+            }
         }
-        if w == K::ZERO {
-            return None;
-        }
-        p = (p + 1) & mask;
     }
+}
+
+/// For each of [`ROWS`] keys (`None` finds nothing), the count of build rows with
+/// it and the head of their chain (a row plus one), `(0, 0)` when there is none.
+/// The first slot of every key is read before any is looked at, so a thread has
+/// `ROWS` random reads in flight instead of one.
+#[inline(always)]
+fn find_rows<K: Key>(table: &[K], keys: [Option<K>; ROWS]) -> [(u32, u32); ROWS]
+where
+    [K; 2]: Vector,
+{
+    let capacity = capacity_of(table.len());
+    let mut found = [(0, 0); ROWS];
+    if capacity == 0 {
+        return found;
+    }
+    let mut p = [0; ROWS];
+    let mut first = [None; ROWS];
+    // Written out per row: a rolled loop would keep these arrays in local memory.
+    each_item!(j in 0 1 2 3 => {
+        if let Some(k) = keys[j] {
+            p[j] = first_slot(k, capacity);
+            first[j] = read_slot(table, p[j]);
+        }
+    });
+    each_item!(j in 0 1 2 3 => {
+        if let Some(k) = keys[j] {
+            found[j] = walk(table, k, p[j], first[j]);
+        }
+    });
+    found
 }
 
 /// The build step: every row of `keys` into the table, `next[row]` its chain link.
@@ -264,40 +349,34 @@ fn build_rows<K: Key>(keys: &[K], table: &AtomicView<'_, K>, next: &mut Out<'_, 
 /// The count step: `counts[i]` = probe row `i`'s output rows under `mode`,
 /// `firsts[i]` (when `firsts` is not empty) the head of its key's chain (a build
 /// row plus one, 0 for none), and `totals[b]` the sum over tile `b` (block `b`'s
-/// rows `[BLOCK·b, BLOCK·b + BLOCK)`).
+/// rows `[BLOCK·ROWS·b, BLOCK·ROWS·(b + 1))`, [`ROWS`] consecutive ones a thread).
 #[inline(always)]
 fn count_rows<K: Key>(
     keys: &[K],
     table: &[K],
-    counts: &mut Out<'_, u32>,
-    firsts: &mut Out<'_, u32>,
+    counts: &mut Out<'_, u32, Chunks<ROWS>>,
+    firsts: &mut Out<'_, u32, Chunks<ROWS>>,
     totals: &mut Out<'_, u64, PerBlock>,
     mode: u32,
 ) where
     [K; 2]: Vector,
 {
-    let i = thread::index_1d();
-    let mut c = 0u32;
-    if i < keys.len() {
-        let found = find(table, keys[i]);
-        let n = found.map_or(0, |(_, n)| n);
-        c = match mode {
-            SEMI => u32::from(n > 0),
-            ANTI => u32::from(n == 0),
-            _ => n,
-        };
-        if let Some(o) = counts.get_mut(i) {
-            *o = c;
-        }
-        if let Some(f) = firsts.get_mut(i) {
-            // Chunk `2p + 1` is slot `p`'s head and padding, in the sector its key
-            // word was just read from.
-            *f = found
-                .and_then(|(p, _)| read_chunk::<K, 2>(table, 2 * p + 1))
-                .map_or(0, |[head, _]| head.as_u32());
-        }
+    let c = thread::index_1d();
+    let row = c.get().saturating_mul(ROWS);
+    let mine: [K; ROWS] = lookback::load_chunk_by::<K, ROWS, 2>(keys, c.get(), K::ZERO);
+    let live = |j: usize| row.saturating_add(j) < keys.len();
+    let found = find_rows(table, core::array::from_fn(|j| live(j).then_some(mine[j])));
+    let n: [u32; ROWS] = core::array::from_fn(|j| match mode {
+        SEMI => u32::from(found[j].0 > 0),
+        ANTI => u32::from(live(j) && found[j].0 == 0),
+        _ => found[j].0,
+    });
+    store_rows(counts, c, n);
+    if !firsts.is_empty() {
+        store_rows(firsts, c, found.map(|(_, head)| head));
     }
-    let total = collective::block_reduce(c as u64, u64::wrapping_add);
+    let total = n.iter().fold(0u64, |t, &x| t + u64::from(x));
+    let total = collective::block_reduce(total, u64::wrapping_add);
     if let Some(b) = thread::block_leader() {
         if let Some(t) = totals.get_mut(b) {
             *t = total;
@@ -305,20 +384,35 @@ fn count_rows<K: Key>(
     }
 }
 
-/// The first output position of this thread's probe row: the end of the tiles
-/// before its block (`ends`, the inclusive scan of the tile totals) plus the
-/// counts of the rows before it in its tile. Every thread of the block calls it.
+/// Stores this thread's [`ROWS`] values as chunk `c` of `out`: one vector store
+/// for a whole chunk, the rows inside `out` of a short last one, nothing past it.
 #[inline(always)]
-fn first_position(counts: &[u32], ends: &[u64]) -> (usize, u32) {
-    let i = thread::index_1d().get();
-    let c = counts.get(i).copied().unwrap_or(0);
-    let (before, _) = collective::block_exclusive_scan(c as u64, 0, u64::wrapping_add);
+fn store_rows(out: &mut Out<'_, u32, Chunks<ROWS>>, c: ThreadIndex, v: [u32; ROWS]) {
+    if c.get().saturating_add(1).saturating_mul(ROWS) <= out.len() {
+        out.set_vector(c, v);
+    } else if c < out.chunk_count() {
+        for (e, x) in out.chunk_mut(c).iter_mut().zip(v) {
+            *e = x;
+        }
+    }
+}
+
+/// This thread's [`ROWS`] counts and the output position of its first row: the
+/// end of the tiles before its block (`ends`, the inclusive scan of the tile
+/// totals) plus the counts of the rows before it in its tile. Every thread of the
+/// block calls it.
+#[inline(always)]
+fn first_position(counts: &[u32], ends: &[u64]) -> (usize, [u32; ROWS]) {
+    let c = thread::index_1d().get();
+    let n: [u32; ROWS] = lookback::load_chunk_by::<u32, ROWS, ROWS>(counts, c, 0);
+    let mine = n.iter().fold(0u64, |t, &x| t + u64::from(x));
+    let (before, _) = collective::block_exclusive_scan(mine, 0, u64::wrapping_add);
     let b = thread::block_idx().x as usize;
     let start = match b.checked_sub(1) {
         Some(prev) => ends.get(prev).copied().unwrap_or(0),
         None => 0,
     };
-    ((start + before) as usize, c)
+    ((start + before) as usize, n)
 }
 
 /// The write step of an inner join: probe row `i`'s pairs at its positions,
@@ -333,18 +427,21 @@ fn write_pairs(
     build_rows: &AtomicView<'_, u32>,
     probe_rows: &AtomicView<'_, u32>,
 ) {
-    let (mut pos, c) = first_position(counts, ends);
-    let i = thread::index_1d().get();
-    let mut head = firsts.get(i).copied().unwrap_or(0);
-    for j in 0..c {
-        let Some(row) = head.checked_sub(1) else {
-            return;
-        };
-        build_rows.store(pos, row);
-        probe_rows.store(pos, i as u32);
-        pos += 1;
-        if j + 1 < c {
-            head = next.get(row as usize).copied().unwrap_or(0);
+    let (mut pos, n) = first_position(counts, ends);
+    let c = thread::index_1d().get();
+    let heads: [u32; ROWS] = lookback::load_chunk_by::<u32, ROWS, ROWS>(firsts, c, 0);
+    for j in 0..ROWS {
+        let mut head = heads[j];
+        for k in 0..n[j] {
+            let Some(row) = head.checked_sub(1) else {
+                break;
+            };
+            build_rows.store(pos, row);
+            probe_rows.store(pos, (c * ROWS + j) as u32);
+            pos += 1;
+            if k + 1 < n[j] {
+                head = next.get(row as usize).copied().unwrap_or(0);
+            }
         }
     }
 }
@@ -358,7 +455,7 @@ macro_rules! join_kernels {
         }
 
         #[doc = concat!("The count step over `", stringify!($k), "` keys: each probe row's output rows under `mode` (0 inner, 1 semi, 2 anti), its chain's head (when `firsts` is not empty) and each tile's total.")]
-        #[xlog_kernel(read(keys, table), write(counts, firsts, totals per block), block = 256)]
+        #[xlog_kernel(read(keys, table), write(counts per chunk(4), firsts per chunk(4), totals per block), block = 256)]
         pub fn $count(
             keys: &[$k],
             table: &[$k],
@@ -399,11 +496,17 @@ pub fn join_write_pairs(
 /// order, at their scanned positions (a stream compaction of the counts).
 #[xlog_kernel(read(counts, ends), atomic(rows), block = 256)]
 pub fn join_select_rows(counts: &[u32], ends: &[u64], rows: &mut [u32]) {
-    let (pos, c) = first_position(counts, ends);
-    if c > 0 {
-        rows.store(pos, thread::index_1d().get() as u32);
+    let (mut pos, n) = first_position(counts, ends);
+    let c = thread::index_1d().get();
+    for (j, &kept) in n.iter().enumerate() {
+        if kept > 0 {
+            rows.store(pos, (c * ROWS + j) as u32);
+            pos += 1;
+        }
     }
 }
+
+const _: () = assert!(ROWS == 4, "the count kernels' views are `per chunk(4)`");
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -414,7 +517,7 @@ mod host {
         AllocTag, BufferView, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result, Stream,
     };
 
-    use super::{Key, ANTI, BLOCK, SEMI, SLOT_WORDS};
+    use super::{Key, ANTI, BLOCK, ROWS, SEMI, SLOT_WORDS};
 
     /// The count pass's mode of an inner join: a probe row's number of matches.
     const INNER: u32 = 0;
@@ -521,9 +624,14 @@ mod host {
         rows: usize,
     }
 
+    /// Tiles of `BLOCK · ROWS` probe rows over `n` rows.
+    fn tiles(n: usize) -> usize {
+        n.div_ceil(BLOCK as usize * ROWS)
+    }
+
     /// One block of `BLOCK` threads per tile of `n` rows.
     fn tile_grid(n: usize) -> LaunchConfig {
-        LaunchConfig::new([n.div_ceil(BLOCK as usize) as u32, 1, 1], [BLOCK, 1, 1])
+        LaunchConfig::new([tiles(n) as u32, 1, 1], [BLOCK, 1, 1])
     }
 
     fn too_long(what: &str, side: &str, len: usize, max: u64) -> Error {
@@ -609,11 +717,11 @@ mod host {
             if n > u32::MAX as usize + 1 {
                 return Err(too_long(what, "probe", n, u32::MAX as u64 + 1));
             }
-            let tiles = n.div_ceil(BLOCK as usize);
+            let tiles = tiles(n);
             let rt = s.runtime()?;
-            // SAFETY: one thread per probe row (the grid covers every row) writes
-            // its row's count, and its head for an inner join, before anything
-            // reads them.
+            // SAFETY: the grid's threads own `ROWS` consecutive rows each and cover
+            // every row; each writes its rows' counts, and heads for an inner join,
+            // before anything reads them.
             let mut counts = unsafe { rt.alloc_uninit::<u32>(s, n, AllocTag("join counts")) }?;
             let heads = if mode == INNER { n } else { 0 };
             // SAFETY: as for `counts`.
@@ -841,11 +949,19 @@ mod tests {
         let p = start(9u32, 3);
         t[SLOT_WORDS * p] = !9;
         t[SLOT_WORDS * p + 1] = 2;
+        t[SLOT_WORDS * p + 2] = 8;
         t[SLOT_WORDS * 4] = 0;
         t[SLOT_WORDS * 4 + 1] = 1;
-        assert_eq!(find(&t, 9u32), Some((p, 2)));
-        assert_eq!(find(&t, u32::MAX), Some((4, 1)));
+        t[SLOT_WORDS * 4 + 2] = 6;
         let other = (0..100u32).find(|&k| k != 9 && start(k, 3) != p);
-        assert_eq!(find(&t, other.unwrap()), None);
+        assert_eq!(
+            find_rows(&t, [Some(9u32), Some(u32::MAX), other, None]),
+            [(2, 8), (1, 6), (0, 0), (0, 0)]
+        );
+        t[SLOT_WORDS * 4 + 1] = 0;
+        assert_eq!(
+            find_rows(&t, [None, Some(u32::MAX), None, None]),
+            [(0, 0); 4]
+        );
     }
 }

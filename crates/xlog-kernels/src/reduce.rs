@@ -51,7 +51,7 @@
 //! combined in an order fixed by the launch shape, not the elements' order.
 
 use xlog::device::vector::Vector;
-use xlog::device::view::{read_chunk, Out, PerBlock};
+use xlog::device::view::{read_chunk, read_chunks, Out, PerBlock};
 use xlog::device::warp::Shuffle;
 use xlog::prelude::*;
 
@@ -64,31 +64,49 @@ pub const MAX_BLOCKS: u32 = 1024;
 /// Chunks each thread loads before folding them (loads in flight per thread).
 const UNROLL: usize = 4;
 
-/// Chunk `c` of `x` folded under `op`, elements past the end counting as
-/// `identity`.
+/// The elements of one chunk folded under `op`, left to right.
 #[inline(always)]
-fn chunk_fold<T: Copy, const K: usize>(
-    x: &[T],
-    c: usize,
-    identity: T,
-    op: impl Fn(T, T) -> T + Copy,
-) -> T
-where
-    [T; K]: Vector,
-{
-    let v: [T; K] = match read_chunk::<T, K>(x, c) {
-        Some(v) => v,
-        None => {
-            let start = c.saturating_mul(K);
-            core::array::from_fn(|j| match start.checked_add(j) {
-                Some(i) if i < x.len() => x[i],
-                _ => identity,
-            })
-        }
-    };
+fn fold_chunk<T: Copy, const K: usize>(v: [T; K], op: impl Fn(T, T) -> T) -> T {
     let mut acc = v[0];
     for &e in &v[1..] {
         acc = op(acc, e);
+    }
+    acc
+}
+
+/// This thread's grid-stride share of the `K`-element chunks of `x` folded into
+/// `init` by `f`, in ascending chunk order: `UNROLL` (4) chunks loaded together
+/// (16-byte vector loads when `[T; K]` is 16 bytes) before any is folded, since
+/// folding each as it arrives leaves one load in flight per thread. The last chunk,
+/// when `x` ends inside it, comes padded with `fill`.
+#[inline(always)]
+pub(crate) fn fold_chunks<T: Copy, A, const K: usize>(
+    x: &[T],
+    fill: T,
+    init: A,
+    f: impl Fn(A, [T; K]) -> A,
+) -> A
+where
+    [T; K]: Vector,
+{
+    let stride = thread::total_threads();
+    let mut c = thread::index_1d().get();
+    let mut acc = init;
+    while let Some(v) = read_chunks::<T, K, UNROLL>(x, c, stride) {
+        for chunk in &v {
+            acc = f(acc, *chunk);
+        }
+        c = c.saturating_add(UNROLL * stride);
+    }
+    while c < x.len().div_ceil(K) {
+        let v: [T; K] = read_chunk::<T, K>(x, c).unwrap_or_else(|| {
+            core::array::from_fn(|j| {
+                *x.get(c.saturating_mul(K).saturating_add(j))
+                    .unwrap_or(&fill)
+            })
+        });
+        acc = f(acc, v);
+        c += stride;
     }
     acc
 }
@@ -110,22 +128,7 @@ pub fn fold_block<T: Shuffle, const K: usize>(
 ) where
     [T; K]: Vector,
 {
-    let chunks = x.len().div_ceil(K);
-    let stride = thread::total_threads();
-    let mut c = thread::index_1d().get();
-    let mut acc = identity;
-    while c.saturating_add((UNROLL - 1) * stride) < chunks {
-        let v: [T; UNROLL] =
-            core::array::from_fn(|u| chunk_fold::<T, K>(x, c + u * stride, identity, op));
-        for e in v {
-            acc = op(acc, e);
-        }
-        c += UNROLL * stride;
-    }
-    while c < chunks {
-        acc = op(acc, chunk_fold::<T, K>(x, c, identity, op));
-        c += stride;
-    }
+    let acc = fold_chunks::<T, T, K>(x, identity, identity, |acc, v| op(acc, fold_chunk(v, op)));
     let total = collective::block_reduce(acc, op);
     if let Some(b) = thread::block_leader() {
         if let Some(p) = partials.get_mut(b) {

@@ -207,7 +207,8 @@ fn zero_and_max_keys<K: TestKey>() {
 fn sizes_around_the_tile<K: TestKey>() {
     let rt = gpu_runtime();
     let mut r = Rng::new(13);
-    for n in [1usize, 255, 256, 257, 511, 4097] {
+    // Probe sides of n + 1 rows: around the 256-row block and the 1024-row tile.
+    for n in [1usize, 255, 256, 257, 511, 1022, 1023, 1024, 2047, 4097] {
         let build = keys::<K>(n, |_| r.next_u64() % (n as u64 + 3));
         let probe = keys::<K>(n + 1, |_| r.next_u64() % (n as u64 + 3));
         check::<K>(&rt, &build, &probe);
