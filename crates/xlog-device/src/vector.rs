@@ -12,7 +12,9 @@
 //! through [`view::as_words`](crate::view::as_words). A vector access needs an address
 //! aligned to the vector's size; views of a buffer at an element offset may not be,
 //! so every access checks the address and falls back to element accesses (a
-//! launch-uniform branch for a view's chunk-aligned addresses).
+//! launch-uniform branch for a view's chunk-aligned addresses);
+//! [`view::read_chunks`](crate::view::read_chunks) checks a slice's start once for
+//! all the chunks it reads.
 
 mod sealed {
     pub trait Sealed {}

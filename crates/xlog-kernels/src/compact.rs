@@ -201,20 +201,21 @@ fn select_tiles<T: Shuffle + AtomicAdd, const V: usize>(
 /// atomic per block.
 #[xlog_kernel(read(flags), atomic(count), block = 256)]
 pub fn count_flags(flags: &[u8], count: &mut [u64]) {
-    // Whole words four at a time where the flags start aligned, the other bytes one
-    // by one (block 0 takes them).
-    let (words, rest) = match view::as_words(flags) {
-        Some(w) => (w, &flags[4 * w.len()..]),
-        None => (&[][..], flags),
-    };
+    // The whole 4-byte words from the first aligned byte on, four 16-byte chunks a
+    // step; the at most 3 bytes before them and 3 after, one by one in block 0.
+    let head = flags.len().min((4 - flags.as_ptr() as usize % 4) % 4);
+    let words = view::as_words(&flags[head..]).unwrap_or(&[]);
+    let tail = head + 4 * words.len();
     let mut mine = crate::reduce::fold_chunks::<u32, u64, 4>(words, 0, 0, |n, v| {
         n + u64::from(nonzero_mask(v).count_ones())
     });
     if thread::block_idx().x == 0 {
-        let mut i = thread::thread_idx().x as usize;
-        while i < rest.len() {
-            mine += u64::from(rest[i] != 0);
-            i += thread::block_dim().x as usize;
+        let i = thread::thread_idx().x as usize;
+        if i < head {
+            mine += u64::from(flags[i] != 0);
+        }
+        if let Some(&f) = flags.get(tail.saturating_add(i)) {
+            mine += u64::from(f != 0);
         }
     }
     let total = collective::block_reduce(mine, u64::wrapping_add);
@@ -492,9 +493,10 @@ mod host {
         Ok((LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]), status))
     }
 
-    /// A grid-stride counting pass: blocks for about 16 elements per thread.
-    fn count_config(n: usize) -> LaunchConfig {
-        let blocks = n.div_ceil(BLOCK as usize * 16).clamp(1, 2048);
+    /// A grid-stride counting pass: blocks for about `per_thread` elements a
+    /// thread, at most 2048.
+    fn count_config(n: usize, per_thread: usize) -> LaunchConfig {
+        let blocks = n.div_ceil(BLOCK as usize * per_thread).clamp(1, 2048);
         LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1])
     }
 
@@ -502,7 +504,8 @@ mod host {
     fn count_kept(s: &Stream, flags: &BufferView<'_, u8>) -> Result<DeviceBuffer<u64>> {
         let mut count = s.runtime()?.alloc_zeroed_on::<u64>(s, 1)?;
         if !flags.is_empty() {
-            super::count_flags::launch(s, count_config(flags.len()), flags, &mut count)?;
+            // 64 flags a thread: four 16-byte chunks, one step of its loop.
+            super::count_flags::launch(s, count_config(flags.len(), 64), flags, &mut count)?;
         }
         Ok(count)
     }
@@ -701,7 +704,7 @@ mod host {
         let (cfg, mut status) = tiles(s, "unique_counts", x.len())?;
         let mut runs = rt.alloc_zeroed_on::<u64>(s, 1)?;
         if !x.is_empty() {
-            T::__count_runs(s, count_config(x.len()), &x, &mut runs)?;
+            T::__count_runs(s, count_config(x.len(), 16), &x, &mut runs)?;
         }
         let n = runs.download(s)?[0] as usize;
         // SAFETY: the unique kernel stores the value and start of every run (`n`

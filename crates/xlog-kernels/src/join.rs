@@ -433,9 +433,10 @@ fn write_pairs(
     for j in 0..ROWS {
         let mut head = heads[j];
         for k in 0..n[j] {
-            let Some(row) = head.checked_sub(1) else {
-                break;
-            };
+            // A table `JoinTable::build` made has as many links in a chain as its
+            // slot's count; past a chain's end (no such table) the row is
+            // `u32::MAX`, so every position of the output is still written.
+            let row = head.checked_sub(1).unwrap_or(u32::MAX);
             build_rows.store(pos, row);
             probe_rows.store(pos, (c * ROWS + j) as u32);
             pos += 1;
@@ -629,7 +630,7 @@ mod host {
         n.div_ceil(BLOCK as usize * ROWS)
     }
 
-    /// One block of `BLOCK` threads per tile of `n` rows.
+    /// One block of `BLOCK` threads per tile of `BLOCK · ROWS` rows, over `n` rows.
     fn tile_grid(n: usize) -> LaunchConfig {
         LaunchConfig::new([tiles(n) as u32, 1, 1], [BLOCK, 1, 1])
     }
