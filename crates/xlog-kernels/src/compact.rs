@@ -209,6 +209,7 @@ pub fn count_flags(flags: &[u8], count: &mut [u64]) {
     let mut mine = crate::reduce::fold_chunks::<u32, u64, 4>(words, 0, 0, |n, v| {
         n + u64::from(nonzero_mask(v).count_ones())
     });
+    // Threads 0 to 2 of block 0 (the kernel's blocks are 256 threads).
     if thread::block_idx().x == 0 {
         let i = thread::thread_idx().x as usize;
         if i < head {
@@ -493,10 +494,10 @@ mod host {
         Ok((LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]), status))
     }
 
-    /// A grid-stride counting pass: blocks for about `per_thread` elements a
-    /// thread, at most 2048.
+    /// A grid-stride counting pass: blocks for at least `per_thread` elements a
+    /// thread (rounded down, so every thread gets a whole step), from 1 to 2048.
     fn count_config(n: usize, per_thread: usize) -> LaunchConfig {
-        let blocks = n.div_ceil(BLOCK as usize * per_thread).clamp(1, 2048);
+        let blocks = (n / (BLOCK as usize * per_thread)).clamp(1, 2048);
         LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1])
     }
 
@@ -504,7 +505,7 @@ mod host {
     fn count_kept(s: &Stream, flags: &BufferView<'_, u8>) -> Result<DeviceBuffer<u64>> {
         let mut count = s.runtime()?.alloc_zeroed_on::<u64>(s, 1)?;
         if !flags.is_empty() {
-            // 64 flags a thread: four 16-byte chunks, one step of its loop.
+            // At least 64 flags a thread: one step of four 16-byte chunks.
             super::count_flags::launch(s, count_config(flags.len(), 64), flags, &mut count)?;
         }
         Ok(count)

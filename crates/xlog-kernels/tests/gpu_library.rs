@@ -677,21 +677,28 @@ mod compact {
                         .unwrap();
                     assert_eq!(got, kept, "select {n} {kind:?} {shape}");
                     if k == 0 && f == 0 {
-                        // Views at byte offsets 1 to 3: the flags start unaligned, so
-                        // their count and the tiles' masks take the bytes one by one
-                        // around the whole words.
-                        for o in (1..4).filter(|&o| o <= n) {
-                            let got = compact::select_flagged(&c, &xb.slice(o..), &fb.slice(o..))
+                        // Views at byte offsets 1 to 3, ending at n, n - 1 or n - 2: the
+                        // flags start unaligned, so their count takes the bytes before
+                        // the first whole word and after the last (tails of 0 to 3)
+                        // one by one, and the tiles read every flag singly.
+                        for o in 1..4 {
+                            for end in (n.saturating_sub(2)..=n).filter(|&e| e > o) {
+                                let got = compact::select_flagged(
+                                    &c,
+                                    &xb.slice(o..end),
+                                    &fb.slice(o..end),
+                                )
                                 .unwrap()
                                 .download(&c)
                                 .unwrap();
-                            let want: Vec<T> = x[o..]
-                                .iter()
-                                .zip(&flags[o..])
-                                .filter(|(_, &f)| f != 0)
-                                .map(|(&v, _)| v)
-                                .collect();
-                            assert_eq!(got, want, "select at offset {o}, {n} {kind:?}");
+                                let want: Vec<T> = x[o..end]
+                                    .iter()
+                                    .zip(&flags[o..end])
+                                    .filter(|(_, &f)| f != 0)
+                                    .map(|(&v, _)| v)
+                                    .collect();
+                                assert_eq!(got, want, "select of {o}..{end}, {n} {kind:?}");
+                            }
                         }
                     }
                     let mut out = rt.alloc_zeroed_on::<T>(&c, n).unwrap();
