@@ -1,7 +1,7 @@
 //! CI check (no GPU): the embedded module defines every elementwise kernel for
 //! every element type and every cooperative, single-pass and library kernel,
 //! `ptxas` validates it for sm_80 and sm_90 without spills, and every shared-memory
-//! access in it is a 32-bit word.
+//! access in it is a 32-bit word, and the reductions keep four loads in flight.
 
 use xlog_kernels::{sort, MODULE};
 
@@ -532,4 +532,63 @@ fn the_histogram_launch_wave_matches_the_kernels_min_blocks() {
             "{kernel}"
         );
     }
+}
+
+/// Whether `kernel`'s body issues four guarded vector loads (`@%g ld.global.v…`,
+/// the aligned path of `view::read_chunks`) with only address arithmetic between
+/// them: no instruction that would wait for a loaded value.
+fn four_loads_in_flight(ptx: &str, kernel: &str) -> bool {
+    let at = ptx
+        .find(&format!(".entry {kernel}("))
+        .unwrap_or_else(|| panic!("no entry {kernel}"));
+    let body = &ptx[at..at + ptx[at..].find("\n}\n").expect("end of the entry")];
+    // One instruction an entry: an inline `asm!` block may put several on a line.
+    let lines: Vec<&str> = body
+        .lines()
+        .flat_map(|l| l.split(';'))
+        .map(|i| i.trim().trim_start_matches('{').trim())
+        .collect();
+    let loads: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("@%g ld.global.v"))
+        .collect();
+    let addressing = |l: &str| {
+        l.is_empty()
+            || l.starts_with("//")
+            || l.starts_with('}')
+            || l.starts_with("@!%g ld.")
+            || [
+                ".reg",
+                "isspacep",
+                "add.s64",
+                "mov.",
+                "cvta",
+                "shl.b64",
+                "mul.lo.s64",
+                "mad.lo.s64",
+            ]
+            .iter()
+            .any(|op| l.starts_with(op))
+    };
+    loads
+        .windows(4)
+        .any(|w| (w[0] + 1..w[3]).all(|i| w.contains(&i) || addressing(lines[i])))
+}
+
+#[test]
+fn the_reductions_keep_four_loads_in_flight() {
+    // A thread that folds each chunk as it arrives has one load in flight; on an
+    // H200 that held the sum at 0.83x CUB's (run 29 of docs/gpu-runs.md).
+    for t in LIBRARY_TYPES {
+        for op in ["reduce_sum", "reduce_min", "reduce_max"] {
+            let kernel = format!("{op}_{t}");
+            assert!(four_loads_in_flight(MODULE.ptx(), &kernel), "{kernel}");
+        }
+    }
+    assert!(four_loads_in_flight(MODULE.ptx(), "count_flags"));
+    // The check tells them apart: the scan's four loads of one tile each sit
+    // behind their own alignment test.
+    assert!(!four_loads_in_flight(
+        MODULE.ptx(),
+        "scan_inclusive_sum_u32"
+    ));
 }
