@@ -206,7 +206,7 @@ pub fn count_flags(flags: &[u8], count: &mut [u64]) {
     let head = flags.len().min((4 - flags.as_ptr() as usize % 4) % 4);
     let words = view::as_words(&flags[head..]).unwrap_or(&[]);
     let tail = head + 4 * words.len();
-    let mut mine = crate::reduce::fold_chunks::<u32, u64, 4>(words, 0, 0, |n, v| {
+    let mut mine = crate::reduce::fold_chunks::<u32, u64, 4>(words, 0, 0, |n, _, v| {
         n + u64::from(nonzero_mask(v).count_ones())
     });
     // Threads 0 to 2 of block 0 (the kernel's blocks are 256 threads).
@@ -312,14 +312,24 @@ macro_rules! compaction {
             });
         }
 
-        #[doc = concat!("`count[0] +=` the number of runs of equal `", stringify!($t), "`s in `x`, as [`count_flags`] over run heads.")]
+        #[doc = concat!("`count[0] +=` the number of runs of equal `", stringify!($t), "`s in `x`: [`count_flags`]' loop over run heads.")]
         #[xlog_kernel(read(x), atomic(count), block = 256)]
         pub fn $heads(x: &[$t], count: &mut [u64]) {
-            let mut mine = 0u64;
-            for i in thread::grid_stride(x.len()) {
-                let k = i.get();
-                mine += (k == 0 || x[k] != x[k - 1]) as u64;
-            }
+            // Vector chunks, four in flight; each chunk's first element compares
+            // with the element before the chunk.
+            let mine = crate::reduce::fold_chunks::<$t, u64, $v>(x, <$t>::default(), 0, |n, c, v| {
+                let start = c * $v;
+                let live = x.len().saturating_sub(start);
+                let mut prev = start.checked_sub(1).and_then(|i| x.get(i).copied());
+                let mut heads = n;
+                for (j, &e) in v.iter().enumerate() {
+                    if j < live {
+                        heads += u64::from(prev.is_none_or(|p| p != e));
+                        prev = Some(e);
+                    }
+                }
+                heads
+            });
             let total = collective::block_reduce(mine, u64::wrapping_add);
             if thread::thread_idx().x == 0 && total > 0 {
                 count.fetch_add(0, total);

@@ -75,7 +75,7 @@ fn fold_chunk<T: Copy, const K: usize>(v: [T; K], op: impl Fn(T, T) -> T) -> T {
 }
 
 /// This thread's grid-stride share of the `K`-element chunks of `x` folded into
-/// `init` by `f`, in ascending chunk order: `UNROLL` (4) chunks loaded together
+/// `init` by `f(acc, chunk index, chunk)`, in ascending chunk order: `UNROLL` (4) chunks loaded together
 /// (16-byte vector loads when `[T; K]` is 16 bytes) before any is folded, since
 /// folding each as it arrives leaves one load in flight per thread. The last chunk,
 /// when `x` ends inside it, comes padded with `fill`.
@@ -84,7 +84,7 @@ pub(crate) fn fold_chunks<T: Copy, A, const K: usize>(
     x: &[T],
     fill: T,
     init: A,
-    f: impl Fn(A, [T; K]) -> A,
+    f: impl Fn(A, usize, [T; K]) -> A,
 ) -> A
 where
     [T; K]: Vector,
@@ -93,8 +93,8 @@ where
     let mut c = thread::index_1d().get();
     let mut acc = init;
     while let Some(v) = read_chunks::<T, K, UNROLL>(x, c, stride) {
-        for chunk in &v {
-            acc = f(acc, *chunk);
+        for (u, chunk) in v.iter().enumerate() {
+            acc = f(acc, c + u * stride, *chunk);
         }
         c = c.saturating_add(UNROLL * stride);
     }
@@ -105,7 +105,7 @@ where
                     .unwrap_or(&fill)
             })
         });
-        acc = f(acc, v);
+        acc = f(acc, c, v);
         c += stride;
     }
     acc
@@ -128,7 +128,9 @@ pub fn fold_block<T: Shuffle, const K: usize>(
 ) where
     [T; K]: Vector,
 {
-    let acc = fold_chunks::<T, T, K>(x, identity, identity, |acc, v| op(acc, fold_chunk(v, op)));
+    let acc = fold_chunks::<T, T, K>(x, identity, identity, |acc, _, v| {
+        op(acc, fold_chunk(v, op))
+    });
     let total = collective::block_reduce(acc, op);
     if let Some(b) = thread::block_leader() {
         if let Some(p) = partials.get_mut(b) {
