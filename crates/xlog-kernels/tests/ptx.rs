@@ -454,14 +454,19 @@ fn min_blocks_become_launch_bounds_in_the_module() {
     assert_eq!(bounds("reduce_sum_f32").as_deref(), Some(""));
 }
 
+/// The PTX of `kernel`'s entry, from `.entry` to its closing brace.
+fn entry_body<'a>(ptx: &'a str, kernel: &str) -> &'a str {
+    let at = ptx
+        .find(&format!(".entry {kernel}("))
+        .unwrap_or_else(|| panic!("no entry {kernel}"));
+    &ptx[at..at + ptx[at..].find("\n}\n").expect("end of the entry")]
+}
+
 /// `(instructions, those whose member mask is the constant full warp)` for every
 /// `op` (`vote.sync.ballot.b32`, say) in `kernel`'s body: a mask written `-1` or a
 /// register the body sets with `mov.b32 %r, -1`.
 fn full_warp_masks(ptx: &str, kernel: &str, op: &str) -> (usize, usize) {
-    let at = ptx
-        .find(&format!(".entry {kernel}("))
-        .unwrap_or_else(|| panic!("no entry {kernel}"));
-    let body = &ptx[at..at + ptx[at..].find("\n}\n").expect("end of the entry")];
+    let body = entry_body(ptx, kernel);
     let full: Vec<&str> = body
         .lines()
         .filter_map(|l| {
@@ -538,10 +543,7 @@ fn the_histogram_launch_wave_matches_the_kernels_min_blocks() {
 /// the aligned path of `view::read_chunks`) with only address arithmetic between
 /// them: no instruction that would wait for a loaded value.
 fn four_loads_in_flight(ptx: &str, kernel: &str) -> bool {
-    let at = ptx
-        .find(&format!(".entry {kernel}("))
-        .unwrap_or_else(|| panic!("no entry {kernel}"));
-    let body = &ptx[at..at + ptx[at..].find("\n}\n").expect("end of the entry")];
+    let body = entry_body(ptx, kernel);
     // One instruction an entry: an inline `asm!` block may put several on a line.
     let lines: Vec<&str> = body
         .lines()
