@@ -248,11 +248,11 @@ pub fn as_words(s: &[u8]) -> Option<&[u32]> {
 
 /// Reads chunks `first`, `first + stride`, …, `first + (U - 1)·stride` of a read
 /// slice (chunk `c` is `[K·c, K·c + K)`), all `U` or none: `None` unless the last
-/// of them lies entirely inside `s` (and when `U` is 0). The slice's alignment is tested once and the
-/// `U` loads are issued together, one vector instruction each when `s` starts
-/// aligned for the vector (element by element otherwise), before any of their
-/// values is used: a memory-bound loop keeps `U` loads in flight per thread with
-/// one bounds check. Any thread may read any chunk.
+/// of them lies entirely inside `s` (and when `U` is 0). The slice's alignment is
+/// tested once and the `U` loads are issued together, one vector instruction each
+/// when `s` starts aligned for the vector (element by element otherwise), before
+/// any of their values is used: a memory-bound loop keeps `U` loads in flight per
+/// thread with one bounds check. Any thread may read any chunk.
 #[inline(always)]
 pub fn read_chunks<T, const K: usize, const U: usize>(
     s: &[T],

@@ -769,13 +769,9 @@ mod tests {
                 4 => 1,
                 _ => seed[(j + round) % 8] | 1,
             });
+            // The words as `as_words` gives them: the bytes as stored.
             let words = core::array::from_fn(|q| {
-                u32::from_le(u32::from_ne_bytes([
-                    v[4 * q],
-                    v[4 * q + 1],
-                    v[4 * q + 2],
-                    v[4 * q + 3],
-                ]))
+                u32::from_ne_bytes([v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]])
             });
             let want = (0..16).fold(0u32, |m, j| m | u32::from(v[j] != 0) << j);
             assert_eq!(nonzero_mask(words), want, "{v:?}");

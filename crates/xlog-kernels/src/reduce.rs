@@ -75,10 +75,10 @@ fn fold_chunk<T: Copy, const K: usize>(v: [T; K], op: impl Fn(T, T) -> T) -> T {
 }
 
 /// This thread's grid-stride share of the `K`-element chunks of `x` folded into
-/// `init` by `f(acc, chunk index, chunk)`, in ascending chunk order: `UNROLL` (4) chunks loaded together
-/// (16-byte vector loads when `[T; K]` is 16 bytes) before any is folded, since
-/// folding each as it arrives leaves one load in flight per thread. The last chunk,
-/// when `x` ends inside it, comes padded with `fill`.
+/// `init` by `f(acc, chunk index, chunk)`, in ascending chunk order: `UNROLL` (4)
+/// chunks loaded together (16-byte vector loads when `[T; K]` is 16 bytes) before
+/// any is folded, since folding each as it arrives leaves one load in flight per
+/// thread. The last chunk, when `x` ends inside it, comes padded with `fill`.
 #[inline(always)]
 pub(crate) fn fold_chunks<T: Copy, A, const K: usize>(
     x: &[T],
