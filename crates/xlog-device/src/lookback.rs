@@ -229,6 +229,16 @@ impl<'a> LookBack<'a> {
         self.words.tiles()
     }
 
+    /// Whether each block takes at most one tile: the grid has a block per tile
+    /// (`gridDim.x` ≥ [`tiles`](Self::tiles)), so [`next_tile`](Self::next_tile)
+    /// gives block `b` tile `b` and then `None`. A kernel can then handle its one
+    /// tile in straight-line code rather than a loop, whose loop-invariant values
+    /// the compiler would keep in registers across the whole tile.
+    #[inline(always)]
+    pub fn one_tile_per_block(&self) -> bool {
+        crate::thread::grid_dim().x as usize >= self.tiles()
+    }
+
     /// Takes the next tile for the calling block: `None` once every tile the buffer
     /// has room for is taken. A block collective: every thread of the block calls it,
     /// and all get the same tile.

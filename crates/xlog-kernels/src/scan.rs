@@ -34,7 +34,7 @@
 //!
 //! # Your own operator
 //!
-//! Write a kernel whose body is [`scan_tiles`] with your operator (associative;
+//! Write a kernel whose body is [`scan_tile`] with your operator (associative;
 //! it need not be commutative: elements are combined in order) and identity, and
 //! name it in an (`unsafe`) [`ScanKernel`] implementation; [`scan`] runs it. [`InclusiveMaxU32`]
 //! is one, written the way yours would be.
@@ -52,18 +52,27 @@ pub const ITEMS_32: usize = 16;
 /// Elements per thread of a 64-bit scan (four 16-byte vectors).
 pub const ITEMS_64: usize = 8;
 
-/// One block's share of a single-pass scan under `op` (associative, `identity` its
-/// identity): while tiles remain, take one, scan its `blockDim.x · K` elements
-/// (`K` consecutive ones per thread, moved as vectors of `V`), publish its
-/// aggregate, look back for the total of the tiles before it and store the scanned
-/// tile: `out[i] = x[0] op … op x[i]` when `INCLUSIVE`, `identity op x[0] op … op
-/// x[i-1]` otherwise.
+/// The calling block's tile of a single-pass scan under `op` (associative,
+/// `identity` its identity): scan its `blockDim.x · K` elements (`K` consecutive
+/// ones per thread, moved as vectors of `V`), publish its aggregate, look back for
+/// the total of the tiles before it and store the scanned tile: `out[i] = x[0] op
+/// … op x[i]` when `INCLUSIVE`, `identity op x[0] op … op x[i-1]` otherwise.
 ///
 /// The body of every scan kernel; every thread of the block must call it (it holds
 /// block collectives). `status` needs `lookback::status_words(⌈len / (blockDim.x · K)⌉)`
-/// words.
+/// words, and the launch a block per tile, as [`scan`] makes it.
+///
+/// One tile per block, in straight-line code: a loop over tiles would let the
+/// compiler keep the loop's invariant addresses and indices in registers across
+/// the whole tile, and the 32-bit scans then need 80 registers a thread instead of
+/// 48 (three blocks a multiprocessor instead of five, with fewer loads in flight).
+///
+/// # Panics
+///
+/// When the grid has fewer blocks than `status` has tiles.
 #[inline(always)]
-pub fn scan_tiles<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: bool>(
+#[track_caller]
+pub fn scan_tile<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: bool>(
     x: &[T],
     out: &mut Out<'_, T, Tiles<K>>,
     status: &mut LookBack<'_>,
@@ -72,29 +81,32 @@ pub fn scan_tiles<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: b
 ) where
     [T; V]: Vector,
 {
-    while let Some(tile) = status.next_tile() {
-        // The inputs are read before `chunk` (with tickets, the owner check's round
-        // trip then overlaps them).
-        let v: [T; K] = lookback::load_chunk_by::<T, K, V>(x, tile.chunk_index(), identity);
-        // While this block looks back, DRAM fetches the inputs of a later tile.
-        view::prefetch_l2(x, crate::prefetch_start(tile.chunk_index(), K));
-        let c = tile.chunk::<K>();
-        let mut run = v;
-        for j in 1..K {
-            run[j] = op(run[j - 1], v[j]);
-        }
-        let (before, total) = collective::block_exclusive_scan(run[K - 1], identity, op);
-        let base = match tile.exclusive_prefix(total, op) {
-            Some(prefix) => op(prefix, before),
-            None => before,
-        };
-        let scanned: [T; K] = if INCLUSIVE {
-            run.map(|e| op(base, e))
-        } else {
-            core::array::from_fn(|j| if j == 0 { base } else { op(base, run[j - 1]) })
-        };
-        out.store_chunk_by::<V>(c, scanned);
+    assert!(
+        status.one_tile_per_block(),
+        "scan_tile needs a block per tile: launch as many blocks as the status has tiles"
+    );
+    let Some(tile) = status.next_tile() else {
+        return;
+    };
+    let v: [T; K] = lookback::load_chunk_by::<T, K, V>(x, tile.chunk_index(), identity);
+    // While this block looks back, DRAM fetches the inputs of a later tile.
+    view::prefetch_l2(x, crate::prefetch_start(tile.chunk_index(), K));
+    let c = tile.chunk::<K>();
+    let mut run = v;
+    for j in 1..K {
+        run[j] = op(run[j - 1], v[j]);
     }
+    let (before, total) = collective::block_exclusive_scan(run[K - 1], identity, op);
+    let base = match tile.exclusive_prefix(total, op) {
+        Some(prefix) => op(prefix, before),
+        None => before,
+    };
+    let scanned: [T; K] = if INCLUSIVE {
+        run.map(|e| op(base, e))
+    } else {
+        core::array::from_fn(|j| if j == 0 { base } else { op(base, run[j - 1]) })
+    };
+    out.store_chunk_by::<V>(c, scanned);
 }
 
 macro_rules! sums {
@@ -102,38 +114,38 @@ macro_rules! sums {
         #[doc = concat!("`out[i] = x[0] + … + x[i]` over `", stringify!($t), "`s, in one pass: the kernel of [`inclusive_sum`].")]
         #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 256, min_blocks = $mb)]
         pub fn $incl(x: &[$t], out: &mut [$t], status: &mut [u64]) {
-            scan_tiles::<$t, $k, $v, true>(x, out, status, $zero, $add);
+            scan_tile::<$t, $k, $v, true>(x, out, status, $zero, $add);
         }
 
         #[doc = concat!("`out[i] = x[0] + … + x[i-1]` over `", stringify!($t), "`s, in one pass: the kernel of [`exclusive_sum`].")]
         #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 256, min_blocks = $mb)]
         pub fn $excl(x: &[$t], out: &mut [$t], status: &mut [u64]) {
-            scan_tiles::<$t, $k, $v, false>(x, out, status, $zero, $add);
+            scan_tile::<$t, $k, $v, false>(x, out, status, $zero, $add);
         }
     )*};
 }
 
 sums! {
-    u32, 16, 4, 3, scan_inclusive_sum_u32, scan_exclusive_sum_u32, 0, u32::wrapping_add;
-    i32, 16, 4, 3, scan_inclusive_sum_i32, scan_exclusive_sum_i32, 0, i32::wrapping_add;
-    f32, 16, 4, 3, scan_inclusive_sum_f32, scan_exclusive_sum_f32, 0.0, |a: f32, b: f32| a + b;
-    u64, 8, 2, 2, scan_inclusive_sum_u64, scan_exclusive_sum_u64, 0, u64::wrapping_add;
-    i64, 8, 2, 2, scan_inclusive_sum_i64, scan_exclusive_sum_i64, 0, i64::wrapping_add;
-    f64, 8, 2, 2, scan_inclusive_sum_f64, scan_exclusive_sum_f64, 0.0, |a: f64, b: f64| a + b;
+    u32, 16, 4, 5, scan_inclusive_sum_u32, scan_exclusive_sum_u32, 0, u32::wrapping_add;
+    i32, 16, 4, 5, scan_inclusive_sum_i32, scan_exclusive_sum_i32, 0, i32::wrapping_add;
+    f32, 16, 4, 5, scan_inclusive_sum_f32, scan_exclusive_sum_f32, 0.0, |a: f32, b: f32| a + b;
+    u64, 8, 2, 4, scan_inclusive_sum_u64, scan_exclusive_sum_u64, 0, u64::wrapping_add;
+    i64, 8, 2, 4, scan_inclusive_sum_i64, scan_exclusive_sum_i64, 0, i64::wrapping_add;
+    f64, 8, 2, 4, scan_inclusive_sum_f64, scan_exclusive_sum_f64, 0.0, |a: f64, b: f64| a + b;
 }
 
 /// `out[i]` = the last non-zero element of `x[0..=i]` (0 if none): a scan under an
 /// associative, non-commutative operator of the kind a user writes, so the GPU
 /// suite sees elements combined in order.
-#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 3)]
+#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 5)]
 pub fn scan_last_nonzero_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
-    scan_tiles::<u32, 16, 4, true>(x, out, status, 0, |a, b| if b == 0 { a } else { b });
+    scan_tile::<u32, 16, 4, true>(x, out, status, 0, |a, b| if b == 0 { a } else { b });
 }
 
 /// `out[i] = max(x[0], …, x[i])` over `u32`s: the kernel of [`InclusiveMaxU32`].
-#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 3)]
+#[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 5)]
 pub fn scan_inclusive_max_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
-    scan_tiles::<u32, 16, 4, true>(x, out, status, 0, u32::max);
+    scan_tile::<u32, 16, 4, true>(x, out, status, 0, u32::max);
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -147,14 +159,14 @@ mod host {
     use super::BLOCK;
 
     /// A scan kernel: its elements per thread and its launch. The kernel's body is
-    /// [`scan_tiles`](super::scan_tiles) (or one keeping its contract: one tile of
+    /// [`scan_tile`](super::scan_tile) (or one keeping its contract: one tile of
     /// `BLOCK · ITEMS` elements per block, every element of `out` written).
     ///
     /// # Safety
     ///
     /// [`scan`] hands `launch` an uninitialised output and returns it to safe code.
     /// An implementation must, whenever `launch` returns `Ok`, have queued on `s`
-    /// work that writes every element of `out`: with [`scan_tiles`](super::scan_tiles)
+    /// work that writes every element of `out`: with [`scan_tile`](super::scan_tile)
     /// as the body, that is `K = ITEMS` and the given `cfg` (one block of `BLOCK`
     /// threads per tile of `BLOCK · ITEMS` elements) passed unchanged. A safe
     /// implementation is refused, so a launcher that writes nothing cannot hand out
@@ -177,7 +189,7 @@ mod host {
     /// }
     /// ```
     pub unsafe trait ScanKernel<T: xlog::DeviceCopy> {
-        /// Elements per thread (`K` of `scan_tiles`).
+        /// Elements per thread (`K` of `scan_tile`).
         const ITEMS: usize;
 
         /// Launches the kernel: `x` in, `out` (as long as `x`) out, `status` its
@@ -249,7 +261,7 @@ mod host {
 
     macro_rules! kernel {
         ($op:ident, $t:ty, $items:expr, $kernel:ident) => {
-            // SAFETY: the kernel's body is `scan_tiles` with `K = $items`, launched
+            // SAFETY: the kernel's body is `scan_tile` with `K = $items`, launched
             // with `scan`'s configuration unchanged: every element of `out` is
             // stored.
             unsafe impl ScanKernel<$t> for $op {

@@ -326,6 +326,58 @@ mod scan {
 
     each_type_matches_the_cpu!(check);
 
+    const CHILD_ENV: &str = "XLOG_SCAN_FEWER_BLOCKS_CHILD";
+
+    /// A scan kernel launched with fewer blocks than tiles would leave the later
+    /// tiles unwritten; `scan_tile` refuses the launch with a device panic instead.
+    /// Run in a child process: a device panic leaves the CUDA context unusable.
+    #[test]
+    fn fewer_blocks_than_tiles_is_a_device_panic() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "scan::child_launches_fewer_blocks_than_tiles",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "child process failed:\n{text}");
+        assert!(
+            text.contains("LAUNCH FAILED: kernel `scan_inclusive_sum_u32` panicked on the device"),
+            "{text}"
+        );
+        assert!(text.contains("scan_tile needs a block per tile"), "{text}");
+    }
+
+    /// The child side: three tiles, two blocks.
+    #[test]
+    #[ignore = "run by fewer_blocks_than_tiles_is_a_device_panic in a child process"]
+    fn child_launches_fewer_blocks_than_tiles() {
+        use xlog::device::lookback::status_words;
+        use xlog::LaunchConfig;
+        if std::env::var(CHILD_ENV).is_err() {
+            return;
+        }
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        let tile = scan::BLOCK as usize * scan::ITEMS_32;
+        let xb = upload(&rt, &s, &vec![1u32; 3 * tile]);
+        let mut out = rt.alloc_zeroed_on::<u32>(&s, 3 * tile).unwrap();
+        let mut status = rt.alloc_zeroed_on::<u64>(&s, status_words(3)).unwrap();
+        let cfg = LaunchConfig::new([2, 1, 1], [scan::BLOCK, 1, 1]);
+        let outcome = scan::scan_inclusive_sum_u32::launch(&s, cfg, &xb, &mut out, &mut status)
+            .and_then(|_| s.synchronize());
+        match outcome {
+            Ok(()) => println!("LAUNCH SUCCEEDED"),
+            Err(e) => println!("LAUNCH FAILED: {e}"),
+        }
+    }
+
     #[test]
     fn user_operators_combine_in_order() {
         let rt = gpu_runtime();

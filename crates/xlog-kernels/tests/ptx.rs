@@ -449,7 +449,7 @@ fn min_blocks_become_launch_bounds_in_the_module() {
     );
     assert_eq!(
         bounds("scan_inclusive_sum_i32").as_deref(),
-        Some(".maxntid 256, 1, 1 .minnctapersm 3")
+        Some(".maxntid 256, 1, 1 .minnctapersm 5")
     );
     assert_eq!(bounds("reduce_sum_f32").as_deref(), Some(""));
 }
