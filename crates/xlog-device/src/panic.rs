@@ -26,8 +26,12 @@
 //!
 //! The first panicking thread claims the record (`state` 0 → 1 with an atomic
 //! compare-and-swap), fills it, issues `membar.sys`, sets `state` to 2, issues
-//! `membar.sys` again, and traps. Other panicking threads only trap. The host should
-//! trust the fields only when `state == 2`.
+//! `membar.sys` again, and traps. Other panicking threads wait (polling `state`,
+//! for at most [`RECORD_WAIT_POLLS`] polls about a microsecond apart) until the
+//! record is complete, then trap: a `trap` ends the whole launch at once, so a
+//! thread that trapped while the first was still writing would leave the record
+//! incomplete, and a kernel whose threads all fail the same check would report
+//! no message. The host should trust the fields only when `state == 2`.
 //!
 //! What is recorded: the source location (always) and the message when it is a
 //! static string (`panic!("literal")`, `expect("literal")`). Formatted messages
@@ -173,6 +177,12 @@ fn utf8_prefix(bytes: &[u8]) -> &str {
     }
 }
 
+/// How many times a panicking thread that lost the claim on the record polls for
+/// the winner to complete it before trapping anyway (about a microsecond apart, so
+/// about 10 ms): a bound, so that a record whose writer was stopped (by another
+/// kernel's trap, say) never hangs the launch.
+pub const RECORD_WAIT_POLLS: u32 = 10_000;
+
 /// The message recorded for formatted panics.
 pub const FORMATTED_MESSAGE: &str = "<formatted message omitted>";
 
@@ -224,6 +234,14 @@ mod handler {
             )
             .is_err()
         {
+            // Another thread is writing the record; trapping now would end the
+            // launch before it is complete (module docs).
+            for _ in 0..RECORD_WAIT_POLLS {
+                if state.load(Ordering::Relaxed) == STATE_COMPLETE {
+                    break;
+                }
+                crate::thread::sleep_ns(1000);
+            }
             return;
         }
         let (t, b) = (crate::thread::thread_idx(), crate::thread::block_idx());

@@ -65,11 +65,14 @@ pub const ITEMS_64: usize = 8;
 /// One tile per block, in straight-line code: a loop over tiles would let the
 /// compiler keep the loop's invariant addresses and indices in registers across
 /// the whole tile, and the 32-bit scans then need 80 registers a thread instead of
-/// 48 (three blocks a multiprocessor instead of five, with fewer loads in flight).
+/// 48 (three blocks a multiprocessor instead of five, with fewer loads in flight;
+/// at 48, ptxas spills at most a few bytes). The scans therefore always rely on
+/// blocks starting in index order (see [`LookBack::next_tile`]).
 ///
 /// # Panics
 ///
-/// When the grid has fewer blocks than `status` has tiles.
+/// When the grid has fewer blocks than `status` has tiles, or `status` has fewer
+/// tiles than `out` needs: some of `out` would be left unwritten.
 #[inline(always)]
 #[track_caller]
 pub fn scan_tile<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: bool>(
@@ -84,6 +87,11 @@ pub fn scan_tile<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: bo
     assert!(
         status.one_tile_per_block(),
         "scan_tile needs a block per tile: launch as many blocks as the status has tiles"
+    );
+    let tile_len = (thread::block_dim().x as usize).saturating_mul(K);
+    assert!(
+        out.len().div_ceil(tile_len) <= status.tiles(),
+        "scan_tile needs a status with a tile for every blockDim.x * K elements of out"
     );
     let Some(tile) = status.next_tile() else {
         return;
@@ -109,15 +117,27 @@ pub fn scan_tile<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: bo
     out.store_chunk_by::<V>(c, scanned);
 }
 
+/// The launch every scan kernel needs, for `K` elements per thread. (Docs reach
+/// only the host's launchers, so the device build never expands it.)
+#[allow(unused_macros)]
+macro_rules! launch_rule {
+    ($k:tt) => {
+        concat!(
+            "Launch a block of 256 threads per ", stringify!($k), " · 256 elements and a `status` of ",
+            "`lookback::status_words(tiles)` words, as [`scan`] does: fewer blocks is a device panic."
+        )
+    };
+}
+
 macro_rules! sums {
     ($($t:ty, $k:tt, $v:tt, $mb:tt, $incl:ident, $excl:ident, $zero:expr, $add:expr;)*) => {$(
-        #[doc = concat!("`out[i] = x[0] + … + x[i]` over `", stringify!($t), "`s, in one pass: the kernel of [`inclusive_sum`].")]
+        #[doc = concat!("`out[i] = x[0] + … + x[i]` over `", stringify!($t), "`s, in one pass: the kernel of [`inclusive_sum`]. ", launch_rule!($k))]
         #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 256, min_blocks = $mb)]
         pub fn $incl(x: &[$t], out: &mut [$t], status: &mut [u64]) {
             scan_tile::<$t, $k, $v, true>(x, out, status, $zero, $add);
         }
 
-        #[doc = concat!("`out[i] = x[0] + … + x[i-1]` over `", stringify!($t), "`s, in one pass: the kernel of [`exclusive_sum`].")]
+        #[doc = concat!("`out[i] = x[0] + … + x[i-1]` over `", stringify!($t), "`s, in one pass: the kernel of [`exclusive_sum`]. ", launch_rule!($k))]
         #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 256, min_blocks = $mb)]
         pub fn $excl(x: &[$t], out: &mut [$t], status: &mut [u64]) {
             scan_tile::<$t, $k, $v, false>(x, out, status, $zero, $add);
@@ -137,12 +157,14 @@ sums! {
 /// `out[i]` = the last non-zero element of `x[0..=i]` (0 if none): a scan under an
 /// associative, non-commutative operator of the kind a user writes, so the GPU
 /// suite sees elements combined in order.
+#[doc = launch_rule!(16)]
 #[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 5)]
 pub fn scan_last_nonzero_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
     scan_tile::<u32, 16, 4, true>(x, out, status, 0, |a, b| if b == 0 { a } else { b });
 }
 
 /// `out[i] = max(x[0], …, x[i])` over `u32`s: the kernel of [`InclusiveMaxU32`].
+#[doc = launch_rule!(16)]
 #[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 5)]
 pub fn scan_inclusive_max_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
     scan_tile::<u32, 16, 4, true>(x, out, status, 0, u32::max);

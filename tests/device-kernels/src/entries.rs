@@ -652,10 +652,11 @@ entry_points! {
         }
     }
 
-    /// Any launch: the thread whose `index_1d()` equals `trigger` panics with a static
-    /// message; the launch must fail and the host must read the record.
+    /// Any launch: the thread whose `index_1d()` equals `trigger` (every thread when
+    /// `trigger` is `u64::MAX`) panics with a static message; the launch must fail
+    /// and the host must read the record.
     pub unsafe fn deliberate_panic(trigger: u64) {
-        if index_1d() == trigger as usize {
+        if trigger == u64::MAX || index_1d() == trigger as usize {
             panic!("deliberate device panic");
         }
     }

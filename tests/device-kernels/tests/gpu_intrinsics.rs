@@ -854,6 +854,21 @@ mod panics {
         Ok(())
     }
 
+    /// Every thread of 16 blocks panics at once: the threads that lose the claim on
+    /// the record wait for it to be complete before they trap (a trap ends the
+    /// launch, so an early one would leave the record half written and the error
+    /// without its message).
+    #[test]
+    fn every_thread_panicking_still_reports_the_message() -> TestResult {
+        let text = run_child("deliberate_panic_everywhere")?;
+        assert!(
+            text.contains("LAUNCH FAILED: kernel `deliberate_panic` panicked on the device"),
+            "{text}"
+        );
+        assert!(text.contains("deliberate device panic"), "{text}");
+        Ok(())
+    }
+
     #[test]
     fn bounds_check_panic_reports_the_view_index_location() -> TestResult {
         let text = run_child("out_of_bounds_write")?;
@@ -888,9 +903,15 @@ mod panics {
         // The runtime points the module's panic sink at mapped host memory when it
         // loads the module, and turns the failed synchronisation into KernelPanic.
         let g = gpu()?;
-        let f = g.function(&kernel)?;
+        let everywhere = kernel == "deliberate_panic_everywhere";
+        let kernel = if everywhere {
+            "deliberate_panic"
+        } else {
+            &kernel
+        };
+        let f = g.function(kernel)?;
         let launched = if kernel == "deliberate_panic" {
-            let mut args = [Arg::U64(1000)];
+            let mut args = [Arg::U64(if everywhere { u64::MAX } else { 1000 })];
             let mut params = raw_params(&mut args);
             let mut unused = g.rt.alloc_zeroed::<u32>(1)?;
             // SAFETY: deliberate_panic(trigger: u64) touches no buffer.
