@@ -9,6 +9,10 @@
 //!   (`out = x + y`, 256 elements) — xlog's typed launch, a raw `cuLaunchKernel`,
 //!   cudarc's `launch_builder` and CubeCL.
 //!
+//! - `sum_peers`: the sum of 10^8 f32 — xlog's `reduce::sum` and CubeCL's
+//!   reductions from its `cubek-reduce` crate: `shared_sum` (its sum of a whole
+//!   tensor over many cubes) and `reduce` with `Sum` over the tensor's one axis.
+//!
 //! CubeCL queues work on a stream it owns, from a device thread of its own, so no
 //! contender can be timed with events on a shared stream: each sample is the wall
 //! clock over a batch of launches *and* the synchronisation that ends it
@@ -494,4 +498,121 @@ fn main() {
     let cube_ok = check_axpy(&rt, &s, &cube, &nvrtc);
     launch_peers(&rt, &s, &cube, &ctx);
     axpy_bandwidth(&rt, &s, &cube, &nvrtc, cube_ok);
+    sum_peers(&rt, &s, &cube);
+}
+
+/// Elements of the sum bench (the kernel library's size).
+const SUM_N: usize = 100_000_000;
+
+/// `reduce::sum` of `SUM_N` f32 against CubeCL's two reductions that can compute
+/// it, each checked against the CPU's sum before it is timed (a wrong one is left
+/// out). Rates in Gelem/s, from the wall clock over a batch and its sync.
+fn sum_peers(rt: &xlog::Runtime, s: &Stream, cube: &Cube) {
+    use cubecl::zspace::{Shape, Strides};
+    use cubek_reduce::components::instructions::ReduceOperationConfig;
+    use cubek_reduce::launch::{RoutineStrategy, VectorizationStrategy};
+    use cubek_reduce::routines::{cube::CubeStrategy, BlueprintStrategy};
+    use cubek_reduce::{ReduceDtypes, ReduceStrategy};
+
+    println!("## full f32 sum against CubeCL's reductions (10^8 elements, wall clock over a batch + sync, median of 20 interleaved rounds)\n");
+    println!("| scenario | xlog | peer | peer name | ratio (xlog/peer) | target |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    let n = SUM_N;
+    let host: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.001).collect();
+    let want: f64 = host.iter().map(|&v| f64::from(v)).sum();
+    let close = |got: f32| (f64::from(got) - want).abs() <= want * 1e-3;
+    let x = rt.upload_on(s, &host).unwrap();
+    let (cx, out_shared, out_reduce) = (cube.upload(&host), cube.zeros(1), cube.zeros(1));
+    drop(host);
+    let f32_type = f32::as_type_native_unchecked().storage_type();
+    // SAFETY (both bindings): `handle` holds `len` contiguous f32.
+    let binding = |handle: &cubecl::server::Handle, len: usize| unsafe {
+        TensorBinding::<CudaRuntime>::from_raw_parts(
+            handle.clone(),
+            Strides::new(&[1]),
+            Shape::new([len]),
+        )
+    };
+    let cubes = rt.device().info().multiprocessors * 4;
+    let shared_sum = || {
+        cubek_reduce::shared_sum::<CudaRuntime>(
+            &cube.client,
+            binding(&cx, n),
+            binding(&out_shared, 1),
+            cubes,
+            f32_type.elem_type(),
+        )
+    };
+    let reduce = || {
+        cubek_reduce::reduce::<CudaRuntime>(
+            &cube.client,
+            binding(&cx, n),
+            binding(&out_reduce, 1),
+            0,
+            ReduceStrategy {
+                routine: RoutineStrategy::Cube(BlueprintStrategy::Inferred(CubeStrategy {
+                    use_planes: true,
+                })),
+                vectorization: VectorizationStrategy {
+                    parallel_output_vectorization: false,
+                },
+            },
+            ReduceOperationConfig::Sum,
+            ReduceDtypes {
+                input: f32_type,
+                output: f32_type,
+                accumulation: f32_type,
+            },
+        )
+    };
+    // `shared_sum` adds into its output, which starts at zero: check the first call.
+    let shared_ok = shared_sum().is_ok() && close(cube.download(&out_shared)[0]);
+    let reduce_ok = reduce().is_ok() && close(cube.download(&out_reduce)[0]);
+    let xlog_ok = close(
+        xlog_kernels::reduce::sum(s, &x)
+            .unwrap()
+            .download(s)
+            .unwrap()[0],
+    );
+    assert!(xlog_ok, "xlog's sum is wrong");
+    for (name, ok) in [("shared_sum", shared_ok), ("reduce", reduce_ok)] {
+        if !ok {
+            println!("**CubeCL {name} left out: it failed or its sum is wrong.**\n");
+        }
+    }
+    let batch = 10;
+    let sync = || s.synchronize().unwrap();
+    let [xs, cs, cr] = bench::interleaved(
+        2,
+        20,
+        [
+            &mut bench::per_call_ns_then(
+                batch,
+                || {
+                    let _ = xlog_kernels::reduce::sum(s, &x).unwrap();
+                },
+                sync,
+            ),
+            &mut bench::per_call_ns_then(batch, || drop(shared_sum()), || cube.sync()),
+            &mut bench::per_call_ns_then(batch, || drop(reduce()), || cube.sync()),
+        ],
+        || {},
+    );
+    let rate = |ns: f64| n as f64 / ns;
+    let case = bench::Case {
+        bench: "sum_peers",
+        case: "sum f32",
+        size: Some(n as u64),
+        unit: "Gelem/s",
+    };
+    case.record(XLOG, rate(xs));
+    for (name, v, ok) in [
+        (peer::CUBECL_SHARED_SUM, cs, shared_ok),
+        (peer::CUBECL_REDUCE, cr, reduce_ok),
+    ] {
+        if ok {
+            case.row_against(rate(xs), rate(v), name);
+        }
+    }
+    println!();
 }

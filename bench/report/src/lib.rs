@@ -133,6 +133,7 @@ pub fn compare(ms: &[Measurement]) -> Vec<Comparison> {
 const HEADINGS: &[(&str, &str)] = &[
     ("launch_peers", "3-buffer launch host cost against CubeCL, cudarc and the raw driver (add_f32, one process)"),
     ("axpy_bandwidth", "axpy bandwidth against CubeCL, NVRTC and a device-to-device copy (one process)"),
+    ("sum_peers", "sum of 10^8 f32 against CubeCL's reductions (cubek-reduce), one process"),
     ("typed_launch", "typed launch host cost, 3 buffers (add_f32)"),
     ("launch_overhead", "recorder launch host cost and multi-thread throughput (hand-written PTX)"),
     ("alloc_free", "allocation + free host cost, default stack against raw stream-ordered allocation"),

@@ -261,7 +261,11 @@ fn check_arch(name: &str, arch: &str) -> Result<(), Error> {
         .map(|rest| {
             let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
             let suffix = &rest[digits.len()..];
-            digits.len() >= 2 && (suffix.is_empty() || suffix == "a" || suffix == "f")
+            // sm_70 and later: the device panic handler and the look-back waits
+            // rely on independent thread scheduling and `nanosleep`.
+            digits.len() >= 2
+                && digits.parse::<u32>().is_ok_and(|v| v >= 70)
+                && (suffix.is_empty() || suffix == "a" || suffix == "f")
         })
         .unwrap_or(false);
     if ok {
@@ -270,7 +274,8 @@ fn check_arch(name: &str, arch: &str) -> Result<(), Error> {
         Err(Error::InvalidSetting {
             name: name.to_string(),
             value: arch.to_string(),
-            expected: "an NVIDIA arch such as sm_80, sm_90 or sm_90a".to_string(),
+            expected: "an NVIDIA arch of sm_70 or later, such as sm_80, sm_90 or sm_90a"
+                .to_string(),
         })
     }
 }
@@ -335,13 +340,15 @@ mod tests {
         let err = settings(&[("XLOG_DEVICE_ARCH", "ampere")]).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid value \"ampere\" for XLOG_DEVICE_ARCH / Builder::arch: expected an NVIDIA arch such as sm_80, sm_90 or sm_90a"
+            "invalid value \"ampere\" for XLOG_DEVICE_ARCH / Builder::arch: expected an NVIDIA arch of sm_70 or later, such as sm_80, sm_90 or sm_90a"
         );
         assert!(settings(&[("XLOG_PTX_VERSION", "x")]).is_err());
         assert!(settings(&[("XLOG_PTX_VERSION", "120")]).is_err());
         assert!(settings(&[("XLOG_CUBIN_ARCHS", "sm_9")]).is_err());
+        // Before sm_70 there is no independent thread scheduling or `nanosleep`.
+        assert!(settings(&[("XLOG_DEVICE_ARCH", "sm_61")]).is_err());
         assert!(settings(&[("XLOG_DEVICE_PROFILE", "a b")]).is_err());
-        for ok in ["sm_80", "sm_90a", "sm_100f", "sm_120"] {
+        for ok in ["sm_70", "sm_80", "sm_90a", "sm_100f", "sm_120"] {
             check_arch("x", ok).unwrap();
         }
     }

@@ -3,8 +3,8 @@
 //! A panic in a kernel (an out-of-bounds index, an `unwrap` on `None`, an explicit
 //! `panic!`) runs this crate's `#[panic_handler]` (feature `panic-handler`, on by
 //! default). It cannot unwind; it reports and then executes PTX `trap`, so the launch
-//! fails with `CUDA_ERROR_ILLEGAL_INSTRUCTION` instead of hanging or returning
-//! garbage.
+//! fails (the driver reports `CUDA_ERROR_LAUNCH_FAILED`) instead of hanging or
+//! returning garbage.
 //!
 //! # The record and how the host reads it
 //!
@@ -26,12 +26,15 @@
 //!
 //! The first panicking thread claims the record (`state` 0 → 1 with an atomic
 //! compare-and-swap), fills it, issues `membar.sys`, sets `state` to 2, issues
-//! `membar.sys` again, and traps. Other panicking threads wait (polling `state`,
-//! for at most [`RECORD_WAIT_POLLS`] polls about a microsecond apart) until the
-//! record is complete, then trap: a `trap` ends the whole launch at once, so a
-//! thread that trapped while the first was still writing would leave the record
-//! incomplete, and a kernel whose threads all fail the same check would report
-//! no message. The host should trust the fields only when `state == 2`.
+//! `membar.sys` again, and traps. Other panicking threads (they see `state` non-zero
+//! before trying the claim, or lose it) wait, polling `state` about a microsecond
+//! apart for at most [`RECORD_WAIT_NS`], until the record is complete, then trap: a
+//! `trap` ends the whole launch at once, so a thread that trapped while the first
+//! was still writing would leave the record incomplete, and a kernel whose threads
+//! all fail the same check would report no message. The wait relies on sm_70's
+//! independent thread scheduling (the writer may share the waiters' warp), which
+//! is why xlog-build refuses older architectures. The host should trust the fields
+//! only when `state == 2`.
 //!
 //! What is recorded: the source location (always) and the message when it is a
 //! static string (`panic!("literal")`, `expect("literal")`). Formatted messages
@@ -177,11 +180,11 @@ fn utf8_prefix(bytes: &[u8]) -> &str {
     }
 }
 
-/// How many times a panicking thread that lost the claim on the record polls for
-/// the winner to complete it before trapping anyway (about a microsecond apart, so
-/// about 10 ms): a bound, so that a record whose writer was stopped (by another
-/// kernel's trap, say) never hangs the launch.
-pub const RECORD_WAIT_POLLS: u32 = 10_000;
+/// How long, in nanoseconds of `%globaltimer`, a panicking thread that found the
+/// record claimed waits for its writer to complete it before trapping anyway: a
+/// bound, so that a writer that never gets to run again cannot hang the launch.
+/// Writing the record takes microseconds.
+pub const RECORD_WAIT_NS: u64 = 50_000_000;
 
 /// The message recorded for formatted panics.
 pub const FORMATTED_MESSAGE: &str = "<formatted message omitted>";
@@ -199,6 +202,15 @@ mod handler {
     #[used]
     static mut __xlog_panic_sink: u64 = 0;
 
+    /// The GPU's nanosecond clock (`%globaltimer`).
+    #[inline(always)]
+    fn global_timer() -> u64 {
+        let t: u64;
+        // SAFETY: reads a special register; touches no memory.
+        unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t, options(nomem, nostack)) };
+        t
+    }
+
     #[panic_handler]
     fn panic(info: &PanicInfo<'_>) -> ! {
         // SAFETY: a plain read of a device global that only the host writes, between
@@ -213,7 +225,8 @@ mod handler {
         unsafe { asm!("trap;", options(noreturn, nostack)) }
     }
 
-    /// Fills the record, if this thread is the first to panic.
+    /// Fills the record if this thread is the first to panic; otherwise waits until
+    /// the first has completed it (module docs).
     ///
     /// # Safety
     ///
@@ -225,21 +238,24 @@ mod handler {
         // SAFETY: obligation 1: `state` is an aligned u32 inside the record; every
         // concurrent accessor uses atomics on it.
         let state = unsafe { AtomicU32::from_ptr(addr_of_mut!((*rec).state)) };
-        if state
-            .compare_exchange(
-                STATE_EMPTY,
-                STATE_WRITING,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_err()
-        {
+        // Reading first spares the bus a compare-and-swap from every thread that
+        // panics after the record was claimed.
+        let claimed = state.load(Ordering::Relaxed) != STATE_EMPTY
+            || state
+                .compare_exchange(
+                    STATE_EMPTY,
+                    STATE_WRITING,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_err();
+        if claimed {
             // Another thread is writing the record; trapping now would end the
             // launch before it is complete (module docs).
-            for _ in 0..RECORD_WAIT_POLLS {
-                if state.load(Ordering::Relaxed) == STATE_COMPLETE {
-                    break;
-                }
+            let start = global_timer();
+            while state.load(Ordering::Relaxed) != STATE_COMPLETE
+                && global_timer().wrapping_sub(start) < RECORD_WAIT_NS
+            {
                 crate::thread::sleep_ns(1000);
             }
             return;

@@ -66,7 +66,7 @@ pub const ITEMS_64: usize = 8;
 /// compiler keep the loop's invariant addresses and indices in registers across
 /// the whole tile, and the 32-bit scans then need 80 registers a thread instead of
 /// 48 (three blocks a multiprocessor instead of five, with fewer loads in flight;
-/// at 48, ptxas spills at most a few bytes). The scans therefore always rely on
+/// at 48, ptxas spills at most 20 bytes). The scans therefore always rely on
 /// blocks starting in index order (see [`LookBack::next_tile`]).
 ///
 /// # Panics
@@ -88,9 +88,10 @@ pub fn scan_tile<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: bo
         status.one_tile_per_block(),
         "scan_tile needs a block per tile: launch as many blocks as the status has tiles"
     );
+    const { assert!(K > 0, "a scan tile has at least one element per thread") };
     let tile_len = (thread::block_dim().x as usize).saturating_mul(K);
     assert!(
-        out.len().div_ceil(tile_len) <= status.tiles(),
+        out.len() <= status.tiles().saturating_mul(tile_len),
         "scan_tile needs a status with a tile for every blockDim.x * K elements of out"
     );
     let Some(tile) = status.next_tile() else {
@@ -123,8 +124,10 @@ pub fn scan_tile<T: Shuffle, const K: usize, const V: usize, const INCLUSIVE: bo
 macro_rules! launch_rule {
     ($k:tt) => {
         concat!(
-            "Launch a block of 256 threads per ", stringify!($k), " · 256 elements and a `status` of ",
-            "`lookback::status_words(tiles)` words, as [`scan`] does: fewer blocks is a device panic."
+            "Launch it as [`scan`] does: blocks of 256 threads, `status` of ",
+            "`lookback::status_words(tiles)` words with `tiles = ⌈len / (",
+            stringify!($k),
+            " · 256)⌉`, and at least `tiles` blocks. A smaller grid or status is a device panic."
         )
     };
 }

@@ -333,6 +333,19 @@ mod scan {
     /// Run in a child process: a device panic leaves the CUDA context unusable.
     #[test]
     fn fewer_blocks_than_tiles_is_a_device_panic() {
+        child_reports("fewer blocks", "scan_tile needs a block per tile");
+    }
+
+    /// A status with fewer tiles than the output needs would leave the output's
+    /// tail unwritten even with a block per status tile.
+    #[test]
+    fn a_status_shorter_than_the_output_is_a_device_panic() {
+        child_reports("short status", "scan_tile needs a status with a tile");
+    }
+
+    /// Runs `child_launches_fewer_blocks_than_tiles` in a child process in `mode` and
+    /// checks that its launch failed with the device panic `message`.
+    fn child_reports(mode: &str, message: &str) {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
@@ -341,7 +354,7 @@ mod scan {
                 "--nocapture",
                 "--test-threads=1",
             ])
-            .env(CHILD_ENV, "1")
+            .env(CHILD_ENV, mode)
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
@@ -351,25 +364,33 @@ mod scan {
             text.contains("LAUNCH FAILED: kernel `scan_inclusive_sum_u32` panicked on the device"),
             "{text}"
         );
-        assert!(text.contains("scan_tile needs a block per tile"), "{text}");
+        assert!(text.contains(message), "{text}");
     }
 
-    /// The child side: three tiles, two blocks.
+    /// The child side: an output of three tiles, with two blocks and a status of
+    /// three tiles, or three blocks and a status of one.
     #[test]
-    #[ignore = "run by fewer_blocks_than_tiles_is_a_device_panic in a child process"]
+    #[ignore = "run by the scan's device-panic tests in a child process"]
     fn child_launches_fewer_blocks_than_tiles() {
         use xlog::device::lookback::status_words;
         use xlog::LaunchConfig;
-        if std::env::var(CHILD_ENV).is_err() {
+        let Ok(mode) = std::env::var(CHILD_ENV) else {
             return;
-        }
+        };
+        let (blocks, status_tiles) = if mode == "short status" {
+            (3, 1)
+        } else {
+            (2, 3)
+        };
         let rt = gpu_runtime();
         let s = rt.new_stream().unwrap();
         let tile = scan::BLOCK as usize * scan::ITEMS_32;
         let xb = upload(&rt, &s, &vec![1u32; 3 * tile]);
         let mut out = rt.alloc_zeroed_on::<u32>(&s, 3 * tile).unwrap();
-        let mut status = rt.alloc_zeroed_on::<u64>(&s, status_words(3)).unwrap();
-        let cfg = LaunchConfig::new([2, 1, 1], [scan::BLOCK, 1, 1]);
+        let mut status = rt
+            .alloc_zeroed_on::<u64>(&s, status_words(status_tiles))
+            .unwrap();
+        let cfg = LaunchConfig::new([blocks, 1, 1], [scan::BLOCK, 1, 1]);
         let outcome = scan::scan_inclusive_sum_u32::launch(&s, cfg, &xb, &mut out, &mut status)
             .and_then(|_| s.synchronize());
         match outcome {

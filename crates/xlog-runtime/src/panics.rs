@@ -53,8 +53,9 @@ impl RecordSlot {
     /// file:line:col (block .., thread ..): message`.
     pub(crate) fn read(&self) -> Option<String> {
         // SAFETY: the record is mapped host memory of the right size, alive while
-        // `self` is; the device writes it only before trapping, so a volatile read
-        // sees either the empty state or the complete record.
+        // `self` is; the device writes it only before trapping. A volatile read may
+        // see it empty, being written (a writer stopped by a trap from elsewhere),
+        // or complete; only a complete one is reported.
         let rec = unsafe { std::ptr::read_volatile(self.host.cast::<PanicRecord>()) };
         rec.is_complete().then(|| rec.to_string())
     }

@@ -277,6 +277,10 @@ pub mod peer {
     pub const CUBECL: &str = "CubeCL";
     /// CubeCL with 4-wide vectors.
     pub const CUBECL_VEC4: &str = "CubeCL (4-wide vectors)";
+    /// CubeCL's sum of a whole tensor over many cubes (`cubek_reduce::shared_sum`).
+    pub const CUBECL_SHARED_SUM: &str = "CubeCL shared_sum";
+    /// CubeCL's axis reduction (`cubek_reduce::reduce`, `Sum`, cube routine).
+    pub const CUBECL_REDUCE: &str = "CubeCL reduce";
     /// The same kernel in CUDA C++, compiled by NVRTC and launched raw.
     pub const NVRTC: &str = "CUDA C++ via NVRTC";
     /// The vectorised kernel in CUDA C++ (`float4` loads and stores), via NVRTC.
