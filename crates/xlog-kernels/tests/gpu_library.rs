@@ -346,6 +346,9 @@ mod scan {
     /// Runs `child_launches_fewer_blocks_than_tiles` in a child process in `mode` and
     /// checks that its launch failed with the device panic `message`.
     fn child_reports(mode: &str, message: &str) {
+        // One trapping child at a time (see the device-kernels panic tests).
+        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",

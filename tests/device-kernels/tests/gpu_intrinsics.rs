@@ -816,8 +816,12 @@ mod panics {
 
     const CHILD_ENV: &str = "XLOG_GPU_PANIC_CHILD";
 
-    /// Runs `child_reports_a_device_panic` in a new process for `kernel`.
+    /// Runs `child_reports_a_device_panic` in a new process for `kernel`, one child at
+    /// a time: with three trapping processes at once on an H100, one of them now
+    /// and then never returned from its synchronisation (run 30).
     fn run_child(kernel: &str) -> Result<String, Box<dyn std::error::Error>> {
+        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let out = Command::new(std::env::current_exe()?)
             .args([
                 "--exact",
