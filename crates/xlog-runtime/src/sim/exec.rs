@@ -11,8 +11,9 @@
 //!   device entry point by `#[xlog_kernel]`), run by `xlog_device::sim` over every
 //!   thread of the grid.
 //! - **Faults** are sticky as on the GPU: after a kernel panics, every later call
-//!   fails with `CUDA_ERROR_ILLEGAL_INSTRUCTION`, and the panic is written into the
-//!   module's panic record exactly as the device's panic handler writes it.
+//!   fails with `CUDA_ERROR_LAUNCH_FAILED` (what the driver reports after a `trap`),
+//!   and the panic is written into the module's panic record exactly as the
+//!   device's panic handler writes it.
 //!
 //! Every enqueue also goes through the hazard [`Detector`].
 //!
@@ -44,7 +45,7 @@ static FAULT: OnceLock<String> = OnceLock::new();
 
 const CUDA_ERROR_INVALID_VALUE: u32 = 1;
 const CUDA_ERROR_OUT_OF_MEMORY: u32 = 2;
-const CUDA_ERROR_ILLEGAL_INSTRUCTION: u32 = 715;
+const CUDA_ERROR_LAUNCH_FAILED: u32 = 719;
 
 fn driver_error(call: &'static str, code: u32, message: String) -> Error {
     Error::Driver {
@@ -61,10 +62,8 @@ pub(crate) fn alive(call: &'static str) -> Result<()> {
         None => Ok(()),
         Some(fault) => Err(driver_error(
             call,
-            CUDA_ERROR_ILLEGAL_INSTRUCTION,
-            format!(
-                "CUDA_ERROR_ILLEGAL_INSTRUCTION (simulated): a kernel faulted earlier: {fault}"
-            ),
+            CUDA_ERROR_LAUNCH_FAILED,
+            format!("CUDA_ERROR_LAUNCH_FAILED (simulated): a kernel faulted earlier: {fault}"),
         )),
     }
 }
