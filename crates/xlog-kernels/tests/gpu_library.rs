@@ -1020,3 +1020,71 @@ mod segmented {
         assert_eq!(got, want);
     }
 }
+
+/// 10^8 elements, the largest size the library is held to, once per operation on
+/// its benchmark's types, against the CPU element by element. Skipped when
+/// `XLOG_TEST_MAX_LEN` is lower (the sanitizer passes, the simulator in CI).
+#[test]
+fn ten_to_the_eighth_elements_match_the_cpu() {
+    use xlog_kernels::{compact, gather, histogram, reduce, scan};
+    const N: usize = 100_000_000;
+    if !within_cap(N) {
+        return;
+    }
+    let rt = gpu_runtime();
+    let s = rt.new_stream().unwrap();
+    let mut r = Rng::from_state(108);
+
+    let x: Vec<i32> = (0..N)
+        .map(|_| (r.next_u64() % 2001) as i32 - 1000)
+        .collect();
+    let xb = upload(&rt, &s, &x);
+    let got = scan::inclusive_sum(&s, &xb).unwrap().download(&s).unwrap();
+    let mut acc = 0i32;
+    for (i, (&v, &g)) in x.iter().zip(&got).enumerate() {
+        acc = acc.wrapping_add(v);
+        assert_eq!(g, acc, "inclusive scan at {i}");
+    }
+    drop(got);
+    assert_eq!(reduce::sum(&s, &xb).unwrap().download(&s).unwrap(), [acc]);
+
+    let flags: Vec<u8> = (0..N).map(|_| (r.next_u64() & 1) as u8).collect();
+    let fb = upload(&rt, &s, &flags);
+    let kept: Vec<i32> = x
+        .iter()
+        .zip(&flags)
+        .filter(|p| *p.1 != 0)
+        .map(|p| *p.0)
+        .collect();
+    let got = compact::select_flagged(&s, &xb, &fb)
+        .unwrap()
+        .download(&s)
+        .unwrap();
+    assert!(
+        got == kept,
+        "select: {} kept, {} expected",
+        got.len(),
+        kept.len()
+    );
+    drop((got, kept, fb));
+
+    let bytes: Vec<u8> = x.iter().map(|&v| v as u8).collect();
+    let mut want_bytes = vec![0u32; 256];
+    for &b in &bytes {
+        want_bytes[usize::from(b)] += 1;
+    }
+    let bb = upload(&rt, &s, &bytes);
+    let bins = histogram::counts(&s, &bb, 256)
+        .unwrap()
+        .download(&s)
+        .unwrap();
+    assert_eq!(bins, want_bytes, "histogram");
+    drop((bb, bytes, flags));
+
+    let idx: Vec<u32> = (0..N).map(|_| (r.next_u64() % N as u64) as u32).collect();
+    let ib = upload(&rt, &s, &idx);
+    let got = gather::gather(&s, &xb, &ib).unwrap().download(&s).unwrap();
+    for (i, (&j, &g)) in idx.iter().zip(&got).enumerate() {
+        assert_eq!(g, x[j as usize], "gather at {i}");
+    }
+}

@@ -436,3 +436,21 @@ fn a_budget_refusal_leaves_the_keys_unchanged() {
     want.sort();
     assert_eq!(b.download(&s).unwrap(), want);
 }
+
+/// 10^8 random u32 keys, the size the sort is held to, against the CPU's sort.
+/// Skipped when `XLOG_TEST_MAX_LEN` is lower (the sanitizer passes, the simulator).
+#[test]
+fn ten_to_the_eighth_keys_sort_as_the_cpu_does() {
+    const N: usize = 100_000_000;
+    if !within_cap(N) {
+        return;
+    }
+    let rt = gpu_runtime();
+    let s = rt.new_stream().unwrap();
+    let mut r = Rng::from_state(1_0000_0000);
+    let mut keys: Vec<u32> = (0..N).map(|_| r.next_u64() as u32).collect();
+    let mut buf = rt.upload_on(&s, &keys).unwrap();
+    sort::sort_keys(&s, &mut buf, Order::Ascending).unwrap();
+    keys.sort_unstable();
+    assert!(buf.download(&s).unwrap() == keys, "10^8 keys differ");
+}
