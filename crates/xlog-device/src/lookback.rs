@@ -262,7 +262,7 @@ impl<'a> LookBack<'a> {
     pub fn next_tile(&mut self) -> Option<Ticket<'_>> {
         let tiles = self.tiles();
         let block = crate::thread::block_idx().x as u64;
-        if crate::thread::grid_dim().x as usize >= tiles {
+        if self.one_tile_per_block() {
             // A block per tile: each thread derives the block's tile itself, so no
             // broadcast, and no owner to check, is involved.
             if self.taken || block >= tiles as u64 {
