@@ -164,11 +164,17 @@ impl Context {
         let current =
             result::ctx::get_current().map_err(|e| Error::driver("cuCtxGetCurrent", e))?;
         if current != Some(self.ctx) {
-            // SAFETY: `self.ctx` is a retained primary context, alive until `self` drops.
-            unsafe { result::ctx::set_current(self.ctx) }
-                .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+            return self.make_current();
         }
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn make_current(&self) -> Result<()> {
+        // SAFETY: `self.ctx` is a retained primary context, alive until `self` drops.
+        unsafe { result::ctx::set_current(self.ctx) }
+            .map_err(|e| Error::driver("cuCtxSetCurrent", e))
     }
 
     /// Keep freed memory in the device's default pool instead of returning it to

@@ -240,6 +240,11 @@ fn context_suffix(context: &Option<String>) -> String {
 
 impl Error {
     /// Build a [`Error::Driver`] from a cudarc driver error.
+    ///
+    /// Cold, as every constructor of an error on a hot path: the code that builds
+    /// the message stays out of the launch path's instruction stream.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn driver(call: &'static str, err: cudarc::driver::DriverError) -> Self {
         let name = err
             .error_name()
@@ -261,7 +266,19 @@ impl Error {
         }
     }
 
+    /// An [`Error::InvalidLaunch`] of `kernel` for `reason`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn invalid_launch(kernel: &str, reason: std::fmt::Arguments<'_>) -> Self {
+        Error::InvalidLaunch {
+            kernel: kernel.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+
     /// Attach what xlog was doing to a driver error; other variants pass through.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn while_(self, doing: impl FnOnce() -> String) -> Self {
         match self {
             Error::Driver {

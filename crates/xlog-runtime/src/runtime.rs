@@ -517,6 +517,7 @@ impl Stream {
 impl KernelHandle {
     /// The function for the runtime that owns `stream`, loading the module and
     /// checking the ABI on first use.
+    #[inline]
     pub fn function(&self, stream: &Stream) -> Result<std::borrow::Cow<'_, Function>> {
         self.resolve(stream.runtime_id(), |image| {
             stream.runtime()?.inner.module(image)

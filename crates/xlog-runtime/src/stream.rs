@@ -304,9 +304,13 @@ impl Stream {
         // The stored Arc keeps its address from being reused while it is stored,
         // so an equal address means the same name.
         let at = Arc::as_ptr(name).cast::<u8>() as usize;
-        if self.shared.last_kernel_at.load(Ordering::Acquire) == at {
-            return;
+        if self.shared.last_kernel_at.load(Ordering::Acquire) != at {
+            self.store_last_kernel(name, at);
         }
+    }
+
+    #[inline(never)]
+    fn store_last_kernel(&self, name: &Arc<str>, at: usize) {
         let mut last = self.shared.last_kernel.lock_unpoisoned();
         *last = Some(name.clone());
         self.shared.last_kernel_at.store(at, Ordering::Release);

@@ -167,36 +167,15 @@ impl<S: PartialEq + Clone> UseState<S> {
 
     /// Fold the point of completed-enqueue work, preflighted against `planned`
     /// (the version it saw), into the state.
+    ///
+    /// Inlined: a launch commits every buffer it touches, and the usual cases (a
+    /// buffer read again, or written again, on the stream that last used it) only
+    /// move a point forward; the rest is out of line.
+    #[inline]
     pub(crate) fn commit(&mut self, access: Access, stream: &S, epoch: u64, planned: u64) {
-        if access.writes() {
-            if planned == self.version {
-                // The work waited on every point there is (or follows it on its own
-                // stream): the new write subsumes them all. The usual case, a
-                // buffer written again on the stream that last wrote it, only moves
-                // that point forward.
-                match (&mut self.writes[..], self.reads.is_empty()) {
-                    ([only], true) if only.stream == *stream => only.epoch = epoch,
-                    _ => {
-                        self.writes.clear();
-                        self.reads.clear();
-                        self.writes.push(UsePoint {
-                            stream: stream.clone(),
-                            epoch,
-                        });
-                    }
-                }
-            } else {
-                // Other work committed after this one's preflight: keep its points.
-                // Only earlier points of the same stream are certainly subsumed.
-                let subsumed = |p: &UsePoint<S>| p.stream == *stream && p.epoch <= epoch;
-                self.writes.retain(|p| !subsumed(p));
-                self.reads.retain(|p| !subsumed(p));
-                self.writes.push(UsePoint {
-                    stream: stream.clone(),
-                    epoch,
-                });
-            }
-        } else {
+        let current = planned == self.version;
+        self.version += 1;
+        if !access.writes() {
             match self.reads.iter_mut().find(|p| p.stream == *stream) {
                 Some(p) => p.epoch = p.epoch.max(epoch),
                 None => self.reads.push(UsePoint {
@@ -204,8 +183,40 @@ impl<S: PartialEq + Clone> UseState<S> {
                     epoch,
                 }),
             }
+            return;
         }
-        self.version += 1;
+        if current && self.reads.is_empty() {
+            if let [only] = &mut self.writes[..] {
+                if only.stream == *stream {
+                    only.epoch = epoch;
+                    return;
+                }
+            }
+        }
+        self.commit_write(stream, epoch, current);
+    }
+
+    /// A write that [`commit`](Self::commit) cannot fold into the last write.
+    /// `current`: no other work committed after this one's preflight.
+    #[inline(never)]
+    fn commit_write(&mut self, stream: &S, epoch: u64, current: bool) {
+        let point = UsePoint {
+            stream: stream.clone(),
+            epoch,
+        };
+        if current {
+            // The work waited on every point there is (or follows it on its own
+            // stream): the new write subsumes them all.
+            self.writes.clear();
+            self.reads.clear();
+        } else {
+            // Other work committed after this one's preflight: keep its points.
+            // Only earlier points of the same stream are certainly subsumed.
+            let subsumed = |p: &UsePoint<S>| p.stream == *stream && p.epoch <= epoch;
+            self.writes.retain(|p| !subsumed(p));
+            self.reads.retain(|p| !subsumed(p));
+        }
+        self.writes.push(point);
     }
 
     /// Every point still outstanding: what a free must wait for.

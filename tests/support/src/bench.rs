@@ -347,11 +347,14 @@ pub const TARGETS: &[Target] = &[
         peer::CUDARC,
         Bound::AtMost(1.0),
     ),
+    // Launches per second from 8 threads on 8 streams, against the raw driver from
+    // 8 threads: the driver itself scales only about 3× from one thread to 8 on the
+    // GPU machines, so the bound is relative to it, not to xlog's one thread.
     t(
         "launch_overhead",
-        "throughput",
-        peer::XLOG_ONE_THREAD,
-        Bound::AtLeast(5.0),
+        "throughput, 8 threads on 8 streams",
+        peer::RAW_LAUNCH,
+        Bound::AtLeast(0.95),
     ),
     // Allocation through the default stack.
     t("alloc_free", "", peer::RAW_ALLOC, Bound::AtMost(1.3)),

@@ -74,6 +74,7 @@ impl LaunchConfig {
     /// block size must match; declared shared memory fills in a zero and must not
     /// exceed what the caller gave otherwise.
     #[doc(hidden)]
+    #[inline]
     pub fn __with_kernel_settings(
         mut self,
         kernel: &str,
@@ -82,26 +83,20 @@ impl LaunchConfig {
     ) -> Result<Self> {
         if let Some(b) = block {
             if self.block != [b, 1, 1] {
-                return Err(Error::InvalidLaunch {
-                    kernel: kernel.to_owned(),
-                    reason: format!(
-                        "the kernel is declared with `block = {b}` but the configuration has block {:?}; use `{kernel}::config(len)` or a block of [{b}, 1, 1]",
-                        self.block
-                    ),
-                });
+                return Err(Error::invalid_launch(kernel, format_args!(
+                    "the kernel is declared with `block = {b}` but the configuration has block {:?}; use `{kernel}::config(len)` or a block of [{b}, 1, 1]",
+                    self.block
+                )));
             }
         }
         if let Some(need) = shared {
             if self.shared_bytes == 0 {
                 self.shared_bytes = need;
             } else if self.shared_bytes < need {
-                return Err(Error::InvalidLaunch {
-                    kernel: kernel.to_owned(),
-                    reason: format!(
-                        "the kernel is declared with `shared = {need}` but the configuration gives {} bytes of dynamic shared memory",
-                        self.shared_bytes
-                    ),
-                });
+                return Err(Error::invalid_launch(kernel, format_args!(
+                    "the kernel is declared with `shared = {need}` but the configuration gives {} bytes of dynamic shared memory",
+                    self.shared_bytes
+                )));
             }
         }
         Ok(self)
@@ -118,70 +113,113 @@ impl LaunchConfig {
 
     /// Refuses a configuration that is not [one-dimensional](Self::is_one_dimensional):
     /// what typed launchers require.
+    #[inline]
     pub(crate) fn require_one_dimensional(&self, kernel: &str) -> Result<()> {
         if self.is_one_dimensional() {
             return Ok(());
         }
-        Err(Error::InvalidLaunch {
-            kernel: kernel.to_owned(),
-            reason: format!(
-                "typed launchers take one-dimensional configurations (grid and block y = z = 1) so each \
-                 thread's ThreadIndex is unique, got grid {:?} block {:?}; use LaunchConfig::for_len or \
-                 LaunchConfig::new([blocks, 1, 1], [threads, 1, 1])",
-                self.grid, self.block
-            ),
-        })
+        Err(Error::invalid_launch(kernel, format_args!(
+            "typed launchers take one-dimensional configurations (grid and block y = z = 1) so each \
+             thread's ThreadIndex is unique, got grid {:?} block {:?}; use LaunchConfig::for_len or \
+             LaunchConfig::new([blocks, 1, 1], [threads, 1, 1])",
+            self.grid, self.block
+        )))
     }
 
     /// Check the configuration against the device's limits.
+    #[inline]
     pub(crate) fn validate(&self, info: &DeviceInfo, kernel: &str) -> Result<()> {
-        let fail = |reason: String| {
-            Err(Error::InvalidLaunch {
-                kernel: kernel.to_owned(),
-                reason,
-            })
-        };
-        const AXES: [&str; 3] = ["x", "y", "z"];
-        for (i, axis) in AXES.iter().enumerate() {
-            if self.grid[i] == 0 {
-                return fail(format!(
-                    "grid dimension {} is 0; a launch needs at least one block (skip the launch for empty inputs)",
-                    axis
-                ));
+        match self.refusal(info) {
+            None => Ok(()),
+            Some(refusal) => Err(refusal.explain(kernel)),
+        }
+    }
+
+    /// The first limit of `info` the configuration breaks, if any: comparisons only,
+    /// so the launch path carries no message formatting.
+    #[inline]
+    fn refusal(&self, info: &DeviceInfo) -> Option<Refusal> {
+        for axis in 0..3 {
+            let (grid, block) = (self.grid[axis], self.block[axis]);
+            if grid == 0 {
+                return Some(Refusal::ZeroGrid { axis });
             }
-            if self.block[i] == 0 {
-                return fail(format!(
-                    "block dimension {} is 0; a block needs at least one thread",
-                    axis
-                ));
+            if block == 0 {
+                return Some(Refusal::ZeroBlock { axis });
             }
-            if self.grid[i] > info.max_grid_dim[i] {
-                return fail(format!(
-                    "grid dimension {} is {} but the device allows at most {}",
-                    axis, self.grid[i], info.max_grid_dim[i]
-                ));
+            if grid > info.max_grid_dim[axis] {
+                return Some(Refusal::Grid {
+                    axis,
+                    grid,
+                    max: info.max_grid_dim[axis],
+                });
             }
-            if self.block[i] > info.max_block_dim[i] {
-                return fail(format!(
-                    "block dimension {} is {} but the device allows at most {}",
-                    axis, self.block[i], info.max_block_dim[i]
-                ));
+            if block > info.max_block_dim[axis] {
+                return Some(Refusal::Block {
+                    axis,
+                    block,
+                    max: info.max_block_dim[axis],
+                });
             }
         }
-        let per_block: u64 = self.block.iter().map(|&d| d as u64).product();
-        if per_block > info.max_threads_per_block as u64 {
-            return fail(format!(
-                "a block of {per_block} threads exceeds the device limit of {} threads per block",
-                info.max_threads_per_block
-            ));
+        let threads: u64 = self.block.iter().map(|&d| d as u64).product();
+        if threads > info.max_threads_per_block as u64 {
+            return Some(Refusal::Threads {
+                threads,
+                max: info.max_threads_per_block,
+            });
         }
         if self.shared_bytes > info.max_shared_per_block_optin {
-            return fail(format!(
-                "{} bytes of dynamic shared memory exceed the device limit of {} bytes per block",
-                self.shared_bytes, info.max_shared_per_block_optin
-            ));
+            return Some(Refusal::Shared {
+                bytes: self.shared_bytes,
+                max: info.max_shared_per_block_optin,
+            });
         }
-        Ok(())
+        None
+    }
+}
+
+/// The device limit a configuration breaks (see [`LaunchConfig::validate`]).
+#[derive(Clone, Copy, Debug)]
+enum Refusal {
+    ZeroGrid { axis: usize },
+    ZeroBlock { axis: usize },
+    Grid { axis: usize, grid: u32, max: u32 },
+    Block { axis: usize, block: u32, max: u32 },
+    Threads { threads: u64, max: u32 },
+    Shared { bytes: u32, max: u32 },
+}
+
+impl Refusal {
+    #[cold]
+    #[inline(never)]
+    fn explain(self, kernel: &str) -> Error {
+        const AXES: [&str; 3] = ["x", "y", "z"];
+        let refuse = |reason: std::fmt::Arguments<'_>| Error::invalid_launch(kernel, reason);
+        match self {
+            Refusal::ZeroGrid { axis } => refuse(format_args!(
+                "grid dimension {} is 0; a launch needs at least one block (skip the launch for empty inputs)",
+                AXES[axis]
+            )),
+            Refusal::ZeroBlock { axis } => refuse(format_args!(
+                "block dimension {} is 0; a block needs at least one thread",
+                AXES[axis]
+            )),
+            Refusal::Grid { axis, grid, max } => refuse(format_args!(
+                "grid dimension {} is {grid} but the device allows at most {max}",
+                AXES[axis]
+            )),
+            Refusal::Block { axis, block, max } => refuse(format_args!(
+                "block dimension {} is {block} but the device allows at most {max}",
+                AXES[axis]
+            )),
+            Refusal::Threads { threads, max } => refuse(format_args!(
+                "a block of {threads} threads exceeds the device limit of {max} threads per block"
+            )),
+            Refusal::Shared { bytes, max } => refuse(format_args!(
+                "{bytes} bytes of dynamic shared memory exceed the device limit of {max} bytes per block"
+            )),
+        }
     }
 }
 

@@ -163,7 +163,8 @@ impl Module {
         let f = Function(Arc::new(FunctionInner {
             raw,
             name: Arc::from(name),
-            module: self.loaded.clone(),
+            device: self.loaded.device.clone(),
+            _module: self.loaded.clone(),
             dynamic_shared_limit: AtomicU32::new(self.loaded.device.info().max_shared_per_block),
         }));
         cache.insert(name.to_owned(), f.clone());
@@ -187,7 +188,11 @@ impl Module {
 struct FunctionInner {
     raw: RawFunction,
     name: Arc<str>,
-    module: Arc<LoadedModule>,
+    /// The module's device, held here too so a launch's checks reach the device's
+    /// limits without passing through the module.
+    device: Device,
+    /// Keeps the module loaded while the function lives.
+    _module: Arc<LoadedModule>,
     dynamic_shared_limit: AtomicU32,
 }
 
@@ -220,7 +225,7 @@ impl Function {
     }
 
     pub(crate) fn device(&self) -> &Device {
-        &self.0.module.device
+        &self.0.device
     }
 
     pub(crate) fn raw(&self) -> RawFunction {
@@ -229,10 +234,17 @@ impl Function {
 
     /// Raise the function's dynamic shared memory limit when a launch needs more
     /// than the default 48 KiB (validated against the device before this call).
+    #[inline]
     pub(crate) fn ensure_dynamic_shared(&self, bytes: u32) -> Result<()> {
         if bytes <= self.0.dynamic_shared_limit.load(Ordering::Acquire) {
             return Ok(());
         }
+        self.raise_dynamic_shared(bytes)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn raise_dynamic_shared(&self, bytes: u32) -> Result<()> {
         // SAFETY: the function is alive (its module is held) and the context is bound
         // by the caller.
         unsafe { driver::function_set_max_dynamic_shared(self.0.raw, bytes) }?;
@@ -348,17 +360,34 @@ impl KernelHandle {
     /// The function for runtime `runtime_id`: the cached one, or the one `load`
     /// gives for this kernel's image after the ABI check (then cached).
     /// `KernelHandle::function`, beside the runtime, supplies `load`.
+    #[inline]
     pub(crate) fn resolve(
         &self,
         runtime_id: u64,
         load: impl FnOnce(&'static ModuleImage) -> Result<Arc<Module>>,
     ) -> Result<std::borrow::Cow<'_, Function>> {
-        let slot = &self.slots[(runtime_id % self.slots.len() as u64) as usize];
-        if let Some((id, f)) = slot.get() {
+        if let Some((id, f)) = self.slot(runtime_id).get() {
             if *id == runtime_id {
                 return Ok(std::borrow::Cow::Borrowed(f));
             }
         }
+        self.load(runtime_id, load)
+    }
+
+    fn slot(&self, runtime_id: u64) -> &OnceLock<(u64, Function)> {
+        &self.slots[(runtime_id % self.slots.len() as u64) as usize]
+    }
+
+    /// [`resolve`](Self::resolve) when the runtime's function is not cached:
+    /// out of line, so launches carry only the cache lookup.
+    #[cold]
+    #[inline(never)]
+    fn load(
+        &self,
+        runtime_id: u64,
+        load: impl FnOnce(&'static ModuleImage) -> Result<Arc<Module>>,
+    ) -> Result<std::borrow::Cow<'_, Function>> {
+        let slot = self.slot(runtime_id);
         self.check_abi()?;
         let f = load(self.image)?.function_with(self.name, self.sim)?;
         let _ = slot.set((runtime_id, f.clone()));

@@ -319,38 +319,51 @@ fn check_uses(
     touches: &mut Vec<Touch>,
 ) -> Result<usize> {
     if crate::sim::is_active() {
-        // One touch per recorded range (a buffer passed twice is one access).
-        for e in uses.iter() {
-            let write = e.access.writes();
-            match touches
-                .iter_mut()
-                .find(|t| (t.ptr, t.bytes) == (e.ptr, e.bytes))
-            {
-                Some(t) => t.write |= write,
-                None => touches.push(Touch {
-                    ptr: e.ptr,
-                    bytes: e.bytes,
-                    write,
-                }),
-            }
-        }
+        record_touches(uses, touches);
     }
     let distinct = dedup_by_key(uses, |e| e.core as *const BufferCore, |e| &mut e.access);
     let rt = stream.runtime_id();
     for u in &uses[..distinct] {
         let core = u.core;
         if core.runtime_id() != rt {
-            return Err(Error::WrongRuntime {
-                what: "buffer",
-                found: core.runtime_id(),
-                found_device: core.id().device,
-                expected: rt,
-                expected_device: stream.device_ordinal(),
-            });
+            return Err(wrong_runtime(stream, core));
         }
         core.allocator.require_stream_tracking()?;
     }
     Ok(distinct)
+}
+
+/// On the simulator: one touch per recorded range of `uses` (a buffer passed twice
+/// is one access), for its hazard detector. Cold: the GPU never needs it.
+#[cold]
+#[inline(never)]
+fn record_touches(uses: &[BufferUse<'_>], touches: &mut Vec<Touch>) {
+    for e in uses {
+        let write = e.access.writes();
+        match touches
+            .iter_mut()
+            .find(|t| (t.ptr, t.bytes) == (e.ptr, e.bytes))
+        {
+            Some(t) => t.write |= write,
+            None => touches.push(Touch {
+                ptr: e.ptr,
+                bytes: e.bytes,
+                write,
+            }),
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_runtime(stream: &Stream, core: &BufferCore) -> Error {
+    Error::WrongRuntime {
+        what: "buffer",
+        found: core.runtime_id(),
+        found_device: core.id().device,
+        expected: stream.runtime_id(),
+        expected_device: stream.device_ordinal(),
+    }
 }
 
 /// Refuses a `zero` range that does not lie inside the recorded range of a use
@@ -365,13 +378,19 @@ fn check_zeroed(func: &Function, zero: &[(u64, usize)], uses: &[BufferUse<'_>]) 
                 && end.is_some_and(|end| end <= u.ptr.saturating_add(u.bytes as u64))
         });
         if !inside {
-            return Err(Error::InvalidArgument {
-                what: format!("the range {ptr:#x}..+{bytes} bytes zeroed before `{}`", func.name()),
-                reason: "it is not inside an argument the launch itself writes; zero only a buffer or mutable view passed with a writing access".to_owned(),
-            });
+            return Err(zero_outside_writes(func, ptr, bytes));
         }
     }
     Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn zero_outside_writes(func: &Function, ptr: u64, bytes: usize) -> Error {
+    Error::InvalidArgument {
+        what: format!("the range {ptr:#x}..+{bytes} bytes zeroed before `{}`", func.name()),
+        reason: "it is not inside an argument the launch itself writes; zero only a buffer or mutable view passed with a writing access".to_owned(),
+    }
 }
 
 /// What generated launchers call: check, plan, launch `func` on `stream` and commit
@@ -401,13 +420,13 @@ fn check_zeroed(func: &Function, zero: &[(u64, usize)], uses: &[BufferUse<'_>]) 
 /// passing the address and byte length of each `lookback` parameter, used
 /// read-write.
 #[doc(hidden)]
-pub unsafe fn launch_typed(
+pub unsafe fn launch_typed<const N: usize>(
     stream: &Stream,
     func: &Function,
     config: LaunchConfig,
     params: &mut [*mut c_void],
     zero: &[(u64, usize)],
-    uses: &mut [BufferUse<'_>],
+    uses: &mut [BufferUse<'_>; N],
 ) -> Result<Committed> {
     config.require_one_dimensional(func.name())?;
     check_launch(stream, func, &config)?;
@@ -424,12 +443,11 @@ pub unsafe fn launch_typed(
             j -= 1;
         }
     }
-    let mut states: smallvec::SmallVec<[MutexGuard<'_, UseState<Stream>>; INLINE]> = uses
-        .iter()
-        .map(|u| u.core.track.lock_unpoisoned())
-        .collect();
+    // One guard per distinct buffer, in an array sized by the launcher.
+    let mut states: [Option<MutexGuard<'_, UseState<Stream>>>; N] =
+        std::array::from_fn(|i| uses.get(i).map(|u| u.core.track.lock_unpoisoned()));
     let mut waits: smallvec::SmallVec<[UsePoint<Stream>; INLINE]> = smallvec::SmallVec::new();
-    for (u, state) in uses.iter().zip(&states) {
+    for (u, state) in uses.iter().zip(states.iter().flatten()) {
         plan_waits(&mut waits, state, u.access, stream);
     }
     // The closure owns the locks: they are released as soon as the use is
@@ -440,7 +458,7 @@ pub unsafe fn launch_typed(
     // that launched on these buffers from there would block.)
     let commit = move || {
         let epoch = stream.publish_epoch();
-        for (u, state) in uses.iter().zip(states.iter_mut()) {
+        for (u, state) in uses.iter().zip(states.iter_mut().flatten()) {
             let planned = state.version();
             state.commit(u.access, stream, epoch, planned);
         }
@@ -474,14 +492,14 @@ where
 /// context, the dynamic shared memory the configuration asks for.
 fn check_launch(stream: &Stream, func: &Function, config: &LaunchConfig) -> Result<()> {
     if func.device().ordinal() != stream.device_ordinal() {
-        return Err(Error::InvalidLaunch {
-            kernel: func.name().to_owned(),
-            reason: format!(
+        return Err(Error::invalid_launch(
+            func.name(),
+            format_args!(
                 "the function is loaded on device {} but the stream is on device {}",
                 func.device().ordinal(),
                 stream.device_ordinal()
             ),
-        });
+        ));
     }
     config.validate(func.device().info(), func.name())?;
     stream.bind()?;
@@ -550,8 +568,18 @@ unsafe fn enqueue_launch(
     // panic, and a kernel in flight must never be left unrecorded.
     let committed = commit();
     stream.note_kernel(func.name_arc());
-    tracing::trace!(target: "xlog::launch", kernel = func.name(), stream = stream.id().0, waits = waits.len());
+    if tracing::level_enabled!(tracing::Level::TRACE) {
+        trace_launch(func, stream, waits.len());
+    }
     Ok(committed)
+}
+
+/// The `xlog::launch` trace event of a launch, out of line: without a subscriber
+/// that wants it, a launch pays only the level check.
+#[cold]
+#[inline(never)]
+fn trace_launch(func: &Function, stream: &Stream, waits: usize) {
+    tracing::trace!(target: "xlog::launch", kernel = func.name(), stream = stream.id().0, waits);
 }
 
 impl<'a> WorkRecorder<'a, Preflighted> {

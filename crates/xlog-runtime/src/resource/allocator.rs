@@ -63,9 +63,15 @@ impl Allocator {
         if self.tracks_streams {
             Ok(())
         } else {
-            Err(Error::UntrackableResource {
-                resource: self.resource.describe(),
-            })
+            Err(self.untrackable())
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn untrackable(&self) -> Error {
+        Error::UntrackableResource {
+            resource: self.resource.describe(),
         }
     }
 
