@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::sim::{self, SimEntry, Touch};
 
 pub use crate::handle::DeviceInfo;
-pub(crate) use crate::handle::{RawEvent, RawFunction, RawModule, RawStream};
+pub(crate) use crate::handle::{RawContext, RawEvent, RawFunction, RawModule, RawStream};
 
 /// Load `libcuda` and call `cuInit` once per process.
 pub(crate) fn init() -> Result<()> {
@@ -158,23 +158,13 @@ impl Context {
     /// Make this context current on the calling thread (a cheap check when it already is).
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
-        if self.ctx.is_null() {
-            return Ok(());
-        }
-        let current =
-            result::ctx::get_current().map_err(|e| Error::driver("cuCtxGetCurrent", e))?;
-        if current != Some(self.ctx) {
-            return self.make_current();
-        }
-        Ok(())
+        // SAFETY: `self.ctx` is null or the primary context `self` retains.
+        unsafe { bind_context(self.ctx) }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn make_current(&self) -> Result<()> {
-        // SAFETY: `self.ctx` is a retained primary context, alive until `self` drops.
-        unsafe { result::ctx::set_current(self.ctx) }
-            .map_err(|e| Error::driver("cuCtxSetCurrent", e))
+    /// The context's handle: null on the simulator.
+    pub(crate) fn raw(&self) -> RawContext {
+        self.ctx
     }
 
     /// Keep freed memory in the device's default pool instead of returning it to
@@ -196,6 +186,34 @@ impl Context {
             .map_err(|e| Error::driver("cuMemPoolSetAttribute", e))
         }
     }
+}
+
+/// Make `ctx` current on the calling thread (a cheap check when it already is); a
+/// null context (the simulator, host placeholders) needs nothing.
+///
+/// # Safety
+/// 1. `ctx` is null or the handle of a context a live [`Context`] retains (streams
+///    hold their `Context` beside its handle).
+#[inline]
+pub(crate) unsafe fn bind_context(ctx: RawContext) -> Result<()> {
+    if ctx.is_null() {
+        return Ok(());
+    }
+    let current = result::ctx::get_current().map_err(|e| Error::driver("cuCtxGetCurrent", e))?;
+    if current != Some(ctx) {
+        // SAFETY: obligation 1.
+        return unsafe { make_current(ctx) };
+    }
+    Ok(())
+}
+
+/// # Safety
+/// As [`bind_context`], with `ctx` not null.
+#[cold]
+#[inline(never)]
+unsafe fn make_current(ctx: RawContext) -> Result<()> {
+    // SAFETY: `ctx` is retained by a live `Context` (the caller's obligation).
+    unsafe { result::ctx::set_current(ctx) }.map_err(|e| Error::driver("cuCtxSetCurrent", e))
 }
 
 impl Drop for Context {

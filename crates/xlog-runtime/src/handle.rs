@@ -3,6 +3,8 @@
 
 use cudarc::driver::sys;
 
+/// A context (`CUcontext`; null on the simulator, which has none).
+pub(crate) type RawContext = sys::CUcontext;
 /// A stream: a `CUstream`, or on the simulator a pointer to its own stream object.
 pub(crate) type RawStream = sys::CUstream;
 /// An event (`CUevent`, or the simulator's).

@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use crate::driver::{self, Context, RawEvent, RawStream};
+use crate::driver::{self, Context, RawContext, RawEvent, RawStream};
 use crate::error::{Error, Result};
 use crate::panics::PanicBoard;
 use crate::sync::Unpoisoned;
@@ -32,24 +32,37 @@ struct Fence {
     captured: u64,
 }
 
-pub(crate) struct StreamShared {
+/// What every launch on a stream reads or writes, together on one cache line: a
+/// launch stays a short walk through memory (see the launch path in
+/// ARCHITECTURE.md).
+#[repr(C, align(64))]
+struct Hot {
     raw: RawStream,
+    /// The context's handle (null for host placeholders and on the simulator).
+    ctx: RawContext,
+    runtime_id: u64,
+    published: AtomicU64,
+    /// Address of the name in `last_kernel`, read without the lock: launches of the
+    /// same kernel in a row (the common case) skip it.
+    last_kernel_at: AtomicUsize,
+    /// The device's ordinal (`u32::MAX` for host placeholders).
+    ordinal: u32,
+}
+
+pub(crate) struct StreamShared {
+    hot: Hot,
     /// Whether xlog created `raw` (and destroys it); a borrowed stream of another
     /// library is only ever waited on through the event it captured.
     owned: bool,
     id: StreamId,
-    runtime_id: u64,
+    /// Keeps the context retained while the stream lives.
     ctx: Option<Arc<Context>>,
     /// The runtime, opaque to this layer (see `Stream::runtime`).
     owner: Weak<dyn Any + Send + Sync>,
     /// Panic records of the modules the owner loaded.
     panics: Option<Arc<PanicBoard>>,
-    published: AtomicU64,
     fence: Mutex<Fence>,
     last_kernel: Mutex<Option<Arc<str>>>,
-    /// Address of the name in `last_kernel`, read without the lock: launches of the
-    /// same kernel in a row (the common case) skip it.
-    last_kernel_at: AtomicUsize,
 }
 
 // SAFETY: the raw stream and event handles are plain driver handles usable from any
@@ -75,7 +88,7 @@ impl Drop for StreamShared {
             return;
         }
         // SAFETY: the last reference to this stream is going away.
-        if let Err(e) = unsafe { driver::stream_destroy(self.raw) } {
+        if let Err(e) = unsafe { driver::stream_destroy(self.hot.raw) } {
             tracing::error!(target: "xlog::stream", "destroying {}: {e}", self.id);
         }
     }
@@ -94,7 +107,7 @@ impl fmt::Debug for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Stream")
             .field("id", &self.shared.id)
-            .field("runtime", &self.shared.runtime_id)
+            .field("runtime", &self.shared.hot.runtime_id)
             .finish()
     }
 }
@@ -119,20 +132,24 @@ impl StreamShared {
         panics: Option<Arc<PanicBoard>>,
     ) -> StreamShared {
         StreamShared {
-            raw,
+            hot: Hot {
+                raw,
+                ctx: ctx.as_ref().map_or(std::ptr::null_mut(), |c| c.raw()),
+                runtime_id,
+                published: AtomicU64::new(0),
+                last_kernel_at: AtomicUsize::new(0),
+                ordinal: ctx.as_ref().map_or(u32::MAX, |c| c.info.ordinal),
+            },
             owned,
             id,
-            runtime_id,
             ctx,
             owner,
             panics,
-            published: AtomicU64::new(0),
             fence: Mutex::new(Fence {
                 event: None,
                 captured: 0,
             }),
             last_kernel: Mutex::new(None),
-            last_kernel_at: AtomicUsize::new(0),
         }
     }
 }
@@ -190,7 +207,7 @@ impl Stream {
             raw,
             false,
             StreamId(u32::MAX),
-            like.shared.runtime_id,
+            like.shared.hot.runtime_id,
             like.shared.ctx.clone(),
             none,
             None,
@@ -222,16 +239,12 @@ impl Stream {
 
     /// Id of the runtime that owns this stream (0 for host placeholders).
     pub fn runtime_id(&self) -> u64 {
-        self.shared.runtime_id
+        self.shared.hot.runtime_id
     }
 
     /// Ordinal of the device the stream runs on (`u32::MAX` for host placeholders).
     pub fn device_ordinal(&self) -> u32 {
-        self.shared
-            .ctx
-            .as_ref()
-            .map(|c| c.info.ordinal)
-            .unwrap_or(u32::MAX)
+        self.shared.hot.ordinal
     }
 
     /// The raw `CUstream`, for calling other CUDA libraries inside
@@ -239,7 +252,7 @@ impl Stream {
     /// simulator ([`crate::sim`]) it is the simulator's own handle, which no CUDA
     /// library accepts.
     pub fn raw(&self) -> RawStream {
-        self.shared.raw
+        self.shared.hot.raw
     }
 
     pub(crate) fn has_device(&self) -> bool {
@@ -247,10 +260,9 @@ impl Stream {
     }
 
     pub(crate) fn bind(&self) -> Result<()> {
-        match &self.shared.ctx {
-            Some(ctx) => ctx.bind(),
-            None => Ok(()),
-        }
+        // SAFETY: `hot.ctx` is null or the handle of `self.shared.ctx`, which retains
+        // the context while the stream lives.
+        unsafe { driver::bind_context(self.shared.hot.ctx) }
     }
 
     /// Block the host until all work queued on this stream has finished.
@@ -304,7 +316,7 @@ impl Stream {
         // The stored Arc keeps its address from being reused while it is stored,
         // so an equal address means the same name.
         let at = Arc::as_ptr(name).cast::<u8>() as usize;
-        if self.shared.last_kernel_at.load(Ordering::Acquire) != at {
+        if self.shared.hot.last_kernel_at.load(Ordering::Acquire) != at {
             self.store_last_kernel(name, at);
         }
     }
@@ -313,7 +325,7 @@ impl Stream {
     fn store_last_kernel(&self, name: &Arc<str>, at: usize) {
         let mut last = self.shared.last_kernel.lock_unpoisoned();
         *last = Some(name.clone());
-        self.shared.last_kernel_at.store(at, Ordering::Release);
+        self.shared.hot.last_kernel_at.store(at, Ordering::Release);
     }
 
     /// Publish a new point after tracked work was enqueued on this stream.
@@ -328,7 +340,7 @@ impl Stream {
     /// [`publish`](Self::publish), returning only the new epoch.
     #[inline]
     pub(crate) fn publish_epoch(&self) -> u64 {
-        self.shared.published.fetch_add(1, Ordering::AcqRel) + 1
+        self.shared.hot.published.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// Queue on `self` a wait for `point` (a point of another stream).
@@ -367,7 +379,7 @@ impl Stream {
             }
         };
         // Everything published up to `now` was enqueued before this record.
-        let now = self.shared.published.load(Ordering::Acquire);
+        let now = self.shared.hot.published.load(Ordering::Acquire);
         // SAFETY: both handles are alive and belong to the bound context.
         unsafe { driver::event_record(event, self.raw()) }?;
         fence.captured = now;

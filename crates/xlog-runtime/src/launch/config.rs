@@ -128,8 +128,8 @@ impl LaunchConfig {
 
     /// Check the configuration against the device's limits.
     #[inline]
-    pub(crate) fn validate(&self, info: &DeviceInfo, kernel: &str) -> Result<()> {
-        match self.refusal(info) {
+    pub(crate) fn validate(&self, limits: &LaunchLimits, kernel: &str) -> Result<()> {
+        match self.refusal(limits) {
             None => Ok(()),
             Some(refusal) => Err(refusal.explain(kernel)),
         }
@@ -138,7 +138,7 @@ impl LaunchConfig {
     /// The first limit of `info` the configuration breaks, if any: comparisons only,
     /// so the launch path carries no message formatting.
     #[inline]
-    fn refusal(&self, info: &DeviceInfo) -> Option<Refusal> {
+    fn refusal(&self, limits: &LaunchLimits) -> Option<Refusal> {
         for axis in 0..3 {
             let (grid, block) = (self.grid[axis], self.block[axis]);
             if grid == 0 {
@@ -147,35 +147,56 @@ impl LaunchConfig {
             if block == 0 {
                 return Some(Refusal::ZeroBlock { axis });
             }
-            if grid > info.max_grid_dim[axis] {
+            if grid > limits.max_grid[axis] {
                 return Some(Refusal::Grid {
                     axis,
                     grid,
-                    max: info.max_grid_dim[axis],
+                    max: limits.max_grid[axis],
                 });
             }
-            if block > info.max_block_dim[axis] {
+            if block > limits.max_block[axis] {
                 return Some(Refusal::Block {
                     axis,
                     block,
-                    max: info.max_block_dim[axis],
+                    max: limits.max_block[axis],
                 });
             }
         }
         let threads: u64 = self.block.iter().map(|&d| d as u64).product();
-        if threads > info.max_threads_per_block as u64 {
+        if threads > limits.max_threads as u64 {
             return Some(Refusal::Threads {
                 threads,
-                max: info.max_threads_per_block,
+                max: limits.max_threads,
             });
         }
-        if self.shared_bytes > info.max_shared_per_block_optin {
+        if self.shared_bytes > limits.max_shared_optin {
             return Some(Refusal::Shared {
                 bytes: self.shared_bytes,
-                max: info.max_shared_per_block_optin,
+                max: limits.max_shared_optin,
             });
         }
         None
+    }
+}
+
+/// The limits of a device that [`LaunchConfig::validate`] checks, copied out of
+/// its [`DeviceInfo`] into every function, beside the function's handle.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaunchLimits {
+    pub(crate) max_grid: [u32; 3],
+    pub(crate) max_block: [u32; 3],
+    pub(crate) max_threads: u32,
+    pub(crate) max_shared_optin: u32,
+}
+
+impl LaunchLimits {
+    pub(crate) fn of(info: &DeviceInfo) -> Self {
+        LaunchLimits {
+            max_grid: info.max_grid_dim,
+            max_block: info.max_block_dim,
+            max_threads: info.max_threads_per_block,
+            max_shared_optin: info.max_shared_per_block_optin,
+        }
     }
 }
 
@@ -276,7 +297,7 @@ mod tests {
 
     #[test]
     fn invalid_configurations_are_refused_with_reasons() {
-        let d = h100();
+        let d = LaunchLimits::of(&h100());
         let cases = [
             (LaunchConfig::for_len(0), "grid dimension x is 0"),
             (

@@ -9,5 +9,6 @@ mod module;
 mod recorder;
 
 pub use config::LaunchConfig;
+pub(crate) use config::LaunchLimits;
 pub use module::{Function, KernelHandle, Module};
 pub use recorder::{launch_typed, BufferUse, Committed, Preflighted, Recording, WorkRecorder};

@@ -12,6 +12,7 @@ use xlog_device::ModuleImage;
 use crate::device::Device;
 use crate::driver::{self, RawFunction, RawModule};
 use crate::error::{Error, Result};
+use crate::launch::LaunchLimits;
 use crate::panics::{PanicBoard, RecordSlot};
 use crate::sim::SimEntry;
 use crate::sync::Unpoisoned;
@@ -163,7 +164,8 @@ impl Module {
         let f = Function(Arc::new(FunctionInner {
             raw,
             name: Arc::from(name),
-            device: self.loaded.device.clone(),
+            ordinal: self.loaded.device.ordinal(),
+            limits: LaunchLimits::of(self.loaded.device.info()),
             _module: self.loaded.clone(),
             dynamic_shared_limit: AtomicU32::new(self.loaded.device.info().max_shared_per_block),
         }));
@@ -188,9 +190,10 @@ impl Module {
 struct FunctionInner {
     raw: RawFunction,
     name: Arc<str>,
-    /// The module's device, held here too so a launch's checks reach the device's
-    /// limits without passing through the module.
-    device: Device,
+    /// The device's ordinal and launch limits, copied here so a launch's checks
+    /// read only the function.
+    ordinal: u32,
+    limits: LaunchLimits,
     /// Keeps the module loaded while the function lives.
     _module: Arc<LoadedModule>,
     dynamic_shared_limit: AtomicU32,
@@ -224,8 +227,14 @@ impl Function {
         &self.0.name
     }
 
-    pub(crate) fn device(&self) -> &Device {
-        &self.0.device
+    /// The ordinal of the device the function is loaded on.
+    pub(crate) fn ordinal(&self) -> u32 {
+        self.0.ordinal
+    }
+
+    /// The limits a launch configuration of this function is checked against.
+    pub(crate) fn limits(&self) -> &LaunchLimits {
+        &self.0.limits
     }
 
     pub(crate) fn raw(&self) -> RawFunction {

@@ -491,17 +491,17 @@ where
 /// the function's device, the configuration against the device's limits, the
 /// context, the dynamic shared memory the configuration asks for.
 fn check_launch(stream: &Stream, func: &Function, config: &LaunchConfig) -> Result<()> {
-    if func.device().ordinal() != stream.device_ordinal() {
+    if func.ordinal() != stream.device_ordinal() {
         return Err(Error::invalid_launch(
             func.name(),
             format_args!(
                 "the function is loaded on device {} but the stream is on device {}",
-                func.device().ordinal(),
+                func.ordinal(),
                 stream.device_ordinal()
             ),
         ));
     }
-    config.validate(func.device().info(), func.name())?;
+    config.validate(func.limits(), func.name())?;
     stream.bind()?;
     func.ensure_dynamic_shared(config.shared_bytes)?;
     crate::testing::fault_point!(Launch, "cuLaunchKernel");
