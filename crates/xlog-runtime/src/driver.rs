@@ -207,6 +207,8 @@ pub(crate) unsafe fn bind_context(ctx: RawContext) -> Result<()> {
     Ok(())
 }
 
+/// Make `ctx` current: what [`bind_context`] does when another context is.
+///
 /// # Safety
 /// As [`bind_context`], with `ctx` not null.
 #[cold]

@@ -39,6 +39,8 @@ struct Fence {
 struct Hot {
     raw: RawStream,
     /// The context's handle (null for host placeholders and on the simulator).
+    /// Invariant: null, or the handle of `StreamShared::ctx`, which retains the
+    /// context; set only in `StreamShared::new`.
     ctx: RawContext,
     runtime_id: u64,
     published: AtomicU64,
@@ -65,8 +67,9 @@ pub(crate) struct StreamShared {
     last_kernel: Mutex<Option<Arc<str>>>,
 }
 
-// SAFETY: the raw stream and event handles are plain driver handles usable from any
-// thread with the context bound; mutation of `fence` is behind its mutex.
+// SAFETY: the raw stream, event and context handles are plain driver handles usable
+// from any thread with the context bound (the context is kept alive by `ctx`);
+// mutation of `fence` is behind its mutex.
 unsafe impl Send for StreamShared {}
 // SAFETY: as above; all interior mutability is atomics or mutexes.
 unsafe impl Sync for StreamShared {}

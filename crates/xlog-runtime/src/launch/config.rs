@@ -135,7 +135,7 @@ impl LaunchConfig {
         }
     }
 
-    /// The first limit of `info` the configuration breaks, if any: comparisons only,
+    /// The first of `limits` the configuration breaks, if any: comparisons only,
     /// so the launch path carries no message formatting.
     #[inline]
     fn refusal(&self, limits: &LaunchLimits) -> Option<Refusal> {
@@ -183,10 +183,10 @@ impl LaunchConfig {
 /// its [`DeviceInfo`] into every function, beside the function's handle.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LaunchLimits {
-    pub(crate) max_grid: [u32; 3],
-    pub(crate) max_block: [u32; 3],
-    pub(crate) max_threads: u32,
-    pub(crate) max_shared_optin: u32,
+    max_grid: [u32; 3],
+    max_block: [u32; 3],
+    max_threads: u32,
+    max_shared_optin: u32,
 }
 
 impl LaunchLimits {

@@ -200,7 +200,7 @@ struct FunctionInner {
 }
 
 // SAFETY: function handles are plain driver handles, valid while the module (held by
-// `module`) is loaded.
+// `_module`) is loaded.
 unsafe impl Send for FunctionInner {}
 // SAFETY: as above.
 unsafe impl Sync for FunctionInner {}
@@ -394,11 +394,11 @@ impl KernelHandle {
     fn load(
         &self,
         runtime_id: u64,
-        load: impl FnOnce(&'static ModuleImage) -> Result<Arc<Module>>,
+        load_module: impl FnOnce(&'static ModuleImage) -> Result<Arc<Module>>,
     ) -> Result<std::borrow::Cow<'_, Function>> {
         let slot = self.slot(runtime_id);
         self.check_abi()?;
-        let f = load(self.image)?.function_with(self.name, self.sim)?;
+        let f = load_module(self.image)?.function_with(self.name, self.sim)?;
         let _ = slot.set((runtime_id, f.clone()));
         Ok(std::borrow::Cow::Owned(f))
     }

@@ -444,8 +444,11 @@ pub unsafe fn launch_typed<const N: usize>(
         }
     }
     // One guard per distinct buffer, in an array sized by the launcher.
+    // `states[i]` is the guard of `uses[i]` for every distinct use and `None` after
+    // them, so the zips below pair each use with its own state.
     let mut states: [Option<MutexGuard<'_, UseState<Stream>>>; N] =
         std::array::from_fn(|i| uses.get(i).map(|u| u.core.track.lock_unpoisoned()));
+    debug_assert!(states[..uses.len()].iter().all(Option::is_some));
     let mut waits: smallvec::SmallVec<[UsePoint<Stream>; INLINE]> = smallvec::SmallVec::new();
     for (u, state) in uses.iter().zip(states.iter().flatten()) {
         plan_waits(&mut waits, state, u.access, stream);
