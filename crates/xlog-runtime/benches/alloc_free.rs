@@ -1,4 +1,5 @@
-//! Allocation + free through the default stack (budget(stats(async))) vs raw
+//! Allocation + free through the default stack (budget(async), statistics kept by
+//! the backend) vs raw
 //! `cuMemAllocAsync` / `cuMemFreeAsync` on the same stream (bench id `alloc_free`;
 //! target in `bench::TARGETS`).
 

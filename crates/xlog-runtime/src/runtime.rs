@@ -16,7 +16,7 @@ use crate::launch::{Function, KernelHandle, Module};
 use crate::panics::PanicBoard;
 use crate::resource::{
     AllocStats, AllocTag, Allocator, AsyncResource, BudgetAdaptor, BudgetHandle,
-    DeviceMemoryResource, DirectResource, LoggingAdaptor, StatsAdaptor, StatsHandle,
+    DeviceMemoryResource, DirectResource, LoggingAdaptor, StatsHandle,
 };
 use crate::stream::{Stream, StreamId, StreamPool};
 use crate::sync::Unpoisoned;
@@ -126,7 +126,9 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Whether to keep allocation statistics (default on).
+    /// Whether [`Runtime::stats`] reports allocation statistics (default on). The
+    /// backend keeps them either way, in the books it updates for every
+    /// allocation and free, so they cost nothing extra.
     pub fn stats(mut self, on: bool) -> Self {
         self.stats = on;
         self
@@ -144,8 +146,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Open the device and compose the stack:
-    /// `budget(stats(logging(backend)))`, leaving out what was not asked for.
+    /// Open the device and compose the stack: `budget(logging(backend))`, leaving
+    /// out the logging unless asked for; the statistics are the backend's own.
     pub fn build(self) -> Result<Runtime> {
         if self.simulator {
             crate::sim::select()?;
@@ -154,20 +156,25 @@ impl RuntimeBuilder {
         let limit = self.budget.unwrap_or(device.info().total_memory);
         let stack = Stack {
             csv: self.csv,
-            stats: self.stats,
             limit,
         };
         // Each backend's stack is one concrete type (no dynamic call between its
-        // layers): the usual one, budget(stats(async)), is what every default
-        // allocation goes through.
+        // layers): the usual one, budget(async), is what every default allocation
+        // goes through.
         let (resource, stats, budget) = match self.backend {
-            Backend::Async => stack.compose(AsyncResource::new(&device)?),
-            Backend::Direct => stack.compose(DirectResource::new(&device)),
+            Backend::Async => {
+                let base = AsyncResource::new(&device)?;
+                stack.compose(base.stats(), base)
+            }
+            Backend::Direct => {
+                let base = DirectResource::new(&device);
+                stack.compose(base.stats(), base)
+            }
         };
         Ok(Runtime::assemble(
             device,
             resource,
-            stats,
+            self.stats.then_some(stats),
             Some(budget),
             self.pool_size,
         ))
@@ -177,50 +184,29 @@ impl RuntimeBuilder {
 /// The adaptors a [`RuntimeBuilder`] puts over its backend.
 struct Stack {
     csv: Option<Box<dyn Write + Send>>,
-    stats: bool,
     limit: usize,
 }
 
 impl Stack {
-    /// `budget(stats(logging(base)))`, leaving out what was not asked for.
+    /// `budget(logging(base))`, leaving out the logging unless asked for; passes
+    /// `stats`, the base's statistics, through.
     fn compose<R: DeviceMemoryResource + 'static>(
-        mut self,
+        self,
+        stats: StatsHandle,
         base: R,
-    ) -> (
-        Box<dyn DeviceMemoryResource>,
-        Option<StatsHandle>,
-        BudgetHandle,
-    ) {
-        match self.csv.take() {
-            Some(sink) => self.count(LoggingAdaptor::new(base, sink)),
-            None => self.count(base),
-        }
-    }
-
-    fn count<R: DeviceMemoryResource + 'static>(
-        &self,
-        logged: R,
-    ) -> (
-        Box<dyn DeviceMemoryResource>,
-        Option<StatsHandle>,
-        BudgetHandle,
-    ) {
-        if self.stats {
-            let counted = StatsAdaptor::new(logged);
-            let handle = counted.handle();
-            let (top, budget) = self.limit(counted);
-            (top, Some(handle), budget)
-        } else {
-            let (top, budget) = self.limit(logged);
-            (top, None, budget)
-        }
+    ) -> (Box<dyn DeviceMemoryResource>, StatsHandle, BudgetHandle) {
+        let (top, budget) = match self.csv {
+            Some(sink) => Self::limit(LoggingAdaptor::new(base, sink), self.limit),
+            None => Self::limit(base, self.limit),
+        };
+        (top, stats, budget)
     }
 
     fn limit<R: DeviceMemoryResource + 'static>(
-        &self,
-        counted: R,
+        logged: R,
+        limit: usize,
     ) -> (Box<dyn DeviceMemoryResource>, BudgetHandle) {
-        let b = BudgetAdaptor::new(counted, self.limit);
+        let b = BudgetAdaptor::new(logged, limit);
         let handle = b.handle();
         (Box::new(b), handle)
     }
@@ -465,7 +451,7 @@ impl Runtime {
         self.inner.budget.as_ref()
     }
 
-    /// The resource stack's description, e.g. `budget(stats(async))`.
+    /// The resource stack's description, e.g. `budget(async)`.
     pub fn describe_resource(&self) -> String {
         self.inner.allocator.resource().describe()
     }

@@ -47,7 +47,9 @@ impl AsyncResource {
 unsafe impl DeviceMemoryResource for AsyncResource {
     fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         if bytes == 0 {
-            return Ok(DeviceBlock::new(self.device.ordinal(), 0, 0, tag));
+            let block = DeviceBlock::new(self.device.ordinal(), 0, 0, tag);
+            self.ledger.open(&block);
+            return Ok(block);
         }
         self.check_stream(stream)?;
         self.device.bind()?;
@@ -62,7 +64,7 @@ unsafe impl DeviceMemoryResource for AsyncResource {
 
     unsafe fn deallocate(&self, block: DeviceBlock, stream: &Stream) -> Result<()> {
         if block.bytes() == 0 {
-            return Ok(());
+            return self.ledger.close(&block);
         }
         self.check_stream(stream)?;
         self.device.bind()?;
@@ -104,5 +106,11 @@ impl AsyncResource {
     /// Whether `id` is a block this resource currently has live.
     pub fn is_live(&self, id: super::BlockId) -> bool {
         self.ledger.contains(id)
+    }
+
+    /// Statistics of the blocks this resource has handed out, kept in the lock every
+    /// allocation and free takes anyway (no adaptor needed).
+    pub fn stats(&self) -> super::StatsHandle {
+        self.ledger.stats()
     }
 }

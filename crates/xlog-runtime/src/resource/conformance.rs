@@ -325,3 +325,68 @@ fn only_device_backends_claim_stream_tracking() {
         "budget(stats(host))"
     );
 }
+
+/// A backend's own statistics (kept in its ledger) equal what a counting adaptor
+/// over it sees and what a model of the sequence says, after every step of a
+/// random run of allocations (zero bytes included), frees, refused stale frees,
+/// reaps and window resets.
+#[test]
+fn a_backends_own_statistics_match_an_adaptors_and_the_model() {
+    let s = Stream::host_placeholder(1);
+    let host = Arc::new(HostResource::new(0));
+    let counted = StatsAdaptor::new(host.clone());
+    let (own, seen) = (host.stats(), counted.handle());
+    let mut model = AllocStats::default();
+    let mut live: Vec<DeviceBlock> = Vec::new();
+    let mut rng = xlog_test_support::Rng::new(11);
+    for step in 0..4000 {
+        match rng.below(10) {
+            0..=4 => {
+                let bytes = [0, 1, 64, 4096][rng.below(4)];
+                live.push(counted.allocate(bytes, &s, AllocTag::UNTAGGED).unwrap());
+                model.current_bytes += bytes;
+                model.current_count += 1;
+                model.total_bytes += bytes;
+                model.total_count += 1;
+            }
+            5..=7 if !live.is_empty() => {
+                let b = live.swap_remove(rng.below(live.len()));
+                let bytes = b.bytes();
+                // SAFETY: a block of this stack, never used.
+                unsafe { counted.deallocate(b, &s) }.unwrap();
+                model.current_bytes -= bytes;
+                model.current_count -= 1;
+            }
+            8 if live.iter().any(|b| b.bytes() > 0) => {
+                let b = live.iter().find(|b| b.bytes() > 0).unwrap();
+                let stale = DeviceBlock::new(0, b.ptr(), b.bytes(), AllocTag("stale"));
+                // SAFETY: refused before any memory is touched.
+                assert!(unsafe { counted.deallocate(stale, &s) }.is_err());
+            }
+            9 if rng.chance(20) => {
+                own.reset_window();
+                seen.reset_window();
+                model.peak_bytes = model.current_bytes;
+                model.peak_count = model.current_count;
+                model.total_bytes = 0;
+                model.total_count = 0;
+            }
+            _ => {
+                counted.reap_pending().unwrap();
+            }
+        }
+        model.peak_bytes = model.peak_bytes.max(model.current_bytes);
+        model.peak_count = model.peak_count.max(model.current_count);
+        assert_eq!(own.snapshot(), model, "step {step}: the backend's books");
+        assert_eq!(seen.snapshot(), model, "step {step}: the adaptor");
+    }
+    for b in live {
+        // SAFETY: as above.
+        unsafe { counted.deallocate(b, &s) }.unwrap();
+    }
+    counted.reap_pending().unwrap();
+    assert_eq!(
+        (own.snapshot().current_bytes, own.snapshot().current_count),
+        (0, 0)
+    );
+}

@@ -24,13 +24,21 @@ impl DirectResource {
             ledger: Ledger::default(),
         }
     }
+
+    /// Statistics of the blocks this resource has handed out, kept in the lock every
+    /// allocation and free takes anyway (no adaptor needed).
+    pub fn stats(&self) -> super::StatsHandle {
+        self.ledger.stats()
+    }
 }
 
 // SAFETY: blocks come from `cuMemAlloc` on this device and are freed with `cuMemFree` only after the free stream is synchronised.
 unsafe impl DeviceMemoryResource for DirectResource {
     fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         if bytes == 0 {
-            return Ok(DeviceBlock::new(self.device.ordinal(), 0, 0, tag));
+            let block = DeviceBlock::new(self.device.ordinal(), 0, 0, tag);
+            self.ledger.open(&block);
+            return Ok(block);
         }
         // The block is freed on this stream: refuse one `deallocate` would refuse.
         super::require_device_stream("DirectResource", self.device.ordinal(), stream)?;
@@ -44,7 +52,7 @@ unsafe impl DeviceMemoryResource for DirectResource {
 
     unsafe fn deallocate(&self, block: DeviceBlock, stream: &Stream) -> Result<()> {
         if block.bytes() == 0 {
-            return Ok(());
+            return self.ledger.close(&block);
         }
         super::require_device_stream("DirectResource", self.device.ordinal(), stream)?;
         self.ledger.close(&block)?;

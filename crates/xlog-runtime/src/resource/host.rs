@@ -34,6 +34,12 @@ impl HostResource {
         }
     }
 
+    /// Statistics of the blocks this resource has handed out, kept in the lock every
+    /// allocation and free takes anyway (no adaptor needed).
+    pub fn stats(&self) -> super::StatsHandle {
+        self.ledger.stats()
+    }
+
     /// Make the next `n` allocations fail with [`Error::InjectedFault`].
     pub fn fail_next_allocations(&self, n: usize) {
         self.fail_allocations.arm(n);
@@ -49,7 +55,9 @@ impl HostResource {
 unsafe impl DeviceMemoryResource for HostResource {
     fn allocate(&self, bytes: usize, _stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         if bytes == 0 {
-            return Ok(DeviceBlock::new(self.device, 0, 0, tag));
+            let block = DeviceBlock::new(self.device, 0, 0, tag);
+            self.ledger.open(&block);
+            return Ok(block);
         }
         self.fail_allocations.check("HostResource::allocate")?;
         let layout = Layout::from_size_align(bytes, ALIGN).map_err(|_| Error::SizeOverflow {
@@ -71,7 +79,7 @@ unsafe impl DeviceMemoryResource for HostResource {
 
     unsafe fn deallocate(&self, block: DeviceBlock, stream: &Stream) -> Result<()> {
         if block.bytes() == 0 {
-            return Ok(());
+            return self.ledger.close(&block);
         }
         self.ledger.close_pending(&block, stream)?;
         let layout =

@@ -1,14 +1,16 @@
-//! The books of one backend: the blocks it has handed out, and the bytes freed on
-//! each stream that no reap has retired yet, under one lock.
+//! The books of one backend: the blocks it has handed out, their statistics, and
+//! the bytes freed on each stream that no reap has retired yet, under one lock.
 //!
-//! One lock, taken once per allocation and once per free, keeps the two counts in
-//! step and the allocation path short: a block moves from live to pending in a
-//! single step, so `outstanding` never sees it in both or in neither.
+//! One lock, taken once per allocation and once per free, keeps the counts in step
+//! and the allocation path short: a block moves from live to pending in a single
+//! step, so `outstanding` never sees it in both or in neither, and the statistics
+//! cost no atomic operation of their own.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use super::stats::{Counted, Counts, StatsHandle};
 use super::{BlockId, DeviceBlock};
 use crate::error::{Error, Result};
 use crate::stream::Stream;
@@ -37,9 +39,10 @@ type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher>>;
 
 #[derive(Default)]
 struct Books {
-    /// Live blocks by address: identity and size.
+    /// Live blocks with memory, by address: identity and size.
     live: AddressMap<(BlockId, usize)>,
-    live_bytes: usize,
+    /// Live bytes and blocks (zero-byte blocks included), peaks and window totals.
+    counts: Counts,
     /// Bytes freed per stream, not yet retired by a reap. A handful of streams at
     /// most: a vector beats a hash map here.
     pending: Vec<(Stream, usize)>,
@@ -48,12 +51,17 @@ struct Books {
 
 impl Books {
     /// Take `block` out of the live set if it is the live block at its address;
-    /// refuse a stale or forged handle without changing anything.
+    /// refuse a stale or forged handle without changing anything. A zero-byte
+    /// block has no address to check.
     fn close(&mut self, block: &DeviceBlock) -> Result<()> {
+        if block.bytes() == 0 {
+            self.counts.freed(0);
+            return Ok(());
+        }
         // One lookup: take the entry, and put it back if it is not this block's.
         match self.live.remove(&block.ptr()) {
             Some((id, bytes)) if id == block.id() && bytes == block.bytes() => {
-                self.live_bytes -= block.bytes();
+                self.counts.freed(bytes);
                 Ok(())
             }
             other => {
@@ -68,9 +76,11 @@ impl Books {
         }
     }
 
-    fn open(&mut self, block: &DeviceBlock) {
-        self.live.insert(block.ptr(), (block.id(), block.bytes()));
-        self.live_bytes += block.bytes();
+    /// Enter `block` in the live set (a zero-byte block is only counted).
+    fn enter(&mut self, block: &DeviceBlock) {
+        if block.bytes() > 0 {
+            self.live.insert(block.ptr(), (block.id(), block.bytes()));
+        }
     }
 
     fn add_pending(&mut self, stream: &Stream, bytes: usize) {
@@ -89,33 +99,33 @@ impl Books {
     }
 }
 
-/// Live blocks and pending frees of one backend (see the module docs).
+impl Counted for Mutex<Books> {
+    fn with_counts(&self, f: &mut dyn FnMut(&mut Counts)) {
+        f(&mut self.lock_unpoisoned().counts)
+    }
+}
+
+/// Live blocks, statistics and pending frees of one backend (see the module docs).
 #[derive(Default)]
 pub(crate) struct Ledger {
-    books: Mutex<Books>,
+    books: Arc<Mutex<Books>>,
 }
 
 impl Ledger {
     /// Record a block just handed out.
     pub(crate) fn open(&self, block: &DeviceBlock) {
-        if block.bytes() > 0 {
-            self.books.lock_unpoisoned().open(block);
-        }
+        let mut books = self.books.lock_unpoisoned();
+        books.enter(block);
+        books.counts.allocated(block.bytes());
     }
 
     /// Remove `block` from the live set before freeing it synchronously.
     pub(crate) fn close(&self, block: &DeviceBlock) -> Result<()> {
-        if block.bytes() == 0 {
-            return Ok(());
-        }
         self.books.lock_unpoisoned().close(block)
     }
 
     /// Move `block` from live to pending on `stream`, before queuing its free there.
     pub(crate) fn close_pending(&self, block: &DeviceBlock, stream: &Stream) -> Result<()> {
-        if block.bytes() == 0 {
-            return Ok(());
-        }
         let mut books = self.books.lock_unpoisoned();
         books.close(block)?;
         books.add_pending(stream, block.bytes());
@@ -124,14 +134,13 @@ impl Ledger {
 
     /// Put a block back after its synchronous free failed.
     pub(crate) fn reopen(&self, block: &DeviceBlock) {
-        self.open(block);
+        let mut books = self.books.lock_unpoisoned();
+        books.enter(block);
+        books.counts.restored(block.bytes());
     }
 
     /// Undo [`close_pending`](Self::close_pending) after queuing the free failed.
     pub(crate) fn reopen_pending(&self, block: &DeviceBlock, stream: &Stream) {
-        if block.bytes() == 0 {
-            return;
-        }
         let mut books = self.books.lock_unpoisoned();
         // A reap running in between may hold the stream's entry (then the bytes
         // stay counted as pending until it retires them: conservative, never low).
@@ -140,13 +149,19 @@ impl Ledger {
             *b -= undone;
             books.pending_bytes -= undone;
         }
-        books.open(block);
+        books.enter(block);
+        books.counts.restored(block.bytes());
     }
 
     /// Live bytes plus freed bytes not yet retired.
     pub(crate) fn outstanding(&self) -> usize {
         let books = self.books.lock_unpoisoned();
-        books.live_bytes + books.pending_bytes
+        books.counts.live_bytes() + books.pending_bytes
+    }
+
+    /// A handle to the statistics these books keep.
+    pub(crate) fn stats(&self) -> StatsHandle {
+        StatsHandle::new(self.books.clone())
     }
 
     /// Whether `id` is the block live at its address.

@@ -5,8 +5,9 @@
 //! `cuMemAllocAsync` / `cuMemFreeAsync`, [`DirectResource`] with `cuMemAlloc` /
 //! `cuMemFree` for sanitizer runs); adaptors decorate any resource and can be
 //! stacked in any order: [`BudgetAdaptor`] (a global byte budget),
-//! [`StatsAdaptor`] (current / peak / total bytes and counts), [`LoggingAdaptor`]
-//! (CSV lines and `tracing` events). [`HostResource`] allocates host memory so the
+//! [`StatsAdaptor`] (current / peak / total bytes and counts, for resources that
+//! do not keep them: every backend here does, see [`AsyncResource::stats`]),
+//! [`LoggingAdaptor`] (CSV lines and `tracing` events). [`HostResource`] allocates host memory so the
 //! adaptors and the accounting can be tested without a GPU; it never backs a launch.
 //!
 //! # The stream-ordered contract

@@ -1,16 +1,25 @@
-//! [`StatsAdaptor`]: allocation statistics over any resource.
+//! Allocation statistics: [`Counts`] (the arithmetic, kept under a lock by whoever
+//! counts), [`StatsHandle`] (how a caller reads them) and [`StatsAdaptor`] (counts
+//! over any resource).
+//!
+//! The backends keep their own counts in their ledgers, in the lock they take for
+//! every allocation and free anyway, so the default stack counts live bytes once
+//! and pays no extra atomic operation for its statistics. The adaptor is for
+//! resources written outside this crate.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::{AllocTag, DeviceBlock, DeviceMemoryResource};
 use crate::error::Result;
 use crate::stream::Stream;
+use crate::sync::Unpoisoned;
 
 /// A snapshot of allocation statistics.
 ///
 /// `current_*` are live values; `peak_*` and `total_*` cover the window since the
-/// last [`StatsHandle::reset_window`] (or since creation).
+/// last [`StatsHandle::reset_window`] (or since creation). Zero-byte blocks count
+/// as blocks. A snapshot is taken under the counter's lock: every figure in it
+/// held at one instant.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AllocStats {
     /// Live bytes.
@@ -27,110 +36,136 @@ pub struct AllocStats {
     pub total_count: usize,
 }
 
-/// One statistic (bytes or blocks): the live value (`live`, one read-modify-write
-/// per allocation and per free, so every value it holds was really live) and the
-/// lifetime total of allocations (`allocated`); the window's peak and start move
-/// only at a new peak or a reset. Counters wrap rather than overflow.
-#[derive(Debug, Default)]
+/// One statistic (bytes or blocks): live, highest live and allocated in the window.
+#[derive(Clone, Copy, Debug, Default)]
 struct Tally {
-    live: AtomicUsize,
-    allocated: AtomicUsize,
-    peak: AtomicUsize,
-    /// `allocated` when the window started.
-    window: AtomicUsize,
+    live: usize,
+    peak: usize,
+    total: usize,
 }
 
 impl Tally {
-    /// A live value as counted: a free counted before its allocation was seen
-    /// (another thread's, a transient of concurrent updates) reads as zero rather
-    /// than as a wrapped, enormous value.
-    fn floor(v: usize) -> usize {
-        if v > isize::MAX as usize {
-            0
-        } else {
-            v
-        }
+    fn add(&mut self, n: usize) {
+        self.total = self.total.wrapping_add(n);
+        self.restore(n);
     }
 
-    /// Counts an allocation of `n`.
-    fn add(&self, n: usize) {
-        self.allocated.fetch_add(n, Ordering::AcqRel);
-        let now = Self::floor(self.live.fetch_add(n, Ordering::AcqRel).wrapping_add(n));
-        // Peaks rarely move in steady state: a load avoids a read-modify-write.
-        if now > self.peak.load(Ordering::Relaxed) {
-            self.peak.fetch_max(now, Ordering::AcqRel);
-        }
+    fn restore(&mut self, n: usize) {
+        self.live += n;
+        self.peak = self.peak.max(self.live);
     }
 
-    /// Counts a free of `n`.
-    fn sub(&self, n: usize) {
-        self.live.fetch_sub(n, Ordering::AcqRel);
+    /// A free the counter never saw allocated (a broken resource contract) cannot
+    /// take the live value below zero.
+    fn sub(&mut self, n: usize) {
+        self.live = self.live.saturating_sub(n);
     }
 
-    /// The live value.
-    fn current(&self) -> usize {
-        Self::floor(self.live.load(Ordering::Acquire))
-    }
-
-    /// `(current, peak, total)` of the window. The live value read here raises the
-    /// peak too (it was really live: one counter holds it), so no later read shows
-    /// a peak below a value a reader has seen (an allocation's own peak update may
-    /// land after a reader sees its bytes). The window start is read before the
-    /// total it is subtracted from, so a concurrent reset cannot make the
-    /// difference wrap.
-    fn read(&self) -> (usize, usize, usize) {
-        let window = self.window.load(Ordering::Acquire);
-        let total = self.allocated.load(Ordering::Acquire).wrapping_sub(window);
-        let current = self.current();
-        let peak = self.peak.fetch_max(current, Ordering::AcqRel).max(current);
-        (current, peak, total)
-    }
-
-    /// Starts a new window: the peak from the live value, the total from zero.
-    fn reset(&self) {
-        self.peak.store(self.current(), Ordering::Release);
-        self.window
-            .store(self.allocated.load(Ordering::Acquire), Ordering::Release);
+    fn reset(&mut self) {
+        self.peak = self.live;
+        self.total = 0;
     }
 }
 
-/// The adaptor's statistics, shared with its handles.
-#[derive(Debug, Default)]
-struct Counters {
+/// Live, peak and window totals of bytes and blocks. Plain numbers: the owner
+/// keeps them under its lock.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counts {
     bytes: Tally,
     blocks: Tally,
 }
 
-/// Counts what passes through it; forwards everything to `upstream`.
-pub struct StatsAdaptor<R> {
-    upstream: R,
-    counters: Arc<Counters>,
+impl Counts {
+    /// A block of `bytes` handed out.
+    pub(crate) fn allocated(&mut self, bytes: usize) {
+        self.bytes.add(bytes);
+        self.blocks.add(1);
+    }
+
+    /// A block of `bytes` given back.
+    pub(crate) fn freed(&mut self, bytes: usize) {
+        self.bytes.sub(bytes);
+        self.blocks.sub(1);
+    }
+
+    /// A block of `bytes` live again after its free failed: not a new allocation.
+    pub(crate) fn restored(&mut self, bytes: usize) {
+        self.bytes.restore(bytes);
+        self.blocks.restore(1);
+    }
+
+    /// Live bytes.
+    pub(crate) fn live_bytes(&self) -> usize {
+        self.bytes.live
+    }
+
+    fn snapshot(&self) -> AllocStats {
+        AllocStats {
+            current_bytes: self.bytes.live,
+            peak_bytes: self.bytes.peak,
+            total_bytes: self.bytes.total,
+            current_count: self.blocks.live,
+            peak_count: self.blocks.peak,
+            total_count: self.blocks.total,
+        }
+    }
+
+    fn reset_window(&mut self) {
+        self.bytes.reset();
+        self.blocks.reset();
+    }
 }
 
-/// A handle to read statistics after the adaptor has been stacked.
-#[derive(Clone, Debug)]
-pub struct StatsHandle(Arc<Counters>);
+/// Whatever holds [`Counts`] under a lock: a ledger's books, an adaptor's counter.
+pub(crate) trait Counted: Send + Sync {
+    /// Run `f` on the counts, under the lock.
+    fn with_counts(&self, f: &mut dyn FnMut(&mut Counts));
+}
+
+impl Counted for Mutex<Counts> {
+    fn with_counts(&self, f: &mut dyn FnMut(&mut Counts)) {
+        f(&mut self.lock_unpoisoned())
+    }
+}
+
+/// A handle to read statistics after their resource has been stacked.
+#[derive(Clone)]
+pub struct StatsHandle(Arc<dyn Counted>);
+
+impl std::fmt::Debug for StatsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("StatsHandle")
+            .field(&self.snapshot())
+            .finish()
+    }
+}
 
 impl StatsHandle {
+    pub(crate) fn new(counted: Arc<dyn Counted>) -> StatsHandle {
+        StatsHandle(counted)
+    }
+
     /// Current statistics.
     pub fn snapshot(&self) -> AllocStats {
-        let (current_bytes, peak_bytes, total_bytes) = self.0.bytes.read();
-        let (current_count, peak_count, total_count) = self.0.blocks.read();
-        AllocStats {
-            current_bytes,
-            peak_bytes,
-            total_bytes,
-            current_count,
-            peak_count,
-            total_count,
-        }
+        let mut snap = AllocStats::default();
+        self.0.with_counts(&mut |c| snap = c.snapshot());
+        snap
     }
 
     /// Start a new window: peaks restart from the current values, totals from zero.
     pub fn reset_window(&self) {
-        self.0.bytes.reset();
-        self.0.blocks.reset();
+        self.0.with_counts(&mut Counts::reset_window);
     }
+}
+
+/// Counts what passes through it; forwards everything to `upstream`.
+///
+/// The built-in backends count for themselves (`AsyncResource::stats` and the
+/// like); this adaptor gives the same statistics over any other resource, at the
+/// cost of a lock per allocation and per free.
+pub struct StatsAdaptor<R> {
+    upstream: R,
+    counts: Arc<Mutex<Counts>>,
 }
 
 impl<R: DeviceMemoryResource> StatsAdaptor<R> {
@@ -138,7 +173,7 @@ impl<R: DeviceMemoryResource> StatsAdaptor<R> {
     pub fn new(upstream: R) -> Self {
         StatsAdaptor {
             upstream,
-            counters: Arc::default(),
+            counts: Arc::default(),
         }
     }
 
@@ -149,7 +184,7 @@ impl<R: DeviceMemoryResource> StatsAdaptor<R> {
 
     /// A handle to these statistics.
     pub fn handle(&self) -> StatsHandle {
-        StatsHandle(self.counters.clone())
+        StatsHandle::new(self.counts.clone())
     }
 }
 
@@ -158,8 +193,7 @@ impl<R: DeviceMemoryResource> StatsAdaptor<R> {
 unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for StatsAdaptor<R> {
     fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
         let block = self.upstream.allocate(bytes, stream, tag)?;
-        self.counters.bytes.add(bytes);
-        self.counters.blocks.add(1);
+        self.counts.lock_unpoisoned().allocated(bytes);
         Ok(block)
     }
 
@@ -167,8 +201,7 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for StatsAdaptor<R> {
         let bytes = block.bytes();
         // SAFETY: the caller's obligations are forwarded unchanged.
         unsafe { self.upstream.deallocate(block, stream) }?;
-        self.counters.bytes.sub(bytes);
-        self.counters.blocks.sub(1);
+        self.counts.lock_unpoisoned().freed(bytes);
         Ok(())
     }
 
@@ -183,51 +216,47 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for StatsAdaptor<R> {
 mod tests {
     use super::*;
 
-    /// Another thread's free of a block allocated after this thread's add can be
-    /// counted before this thread's add: the live value floors at zero instead of
-    /// wrapping into a bogus peak.
+    /// A window starts at the live values: its peak from what is live, its totals
+    /// from zero; a restored block is live again but not allocated again.
     #[test]
-    fn frees_counted_ahead_of_their_allocations_never_wrap() {
-        let t = Tally::default();
-        t.sub(64);
-        t.add(16);
-        assert_eq!(t.read(), (0, 0, 16));
-        t.reset();
-        t.add(64);
-        assert_eq!(t.read(), (16, 16, 64));
-        t.sub(16);
-        assert_eq!(t.read(), (0, 16, 64));
+    fn windows_and_restores() {
+        let mut c = Counts::default();
+        c.allocated(100);
+        c.allocated(50);
+        c.freed(100);
+        c.reset_window();
+        assert_eq!(
+            c.snapshot(),
+            AllocStats {
+                current_bytes: 50,
+                peak_bytes: 50,
+                total_bytes: 0,
+                current_count: 1,
+                peak_count: 1,
+                total_count: 0,
+            }
+        );
+        c.freed(50);
+        c.restored(50);
+        c.allocated(0);
+        let s = c.snapshot();
+        assert_eq!((s.current_bytes, s.current_count), (50, 2));
+        assert_eq!((s.total_bytes, s.total_count), (0, 1));
     }
 
-    /// An allocation's bytes are visible to a reader before its own peak update
-    /// lands (modelled by counting them without `add`): once a snapshot has shown
-    /// a live value, no later snapshot shows a peak below it, frees or not.
+    /// A free never seen allocated leaves the live value at zero rather than
+    /// wrapping into an enormous one; window totals wrap rather than overflow.
     #[test]
-    fn a_peak_never_reads_below_a_live_value_already_seen() {
-        let t = Tally::default();
-        t.allocated.fetch_add(100, Ordering::AcqRel);
-        t.live.fetch_add(100, Ordering::AcqRel);
-        assert_eq!(t.read(), (100, 100, 100));
-        t.sub(100);
-        assert_eq!(t.read(), (0, 100, 100));
-    }
-
-    /// Lifetime counters wrap after 2^64 bytes: counting goes on (no overflow
-    /// panic in a debug build) and live values and totals stay right.
-    #[test]
-    fn lifetime_counters_wrap_without_losing_live_values() {
-        let start = usize::MAX - 10;
-        let t = Tally {
-            allocated: AtomicUsize::new(start),
-            window: AtomicUsize::new(start),
-            ..Tally::default()
-        };
-        t.add(100);
-        assert_eq!(t.read(), (100, 100, 100));
-        t.sub(40);
-        t.add(8);
-        assert_eq!(t.read(), (68, 100, 108));
-        t.sub(68);
-        assert_eq!(t.read(), (0, 100, 108));
+    fn counters_neither_underflow_nor_overflow() {
+        let mut c = Counts::default();
+        c.freed(64);
+        assert_eq!(c.snapshot(), AllocStats::default());
+        c.bytes.total = usize::MAX - 10;
+        c.allocated(100);
+        let s = c.snapshot();
+        assert_eq!(
+            (s.current_bytes, s.peak_bytes, s.total_bytes),
+            (100, 100, 89)
+        );
     }
 }

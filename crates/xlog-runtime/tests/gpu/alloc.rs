@@ -9,17 +9,25 @@ fn device_accounting_counts_live_then_pending_then_nothing() {
     assert_eq!(rt.bytes_outstanding(), 0);
     let a = rt.alloc_zeroed_on::<u32>(&s, 1 << 20).unwrap();
     let b = rt.upload_on(&s, &[1u64; 1000]).unwrap();
+    // SAFETY: an empty buffer has nothing to read.
+    let empty = unsafe { rt.alloc_uninit::<u8>(&s, 0, AllocTag("empty")) }.unwrap();
     assert_eq!(rt.bytes_outstanding(), (4 << 20) + 8000);
     let st = rt.stats().unwrap();
-    assert_eq!((st.current_bytes, st.current_count), ((4 << 20) + 8000, 2));
+    assert_eq!((st.current_bytes, st.current_count), ((4 << 20) + 8000, 3));
     drop(a);
     drop(b);
+    drop(empty);
     rt.reap().unwrap();
     assert_eq!(rt.bytes_outstanding(), 0);
     let st = rt.stats().unwrap();
     assert_eq!(
-        (st.current_bytes, st.peak_bytes, st.total_count),
-        (0, (4 << 20) + 8000, 2)
+        (
+            st.current_bytes,
+            st.peak_bytes,
+            st.current_count,
+            st.total_count
+        ),
+        (0, (4 << 20) + 8000, 0, 3)
     );
     assert_eq!(rt.drop_errors(), 0);
 }
