@@ -326,143 +326,145 @@ fn axpy_bandwidth(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc, cu
 fn launch_peers(rt: &xlog::Runtime, s: &Stream, cube: &Cube, ctx: &std::sync::Arc<CudaContext>) {
     const N: usize = 256;
     const BATCH: usize = 1000;
-    println!("## 3-buffer launch host cost against CubeCL and cudarc (add_f32, {N} elements; median of 60 interleaved batches of {BATCH})\n");
+    println!("## 3-buffer launch host cost against CubeCL and cudarc (add_f32, {N} elements; median of 60 interleaved batches of {BATCH}; the median of {} processes)\n", bench::PROCESSES);
     println!("| scenario | xlog | peer | peer name | ratio (xlog/peer) | target |");
     println!("| --- | --- | --- | --- | --- | --- |");
-    let x = rt.upload_on(s, &[1.0f32; N]).unwrap();
-    let y = rt.upload_on(s, &[2.0f32; N]).unwrap();
-    let out = std::cell::RefCell::new(rt.alloc_zeroed_on::<f32>(s, N).unwrap());
-    let cfg = LaunchConfig::for_len(N);
+    bench::in_processes(bench::PROCESSES, || {
+        let x = rt.upload_on(s, &[1.0f32; N]).unwrap();
+        let y = rt.upload_on(s, &[2.0f32; N]).unwrap();
+        let out = std::cell::RefCell::new(rt.alloc_zeroed_on::<f32>(s, N).unwrap());
+        let cfg = LaunchConfig::for_len(N);
 
-    let module = ctx
-        .load_module(cudarc::nvrtc::Ptx::from_src(xlog_kernels::MODULE.ptx()))
-        .unwrap();
-    let f = module.load_function("add_f32").unwrap();
-    let cs = ctx.new_stream().unwrap();
-    let cx = cs.clone_htod(&[1.0f32; N]).unwrap();
-    let cy = cs.clone_htod(&[2.0f32; N]).unwrap();
-    let cout = std::cell::RefCell::new(cs.alloc_zeros::<f32>(N).unwrap());
-    cs.synchronize().unwrap();
-    let ccfg = CuConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (N as u32, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let (hx, hy, hout) = (
-        cube.upload(&[1.0; N]),
-        cube.upload(&[2.0; N]),
-        cube.zeros(N),
-    );
-    cube.sync();
-    let raw_ptrs = [x.device_ptr(), y.device_ptr(), out.borrow().device_ptr()];
-    let n = N as u64;
-
-    let xlog_launch = || k::add::launch(s, cfg, &x, &y, &mut *out.borrow_mut()).unwrap();
-    let raw_launch = || {
-        let mut params = [
-            p(&raw_ptrs[0]),
-            p(&n),
-            p(&raw_ptrs[1]),
-            p(&n),
-            p(&raw_ptrs[2]),
-            p(&n),
-        ];
-        // SAFETY: add_f32(ptr, len, ptr, len, ptr, len) over live buffers of N elements
-        // owned by this stream.
-        unsafe {
-            sys::cuLaunchKernel(
-                f.cu_function(),
-                1,
-                1,
-                1,
-                N as u32,
-                1,
-                1,
-                0,
-                s.raw(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        }
-        .result()
-        .unwrap();
-    };
-    let cudarc_launch = || {
-        let mut cout = cout.borrow_mut();
-        let mut l = cs.launch_builder(&f);
-        l.arg(&cx).arg(&n).arg(&cy).arg(&n).arg(&mut *cout).arg(&n);
-        // SAFETY: add_f32's signature, over buffers of N elements.
-        unsafe { l.launch(ccfg) }.unwrap();
-    };
-    let cube_launch = || {
-        // SAFETY: three handles of N f32; the kernel guards its index.
-        unsafe {
-            cube_add::launch_unchecked::<CudaRuntime>(
-                &cube.client,
-                CubeCount::Static(1, 1, 1),
-                CubeDim::new_1d(N as u32),
-                ArrayArg::from_raw_parts(hx.clone(), N),
-                ArrayArg::from_raw_parts(hy.clone(), N),
-                ArrayArg::from_raw_parts(hout.clone(), N),
-            )
+        let module = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_src(xlog_kernels::MODULE.ptx()))
+            .unwrap();
+        let f = module.load_function("add_f32").unwrap();
+        let cs = ctx.new_stream().unwrap();
+        let cx = cs.clone_htod(&[1.0f32; N]).unwrap();
+        let cy = cs.clone_htod(&[2.0f32; N]).unwrap();
+        let cout = std::cell::RefCell::new(cs.alloc_zeros::<f32>(N).unwrap());
+        cs.synchronize().unwrap();
+        let ccfg = CuConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (N as u32, 1, 1),
+            shared_mem_bytes: 0,
         };
-    };
-    let sync_s = || s.synchronize().unwrap();
-    let sync_c = || cs.synchronize().unwrap();
-    let sync_cube = || cube.sync();
+        let (hx, hy, hout) = (
+            cube.upload(&[1.0; N]),
+            cube.upload(&[2.0; N]),
+            cube.zeros(N),
+        );
+        cube.sync();
+        let raw_ptrs = [x.device_ptr(), y.device_ptr(), out.borrow().device_ptr()];
+        let n = N as u64;
 
-    // One launch each, checked, before timing: xlog and cudarc (the PTX the raw
-    // launch also runs) must write x + y; CubeCL, if it does not, is left out.
-    xlog_launch();
-    cudarc_launch();
-    cube_launch();
-    assert!(
-        out.borrow().download(s).unwrap().iter().all(|&v| v == 3.0),
-        "xlog add"
-    );
-    assert!(
-        cs.clone_dtoh(&*cout.borrow())
-            .unwrap()
-            .iter()
-            .all(|&v| v == 3.0),
-        "cudarc add"
-    );
-    let cube_ok = cube.download(&hout).iter().all(|&v| v == 3.0);
-    if !cube_ok {
-        println!("**{} left out: its add is wrong.**\n", peer::CUBECL);
-    }
+        let xlog_launch = || k::add::launch(s, cfg, &x, &y, &mut *out.borrow_mut()).unwrap();
+        let raw_launch = || {
+            let mut params = [
+                p(&raw_ptrs[0]),
+                p(&n),
+                p(&raw_ptrs[1]),
+                p(&n),
+                p(&raw_ptrs[2]),
+                p(&n),
+            ];
+            // SAFETY: add_f32(ptr, len, ptr, len, ptr, len) over live buffers of N elements
+            // owned by this stream.
+            unsafe {
+                sys::cuLaunchKernel(
+                    f.cu_function(),
+                    1,
+                    1,
+                    1,
+                    N as u32,
+                    1,
+                    1,
+                    0,
+                    s.raw(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+            .result()
+            .unwrap();
+        };
+        let cudarc_launch = || {
+            let mut cout = cout.borrow_mut();
+            let mut l = cs.launch_builder(&f);
+            l.arg(&cx).arg(&n).arg(&cy).arg(&n).arg(&mut *cout).arg(&n);
+            // SAFETY: add_f32's signature, over buffers of N elements.
+            unsafe { l.launch(ccfg) }.unwrap();
+        };
+        let cube_launch = || {
+            // SAFETY: three handles of N f32; the kernel guards its index.
+            unsafe {
+                cube_add::launch_unchecked::<CudaRuntime>(
+                    &cube.client,
+                    CubeCount::Static(1, 1, 1),
+                    CubeDim::new_1d(N as u32),
+                    ArrayArg::from_raw_parts(hx.clone(), N),
+                    ArrayArg::from_raw_parts(hy.clone(), N),
+                    ArrayArg::from_raw_parts(hout.clone(), N),
+                )
+            };
+        };
+        let sync_s = || s.synchronize().unwrap();
+        let sync_c = || cs.synchronize().unwrap();
+        let sync_cube = || cube.sync();
 
-    // Every contender pays for its own synchronisation inside the sample.
-    let [xs, raw, cu, cb] = bench::interleaved(
-        2,
-        60,
-        [
-            &mut bench::per_call_ns_then(BATCH, xlog_launch, sync_s),
-            &mut bench::per_call_ns_then(BATCH, raw_launch, sync_s),
-            &mut bench::per_call_ns_then(BATCH, cudarc_launch, sync_c),
-            &mut bench::per_call_ns_then(BATCH, cube_launch, sync_cube),
-        ],
-        || {},
-    );
-    rows("launch + sync", N, [xs, raw, cu, cb], cube_ok);
+        // One launch each, checked, before timing: xlog and cudarc (the PTX the raw
+        // launch also runs) must write x + y; CubeCL, if it does not, is left out.
+        xlog_launch();
+        cudarc_launch();
+        cube_launch();
+        assert!(
+            out.borrow().download(s).unwrap().iter().all(|&v| v == 3.0),
+            "xlog add"
+        );
+        assert!(
+            cs.clone_dtoh(&*cout.borrow())
+                .unwrap()
+                .iter()
+                .all(|&v| v == 3.0),
+            "cudarc add"
+        );
+        let cube_ok = cube.download(&hout).iter().all(|&v| v == 3.0);
+        if !cube_ok {
+            println!("**{} left out: its add is wrong.**\n", peer::CUBECL);
+        }
 
-    // The calling thread's cost alone; CubeCL's is the hand-off to its device thread.
-    let [xs, raw, cu, cb] = bench::interleaved(
-        2,
-        60,
-        [
-            &mut bench::per_call_ns(BATCH, xlog_launch),
-            &mut bench::per_call_ns(BATCH, raw_launch),
-            &mut bench::per_call_ns(BATCH, cudarc_launch),
-            &mut bench::per_call_ns(BATCH, cube_launch),
-        ],
-        || {
-            sync_s();
-            sync_c();
-            sync_cube();
-        },
-    );
-    rows("caller thread", N, [xs, raw, cu, cb], cube_ok);
+        // Every contender pays for its own synchronisation inside the sample.
+        let [xs, raw, cu, cb] = bench::interleaved(
+            2,
+            60,
+            [
+                &mut bench::per_call_ns_then(BATCH, xlog_launch, sync_s),
+                &mut bench::per_call_ns_then(BATCH, raw_launch, sync_s),
+                &mut bench::per_call_ns_then(BATCH, cudarc_launch, sync_c),
+                &mut bench::per_call_ns_then(BATCH, cube_launch, sync_cube),
+            ],
+            || {},
+        );
+        rows("launch + sync", N, [xs, raw, cu, cb], cube_ok);
+
+        // The calling thread's cost alone; CubeCL's is the hand-off to its device thread.
+        let [xs, raw, cu, cb] = bench::interleaved(
+            2,
+            60,
+            [
+                &mut bench::per_call_ns(BATCH, xlog_launch),
+                &mut bench::per_call_ns(BATCH, raw_launch),
+                &mut bench::per_call_ns(BATCH, cudarc_launch),
+                &mut bench::per_call_ns(BATCH, cube_launch),
+            ],
+            || {
+                sync_s();
+                sync_c();
+                sync_cube();
+            },
+        );
+        rows("caller thread", N, [xs, raw, cu, cb], cube_ok);
+    });
     println!();
 }
 

@@ -100,20 +100,13 @@ pub struct Comparison {
 /// Pairs every peer's figure with xlog's nearest earlier figure of the same bench,
 /// case and size (peers without one are left out), in the order of the file.
 pub fn compare(ms: &[Measurement]) -> Vec<Comparison> {
-    let same = |a: &Measurement, b: &Measurement| {
-        a.bench == b.bench && a.case == b.case && a.size == b.size
-    };
-    ms.iter()
-        .enumerate()
-        .filter(|(_, m)| m.contender != XLOG)
-        .filter_map(|(i, m)| {
-            let ours = ms[..i]
-                .iter()
-                .rev()
-                .find(|o| o.contender == XLOG && same(o, m))?;
+    bench::pairs(ms)
+        .into_iter()
+        .map(|(x, p)| {
+            let (ours, m) = (&ms[x], &ms[p]);
             let ratio = ours.value / m.value;
             let target = bench::target(&m.bench, &m.case, &m.contender).map(|t| t.bound);
-            Some(Comparison {
+            Comparison {
                 bench: m.bench.clone(),
                 case: m.case.clone(),
                 size: m.size,
@@ -124,19 +117,19 @@ pub fn compare(ms: &[Measurement]) -> Vec<Comparison> {
                 ratio,
                 target,
                 met: target.map(|b| b.met(ratio)),
-            })
+            }
         })
         .collect()
 }
 
 /// What each bench measures, for the report's headings.
 const HEADINGS: &[(&str, &str)] = &[
-    ("launch_peers", "3-buffer launch host cost against CubeCL, cudarc and the raw driver (add_f32, one process)"),
+    ("launch_peers", "3-buffer launch host cost against CubeCL, cudarc and the raw driver (add_f32; each pair from the median of 5 processes)"),
     ("axpy_bandwidth", "axpy bandwidth against CubeCL, NVRTC and a device-to-device copy (one process)"),
     ("sum_peers", "sum of 10^8 f32 against CubeCL's reductions (cubek-reduce), one process"),
-    ("typed_launch", "typed launch host cost, 3 buffers (add_f32)"),
-    ("launch_overhead", "recorder launch host cost and multi-thread throughput (hand-written PTX)"),
-    ("alloc_free", "allocation + free host cost, default stack against raw stream-ordered allocation"),
+    ("typed_launch", "typed launch host cost, 3 buffers (add_f32; each pair from the median of 5 processes)"),
+    ("launch_overhead", "recorder launch host cost and multi-thread throughput (hand-written PTX; each pair from the median of 5 processes)"),
+    ("alloc_free", "allocation + free host cost, default stack against raw stream-ordered allocation (each pair from the median of 5 processes)"),
     ("elementwise_bandwidth", "axpy bandwidth, CUDA-event timed (2^26 elements)"),
     ("library", "query-engine library against CUB through PyTorch / CuPy, CUDA-event timed, one run"),
 ];

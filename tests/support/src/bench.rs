@@ -212,6 +212,11 @@ impl Case<'_> {
     /// already recorded: records the peer's figure only.
     pub fn row_against(&self, xlog: f64, peer: f64, peer_name: &str) {
         self.record(peer_name, peer);
+        self.print_row(xlog, peer, peer_name, "");
+    }
+
+    /// Prints one row of the markdown table, `note` after the ratio.
+    fn print_row(&self, xlog: f64, peer: f64, peer_name: &str, note: &str) {
         let unit = self.unit;
         let scenario = match self.size {
             Some(n) => format!("{} ({n})", self.case),
@@ -220,10 +225,165 @@ impl Case<'_> {
         let bound = target(self.bench, self.case, peer_name)
             .map_or_else(|| "—".to_owned(), |t| t.bound.to_string());
         println!(
-            "| {scenario} | {xlog:.1} {unit} | {peer:.1} {unit} | {peer_name} | {:.3} | {bound} |",
+            "| {scenario} | {xlog:.1} {unit} | {peer:.1} {unit} | {peer_name} | {:.3}{note} | {bound} |",
             xlog / peer
         );
     }
+}
+
+/// How many fresh processes a host-cost bench takes its figures from (see
+/// [`in_processes`]).
+pub const PROCESSES: usize = 5;
+
+/// Set in the processes [`in_processes`] starts: the process's index.
+pub const PROCESS_ENV: &str = "XLOG_BENCH_PROCESS";
+
+/// Pairs each peer's figure with xlog's nearest earlier figure of the same bench,
+/// case and size (the one timed in the same interleaved rounds), as
+/// `(xlog's index, the peer's index)` in `ms`, in the order of the peers. A peer
+/// with no xlog figure before it is left out.
+///
+/// ```
+/// use xlog_test_support::bench::{pairs, Measurement, XLOG};
+///
+/// let m = |contender: &str, case: &str| Measurement {
+///     bench: "b".into(), case: case.into(), size: None,
+///     contender: contender.into(), value: 1.0, unit: "ns".into(),
+/// };
+/// let ms = [m(XLOG, "a"), m("raw", "a"), m(XLOG, "b"), m("raw", "a"), m("raw", "c")];
+/// assert_eq!(pairs(&ms), [(0, 1), (0, 3)]);
+/// ```
+pub fn pairs(ms: &[Measurement]) -> Vec<(usize, usize)> {
+    let same = |a: &Measurement, b: &Measurement| {
+        a.bench == b.bench && a.case == b.case && a.size == b.size
+    };
+    ms.iter()
+        .enumerate()
+        .filter(|(_, m)| m.contender != XLOG)
+        .filter_map(|(i, m)| {
+            let ours = ms[..i]
+                .iter()
+                .rposition(|o| o.contender == XLOG && same(o, m))?;
+            Some((ours, i))
+        })
+        .collect()
+}
+
+/// Runs `body`, the timed part of a host-cost bench, in `n` fresh processes of this
+/// executable, one after another, and keeps, for every pair of xlog's and a peer's
+/// figure, the pair from the process whose ratio is the median of the `n`.
+///
+/// Host costs move by several per cent from one process to the next on the same
+/// machine (where code and data land), more than between the rounds of one
+/// process, so a verdict taken from one process is a draw. Each pair kept was
+/// still timed in one process's interleaved rounds; its row gives every process's
+/// ratio after the median's, so the spread is on the page.
+///
+/// In a process it started (`XLOG_BENCH_PROCESS` set), `in_processes` runs `body`,
+/// whose figures go to that process's own results file, and exits. Panics if a
+/// process fails, or if the processes did not record the same pairs.
+pub fn in_processes(n: usize, body: impl FnOnce()) {
+    if std::env::var_os(PROCESS_ENV).is_some() {
+        body();
+        std::process::exit(0);
+    }
+    let exe = std::env::current_exe().expect("the bench's own executable");
+    let runs: Vec<Vec<Measurement>> = (0..n).map(|i| run_process(&exe, i)).collect();
+    for (x, p, ratios) in median_pairs(&runs) {
+        let case = Case {
+            bench: &x.bench,
+            case: &x.case,
+            size: x.size,
+            unit: &x.unit,
+        };
+        case.record(XLOG, x.value);
+        case.record(&p.contender, p.value);
+        let all: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
+        let note = format!(" (median of {n} processes: {})", all.join(", "));
+        case.print_row(x.value, p.value, &p.contender, &note);
+    }
+}
+
+/// For each xlog–peer pair (see [`pairs`]) of the processes' figures `runs`: the
+/// pair of the process whose ratio is the median (the upper one of an even count),
+/// and every process's ratio in process order. Panics if the processes did not
+/// record the same pairs in the same order, or recorded none.
+///
+/// ```
+/// use xlog_test_support::bench::{median_pairs, Measurement, XLOG};
+///
+/// let m = |contender: &str, value: f64| Measurement {
+///     bench: "b".into(), case: "c".into(), size: None,
+///     contender: contender.into(), value, unit: "ns".into(),
+/// };
+/// let runs = [
+///     vec![m(XLOG, 12.0), m("raw", 10.0)],
+///     vec![m(XLOG, 30.0), m("raw", 20.0)],
+///     vec![m(XLOG, 11.0), m("raw", 10.0)],
+/// ];
+/// let [(x, p, ratios)] = &median_pairs(&runs)[..] else { panic!() };
+/// assert_eq!((x.value, p.value), (12.0, 10.0)); // ratios 1.2, 1.5, 1.1
+/// assert_eq!(ratios, &[1.2, 1.5, 1.1]);
+/// ```
+pub fn median_pairs(runs: &[Vec<Measurement>]) -> Vec<(Measurement, Measurement, Vec<f64>)> {
+    let per_process: Vec<Vec<(&Measurement, &Measurement)>> = runs
+        .iter()
+        .map(|ms| {
+            pairs(ms)
+                .into_iter()
+                .map(|(x, p)| (&ms[x], &ms[p]))
+                .collect()
+        })
+        .collect();
+    let key = |(x, p): &(&Measurement, &Measurement)| {
+        (x.bench.clone(), x.case.clone(), x.size, p.contender.clone())
+    };
+    let ratio = |(x, p): &(&Measurement, &Measurement)| x.value / p.value;
+    let first = per_process.first().map(Vec::as_slice).unwrap_or_default();
+    assert!(!first.is_empty(), "the bench recorded no xlog–peer pair");
+    (0..first.len())
+        .map(|k| {
+            let mut row: Vec<(&Measurement, &Measurement)> = per_process
+                .iter()
+                .map(|pairs| {
+                    pairs
+                        .get(k)
+                        .copied()
+                        .filter(|p| key(p) == key(&first[k]))
+                        .expect("every process records the same pairs in the same order")
+                })
+                .collect();
+            let ratios = row.iter().map(ratio).collect();
+            row.sort_by(|a, b| ratio(a).total_cmp(&ratio(b)));
+            let (x, p) = row[row.len() / 2];
+            (x.clone(), p.clone(), ratios)
+        })
+        .collect()
+}
+
+/// Runs this executable as process `index` of [`in_processes`] and reads back what
+/// it recorded.
+fn run_process(exe: &std::path::Path, index: usize) -> Vec<Measurement> {
+    let file =
+        std::env::temp_dir().join(format!("xlog-bench-{}-{index}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let out = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env(PROCESS_ENV, index.to_string())
+        .env(RESULTS_ENV, &file)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
+    if !out.status.success() {
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        panic!("bench process {index} failed: {}", out.status);
+    }
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a results line is a measurement"))
+        .collect()
 }
 
 /// The bound a ratio (xlog's figure over the peer's) must keep.
@@ -577,6 +737,52 @@ pub fn header(title: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn m(case: &str, contender: &str, value: f64) -> Measurement {
+        Measurement {
+            bench: "b".into(),
+            case: case.into(),
+            size: None,
+            contender: contender.into(),
+            value,
+            unit: "ns".into(),
+        }
+    }
+
+    /// Each peer gets the process whose ratio against it is the median, so two
+    /// peers of one case may come from two processes; each kept pair is one
+    /// process's.
+    #[test]
+    fn each_peer_keeps_the_median_process_of_its_own_ratio() {
+        let run = |x: f64, raw: f64, cudarc: f64| {
+            vec![
+                m("c", XLOG, x),
+                m("c", "raw", raw),
+                m("c", "cudarc", cudarc),
+            ]
+        };
+        let runs = [
+            run(10.0, 10.0, 20.0),
+            run(12.0, 10.0, 12.0),
+            run(11.0, 10.0, 44.0),
+        ];
+        let kept = median_pairs(&runs);
+        let got: Vec<(f64, f64, &str)> = kept
+            .iter()
+            .map(|(x, p, _)| (x.value, p.value, p.contender.as_str()))
+            .collect();
+        assert_eq!(got, [(11.0, 10.0, "raw"), (10.0, 20.0, "cudarc")]);
+    }
+
+    #[test]
+    #[should_panic(expected = "same pairs")]
+    fn processes_that_recorded_different_pairs_are_refused() {
+        let runs = [
+            vec![m("c", XLOG, 1.0), m("c", "raw", 1.0)],
+            vec![m("c", XLOG, 1.0), m("c", "cudarc", 1.0)],
+        ];
+        median_pairs(&runs);
+    }
 
     #[test]
     fn targets_match_by_bench_case_prefix_and_peer() {
