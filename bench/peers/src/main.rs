@@ -326,7 +326,7 @@ fn axpy_bandwidth(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc, cu
 fn launch_peers(rt: &xlog::Runtime, s: &Stream, cube: &Cube, ctx: &std::sync::Arc<CudaContext>) {
     const N: usize = 256;
     const BATCH: usize = 1000;
-    println!("## 3-buffer launch host cost against CubeCL and cudarc (add_f32, {N} elements; median of 60 interleaved batches of {BATCH}; the median of {} processes)\n", bench::PROCESSES);
+    println!("## 3-buffer launch host cost against CubeCL and cudarc (add_f32, {N} elements; median of 60 interleaved batches of {BATCH})\n");
     println!("| scenario | xlog | peer | peer name | ratio (xlog/peer) | target |");
     println!("| --- | --- | --- | --- | --- | --- |");
     bench::in_processes(bench::PROCESSES, || {

@@ -124,12 +124,12 @@ pub fn compare(ms: &[Measurement]) -> Vec<Comparison> {
 
 /// What each bench measures, for the report's headings.
 const HEADINGS: &[(&str, &str)] = &[
-    ("launch_peers", "3-buffer launch host cost against CubeCL, cudarc and the raw driver (add_f32; each pair from the median of 5 processes)"),
+    ("launch_peers", "3-buffer launch host cost against CubeCL, cudarc and the raw driver (add_f32; each case from the median process)"),
     ("axpy_bandwidth", "axpy bandwidth against CubeCL, NVRTC and a device-to-device copy (one process)"),
     ("sum_peers", "sum of 10^8 f32 against CubeCL's reductions (cubek-reduce), one process"),
-    ("typed_launch", "typed launch host cost, 3 buffers (add_f32; each pair from the median of 5 processes)"),
-    ("launch_overhead", "recorder launch host cost and multi-thread throughput (hand-written PTX; each pair from the median of 5 processes)"),
-    ("alloc_free", "allocation + free host cost, default stack against raw stream-ordered allocation (each pair from the median of 5 processes)"),
+    ("typed_launch", "typed launch host cost, 3 buffers (add_f32; each case from the median process)"),
+    ("launch_overhead", "recorder launch host cost and multi-thread throughput (hand-written PTX; each case from the median process)"),
+    ("alloc_free", "allocation + free host cost, default stack against raw stream-ordered allocation (each case from the median process)"),
     ("elementwise_bandwidth", "axpy bandwidth, CUDA-event timed (2^26 elements)"),
     ("library", "query-engine library against CUB through PyTorch / CuPy, CUDA-event timed, one run"),
 ];

@@ -29,7 +29,7 @@ fn case(case: &str) -> bench::Case<'_> {
 fn main() {
     let rt = bench::runtime_or_exit();
     let info = rt.device().info();
-    println!("## typed launch host cost, 3 buffers (add_f32, {N} elements; median of 100 alternating batches of 500; the median of 5 processes)\n");
+    println!("## typed launch host cost, 3 buffers (add_f32, {N} elements; median of 100 alternating batches of 500)\n");
     println!(
         "device: {} (sm_{}{})\n",
         info.name, info.compute_capability.0, info.compute_capability.1

@@ -9,7 +9,7 @@ use xlog_test_support::bench;
 
 fn main() {
     bench::header(
-        "allocation + free, host cost per pair (median of 60 alternating batches of 2000; the median of 5 processes)",
+        "allocation + free, host cost per pair (median of 60 alternating batches of 2000)",
     );
     bench::in_processes(bench::PROCESSES, || {
         let rt = Runtime::get(0).unwrap();

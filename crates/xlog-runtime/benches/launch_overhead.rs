@@ -113,7 +113,7 @@ fn case(case: &str) -> bench::Case<'_> {
 
 fn main() {
     bench::header(
-        "launch host cost, 3 buffers (median of 100 alternating batches of 500 launches; the median of 5 processes)",
+        "launch host cost, 3 buffers (median of 100 alternating batches of 500 launches)",
     );
     bench::in_processes(bench::PROCESSES, || {
         let rt = Runtime::get(0).unwrap();

@@ -127,8 +127,8 @@ impl RuntimeBuilder {
     }
 
     /// Whether [`Runtime::stats`] reports allocation statistics (default on). The
-    /// backend keeps them either way, in the books it updates for every
-    /// allocation and free, so they cost nothing extra.
+    /// backend keeps them either way, under the lock it takes for every
+    /// allocation and free anyway: they cost no atomic operation of their own.
     pub fn stats(mut self, on: bool) -> Self {
         self.stats = on;
         self
@@ -436,7 +436,10 @@ impl Runtime {
         self.inner.allocator.resource().reap_pending()
     }
 
-    /// Allocation statistics, if the stack keeps them.
+    /// Allocation statistics: the backend's, for a runtime made by [`Runtime::get`]
+    /// or a [`RuntimeBuilder`] (unless built with `stats(false)`); `None` for one
+    /// over a stack passed to [`Runtime::with_resource`] (read the handle of that
+    /// stack's [`StatsAdaptor`](crate::resource::StatsAdaptor) or backend instead).
     pub fn stats(&self) -> Option<AllocStats> {
         self.inner.stats.as_ref().map(StatsHandle::snapshot)
     }

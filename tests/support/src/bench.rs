@@ -270,26 +270,37 @@ pub fn pairs(ms: &[Measurement]) -> Vec<(usize, usize)> {
 }
 
 /// Runs `body`, the timed part of a host-cost bench, in `n` fresh processes of this
-/// executable, one after another, and keeps, for every pair of xlog's and a peer's
-/// figure, the pair from the process whose ratio is the median of the `n`.
+/// executable, one after another, and keeps each case's figures from one of them:
+/// the process whose ratio against the case's first peer (the raw driver, where
+/// the case has it) is the median of the `n` (see [`median_pairs`]).
 ///
 /// Host costs move by several per cent from one process to the next on the same
 /// machine (where code and data land), more than between the rounds of one
 /// process, so a verdict taken from one process is a draw. Each pair kept was
-/// still timed in one process's interleaved rounds; its row gives every process's
-/// ratio after the median's, so the spread is on the page.
+/// still timed in one process's interleaved rounds, and all of a case's pairs come
+/// from the same process, so its table rows and plot bars agree; each row prints
+/// every process's ratio against its peer after the kept one.
 ///
-/// In a process it started (`XLOG_BENCH_PROCESS` set), `in_processes` runs `body`,
-/// whose figures go to that process's own results file, and exits. Panics if a
-/// process fails, or if the processes did not record the same pairs.
+/// A started process (`XLOG_BENCH_PROCESS` set) runs everything its `main` does
+/// before calling `in_processes` again, then `body`, and exits there: call it once
+/// per bench, after the setup every process needs. Its figures go to a results
+/// file of its own; the lines `body` prints that are not table rows (notes such as
+/// a contender left out) are passed on from the first process. Panics if a process
+/// fails or the processes did not record the same pairs.
 pub fn in_processes(n: usize, body: impl FnOnce()) {
     if std::env::var_os(PROCESS_ENV).is_some() {
+        println!("{BODY_STARTS}");
         body();
         std::process::exit(0);
     }
     let exe = std::env::current_exe().expect("the bench's own executable");
-    let runs: Vec<Vec<Measurement>> = (0..n).map(|i| run_process(&exe, i)).collect();
-    for (x, p, ratios) in median_pairs(&runs) {
+    let runs: Vec<(Vec<Measurement>, String)> = (0..n).map(|i| run_process(&exe, i)).collect();
+    let notes = runs[0].1.lines().skip_while(|l| *l != BODY_STARTS).skip(1);
+    for note in notes.filter(|l| !l.trim().is_empty() && !l.starts_with('|')) {
+        println!("{note}");
+    }
+    let figures: Vec<Vec<Measurement>> = runs.into_iter().map(|(ms, _)| ms).collect();
+    for (x, p, ratios) in median_pairs(&figures) {
         let case = Case {
             bench: &x.bench,
             case: &x.case,
@@ -299,15 +310,19 @@ pub fn in_processes(n: usize, body: impl FnOnce()) {
         case.record(XLOG, x.value);
         case.record(&p.contender, p.value);
         let all: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
-        let note = format!(" (median of {n} processes: {})", all.join(", "));
+        let note = format!(" (processes: {})", all.join(", "));
         case.print_row(x.value, p.value, &p.contender, &note);
     }
 }
 
-/// For each xlog–peer pair (see [`pairs`]) of the processes' figures `runs`: the
-/// pair of the process whose ratio is the median (the upper one of an even count),
-/// and every process's ratio in process order. Panics if the processes did not
-/// record the same pairs in the same order, or recorded none.
+/// The line a started process prints before `body`'s output.
+const BODY_STARTS: &str = "<!-- xlog bench: the timed part starts -->";
+
+/// Of the processes' figures `runs`, every xlog–peer pair (see [`pairs`]) from one
+/// process per case (bench, case and size): the process whose ratio in the case's
+/// first pair is the median of all processes' (the upper one of an even count).
+/// Each pair comes with every process's ratio for it, in process order. Panics if
+/// the processes did not record the same pairs in the same order, or none.
 ///
 /// ```
 /// use xlog_test_support::bench::{median_pairs, Measurement, XLOG};
@@ -326,7 +341,8 @@ pub fn in_processes(n: usize, body: impl FnOnce()) {
 /// assert_eq!(ratios, &[1.2, 1.5, 1.1]);
 /// ```
 pub fn median_pairs(runs: &[Vec<Measurement>]) -> Vec<(Measurement, Measurement, Vec<f64>)> {
-    let per_process: Vec<Vec<(&Measurement, &Measurement)>> = runs
+    type Pair<'a> = (&'a Measurement, &'a Measurement);
+    let per_process: Vec<Vec<Pair<'_>>> = runs
         .iter()
         .map(|ms| {
             pairs(ms)
@@ -335,35 +351,36 @@ pub fn median_pairs(runs: &[Vec<Measurement>]) -> Vec<(Measurement, Measurement,
                 .collect()
         })
         .collect();
-    let key = |(x, p): &(&Measurement, &Measurement)| {
-        (x.bench.clone(), x.case.clone(), x.size, p.contender.clone())
-    };
-    let ratio = |(x, p): &(&Measurement, &Measurement)| x.value / p.value;
+    let case = |(x, _): &Pair<'_>| (x.bench.clone(), x.case.clone(), x.size);
+    let key = |pair: &Pair<'_>| (case(pair), pair.1.contender.clone());
+    let ratio = |(x, p): &Pair<'_>| x.value / p.value;
     let first = per_process.first().map(Vec::as_slice).unwrap_or_default();
     assert!(!first.is_empty(), "the bench recorded no xlog–peer pair");
+    let same = per_process.iter().all(|pairs| {
+        pairs.len() == first.len() && pairs.iter().zip(first).all(|(a, b)| key(a) == key(b))
+    });
+    assert!(
+        same,
+        "every process records the same pairs in the same order"
+    );
+    let mut kept = 0;
     (0..first.len())
         .map(|k| {
-            let mut row: Vec<(&Measurement, &Measurement)> = per_process
-                .iter()
-                .map(|pairs| {
-                    pairs
-                        .get(k)
-                        .copied()
-                        .filter(|p| key(p) == key(&first[k]))
-                        .expect("every process records the same pairs in the same order")
-                })
-                .collect();
-            let ratios = row.iter().map(ratio).collect();
-            row.sort_by(|a, b| ratio(a).total_cmp(&ratio(b)));
-            let (x, p) = row[row.len() / 2];
+            let ratios: Vec<f64> = per_process.iter().map(|pairs| ratio(&pairs[k])).collect();
+            if k == 0 || case(&first[k]) != case(&first[k - 1]) {
+                let mut order: Vec<usize> = (0..ratios.len()).collect();
+                order.sort_by(|&a, &b| ratios[a].total_cmp(&ratios[b]));
+                kept = order[order.len() / 2];
+            }
+            let (x, p) = per_process[kept][k];
             (x.clone(), p.clone(), ratios)
         })
         .collect()
 }
 
-/// Runs this executable as process `index` of [`in_processes`] and reads back what
-/// it recorded.
-fn run_process(exe: &std::path::Path, index: usize) -> Vec<Measurement> {
+/// Runs this executable as process `index` of [`in_processes`]; what it recorded
+/// and what it printed.
+fn run_process(exe: &std::path::Path, index: usize) -> (Vec<Measurement>, String) {
     let file =
         std::env::temp_dir().join(format!("xlog-bench-{}-{index}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&file);
@@ -372,18 +389,21 @@ fn run_process(exe: &std::path::Path, index: usize) -> Vec<Measurement> {
         .env(PROCESS_ENV, index.to_string())
         .env(RESULTS_ENV, &file)
         .stderr(std::process::Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
-    if !out.status.success() {
-        print!("{}", String::from_utf8_lossy(&out.stdout));
-        panic!("bench process {index} failed: {}", out.status);
-    }
+        .output();
     let text = std::fs::read_to_string(&file).unwrap_or_default();
     let _ = std::fs::remove_file(&file);
-    text.lines()
+    let out = out.unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        print!("{printed}");
+        panic!("bench process {index} failed: {}", out.status);
+    }
+    let figures = text
+        .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).expect("a results line is a measurement"))
-        .collect()
+        .collect();
+    (figures, printed)
 }
 
 /// The bound a ratio (xlog's figure over the peer's) must keep.
@@ -749,29 +769,49 @@ mod tests {
         }
     }
 
-    /// Each peer gets the process whose ratio against it is the median, so two
-    /// peers of one case may come from two processes; each kept pair is one
-    /// process's.
+    /// A case's pairs all come from one process: the one whose ratio against the
+    /// case's first peer is the median; the next case chooses again.
     #[test]
-    fn each_peer_keeps_the_median_process_of_its_own_ratio() {
-        let run = |x: f64, raw: f64, cudarc: f64| {
+    fn each_case_keeps_the_median_process_of_its_first_peer() {
+        let run = |x: f64, raw: f64, cudarc: f64, other: f64| {
             vec![
                 m("c", XLOG, x),
                 m("c", "raw", raw),
                 m("c", "cudarc", cudarc),
+                m("d", XLOG, other),
+                m("d", "raw", 10.0),
             ]
         };
         let runs = [
-            run(10.0, 10.0, 20.0),
-            run(12.0, 10.0, 12.0),
-            run(11.0, 10.0, 44.0),
+            run(10.0, 10.0, 20.0, 30.0),
+            run(12.0, 10.0, 12.0, 10.0),
+            run(11.0, 10.0, 44.0, 20.0),
         ];
         let kept = median_pairs(&runs);
-        let got: Vec<(f64, f64, &str)> = kept
+        let got: Vec<(&str, f64, f64, &str)> = kept
             .iter()
-            .map(|(x, p, _)| (x.value, p.value, p.contender.as_str()))
+            .map(|(x, p, _)| (x.case.as_str(), x.value, p.value, p.contender.as_str()))
             .collect();
-        assert_eq!(got, [(11.0, 10.0, "raw"), (10.0, 20.0, "cudarc")]);
+        assert_eq!(
+            got,
+            [
+                ("c", 11.0, 10.0, "raw"),
+                ("c", 11.0, 44.0, "cudarc"),
+                ("d", 20.0, 10.0, "raw")
+            ]
+        );
+        assert_eq!(kept[1].2, [0.5, 1.0, 0.25]);
+    }
+
+    /// A process that recorded a pair more than the first is refused too.
+    #[test]
+    #[should_panic(expected = "same pairs")]
+    fn a_process_with_extra_pairs_is_refused() {
+        let runs = [
+            vec![m("c", XLOG, 1.0), m("c", "raw", 1.0)],
+            vec![m("c", XLOG, 1.0), m("c", "raw", 1.0), m("c", "cudarc", 1.0)],
+        ];
+        median_pairs(&runs);
     }
 
     #[test]

@@ -159,7 +159,8 @@ impl Ledger {
         books.counts.live_bytes() + books.pending_bytes
     }
 
-    /// A handle to the statistics these books keep.
+    /// A handle to the statistics these books keep. It shares the books, which may
+    /// outlive the resource: see the `Drop` below.
     pub(crate) fn stats(&self) -> StatsHandle {
         StatsHandle::new(self.books.clone())
     }
@@ -217,6 +218,16 @@ impl Ledger {
     }
 }
 
+/// A statistics handle can keep the books after their resource is gone: they must
+/// not keep the streams of pending frees (and through them the context) alive.
+impl Drop for Ledger {
+    fn drop(&mut self) {
+        let mut books = self.books.lock_unpoisoned();
+        books.pending = Vec::new();
+        books.live = AddressMap::default();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -226,6 +237,22 @@ mod tests {
 
     fn streams(n: u32) -> Vec<Stream> {
         (0..n).map(Stream::host_placeholder).collect()
+    }
+
+    /// A statistics handle kept after its resource is dropped holds the counts
+    /// only: the stream of a free that was never reaped is released.
+    #[test]
+    fn a_kept_statistics_handle_releases_the_pending_streams() {
+        let s = Stream::host_placeholder(1);
+        let ledger = Ledger::default();
+        let block = DeviceBlock::new(0, 0x1000, 64, crate::resource::AllocTag::UNTAGGED);
+        ledger.open(&block);
+        ledger.close_pending(&block, &s).unwrap();
+        let stats = ledger.stats();
+        assert_eq!(std::sync::Arc::strong_count(&s.shared), 2);
+        drop(ledger);
+        assert_eq!(std::sync::Arc::strong_count(&s.shared), 1);
+        assert_eq!(stats.snapshot().total_bytes, 64);
     }
 
     #[test]

@@ -218,7 +218,8 @@ pub unsafe trait DeviceMemoryResource: Send + Sync {
     /// device memory, which the launch path requires to fence streams.
     fn tracks_streams(&self) -> bool;
 
-    /// A short description of the stack, e.g. `budget(stats(async))`.
+    /// A short description of the stack, e.g. `budget(stats(async))` (the default
+    /// stack is `budget(async)`: its statistics are the backend's own).
     fn describe(&self) -> String;
 }
 
