@@ -239,8 +239,18 @@ fn main() {
                 |t| sets[t].0.synchronize().unwrap(),
             )
         };
-        let (x1, x8) = (xlog_tp(1), xlog_tp(8));
-        let (r1, r8) = (raw_tp(1), raw_tp(8));
+        // Interleaved like every other figure: one sample of each per round.
+        let [x1, r1, x8, r8] = bench::interleaved(
+            1,
+            9,
+            [
+                &mut || xlog_tp(1),
+                &mut || raw_tp(1),
+                &mut || xlog_tp(8),
+                &mut || raw_tp(8),
+            ],
+            || {},
+        );
         let rate = |case| bench::Case {
             bench: "launch_overhead",
             case,
