@@ -293,14 +293,7 @@ mod tests {
     use super::*;
 
     fn m(bench: &str, case: &str, contender: &str, value: f64) -> Measurement {
-        Measurement {
-            bench: bench.into(),
-            case: case.into(),
-            size: None,
-            contender: contender.into(),
-            value,
-            unit: "ns".into(),
-        }
+        Measurement::ns(bench, case, contender, value)
     }
 
     #[test]

@@ -158,6 +158,21 @@ pub struct Measurement {
     pub unit: String,
 }
 
+impl Measurement {
+    /// A figure in nanoseconds of a case without a size: what tests and examples of
+    /// the results file build.
+    pub fn ns(bench: &str, case: &str, contender: &str, value: f64) -> Measurement {
+        Measurement {
+            bench: bench.to_owned(),
+            case: case.to_owned(),
+            size: None,
+            contender: contender.to_owned(),
+            value,
+            unit: "ns".to_owned(),
+        }
+    }
+}
+
 /// Appends `m` as one JSON line to the file named by `XLOG_BENCH_RESULTS`; does
 /// nothing when the variable is unset. Panics if the file cannot be written (a
 /// bench run that loses its figures must not look complete).
@@ -246,10 +261,7 @@ pub const PROCESS_ENV: &str = "XLOG_BENCH_PROCESS";
 /// ```
 /// use xlog_test_support::bench::{pairs, Measurement, XLOG};
 ///
-/// let m = |contender: &str, case: &str| Measurement {
-///     bench: "b".into(), case: case.into(), size: None,
-///     contender: contender.into(), value: 1.0, unit: "ns".into(),
-/// };
+/// let m = |contender: &str, case: &str| Measurement::ns("b", case, contender, 1.0);
 /// let ms = [m(XLOG, "a"), m("raw", "a"), m(XLOG, "b"), m("raw", "a"), m("raw", "c")];
 /// assert_eq!(pairs(&ms), [(0, 1), (0, 3)]);
 /// ```
@@ -327,10 +339,7 @@ const BODY_STARTS: &str = "<!-- xlog bench: the timed part starts -->";
 /// ```
 /// use xlog_test_support::bench::{median_pairs, Measurement, XLOG};
 ///
-/// let m = |contender: &str, value: f64| Measurement {
-///     bench: "b".into(), case: "c".into(), size: None,
-///     contender: contender.into(), value, unit: "ns".into(),
-/// };
+/// let m = |contender: &str, value: f64| Measurement::ns("b", "c", contender, value);
 /// let runs = [
 ///     vec![m(XLOG, 12.0), m("raw", 10.0)],
 ///     vec![m(XLOG, 30.0), m("raw", 20.0)],
@@ -759,14 +768,7 @@ mod tests {
     use super::*;
 
     fn m(case: &str, contender: &str, value: f64) -> Measurement {
-        Measurement {
-            bench: "b".into(),
-            case: case.into(),
-            size: None,
-            contender: contender.into(),
-            value,
-            unit: "ns".into(),
-        }
+        Measurement::ns("b", case, contender, value)
     }
 
     /// A case's pairs all come from one process: the one whose ratio against the
