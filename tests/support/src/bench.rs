@@ -1,8 +1,10 @@
 //! The benches' timer and results table.
 //!
 //! Every bench times its contenders with [`interleaved`]: untimed warm-up rounds,
-//! then rounds that sample each contender once in turn, so clock and thermal drift
-//! hit all of them alike; each contender's figure is the median of its samples.
+//! then rounds that sample each contender once in turn, in the listed order and
+//! the reverse order by turns, so clock and thermal drift hit all of them alike
+//! and none always runs right after another; each contender's figure is the
+//! median of its samples.
 //! [`compare`] is the host-cost case (wall-clock batches of calls, xlog against one
 //! peer); a bench that times on the device passes its own sampler (CUDA events).
 //!
@@ -27,8 +29,10 @@ use serde::{Deserialize, Serialize};
 ///
 /// A contender is a sampler: it runs the work being measured and returns its cost
 /// in the unit it measures (nanoseconds per call, milliseconds, ...). A round calls
-/// every sampler once, in order, and runs `between` (untimed) after each call.
-/// Panics if `rounds` is zero.
+/// every sampler once, and runs `between` (untimed) after each call: the timed
+/// rounds go through the samplers in order and in reverse order by turns (ABBA),
+/// so whatever state one contender leaves behind (a warm cache, a boosted clock)
+/// precedes each of the others equally often. Panics if `rounds` is zero.
 ///
 /// # Example
 ///
@@ -53,9 +57,10 @@ pub fn interleaved<const N: usize>(
         }
     }
     let mut samples: [Vec<f64>; N] = std::array::from_fn(|_| Vec::with_capacity(rounds));
-    for _ in 0..rounds {
-        for (sample, taken) in contenders.iter_mut().zip(&mut samples) {
-            taken.push(sample());
+    for round in 0..rounds {
+        for i in 0..N {
+            let i = if round % 2 == 0 { i } else { N - 1 - i };
+            samples[i].push(contenders[i]());
             between();
         }
     }
@@ -307,11 +312,7 @@ pub fn in_processes(n: usize, body: impl FnOnce()) {
     }
     let exe = std::env::current_exe().expect("the bench's own executable");
     let runs: Vec<(Vec<Measurement>, String)> = (0..n).map(|i| run_process(&exe, i)).collect();
-    let notes = runs[0].1.lines().skip_while(|l| *l != BODY_STARTS).skip(1);
-    for note in notes.filter(|l| !l.trim().is_empty() && !l.starts_with('|')) {
-        println!("{note}");
-    }
-    let figures: Vec<Vec<Measurement>> = runs.into_iter().map(|(ms, _)| ms).collect();
+    let figures: Vec<Vec<Measurement>> = runs.iter().map(|(ms, _)| ms.clone()).collect();
     for (x, p, ratios) in median_pairs(&figures) {
         let case = Case {
             bench: &x.bench,
@@ -324,6 +325,17 @@ pub fn in_processes(n: usize, body: impl FnOnce()) {
         let all: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
         let note = format!(" (processes: {})", all.join(", "));
         case.print_row(x.value, p.value, &p.contender, &note);
+    }
+    // After the table, which a line of text would cut short.
+    let notes = runs[0].1.lines().skip_while(|l| *l != BODY_STARTS).skip(1);
+    let notes: Vec<&str> = notes
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('|'))
+        .collect();
+    if !notes.is_empty() {
+        println!();
+    }
+    for note in notes {
+        println!("{note}");
     }
 }
 
@@ -372,15 +384,22 @@ pub fn median_pairs(runs: &[Vec<Measurement>]) -> Vec<(Measurement, Measurement,
         same,
         "every process records the same pairs in the same order"
     );
-    let mut kept = 0;
+    // The process each case keeps, chosen at the case's first pair.
+    type CaseKey = (String, String, Option<u64>);
+    let mut chosen: Vec<(CaseKey, usize)> = Vec::new();
     (0..first.len())
         .map(|k| {
             let ratios: Vec<f64> = per_process.iter().map(|pairs| ratio(&pairs[k])).collect();
-            if k == 0 || case(&first[k]) != case(&first[k - 1]) {
-                let mut order: Vec<usize> = (0..ratios.len()).collect();
-                order.sort_by(|&a, &b| ratios[a].total_cmp(&ratios[b]));
-                kept = order[order.len() / 2];
-            }
+            let this = case(&first[k]);
+            let kept = match chosen.iter().find(|(c, _)| *c == this) {
+                Some(&(_, process)) => process,
+                None => {
+                    let mut order: Vec<usize> = (0..ratios.len()).collect();
+                    order.sort_by(|&a, &b| ratios[a].total_cmp(&ratios[b]));
+                    chosen.push((this, order[order.len() / 2]));
+                    order[order.len() / 2]
+                }
+            };
             let (x, p) = per_process[kept][k];
             (x.clone(), p.clone(), ratios)
         })
@@ -805,6 +824,28 @@ mod tests {
         assert_eq!(kept[1].2, [0.5, 1.0, 0.25]);
     }
 
+    /// A case recorded again after another keeps the process it chose first.
+    #[test]
+    fn a_case_keeps_its_process_when_it_comes_back() {
+        let run = |a: f64, b: f64, again: f64| {
+            vec![
+                m("a", XLOG, a),
+                m("a", "raw", 10.0),
+                m("b", XLOG, b),
+                m("b", "raw", 10.0),
+                m("a", XLOG, again),
+                m("a", "cudarc", 10.0),
+            ]
+        };
+        let runs = [
+            run(10.0, 30.0, 1.0),
+            run(30.0, 10.0, 2.0),
+            run(20.0, 20.0, 3.0),
+        ];
+        let kept: Vec<f64> = median_pairs(&runs).iter().map(|(x, ..)| x.value).collect();
+        assert_eq!(kept, [20.0, 20.0, 3.0]);
+    }
+
     /// A process that recorded a pair more than the first is refused too.
     #[test]
     #[should_panic(expected = "same pairs")]
@@ -845,14 +886,7 @@ mod tests {
 
     #[test]
     fn a_measurement_is_one_json_line_and_back() {
-        let m = Measurement {
-            bench: "b".into(),
-            case: "c \"q\"".into(),
-            size: None,
-            contender: XLOG.into(),
-            value: 1.5,
-            unit: "ns".into(),
-        };
+        let m = Measurement::ns("b", "c \"q\"", XLOG, 1.5);
         let line = serde_json::to_string(&m).unwrap();
         assert!(!line.contains('\n') && !line.contains("size"));
         assert_eq!(serde_json::from_str::<Measurement>(&line).unwrap(), m);
@@ -875,8 +909,12 @@ mod tests {
             log.borrow_mut().push('b');
             2.0
         };
-        let got = interleaved(1, 2, [&mut a, &mut b], || log.borrow_mut().push('|'));
+        let got = interleaved(1, 3, [&mut a, &mut b], || log.borrow_mut().push('|'));
         assert_eq!(got, [1.0, 2.0]);
-        assert_eq!(log.into_inner().iter().collect::<String>(), "a|b|a|b|a|b|");
+        // The warm-up in order, then ABBA: neither always runs right after the other.
+        assert_eq!(
+            log.into_inner().iter().collect::<String>(),
+            "a|b|a|b|b|a|a|b|"
+        );
     }
 }

@@ -222,9 +222,13 @@ impl Ledger {
 /// not keep the streams of pending frees (and through them the context) alive.
 impl Drop for Ledger {
     fn drop(&mut self) {
-        let mut books = self.books.lock_unpoisoned();
-        books.pending = Vec::new();
-        books.live = AddressMap::default();
+        let pending = {
+            let mut books = self.books.lock_unpoisoned();
+            books.live = AddressMap::default();
+            std::mem::take(&mut books.pending)
+        };
+        // The streams go outside the lock.
+        drop(pending);
     }
 }
 
