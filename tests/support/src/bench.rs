@@ -515,6 +515,10 @@ pub mod peer {
     pub const CUPY_SORT: &str = "cupy.sort (CUB)";
     /// `torch.sort` (`cub::DeviceRadixSort`, pairs).
     pub const TORCH_SORT: &str = "torch.sort (CUB)";
+    /// xlog's random gather of `f32` by `u64` indices, as long as the probe.
+    pub const GATHER_U64: &str = "xlog random gather f32 (u64 indices)";
+    /// xlog's random gather of `f32` by `u32` indices, as long as the probe.
+    pub const GATHER_U32: &str = "xlog random gather f32 (u32 indices)";
 }
 
 /// Every target the benches are held to. A ratio is xlog's figure over the peer's:
@@ -631,6 +635,13 @@ pub const TARGETS: &[Target] = &[
     // Radix sort against CUB's, n = 10^8, keys per second.
     t("sort", "sort", peer::CUPY_SORT, Bound::AtLeast(0.8)),
     t("sort", "sort", peer::TORCH_SORT, Bound::AtLeast(0.8)),
+    // The hash join's inner probe against a random gather of the same length.
+    t(
+        "join",
+        "inner join probe",
+        peer::GATHER_U64,
+        Bound::AtLeast(0.5),
+    ),
 ];
 
 const fn t(
