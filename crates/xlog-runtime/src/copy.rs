@@ -6,7 +6,7 @@ use xlog_device::DeviceCopy;
 use crate::buffer::{DeviceBuffer, ReadBuffer, WriteBuffer};
 use crate::driver;
 use crate::error::{Error, Result};
-use crate::launch::WorkRecorder;
+use crate::launch::{Preflighted, WorkRecorder};
 use crate::stream::Stream;
 use crate::track::Access;
 
@@ -26,6 +26,11 @@ fn check_len(what: &str, dst: usize, src: usize) -> Result<()> {
 }
 
 /// Copy `src` from the host into `dst`, ordered on `stream`.
+///
+/// Returns once the driver no longer reads `src`: at once for ordinary (pageable)
+/// memory, which the driver stages before the copy is queued; after the copy has
+/// run when the driver reads `src` in place (page-locked or managed memory, or any
+/// host memory on a device that reads pageable memory directly).
 pub fn copy_from_host<T: DeviceCopy>(
     stream: &Stream,
     dst: &mut (impl WriteBuffer<T> + ?Sized),
@@ -40,11 +45,40 @@ pub fn copy_from_host<T: DeviceCopy>(
     let pre = WorkRecorder::new(stream)
         .__record(arg, Access::Write)
         .preflight()?;
-    // SAFETY: the closure writes only `dst`'s range, recorded as a write, on the
-    // given stream; `src` is readable for `bytes` and pageable copies are staged
-    // before the call returns.
-    let _ =
-        unsafe { pre.enqueue(|s| driver::memcpy_htod_async(ptr, src.as_ptr().cast(), bytes, s)) }?;
+    // SAFETY: `pre` recorded `dst`'s range as written; `src` is borrowed for the call.
+    unsafe { upload_bytes(stream, pre, ptr, src.as_ptr().cast(), bytes) }
+}
+
+/// Queues the recorded upload of `bytes` bytes at `src` to `dst` and returns once
+/// the driver no longer reads `src`: at once for pageable memory, which the driver
+/// stages into its own buffers before `cuMemcpyHtoDAsync` returns; after the copy
+/// has run for memory the driver reads in place when the stream reaches the copy
+/// (page-locked or managed memory, or any host memory on a device that reads
+/// pageable memory directly), so a caller's borrow of `src` covers every read.
+///
+/// # Safety
+/// 1. `pre` recorded `dst..dst+bytes` as written, on `stream`.
+/// 2. `src` is readable for `bytes` bytes until this call returns.
+unsafe fn upload_bytes(
+    stream: &Stream,
+    pre: WorkRecorder<'_, Preflighted>,
+    dst: u64,
+    src: *const u8,
+    bytes: usize,
+) -> Result<()> {
+    let mut in_place = stream.device_reads_pageable_memory();
+    // SAFETY: the closure writes only `dst..dst+bytes`, recorded as a write, on the
+    // given stream; `src` stays readable until the driver no longer reads it
+    // (obligation 2 and the wait below).
+    let _ = unsafe {
+        pre.enqueue(|s| {
+            in_place = in_place || driver::host_memory_is_known(src, bytes);
+            driver::memcpy_htod_async(dst, src, bytes, s)
+        })
+    }?;
+    if in_place {
+        stream.synchronize()?;
+    }
     Ok(())
 }
 
@@ -168,12 +202,9 @@ pub fn fill<T: DeviceCopy>(
         }
         _ => {
             let host = vec![value; len];
-            // SAFETY: as in `copy_from_host`; `host` outlives the staged copy.
-            let _ = unsafe {
-                pre.enqueue(|s| {
-                    driver::memcpy_htod_async(ptr, host.as_ptr().cast(), byte_len::<T>(len), s)
-                })
-            }?;
+            // SAFETY: `pre` recorded the range as written; `host` lives until the
+            // call returns.
+            unsafe { upload_bytes(stream, pre, ptr, host.as_ptr().cast(), byte_len::<T>(len)) }?;
         }
     }
     Ok(())

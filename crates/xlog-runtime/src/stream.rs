@@ -262,6 +262,15 @@ impl Stream {
         self.shared.ctx.is_some()
     }
 
+    /// Whether this stream's device reads pageable host memory directly (false for
+    /// host placeholders and on the simulator).
+    pub(crate) fn device_reads_pageable_memory(&self) -> bool {
+        self.shared
+            .ctx
+            .as_ref()
+            .is_some_and(|c| c.info.pageable_memory_access)
+    }
+
     pub(crate) fn bind(&self) -> Result<()> {
         // SAFETY: `hot.ctx` is null or the handle of `self.shared.ctx`, which retains
         // the context while the stream lives.

@@ -78,3 +78,51 @@ fn split_views_write_disjoint_halves() {
     assert!(got[..1_000].iter().all(|&v| v == 1));
     assert!(got[1_000..].iter().all(|&v| v == 2));
 }
+
+/// An upload has read its source when it returns, also from page-locked memory,
+/// which the driver copies from only when the stream reaches the copy: the upload
+/// is queued behind slow work, and the source is overwritten right after it
+/// returns (safe code may: the borrow has ended). On the simulator, which has no
+/// page-locked memory, the source is an ordinary vector.
+#[test]
+fn an_upload_from_page_locked_memory_has_read_it_when_it_returns() {
+    const N: usize = 1 << 16;
+    let rt = rt();
+    let s = rt.new_stream().unwrap();
+    let mut busy = rt.alloc_zeroed_on::<u32>(&s, N).unwrap();
+    let mut dst = rt.alloc_zeroed_on::<u32>(&s, N).unwrap();
+    let mut vector = Vec::new();
+    // The device's primary context (xlog's), through another library, current here.
+    let ctx = (!xlog_runtime::sim::is_active()).then(|| {
+        let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+        ctx.bind_to_thread().unwrap();
+        ctx
+    });
+    let pinned = ctx.as_ref().map(|_| {
+        // SAFETY: allocates N u32s of page-locked memory in the current context, as
+        // another CUDA library would; freed below.
+        unsafe { cudarc::driver::result::malloc_host(N * 4, 0) }.unwrap()
+    });
+    let host: &mut [u32] = match pinned {
+        // SAFETY: the allocation holds N u32s, aligned for them; written next.
+        Some(p) => unsafe { std::slice::from_raw_parts_mut(p.cast::<u32>(), N) },
+        None => {
+            vector.resize(N, 0);
+            &mut vector
+        }
+    };
+    host.fill(1);
+    slow_fill(&rt, &s, &mut busy, 0, 20_000);
+    dst.copy_from_host(&s, host).unwrap();
+    host.fill(2);
+    let seen = dst.download(&s).unwrap();
+    if let Some(p) = pinned {
+        // SAFETY: allocated above; nothing reads it any more.
+        unsafe { cudarc::driver::result::free_host(p) }.unwrap();
+    }
+    let overwritten = seen.iter().filter(|&&v| v != 1).count();
+    assert_eq!(
+        overwritten, 0,
+        "the upload read the source after it returned"
+    );
+}
