@@ -25,12 +25,13 @@ fn check_len(what: &str, dst: usize, src: usize) -> Result<()> {
     }
 }
 
-/// Copy `src` from the host into `dst`, ordered on `stream`.
+/// Copy `src` from the host into `dst`, ordered on `stream`, and wait for the copy
+/// (and the work queued on `stream` before it) to finish.
 ///
-/// Returns once the driver no longer reads `src`: at once for ordinary (pageable)
-/// memory, which the driver stages before the copy is queued; after the copy has
-/// run when the driver reads `src` in place (page-locked or managed memory, or any
-/// host memory on a device that reads pageable memory directly).
+/// The wait is what lets `src` be borrowed only for the call: the driver may read
+/// host memory when the stream reaches the copy, after an asynchronous call has
+/// returned (page-locked or managed memory, or pageable memory on a device that
+/// reads it directly).
 pub fn copy_from_host<T: DeviceCopy>(
     stream: &Stream,
     dst: &mut (impl WriteBuffer<T> + ?Sized),
@@ -49,12 +50,9 @@ pub fn copy_from_host<T: DeviceCopy>(
     unsafe { upload_bytes(stream, pre, ptr, src.as_ptr().cast(), bytes) }
 }
 
-/// Queues the recorded upload of `bytes` bytes at `src` to `dst` and returns once
-/// the driver no longer reads `src`: at once for pageable memory, which the driver
-/// stages into its own buffers before `cuMemcpyHtoDAsync` returns; after the copy
-/// has run for memory the driver reads in place when the stream reaches the copy
-/// (page-locked or managed memory, or any host memory on a device that reads
-/// pageable memory directly), so a caller's borrow of `src` covers every read.
+/// Queues the recorded upload of `bytes` bytes at `src` to `dst`, then waits until
+/// the stream has run it (or can run nothing more), also when queueing failed
+/// (part of the copy may be queued): the driver may read `src` until then.
 ///
 /// # Safety
 /// 1. `pre` recorded `dst..dst+bytes` as written, on `stream`.
@@ -66,20 +64,13 @@ unsafe fn upload_bytes(
     src: *const u8,
     bytes: usize,
 ) -> Result<()> {
-    let mut in_place = stream.device_reads_pageable_memory();
     // SAFETY: the closure writes only `dst..dst+bytes`, recorded as a write, on the
-    // given stream; `src` stays readable until the driver no longer reads it
+    // given stream; `src` stays readable until the stream has run the copy
     // (obligation 2 and the wait below).
-    let _ = unsafe {
-        pre.enqueue(|s| {
-            in_place = in_place || driver::host_memory_is_known(src, bytes);
-            driver::memcpy_htod_async(dst, src, bytes, s)
-        })
-    }?;
-    if in_place {
-        stream.synchronize()?;
-    }
-    Ok(())
+    let queued = unsafe { pre.enqueue(|s| driver::memcpy_htod_async(dst, src, bytes, s)) };
+    let settled = stream.settle();
+    let _ = queued?;
+    settled
 }
 
 /// Copy `src` to the host into `dst`, then wait for the copy to finish.
@@ -116,9 +107,12 @@ unsafe fn copy_to_host_raw(
         .__record(arg, Access::Read)
         .preflight()?;
     // SAFETY: the closure reads only the recorded range; obligation 1 covers `out`
-    // until the synchronisation below.
-    let _ = unsafe { pre.enqueue(|s| driver::memcpy_dtoh_async(out, ptr, bytes, s)) }?;
-    stream.synchronize()
+    // until the wait below, which runs also when queueing failed (part of the copy
+    // may be queued).
+    let queued = unsafe { pre.enqueue(|s| driver::memcpy_dtoh_async(out, ptr, bytes, s)) };
+    let settled = stream.settle();
+    let _ = queued?;
+    settled
 }
 
 fn download_arg<T: DeviceCopy>(stream: &Stream, arg: crate::buffer::ArgRef<'_>) -> Result<Vec<T>> {

@@ -108,7 +108,6 @@ impl Context {
                 max_shared_per_block_optin: 0,
                 max_shared_per_block: 0,
                 memory_pools: false,
-                pageable_memory_access: false,
                 total_memory: 0,
             },
         };
@@ -150,7 +149,6 @@ impl Context {
             )?,
             max_shared_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
             memory_pools: attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0,
-            pageable_memory_access: attr(A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS)? != 0,
             // SAFETY: `self.device` is a valid device handle.
             total_memory: unsafe { result::device::total_mem(self.device) }
                 .map_err(|e| Error::driver("cuDeviceTotalMem", e))?,
@@ -271,6 +269,40 @@ pub(crate) unsafe fn stream_synchronize(s: RawStream) -> Result<()> {
     unsafe { result::stream::synchronize(s) }.map_err(|e| Error::driver("cuStreamSynchronize", e))
 }
 
+/// Block until everything queued on `s` has finished or can never run: the wait
+/// of a copy from or into host memory borrowed only for the call. The thread is in
+/// relaxed stream-capture mode meanwhile (another thread's graph capture in global
+/// mode would refuse a plain synchronisation); when the synchronisation fails
+/// anyway, the stream is polled until it no longer reports work pending (a stream
+/// with a sticky error runs nothing more). Returns the synchronisation's result.
+///
+/// # Safety
+/// 1. `s` is a live stream.
+pub(crate) unsafe fn stream_settle(s: RawStream) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's; it
+        // returns only when the stream's worker has run everything queued.
+        return unsafe { sim::stream_synchronize(s) };
+    }
+    let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+    // SAFETY: swaps this thread's capture mode with `mode`; swapped back below.
+    let relaxed =
+        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) } == sys::CUresult::CUDA_SUCCESS;
+    // SAFETY: obligation 1.
+    let synced = unsafe { result::stream::synchronize(s) };
+    if synced.is_err() {
+        // SAFETY: as above; a query only reads the stream's state.
+        while unsafe { sys::cuStreamQuery(s) } == sys::CUresult::CUDA_ERROR_NOT_READY {
+            std::thread::yield_now();
+        }
+    }
+    if relaxed {
+        // SAFETY: restores the mode the first exchange returned.
+        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) };
+    }
+    synced.map_err(|e| Error::driver("cuStreamSynchronize", e))
+}
+
 /// Make `s` wait for the most recent record of `ev`.
 ///
 /// # Safety
@@ -373,38 +405,10 @@ pub(crate) unsafe fn mem_free(ptr: u64) -> Result<()> {
     unsafe { result::free_sync(ptr) }.map_err(|e| Error::driver("cuMemFree", e))
 }
 
-/// Whether the driver knows the host memory `src..src+len` (page-locked by
-/// `cuMemHostAlloc` or `cuMemHostRegister`, or managed): a copy from it reads it
-/// when its stream reaches the copy, after `cuMemcpyHtoDAsync` has returned. Memory
-/// the driver does not know is pageable, which it stages into its own page-locked
-/// buffers before that call returns. Both ends of the range are asked (a range may
-/// start in pageable memory and end in registered memory). False on the simulator,
-/// which copies at once. Needs a bound context.
-pub(crate) fn host_memory_is_known(src: *const u8, len: usize) -> bool {
-    if sim::is_active() || len == 0 {
-        return false;
-    }
-    // `cuPointerGetAttributes`, unlike `cuPointerGetAttribute`, answers memory type 0
-    // for an address it does not know instead of failing (which compute-sanitizer
-    // would report as an API error at every upload).
-    let known = |at: *const u8| {
-        let mut kind: u32 = 0;
-        let mut attribute = sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
-        let mut data = [(&mut kind as *mut u32).cast::<c_void>()];
-        // SAFETY: one attribute, a `CUmemorytype` (a 32-bit value), written into
-        // `kind`; the address is only looked up, never dereferenced.
-        let r =
-            unsafe { sys::cuPointerGetAttributes(1, &mut attribute, data.as_mut_ptr(), at as u64) };
-        r == sys::CUresult::CUDA_SUCCESS && kind != 0
-    };
-    known(src) || known(src.wrapping_add(len - 1))
-}
-
 /// # Safety
 /// 1. `dst..dst+len` is device memory owned by the caller, ordered on `s`.
-/// 2. `src` points to `len` readable bytes that stay valid until the copy has read
-///    them: for pageable memory, when the call returns (the driver stages it);
-///    for memory [`host_memory_is_known`] reports, when the copy has run.
+/// 2. `src` points to `len` readable bytes that stay valid until the copy has run
+///    (the driver may read them after this call returns).
 pub(crate) unsafe fn memcpy_htod_async(
     dst: u64,
     src: *const u8,

@@ -37,9 +37,6 @@ pub struct DeviceInfo {
     pub max_shared_per_block: u32,
     /// Whether `cuMemAllocAsync` is supported.
     pub memory_pools: bool,
-    /// Whether the device reads pageable host memory directly (HMM or ATS), so a
-    /// copy from such memory may read it after the call that queued it returns.
-    pub pageable_memory_access: bool,
     /// Total device memory in bytes.
     pub total_memory: usize,
 }

@@ -262,15 +262,6 @@ impl Stream {
         self.shared.ctx.is_some()
     }
 
-    /// Whether this stream's device reads pageable host memory directly (false for
-    /// host placeholders and on the simulator).
-    pub(crate) fn device_reads_pageable_memory(&self) -> bool {
-        self.shared
-            .ctx
-            .as_ref()
-            .is_some_and(|c| c.info.pageable_memory_access)
-    }
-
     pub(crate) fn bind(&self) -> Result<()> {
         // SAFETY: `hot.ctx` is null or the handle of `self.shared.ctx`, which retains
         // the context while the stream lives.
@@ -298,6 +289,21 @@ impl Stream {
         }
         // SAFETY: the stream is alive while `self` holds it.
         unsafe { driver::stream_synchronize(self.raw()) }.map_err(|e| self.explain(e))
+    }
+
+    /// Block until everything queued on this stream has finished or can never run
+    /// (see `driver::stream_settle`): what a copy from or into host memory borrowed
+    /// for the call waits for before it returns.
+    pub(crate) fn settle(&self) -> Result<()> {
+        if !self.has_device() || !self.shared.owned {
+            return self.synchronize();
+        }
+        // Wait even if the bind fails: a synchronisation refused for want of the
+        // context is followed by polling the stream.
+        let bound = self.bind();
+        // SAFETY: the stream is alive while `self` holds it.
+        let settled = unsafe { driver::stream_settle(self.raw()) }.map_err(|e| self.explain(e));
+        bound.and(settled)
     }
 
     /// Turn a failed synchronisation into [`Error::KernelPanic`] when a kernel of a

@@ -82,7 +82,6 @@ pub(crate) fn device_info(ordinal: u32) -> DeviceInfo {
         max_shared_per_block_optin: 232_448,
         max_shared_per_block: 49_152,
         memory_pools: true,
-        pageable_memory_access: false,
         total_memory: 8 << 30,
     }
 }

@@ -90,12 +90,13 @@ fn a_free_waits_for_a_reader_on_another_stream() {
 fn a_fresh_allocation_is_fenced_for_other_streams() {
     let rt = rt();
     let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
-    // Keep a busy so the allocation and upload on it are still queued when b reads.
+    // Keep a busy so the allocation and the fill on it are still queued when b
+    // reads. (Not an upload: an upload waits for its copy before it returns.)
     let mut busy = rt.alloc_zeroed_on::<u32>(&a, 1024).unwrap();
     slow_fill(&rt, &a, &mut busy, 0, SLOW);
-    let host = random_u32(5, N);
-    let x = rt.upload_on(&a, &host).unwrap();
-    assert_eq!(x.download(&b).unwrap(), host);
+    let mut x = rt.alloc_zeroed_on::<u32>(&a, N).unwrap();
+    x.fill(&a, 0xA5A5_5A5A).unwrap();
+    assert_eq!(x.download(&b).unwrap(), vec![0xA5A5_5A5A; N]);
 }
 
 #[test]
