@@ -143,20 +143,43 @@ fn an_upload_from_page_locked_memory_has_read_it_when_it_returns() {
     assert_eq!(late, 0, "the upload read the source after it returned");
 }
 
+/// Set in the child process of
+/// `an_upload_waits_for_its_copy_while_another_thread_captures_a_graph`.
+const CAPTURE_CHILD_ENV: &str = "XLOG_TEST_CAPTURE_CHILD";
+
 /// The same while another thread captures a CUDA graph in global mode, which
-/// refuses a plain synchronisation on every thread that has not relaxed its
-/// capture mode: the upload still waits for its copy. (The simulator has no graphs:
-/// there it is the test above.)
+/// refuses a plain synchronisation (and allocations) on every thread that has not
+/// relaxed its capture mode: the upload still waits for its copy. The capture
+/// would refuse the allocations of tests running beside it, so the scenario runs
+/// alone in a child process. (The simulator has no graphs: there it is the test
+/// above.)
 #[test]
 fn an_upload_waits_for_its_copy_while_another_thread_captures_a_graph() {
-    use cudarc::driver::sys;
     let rt = rt();
-    let s = rt.new_stream().unwrap();
     if xlog_runtime::sim::is_active() {
+        let s = rt.new_stream().unwrap();
         assert_eq!(late_reads(&rt, &s, &mut vec![0; PINNED_N]), 0);
         return;
     }
+    if std::env::var_os(CAPTURE_CHILD_ENV).is_none() {
+        let name = "copies::an_upload_waits_for_its_copy_while_another_thread_captures_a_graph";
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads=1"])
+            .env(CAPTURE_CHILD_ENV, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let errors = String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains("1 passed"), "{text}\n{errors}");
+        return;
+    }
+    use cudarc::driver::sys;
+    let s = rt.new_stream().unwrap();
     let mut pinned = Pinned::new();
+    let host = pinned.slice();
+    let mut busy = rt.alloc_zeroed_on::<u32>(&s, PINNED_N).unwrap();
+    let mut dst = rt.alloc_zeroed_on::<u32>(&s, PINNED_N).unwrap();
+    host.fill(1);
     let ctx = cudarc::driver::CudaContext::new(0).unwrap();
     let capturing = ctx.new_stream().unwrap();
     let raw = capturing.cu_stream() as usize;
@@ -171,7 +194,7 @@ fn an_upload_waits_for_its_copy_while_another_thread_captures_a_graph() {
             .result()
             .unwrap();
         started.send(()).unwrap();
-        finished.recv().unwrap();
+        let _ = finished.recv();
         let mut graph = std::ptr::null_mut();
         // SAFETY: ends the capture begun above; the (empty) graph is destroyed.
         unsafe {
@@ -180,8 +203,17 @@ fn an_upload_waits_for_its_copy_while_another_thread_captures_a_graph() {
         }
     });
     start.recv().unwrap();
-    let late = late_reads(&rt, &s, pinned.slice());
+    slow_fill(&rt, &s, &mut busy, 0, 20_000);
+    let uploaded = dst.copy_from_host(&s, host);
+    host.fill(2);
     finish.send(()).unwrap();
     capture.join().unwrap();
+    uploaded.unwrap();
+    let late = dst
+        .download(&s)
+        .unwrap()
+        .iter()
+        .filter(|&&v| v != 1)
+        .count();
     assert_eq!(late, 0, "the upload read the source after it returned");
 }
