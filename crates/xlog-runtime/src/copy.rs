@@ -172,6 +172,11 @@ pub unsafe fn memset_bytes<T: DeviceCopy>(
 }
 
 /// Set every element of `dst` to `value`, ordered on `stream`.
+///
+/// A memset queued on the device for 1-, 2- and 4-byte numbers and `bool`, and for
+/// 8-byte numbers whose two 32-bit halves are equal (zero, all ones); any other
+/// value is uploaded from a host vector, which waits for the copy as
+/// [`copy_from_host`] does.
 pub fn fill<T: DeviceCopy>(
     stream: &Stream,
     dst: &mut (impl WriteBuffer<T> + ?Sized),
@@ -190,9 +195,18 @@ pub fn fill<T: DeviceCopy>(
             // SAFETY: the closure writes exactly the recorded range.
             let _ = unsafe { pre.enqueue(|s| driver::memset_d8_async(ptr, b, len, s)) }?;
         }
+        Some(Pattern::D16(h)) if ptr % 2 == 0 => {
+            // SAFETY: the closure writes exactly the recorded range, 2-byte aligned.
+            let _ = unsafe { pre.enqueue(|s| driver::memset_d16_async(ptr, h, len, s)) }?;
+        }
         Some(Pattern::D32(w)) if ptr % 4 == 0 => {
             // SAFETY: the closure writes exactly the recorded range, 4-byte aligned.
             let _ = unsafe { pre.enqueue(|s| driver::memset_d32_async(ptr, w, len, s)) }?;
+        }
+        Some(Pattern::D32x2(w)) if ptr % 4 == 0 => {
+            // SAFETY: the closure writes exactly the recorded range (two words an
+            // element), 4-byte aligned.
+            let _ = unsafe { pre.enqueue(|s| driver::memset_d32_async(ptr, w, 2 * len, s)) }?;
         }
         _ => {
             let host = vec![value; len];
@@ -204,16 +218,31 @@ pub fn fill<T: DeviceCopy>(
     Ok(())
 }
 
+/// A value a fill can queue as a device memset, with no host copy to wait for.
 enum Pattern {
     D8(u8),
+    D16(u16),
     D32(u32),
+    /// An 8-byte value whose two 32-bit halves are equal (zero, all ones).
+    D32x2(u32),
 }
 
 /// The memset pattern of `value` for the primitive types that have one.
 fn memset_pattern<T: DeviceCopy>(value: &T) -> Option<Pattern> {
     use std::any::Any;
     let v: &dyn Any = value;
-    if let Some(&x) = v.downcast_ref::<u8>() {
+    let halves = |x: u64| ((x >> 32) as u32 == x as u32).then_some(Pattern::D32x2(x as u32));
+    if let Some(&x) = v.downcast_ref::<u16>() {
+        Some(Pattern::D16(x))
+    } else if let Some(&x) = v.downcast_ref::<i16>() {
+        Some(Pattern::D16(x as u16))
+    } else if let Some(&x) = v.downcast_ref::<u64>() {
+        halves(x)
+    } else if let Some(&x) = v.downcast_ref::<i64>() {
+        halves(x as u64)
+    } else if let Some(&x) = v.downcast_ref::<f64>() {
+        halves(x.to_bits())
+    } else if let Some(&x) = v.downcast_ref::<u8>() {
         Some(Pattern::D8(x))
     } else if let Some(&x) = v.downcast_ref::<i8>() {
         Some(Pattern::D8(x as u8))

@@ -469,6 +469,24 @@ pub(crate) unsafe fn memset_d8_async(dst: u64, value: u8, len: usize, s: RawStre
 }
 
 /// # Safety
+/// 1. `dst..dst+2*count` is 2-byte aligned device memory ordered on `s`.
+pub(crate) unsafe fn memset_d16_async(
+    dst: u64,
+    value: u16,
+    count: usize,
+    s: RawStream,
+) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        return unsafe { sim::memset_d16_async(dst, value, count, s) };
+    }
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { sys::cuMemsetD16Async(dst, value, count, s) }
+        .result()
+        .map_err(|e| Error::driver("cuMemsetD16Async", e))
+}
+
+/// # Safety
 /// 1. `dst..dst+4*count` is 4-byte aligned device memory ordered on `s`.
 pub(crate) unsafe fn memset_d32_async(
     dst: u64,

@@ -590,6 +590,30 @@ pub(crate) unsafe fn memset_d8_async(dst: u64, value: u8, len: usize, s: RawStre
 }
 
 /// # Safety
+/// As `driver::memset_d16_async`; `s` is a live simulated stream.
+pub(crate) unsafe fn memset_d16_async(
+    dst: u64,
+    value: u16,
+    count: usize,
+    s: RawStream,
+) -> Result<()> {
+    let fill = move || {
+        // SAFETY: the range is 2-byte aligned simulated device memory ordered on `s`.
+        unsafe { std::slice::from_raw_parts_mut(dst as *mut u16, count) }.fill(value)
+    };
+    // SAFETY: the caller's obligation.
+    unsafe {
+        enqueue(
+            "cuMemsetD16Async",
+            s,
+            "fill",
+            &[touch(dst, count * 2, true)],
+            fill,
+        )
+    }
+}
+
+/// # Safety
 /// As `driver::memset_d32_async`; `s` is a live simulated stream.
 pub(crate) unsafe fn memset_d32_async(
     dst: u64,

@@ -20,6 +20,17 @@ fn fill_and_memset_cover_every_pattern() {
     let mut f = rt.alloc_zeroed_on::<f64>(&s, 333).unwrap();
     f.fill(&s, 2.5).unwrap();
     assert!(f.download(&s).unwrap().iter().all(|&v| v == 2.5));
+    // Memsets of 16 bits, and of 32 bits for 8-byte values with equal halves.
+    f.fill(&s, 0.0).unwrap();
+    assert!(f.download(&s).unwrap().iter().all(|&v| v == 0.0));
+    let mut h = rt.alloc_zeroed_on::<i16>(&s, 1001).unwrap();
+    h.fill(&s, -2).unwrap();
+    assert!(h.download(&s).unwrap().iter().all(|&v| v == -2));
+    let mut w = rt.alloc_zeroed_on::<i64>(&s, 999).unwrap();
+    w.fill(&s, -1).unwrap();
+    assert!(w.download(&s).unwrap().iter().all(|&v| v == -1));
+    w.fill(&s, 1 << 40).unwrap();
+    assert!(w.download(&s).unwrap().iter().all(|&v| v == 1 << 40));
     let mut b = rt.alloc_zeroed_on::<u8>(&s, 77).unwrap();
     b.fill(&s, 9).unwrap();
     assert_eq!(b.download(&s).unwrap(), vec![9u8; 77]);
