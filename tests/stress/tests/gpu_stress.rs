@@ -771,8 +771,13 @@ fn unfenced_pairs(prog: &[Op], streams: usize, seed: u64) -> usize {
             let len = self.len(slot);
             if len > 0 {
                 self.op(stream, &[(slot, 0..len, false)]);
-                self.host[stream] = self.ticks[stream];
+                self.synchronised(stream);
             }
+        }
+        /// The host waited for everything queued on `stream` (a download or an
+        /// upload returns once its copy has run).
+        fn synchronised(&mut self, stream: usize) {
+            self.host[stream] = self.ticks[stream];
         }
     }
     let slots = SHAPE.slots;
@@ -789,7 +794,10 @@ fn unfenced_pairs(prog: &[Op], streams: usize, seed: u64) -> usize {
         }
         match *op {
             Op::Alloc {
-                slot, len, stream, ..
+                slot,
+                len,
+                stream,
+                upload_seed,
             } => {
                 m.free(slot);
                 m.bufs[slot] = Some(Buf {
@@ -797,9 +805,13 @@ fn unfenced_pairs(prog: &[Op], streams: usize, seed: u64) -> usize {
                     stream,
                     history: Vec::new(),
                 });
-                // The allocation, then its upload or zeroing.
+                // The allocation, then its upload (which waits for the stream) or
+                // zeroing.
                 m.op(stream, &[(slot, 0..len, true)]);
                 m.op(stream, &[(slot, 0..len, true)]);
+                if upload_seed.is_some() && len > 0 {
+                    m.synchronised(stream);
+                }
             }
             Op::Free { slot } => m.free(slot),
             Op::Kernel {
@@ -832,8 +844,14 @@ fn unfenced_pairs(prog: &[Op], streams: usize, seed: u64) -> usize {
                 len,
                 stream,
                 ..
+            } => {
+                let (start, n) = clamp(off, len, m.len(slot));
+                m.op(stream, &[(slot, start..start + n, true)]);
+                if n > 0 {
+                    m.synchronised(stream);
+                }
             }
-            | Op::Fill {
+            Op::Fill {
                 slot,
                 off,
                 len,
