@@ -4,7 +4,7 @@
 use xlog_device::DeviceCopy;
 
 use crate::buffer::{DeviceBuffer, ReadBuffer, WriteBuffer};
-use crate::driver;
+use crate::driver::{self, MemsetWord};
 use crate::error::{Error, Result};
 use crate::launch::{Preflighted, WorkRecorder};
 use crate::stream::Stream;
@@ -195,18 +195,12 @@ pub fn fill<T: DeviceCopy>(
             // SAFETY: the closure writes exactly the recorded range.
             let _ = unsafe { pre.enqueue(|s| driver::memset_d8_async(ptr, b, len, s)) }?;
         }
-        Some(Pattern::D16(h)) if ptr % 2 == 0 => {
-            // SAFETY: the closure writes exactly the recorded range, 2-byte aligned.
-            let _ = unsafe { pre.enqueue(|s| driver::memset_d16_async(ptr, h, len, s)) }?;
-        }
-        Some(Pattern::D32(w)) if ptr % 4 == 0 => {
-            // SAFETY: the closure writes exactly the recorded range, 4-byte aligned.
-            let _ = unsafe { pre.enqueue(|s| driver::memset_d32_async(ptr, w, len, s)) }?;
-        }
-        Some(Pattern::D32x2(w)) if ptr % 4 == 0 => {
-            // SAFETY: the closure writes exactly the recorded range (two words an
-            // element), 4-byte aligned.
-            let _ = unsafe { pre.enqueue(|s| driver::memset_d32_async(ptr, w, 2 * len, s)) }?;
+        Some(Pattern::Words(word, per_element)) if ptr % word.bytes() as u64 == 0 => {
+            // SAFETY: the closure writes exactly the recorded range (`per_element`
+            // words an element), aligned to the word.
+            let _ = unsafe {
+                pre.enqueue(|s| driver::memset_words_async(ptr, word, per_element * len, s))
+            }?;
         }
         _ => {
             let host = vec![value; len];
@@ -221,21 +215,24 @@ pub fn fill<T: DeviceCopy>(
 /// A value a fill can queue as a device memset, with no host copy to wait for.
 enum Pattern {
     D8(u8),
-    D16(u16),
-    D32(u32),
-    /// An 8-byte value whose two 32-bit halves are equal (zero, all ones).
-    D32x2(u32),
+    /// A word repeated this many times an element: once for 16- and 32-bit values,
+    /// twice for an 8-byte value whose 32-bit halves are equal (zero, all ones).
+    Words(MemsetWord, usize),
 }
 
 /// The memset pattern of `value` for the primitive types that have one.
 fn memset_pattern<T: DeviceCopy>(value: &T) -> Option<Pattern> {
     use std::any::Any;
     let v: &dyn Any = value;
-    let halves = |x: u64| ((x >> 32) as u32 == x as u32).then_some(Pattern::D32x2(x as u32));
+    let w16 = |x: u16| Some(Pattern::Words(MemsetWord::W16(x), 1));
+    let w32 = |x: u32| Some(Pattern::Words(MemsetWord::W32(x), 1));
+    let halves = |x: u64| {
+        ((x >> 32) as u32 == x as u32).then_some(Pattern::Words(MemsetWord::W32(x as u32), 2))
+    };
     if let Some(&x) = v.downcast_ref::<u16>() {
-        Some(Pattern::D16(x))
+        w16(x)
     } else if let Some(&x) = v.downcast_ref::<i16>() {
-        Some(Pattern::D16(x as u16))
+        w16(x as u16)
     } else if let Some(&x) = v.downcast_ref::<u64>() {
         halves(x)
     } else if let Some(&x) = v.downcast_ref::<i64>() {
@@ -249,11 +246,11 @@ fn memset_pattern<T: DeviceCopy>(value: &T) -> Option<Pattern> {
     } else if let Some(&x) = v.downcast_ref::<bool>() {
         Some(Pattern::D8(x as u8))
     } else if let Some(&x) = v.downcast_ref::<u32>() {
-        Some(Pattern::D32(x))
+        w32(x)
     } else if let Some(&x) = v.downcast_ref::<i32>() {
-        Some(Pattern::D32(x as u32))
+        w32(x as u32)
     } else {
-        v.downcast_ref::<f32>().map(|&x| Pattern::D32(x.to_bits()))
+        v.downcast_ref::<f32>().and_then(|&x| w32(x.to_bits()))
     }
 }
 

@@ -19,7 +19,9 @@ use crate::error::{Error, Result};
 use crate::sim::{self, SimEntry, Touch};
 
 pub use crate::handle::DeviceInfo;
-pub(crate) use crate::handle::{RawContext, RawEvent, RawFunction, RawModule, RawStream};
+pub(crate) use crate::handle::{
+    MemsetWord, RawContext, RawEvent, RawFunction, RawModule, RawStream,
+};
 
 /// Load `libcuda` and call `cuInit` once per process.
 pub(crate) fn init() -> Result<()> {
@@ -468,41 +470,30 @@ pub(crate) unsafe fn memset_d8_async(dst: u64, value: u8, len: usize, s: RawStre
         .map_err(|e| Error::driver("cuMemsetD8Async", e))
 }
 
+/// Fill `count` words of `value` at `dst`.
+///
 /// # Safety
-/// 1. `dst..dst+2*count` is 2-byte aligned device memory ordered on `s`.
-pub(crate) unsafe fn memset_d16_async(
+/// 1. `dst..dst+count*value.bytes()` is device memory aligned to `value.bytes()`,
+///    ordered on `s`.
+pub(crate) unsafe fn memset_words_async(
     dst: u64,
-    value: u16,
+    value: MemsetWord,
     count: usize,
     s: RawStream,
 ) -> Result<()> {
     if sim::is_active() {
         // SAFETY: the simulated call has the same obligations, the caller's.
-        return unsafe { sim::memset_d16_async(dst, value, count, s) };
+        return unsafe { sim::memset_words_async(dst, value, count, s) };
     }
-    // SAFETY: obligation 1 is the caller's.
-    unsafe { sys::cuMemsetD16Async(dst, value, count, s) }
-        .result()
-        .map_err(|e| Error::driver("cuMemsetD16Async", e))
-}
-
-/// # Safety
-/// 1. `dst..dst+4*count` is 4-byte aligned device memory ordered on `s`.
-pub(crate) unsafe fn memset_d32_async(
-    dst: u64,
-    value: u32,
-    count: usize,
-    s: RawStream,
-) -> Result<()> {
-    if sim::is_active() {
-        // SAFETY: the simulated call has the same obligations, the caller's.
-        return unsafe { sim::memset_d32_async(dst, value, count, s) };
-    }
-    // SAFETY: obligation 1 is the caller's.
-    // cudarc's result layer wraps only the 8-bit memset.
-    unsafe { sys::cuMemsetD32Async(dst, value, count, s) }
-        .result()
-        .map_err(|e| Error::driver("cuMemsetD32Async", e))
+    // SAFETY: obligation 1 is the caller's. cudarc's result layer wraps only the
+    // 8-bit memset.
+    let r = unsafe {
+        match value {
+            MemsetWord::W16(v) => sys::cuMemsetD16Async(dst, v, count, s),
+            MemsetWord::W32(v) => sys::cuMemsetD32Async(dst, v, count, s),
+        }
+    };
+    r.result().map_err(|e| Error::driver(value.call(), e))
 }
 
 /// Load a module image (NUL-terminated PTX text or a cubin) into the current context.

@@ -14,6 +14,33 @@ pub(crate) type RawFunction = sys::CUfunction;
 /// A loaded module (`CUmodule`, or the simulator's).
 pub(crate) type RawModule = sys::CUmodule;
 
+/// The value of a memset wider than a byte, repeated over `count` words.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum MemsetWord {
+    /// `cuMemsetD16Async`.
+    W16(u16),
+    /// `cuMemsetD32Async`.
+    W32(u32),
+}
+
+impl MemsetWord {
+    /// Bytes in one word (also the alignment the memset needs).
+    pub(crate) fn bytes(self) -> usize {
+        match self {
+            MemsetWord::W16(_) => 2,
+            MemsetWord::W32(_) => 4,
+        }
+    }
+
+    /// The driver call that fills words of this width.
+    pub(crate) fn call(self) -> &'static str {
+        match self {
+            MemsetWord::W16(_) => "cuMemsetD16Async",
+            MemsetWord::W32(_) => "cuMemsetD32Async",
+        }
+    }
+}
+
 /// Limits and identity of one device, read once when its context opens.
 #[derive(Clone, Debug)]
 pub struct DeviceInfo {

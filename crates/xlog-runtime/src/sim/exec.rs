@@ -34,7 +34,7 @@ use xlog_device::Dim3;
 use super::hazard::{Detector, Touch};
 use super::SimEntry;
 use crate::error::{Error, Result};
-use crate::handle::{DeviceInfo, RawEvent, RawFunction, RawModule, RawStream};
+use crate::handle::{DeviceInfo, MemsetWord, RawEvent, RawFunction, RawModule, RawStream};
 use crate::sync::Unpoisoned;
 
 /// The process's hazard detector.
@@ -590,51 +590,26 @@ pub(crate) unsafe fn memset_d8_async(dst: u64, value: u8, len: usize, s: RawStre
 }
 
 /// # Safety
-/// As `driver::memset_d16_async`; `s` is a live simulated stream.
-pub(crate) unsafe fn memset_d16_async(
+/// As `driver::memset_words_async`; `s` is a live simulated stream.
+pub(crate) unsafe fn memset_words_async(
     dst: u64,
-    value: u16,
+    value: MemsetWord,
     count: usize,
     s: RawStream,
 ) -> Result<()> {
-    let fill = move || {
-        // SAFETY: the range is 2-byte aligned simulated device memory ordered on `s`.
-        unsafe { std::slice::from_raw_parts_mut(dst as *mut u16, count) }.fill(value)
+    let fill = move || match value {
+        MemsetWord::W16(v) => {
+            // SAFETY: the range is 2-byte aligned simulated device memory ordered on `s`.
+            unsafe { std::slice::from_raw_parts_mut(dst as *mut u16, count) }.fill(v)
+        }
+        MemsetWord::W32(v) => {
+            // SAFETY: the range is 4-byte aligned simulated device memory ordered on `s`.
+            unsafe { std::slice::from_raw_parts_mut(dst as *mut u32, count) }.fill(v)
+        }
     };
+    let touches = [touch(dst, count * value.bytes(), true)];
     // SAFETY: the caller's obligation.
-    unsafe {
-        enqueue(
-            "cuMemsetD16Async",
-            s,
-            "fill",
-            &[touch(dst, count * 2, true)],
-            fill,
-        )
-    }
-}
-
-/// # Safety
-/// As `driver::memset_d32_async`; `s` is a live simulated stream.
-pub(crate) unsafe fn memset_d32_async(
-    dst: u64,
-    value: u32,
-    count: usize,
-    s: RawStream,
-) -> Result<()> {
-    let fill = move || {
-        // SAFETY: the range is 4-byte aligned simulated device memory ordered on `s`.
-        unsafe { std::slice::from_raw_parts_mut(dst as *mut u32, count) }.fill(value)
-    };
-    // SAFETY: the caller's obligation.
-    unsafe {
-        enqueue(
-            "cuMemsetD32Async",
-            s,
-            "fill",
-            &[touch(dst, count * 4, true)],
-            fill,
-        )
-    }
+    unsafe { enqueue(value.call(), s, "fill", &touches, fill) }
 }
 
 /// # Safety
