@@ -271,6 +271,37 @@ pub(crate) unsafe fn stream_synchronize(s: RawStream) -> Result<()> {
     unsafe { result::stream::synchronize(s) }.map_err(|e| Error::driver("cuStreamSynchronize", e))
 }
 
+/// Whether `s` is capturing a CUDA graph (an error counts as capturing: the
+/// caller refuses either way). False on the simulator, which has no graphs.
+///
+/// # Safety
+/// 1. `s` is a live stream (or a default-stream handle) of the bound context.
+pub(crate) unsafe fn stream_is_capturing(s: RawStream) -> bool {
+    if sim::is_active() {
+        return false;
+    }
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: obligation 1; writes one status.
+    let r = unsafe { sys::cuStreamIsCapturing(s, &mut status) };
+    r != sys::CUresult::CUDA_SUCCESS
+        || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+}
+
+/// Whether `ev` was last recorded outside a graph capture: the driver answers a
+/// query of such an event (done or not), and refuses one recorded in a capture.
+/// True on the simulator.
+///
+/// # Safety
+/// 1. `ev` is a live event of the bound context.
+pub(crate) unsafe fn event_is_outside_capture(ev: RawEvent) -> bool {
+    if sim::is_active() {
+        return true;
+    }
+    // SAFETY: obligation 1; a query only reads the event's state.
+    let r = unsafe { sys::cuEventQuery(ev) };
+    r == sys::CUresult::CUDA_SUCCESS || r == sys::CUresult::CUDA_ERROR_NOT_READY
+}
+
 /// Block until everything queued on `s` has finished or can never run: the wait
 /// of a copy from or into host memory borrowed only for the call. The thread is in
 /// relaxed stream-capture mode meanwhile (another thread's graph capture in global
@@ -293,9 +324,11 @@ pub(crate) unsafe fn stream_settle(s: RawStream) -> Result<()> {
     // SAFETY: obligation 1.
     let synced = unsafe { result::stream::synchronize(s) };
     if synced.is_err() {
+        let mut pause = std::time::Duration::from_micros(10);
         // SAFETY: as above; a query only reads the stream's state.
         while unsafe { sys::cuStreamQuery(s) } == sys::CUresult::CUDA_ERROR_NOT_READY {
-            std::thread::yield_now();
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(1));
         }
     }
     if relaxed {

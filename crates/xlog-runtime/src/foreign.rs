@@ -541,6 +541,10 @@ unsafe fn import_with<T: DeviceCopy>(
         ReadyAfter::Event(ev) => {
             if on.has_device() {
                 on.bind()?;
+                // SAFETY: the event is live by `ForeignEvent::from_raw`.
+                if !unsafe { driver::event_is_outside_capture(ev.0) } {
+                    return Err(crate::stream::joins_a_capture("event"));
+                }
                 // SAFETY: `on` is alive; the event is live by `ForeignEvent::from_raw`.
                 unsafe { driver::stream_wait_event(on.raw(), ev.0) }?;
             }

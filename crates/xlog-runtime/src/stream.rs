@@ -220,7 +220,19 @@ impl Stream {
     /// Publish a point covering everything queued on this stream so far and record
     /// the stream's event at it now, so that no later wait on the point touches the
     /// stream itself.
+    ///
+    /// A borrowed stream that is capturing a CUDA graph is refused: an xlog stream
+    /// waiting on an event recorded in a capture would join it, and its later work
+    /// (copies of borrowed host memory included) would be recorded into the graph
+    /// instead of run.
     pub(crate) fn capture(&self) -> Result<UsePoint<Stream>> {
+        if self.has_device() && !self.shared.owned {
+            self.bind()?;
+            // SAFETY: a borrowed stream is live for the call that borrowed it.
+            if unsafe { driver::stream_is_capturing(self.raw()) } {
+                return Err(joins_a_capture("stream"));
+            }
+        }
         let point = self.publish();
         if self.has_device() {
             self.bind()?;
@@ -407,6 +419,14 @@ impl Stream {
     /// Block the host until `point` has completed on its stream.
     pub(crate) fn host_wait(point: &UsePoint<Stream>) -> Result<()> {
         point.stream.synchronize()
+    }
+}
+
+/// The refusal of a foreign stream or event that belongs to a graph capture.
+pub(crate) fn joins_a_capture(what: &str) -> Error {
+    Error::InvalidArgument {
+        what: format!("a foreign {what}"),
+        reason: "it belongs to a CUDA graph capture in progress: an xlog stream waiting on it would join the capture, and its later work would be recorded into the graph instead of run; order it after the capture ends".to_owned(),
     }
 }
 

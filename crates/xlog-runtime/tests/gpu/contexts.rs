@@ -127,3 +127,108 @@ fn work_lands_whatever_context_the_thread_has_current() {
         "another context current"
     );
 }
+
+/// A foreign stream or event that belongs to a CUDA graph capture in progress is
+/// refused: an xlog stream waiting on it would join the capture, and its later work
+/// (a copy of borrowed host memory included) would be recorded into the graph
+/// instead of run. The same calls succeed once the capture has ended. (The
+/// simulator refuses foreign work altogether.)
+#[test]
+fn foreign_streams_and_events_inside_a_graph_capture_are_refused() {
+    use xlog_runtime::{Access, ForeignEvent, ForeignStream, ReadyAfter};
+    let rt = rt();
+    let s = rt.new_stream().unwrap();
+    let buf = rt.alloc_zeroed_on::<u32>(&s, 64).unwrap();
+    if xlog_runtime::sim::is_active() {
+        // SAFETY: never used on the simulator, which refuses it first.
+        let consumer = unsafe { ForeignStream::from_raw(std::ptr::null_mut()) };
+        assert!(buf
+            .core()
+            .record_foreign_use(consumer, Access::Read)
+            .is_err());
+        return;
+    }
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    ctx.bind_to_thread().unwrap();
+    let capturing = ctx.new_stream().unwrap();
+    let raw = capturing.cu_stream();
+    // SAFETY: 256 bytes of device memory another library owns; freed below.
+    let foreign = unsafe { cudarc::driver::result::malloc_sync(256) }.unwrap();
+    let mut ev = null_mut();
+    let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+    // SAFETY: creates one event in the bound context; destroyed below.
+    unsafe { sys::cuEventCreate(&mut ev, flags) }
+        .result()
+        .unwrap();
+    let local = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    // SAFETY: the handles are live until the end of the test.
+    let (consumer, event) = unsafe {
+        (
+            ForeignStream::from_raw(raw.cast()),
+            ForeignEvent::from_raw(ev.cast()),
+        )
+    };
+    let import = |ready| {
+        // SAFETY: `foreign` is 64 u32s of device memory no xlog buffer holds, alive
+        // until freed below, after the buffer (if any) is dropped.
+        unsafe { DeviceBuffer::<u32>::import_raw(&s, foreign, 64, ready, ()) }
+    };
+    let joined = || {
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: `s` is live; writes one status.
+        unsafe { sys::cuStreamIsCapturing(s.raw(), &mut status) }
+            .result()
+            .unwrap();
+        status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    };
+    // Ends the capture on `raw`; the graph, if any, is destroyed.
+    let end = || {
+        let mut graph = null_mut();
+        // SAFETY: ends the capture begun on `raw`; the graph is destroyed.
+        let ended = unsafe { sys::cuStreamEndCapture(raw, &mut graph) }.result();
+        if !graph.is_null() {
+            // SAFETY: made by the capture just ended, used by nothing.
+            unsafe { sys::cuGraphDestroy(graph) }.result().unwrap();
+        }
+        ended
+    };
+
+    // A capturing stream: asking whether it captures leaves the capture intact.
+    // SAFETY: `raw` is live; the capture ends below.
+    unsafe { sys::cuStreamBeginCapture_v2(raw, local) }
+        .result()
+        .unwrap();
+    assert!(buf
+        .core()
+        .record_foreign_use(consumer, Access::Read)
+        .is_err());
+    assert!(import(ReadyAfter::Stream(consumer)).is_err());
+    assert!(!joined(), "an xlog stream joined the capture");
+    end().unwrap();
+
+    // An event recorded in a capture: the driver refuses the probe and, doing so,
+    // invalidates that capture (it then fails at its end); nothing is recorded.
+    // SAFETY: `raw` is live; the capture ends below, and records `ev` meanwhile.
+    unsafe {
+        sys::cuStreamBeginCapture_v2(raw, local).result().unwrap();
+        sys::cuEventRecord(ev, raw).result().unwrap();
+    }
+    assert!(import(ReadyAfter::Event(event)).is_err());
+    assert!(!joined(), "an xlog stream joined the capture");
+    let _ = end();
+
+    // After the captures, the same calls succeed.
+    // SAFETY: `ev` and `raw` are live.
+    unsafe { sys::cuEventRecord(ev, raw) }.result().unwrap();
+    buf.core()
+        .record_foreign_use(consumer, Access::Read)
+        .unwrap();
+    drop(import(ReadyAfter::Event(event)).unwrap());
+    drop(import(ReadyAfter::Stream(consumer)).unwrap());
+    rt.synchronize().unwrap();
+    // SAFETY: nothing uses them any more.
+    unsafe {
+        sys::cuEventDestroy_v2(ev).result().unwrap();
+        cudarc::driver::result::free_sync(foreign).unwrap();
+    }
+}
