@@ -150,8 +150,12 @@ pub enum ReadyAfter {
     /// from now on (as `__dlpack__(stream=<the import stream>)` does).
     ImportStream,
     /// Everything queued on this stream so far: xlog records an event on it now.
+    /// A stream capturing a graph is refused.
     Stream(ForeignStream),
-    /// The most recent record of this event (an Arrow array's `sync_event`).
+    /// The most recent record of this event (an Arrow array's `sync_event`). An
+    /// event last recorded in a graph capture in progress is refused (an xlog
+    /// stream waiting on it would join the capture); the driver's refusal of the
+    /// query that finds out invalidates that capture.
     Event(ForeignEvent),
 }
 
@@ -231,6 +235,8 @@ impl BufferCore {
     /// is folded into the buffer's allocation stream, which waits for that event
     /// (and, for a writing use, for every other recorded use): the buffer's use
     /// state keeps one point per xlog stream however many times it is exported.
+    /// A consumer stream capturing a graph is refused: the allocation stream would
+    /// join the capture.
     pub fn record_foreign_use(&self, consumer: ForeignStream, access: Access) -> Result<()> {
         refuse_on_simulator("a foreign use")?;
         let stream = self.alloc_stream();
