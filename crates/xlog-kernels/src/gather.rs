@@ -95,8 +95,28 @@ mod host {
     impl Index for u32 {}
     impl Index for u64 {}
 
-    /// Element types gathered and scattered by index type `I`.
-    pub trait Indexed<I: Index>: xlog::DeviceCopy {
+    mod sealed {
+        pub trait Indexed<I> {}
+    }
+
+    /// Element types gathered and scattered by index type `I`: the library's
+    /// numbers, each pair with its own kernels. Sealed: [`gather`] returns an
+    /// output it allocated uninitialised, which only its own kernels are trusted
+    /// to write in full.
+    ///
+    /// ```compile_fail
+    /// use xlog::{BufferView, BufferViewMut, DeviceBuffer, LaunchConfig, Result, Stream};
+    /// #[derive(Clone, Copy, xlog::DeviceCopy)]
+    /// #[repr(C)]
+    /// struct Flag(bool);
+    /// impl xlog_kernels::gather::Indexed<u32> for Flag {
+    ///     fn __gather(_: &Stream, _: LaunchConfig, _: &BufferView<'_, Self>, _: &BufferView<'_, u32>,
+    ///                 _: &mut DeviceBuffer<Self>, _: &mut DeviceBuffer<u64>) -> Result<()> { Ok(()) }
+    ///     fn __scatter(_: &Stream, _: LaunchConfig, _: &BufferView<'_, Self>, _: &BufferView<'_, u32>,
+    ///                  _: &mut BufferViewMut<'_, Self>, _: &mut DeviceBuffer<u64>) -> Result<()> { Ok(()) }
+    /// }
+    /// ```
+    pub trait Indexed<I: Index>: xlog::DeviceCopy + sealed::Indexed<I> {
         #[doc(hidden)]
         fn __gather(
             s: &Stream,
@@ -119,6 +139,7 @@ mod host {
 
     macro_rules! indexed {
         ($($t:ty, $i:ty, $gather:ident, $scatter:ident;)*) => {$(
+            impl sealed::Indexed<$i> for $t {}
             impl Indexed<$i> for $t {
                 fn __gather(
                     s: &Stream,

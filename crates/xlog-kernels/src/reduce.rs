@@ -30,8 +30,8 @@
 //! # Your own operator
 //!
 //! The operator runs on the device, so it is compiled into a kernel: write a kernel
-//! whose body is [`fold_block`] with your operator and identity, and name it in a
-//! [`FoldKernel`] implementation; [`fold`] then runs it like [`sum`]:
+//! whose body is [`fold_block`] with your operator and identity, and name it in an
+//! (`unsafe`) [`FoldKernel`] implementation; [`fold`] then runs it like [`sum`]:
 //!
 //! ```ignore
 //! #[xlog_kernel(read(x), write(partials per block), block = 256)]
@@ -39,7 +39,9 @@
 //!     xlog_kernels::reduce::fold_block::<u64, 2>(x, partials, 0, |a, b| a ^ b);
 //! }
 //! pub struct Xor;
-//! impl xlog_kernels::reduce::FoldKernel<u64> for Xor {
+//! // SAFETY: the body is `fold_block` and `cfg` is passed unchanged, so every
+//! // block writes its partial.
+//! unsafe impl xlog_kernels::reduce::FoldKernel<u64> for Xor {
 //!     fn launch(s: &Stream, cfg: LaunchConfig, x: &BufferView<'_, u64>, partials: &mut DeviceBuffer<u64>) -> Result<()> {
 //!         fold_xor_u64::launch(s, cfg, x, partials)
 //!     }
@@ -191,7 +193,32 @@ mod host {
     /// (or one that keeps its contract: every block's leader writes
     /// `partials[blockIdx.x]`, the fold of what its block read, and a one-block launch
     /// over all of `x` writes the fold of `x`).
-    pub trait FoldKernel<T: xlog::DeviceCopy> {
+    ///
+    /// # Safety
+    ///
+    /// [`fold`] hands `launch` uninitialised `partials` (and an uninitialised
+    /// one-element result) and returns the result to safe code. An implementation
+    /// must, whenever `launch` returns `Ok`, have queued on `s` work that writes
+    /// `partials[b]` for every block `b` of `cfg` (a one-dimensional grid): with
+    /// [`fold_block`](super::fold_block) as the body, that is the given `cfg`
+    /// passed unchanged, whatever `CHUNK` is. A safe implementation is refused, so
+    /// a launcher that writes nothing cannot hand out unwritten memory:
+    ///
+    /// ```compile_fail
+    /// use xlog::{BufferView, DeviceBuffer, LaunchConfig, Result, Stream};
+    /// struct Lazy;
+    /// impl xlog_kernels::reduce::FoldKernel<bool> for Lazy {
+    ///     fn launch(
+    ///         _: &Stream,
+    ///         _: LaunchConfig,
+    ///         _: &BufferView<'_, bool>,
+    ///         _: &mut DeviceBuffer<bool>,
+    ///     ) -> Result<()> {
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub unsafe trait FoldKernel<T: xlog::DeviceCopy> {
         /// Elements per 16-byte chunk (`K` of `fold_block::<T, K>`).
         const CHUNK: usize = 16 / core::mem::size_of::<T>();
 
@@ -263,7 +290,9 @@ mod host {
 
     macro_rules! kernel {
         ($op:ident, $t:ty, $kernel:ident) => {
-            impl FoldKernel<$t> for $op {
+            // SAFETY: the kernel's body is `fold_block`, launched with the given
+            // configuration: every block's leader writes its partial.
+            unsafe impl FoldKernel<$t> for $op {
                 fn launch(
                     s: &Stream,
                     cfg: LaunchConfig,

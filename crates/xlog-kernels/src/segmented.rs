@@ -31,7 +31,7 @@
 //! # Your own operator
 //!
 //! Write a kernel whose body is [`reduce_segment`] with your operator and identity
-//! and name it in a [`SegmentKernel`] implementation, as [`BitOr`] is.
+//! and name it in an (`unsafe`) [`SegmentKernel`] implementation, as [`BitOr`] is.
 
 use xlog::device::view::{Out, PerBlock};
 use xlog::device::warp::Shuffle;
@@ -129,7 +129,33 @@ mod host {
     /// A segmented reduction kernel: its launch. The kernel's body is
     /// [`reduce_segment`](super::reduce_segment) (or one keeping its contract:
     /// block `b` writes `out[b]`, the fold of segment `b`).
-    pub trait SegmentKernel<T: xlog::DeviceCopy> {
+    ///
+    /// # Safety
+    ///
+    /// [`segmented_reduce`] (and [`reduce_by_key`]) hand `launch` an uninitialised
+    /// `out` and return it to safe code. An implementation must, whenever `launch`
+    /// returns `Ok`, have queued on `s` work that writes `out[b]` for every block
+    /// `b` of `cfg` (one block per segment): with
+    /// [`reduce_segment`](super::reduce_segment) as the body, that is the given
+    /// `cfg` passed unchanged. A safe implementation is refused, so a launcher that
+    /// writes nothing cannot hand out unwritten memory:
+    ///
+    /// ```compile_fail
+    /// use xlog::{BufferView, DeviceBuffer, LaunchConfig, Result, Stream};
+    /// struct Lazy;
+    /// impl xlog_kernels::segmented::SegmentKernel<bool> for Lazy {
+    ///     fn launch(
+    ///         _: &Stream,
+    ///         _: LaunchConfig,
+    ///         _: &BufferView<'_, bool>,
+    ///         _: &BufferView<'_, u64>,
+    ///         _: &mut DeviceBuffer<bool>,
+    ///     ) -> Result<()> {
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub unsafe trait SegmentKernel<T: xlog::DeviceCopy> {
         /// Launches the kernel: one block per segment of `x` by `offsets`.
         fn launch(
             s: &Stream,
@@ -148,7 +174,9 @@ mod host {
 
     macro_rules! kernel {
         ($op:ident, $t:ty, $kernel:ident) => {
-            impl SegmentKernel<$t> for $op {
+            // SAFETY: the kernel's body is `reduce_segment`, launched with the given
+            // configuration: block `b` writes `out[b]`.
+            unsafe impl SegmentKernel<$t> for $op {
                 fn launch(
                     s: &Stream,
                     cfg: LaunchConfig,
