@@ -130,6 +130,7 @@ pub(crate) fn check_shared_sizes(ptx: &str) -> Result<(), Error> {
         summed,
     };
     let mut total: u64 = 0;
+    let mut seen = std::collections::HashSet::new();
     for statement in ptx.lines().flat_map(|line| strip_comment(line).split(';')) {
         let decl = statement.split('=').next().unwrap_or("");
         let tokens: Vec<&str> = decl.split_whitespace().collect();
@@ -185,6 +186,15 @@ pub(crate) fn check_shared_sizes(ptx: &str) -> Result<(), Error> {
                         .ok_or_else(|| unreadable_shared(statement))?;
                     bytes = bytes.saturating_mul(n);
                 }
+            }
+            // Two sized arrays of one name would be one allocation bounds-checked
+            // against two lengths (`static_shared!` names its array after the
+            // call's line and column, which every expansion of one outer macro
+            // call shares).
+            if !seen.insert(symbol.trim().to_owned()) {
+                return Err(Error::SharedMemoryNamedTwice {
+                    symbol: symbol.trim().to_owned(),
+                });
             }
             if bytes >= SHARED_BYTES_LIMIT as u128 {
                 return Err(too_large(symbol, bytes, false));
@@ -1039,6 +1049,36 @@ mod tests {
         // Alignment padding counts: these sizes alone sum to 2^32 - 2.
         let padded = ".shared .align 4 .b8 a[2147483647];\n.shared .align 4 .b8 b[2147483647];";
         assert!(shared_error(padded).contains("sum to"));
+    }
+
+    #[test]
+    fn two_shared_arrays_of_one_name_fail_the_build() {
+        // What two `static_shared!(S: ..)` calls made by one outer macro call print:
+        // the same line and column, so the same symbol.
+        let ptx = "\
+.shared .align 4 .b8 __xlog_shared_k_S_4_22[16];
+.shared .align 4 .b8 __xlog_shared_k_S_4_22[49152];
+";
+        let err = check_shared_sizes(ptx).unwrap_err();
+        assert!(
+            matches!(&err, Error::SharedMemoryNamedTwice { symbol } if symbol == "__xlog_shared_k_S_4_22"),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains("give them different names"), "{message}");
+        assert!(matches!(
+            kernel_abis(ptx),
+            Err(Error::SharedMemoryNamedTwice { .. })
+        ));
+        let listed = ".shared .align 4 .b8 a[4], a[8];";
+        assert!(matches!(
+            check_shared_sizes(listed),
+            Err(Error::SharedMemoryNamedTwice { symbol }) if symbol == "a"
+        ));
+        // Distinct names pass, and so does the unsized dynamic array declared twice.
+        check_shared_sizes(".shared .align 4 .b8 a[4];\n.shared .align 4 .b8 b[4];").unwrap();
+        let dynamic = ".extern .shared .align 16 .b8 d[];";
+        check_shared_sizes(&format!("{dynamic}\n{dynamic}")).unwrap();
     }
 
     #[test]

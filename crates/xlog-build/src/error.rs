@@ -130,6 +130,12 @@ pub enum Error {
         /// rather than `symbol`'s own size.
         summed: bool,
     },
+    /// Two static shared arrays of the module have one name: one allocation
+    /// would stand for both, bounds-checked against two lengths.
+    SharedMemoryNamedTwice {
+        /// The name declared twice.
+        symbol: String,
+    },
     /// Something the pipeline relies on did not hold (a missing environment variable
     /// that cargo always sets, a link manifest without an output, ...).
     Unexpected {
@@ -249,6 +255,13 @@ impl fmt::Display for Error {
                      kernel's `shared = <bytes>` setting"
                 )
             }
+            Error::SharedMemoryNamedTwice { symbol } => write!(
+                f,
+                "two static shared arrays of the module are named `{symbol}`: `static_shared!` \
+                 names its array after its name, line and column, which every `static_shared!` \
+                 made by one outer macro call shares (as do calls at the same line and column of \
+                 two files); give them different names"
+            ),
             Error::Unexpected { message } => write!(f, "{message}"),
         }
     }

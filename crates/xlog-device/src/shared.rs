@@ -16,8 +16,12 @@
 //!   (alignment 16).
 //! - **Static**: [`static_shared!`](crate::static_shared) emits a module-scope
 //!   `.shared` array with a name built from the crate name, the given name, and the
-//!   line and column of the invocation, so each invocation has its own array (shared
-//!   by every call of the function containing it, like a `static`).
+//!   line and column of the invocation, so each invocation written out has its own
+//!   array (shared by every call of the function containing it, like a `static`).
+//!   Invocations made by one outer macro call share a line and column (as do
+//!   invocations at the same place in two files): given the same name they would
+//!   name one array, so `xlog-build` refuses a module that declares a shared array
+//!   twice; give such invocations different names.
 //! - **In the simulator** ([`crate::sim`]): each invocation site (keyed by a
 //!   `static` of its own) and the dynamic shared memory get one host allocation per
 //!   worker, refilled with the byte [`sim::SHARED_FILL`](crate::sim::SHARED_FILL)

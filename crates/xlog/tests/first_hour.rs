@@ -1,6 +1,7 @@
 //! CPU check (no GPU): kernel crates with the mistakes of a first kernel
 //! (`tests/mistakes`) fail to build with rustc's whole diagnostic and a hint that
-//! says what to do, or with one error of the build script naming the missing line.
+//! says what to do, or with one error of the build script naming the missing line
+//! or the shared array declared twice.
 
 use xlog_test_support::nested::cargo;
 
@@ -39,4 +40,13 @@ fn first_kernel_mistakes_say_what_to_do() {
         assert!(log.contains(needle), "no `{needle}` in:\n{log}");
     }
     assert!(!log.contains("cannot find value `MODULE`"), "{log}");
+
+    // Two `static_shared!` arrays of one name from one macro call: one allocation
+    // would stand for both, so the build refuses the module.
+    for needle in [
+        "two static shared arrays of the module are named `__xlog_shared_mistake_shared_twice_S_",
+        "give them different names",
+    ] {
+        assert!(log.contains(needle), "no `{needle}` in:\n{log}");
+    }
 }
