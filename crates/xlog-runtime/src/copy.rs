@@ -39,7 +39,8 @@ pub fn copy_from_host<T: DeviceCopy>(
 ) -> Result<()> {
     let arg = dst.arg_mut();
     check_len("copy_from_host", arg.len, src.len())?;
-    if src.is_empty() {
+    // Bytes, not elements: a zero-sized element type has no bytes to copy.
+    if arg.bytes == 0 {
         return Ok(());
     }
     let (ptr, bytes) = (arg.ptr, byte_len::<T>(src.len()));
@@ -133,7 +134,7 @@ pub fn copy_device<T: DeviceCopy>(
 ) -> Result<()> {
     let (d, s_arg) = (dst.arg_mut(), src.arg());
     check_len("copy_device", d.len, s_arg.len)?;
-    if d.len == 0 {
+    if d.bytes == 0 {
         return Ok(());
     }
     let (dp, sp, bytes) = (d.ptr, s_arg.ptr, byte_len::<T>(d.len));
@@ -159,7 +160,7 @@ pub unsafe fn memset_bytes<T: DeviceCopy>(
     value: u8,
 ) -> Result<()> {
     let arg = dst.arg_mut();
-    if arg.len == 0 {
+    if arg.bytes == 0 {
         return Ok(());
     }
     let (ptr, bytes) = (arg.ptr, byte_len::<T>(arg.len));
@@ -183,7 +184,7 @@ pub fn fill<T: DeviceCopy>(
     value: T,
 ) -> Result<()> {
     let arg = dst.arg_mut();
-    if arg.len == 0 {
+    if arg.bytes == 0 {
         return Ok(());
     }
     let (ptr, len) = (arg.ptr, arg.len);

@@ -317,25 +317,46 @@ pub(crate) unsafe fn stream_settle(s: RawStream) -> Result<()> {
         // returns only when the stream's worker has run everything queued.
         return unsafe { sim::stream_synchronize(s) };
     }
+    let synced = relaxed_capture(|| {
+        // SAFETY: obligation 1.
+        let synced = unsafe { result::stream::synchronize(s) };
+        if synced.is_err() {
+            let mut pause = std::time::Duration::from_micros(10);
+            // SAFETY: as above; a query only reads the stream's state.
+            while unsafe { sys::cuStreamQuery(s) } == sys::CUresult::CUDA_ERROR_NOT_READY {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(1));
+            }
+        }
+        synced
+    });
+    synced.map_err(|e| Error::driver("cuStreamSynchronize", e))
+}
+
+/// Wait until the bound context has run everything queued on it, in relaxed
+/// stream-capture mode (as [`stream_settle`]): what must precede unloading code or
+/// freeing memory a kernel in flight may still use.
+pub(crate) fn ctx_settle() -> Result<()> {
+    if sim::is_active() {
+        return sim::ctx_synchronize();
+    }
+    relaxed_capture(result::ctx::synchronize).map_err(|e| Error::driver("cuCtxSynchronize", e))
+}
+
+/// Runs `f` with this thread in relaxed stream-capture mode, so a synchronisation
+/// in it neither fails nor invalidates another thread's global-mode graph capture.
+/// `f` must not panic (the mode would stay relaxed).
+fn relaxed_capture<R>(f: impl FnOnce() -> R) -> R {
     let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
     // SAFETY: swaps this thread's capture mode with `mode`; swapped back below.
     let relaxed =
         unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) } == sys::CUresult::CUDA_SUCCESS;
-    // SAFETY: obligation 1.
-    let synced = unsafe { result::stream::synchronize(s) };
-    if synced.is_err() {
-        let mut pause = std::time::Duration::from_micros(10);
-        // SAFETY: as above; a query only reads the stream's state.
-        while unsafe { sys::cuStreamQuery(s) } == sys::CUresult::CUDA_ERROR_NOT_READY {
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(std::time::Duration::from_millis(1));
-        }
-    }
+    let r = f();
     if relaxed {
         // SAFETY: restores the mode the first exchange returned.
         unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) };
     }
-    synced.map_err(|e| Error::driver("cuStreamSynchronize", e))
+    r
 }
 
 /// Make `s` wait for the most recent record of `ev`.

@@ -6,9 +6,10 @@
 //! stream whose synchronisation fails reads the board to name the panic. The board
 //! sits below streams and modules, so neither needs to know the runtime.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use xlog_device::panic::{PanicRecord, PANIC_SINK_SYMBOL};
+use xlog_device::panic::{PanicRecord, PANIC_SINK_SYMBOL, STATE_COMPLETE};
 
 use crate::device::Device;
 use crate::driver::{self, RawModule};
@@ -52,23 +53,31 @@ impl RecordSlot {
     /// The recorded panic, if a kernel wrote one: `kernel panicked at
     /// file:line:col (block .., thread ..): message`.
     pub(crate) fn read(&self) -> Option<String> {
-        // SAFETY: the record is mapped host memory of the right size, alive while
-        // `self` is; the device writes it only before trapping. A volatile read may
-        // see it empty, being written (a writer stopped by a trap from elsewhere),
-        // or complete; only a complete one is reported.
+        // SAFETY: the record is mapped host memory of the right size and alignment,
+        // alive while `self` is; its state, the first field, is only accessed
+        // atomically by host code (the simulator's writer included).
+        let state = unsafe { AtomicU32::from_ptr(self.host.cast::<u32>()) };
+        if state.load(Ordering::Acquire) != STATE_COMPLETE {
+            // Empty, or being written: the rest is not looked at.
+            return None;
+        }
+        // SAFETY: as above; a complete record is never written again (the first
+        // writer claimed it), so this read races no writer.
         let rec = unsafe { std::ptr::read_volatile(self.host.cast::<PanicRecord>()) };
-        rec.is_complete().then(|| rec.to_string())
+        Some(rec.to_string())
     }
 }
 
 impl Drop for RecordSlot {
     fn drop(&mut self) {
-        if self.device.bind().is_err() {
+        // A kernel that may write the record could still be running (as for a
+        // module's code): free it only once the device is idle, else leave it.
+        if let Err(e) = self.device.bind().and_then(|()| driver::ctx_settle()) {
+            tracing::error!(target: "xlog::module", "leaving a panic record allocated: waiting for its kernels failed: {e}");
             return;
         }
-        // SAFETY: allocated in `install`; the last holder is going away, and the
-        // module that could write it is unloaded or never ran a kernel since
-        // (modules hold their slot until they are unloaded).
+        // SAFETY: allocated in `install`; the last holder is going away, and no
+        // kernel that could write it runs any more (the device is idle).
         if let Err(e) = unsafe { driver::host_free(self.host) } {
             tracing::error!(target: "xlog::module", "freeing a panic record failed: {e}");
         }

@@ -367,7 +367,7 @@ fn allocate(call: &'static str, bytes: usize, align: usize) -> Result<u64> {
             )
         })?;
     // SAFETY: `layout` has a non-zero size.
-    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    let p = unsafe { std::alloc::alloc(layout) };
     if p.is_null() {
         return Err(driver_error(
             call,
@@ -375,9 +375,56 @@ fn allocate(call: &'static str, bytes: usize, align: usize) -> Result<u64> {
             format!("CUDA_ERROR_OUT_OF_MEMORY (simulated): the host refused {bytes} bytes"),
         ));
     }
+    // Fresh device memory holds whatever was there before; here it holds
+    // `UNWRITTEN` bytes, so a result no kernel wrote reads as 0xcdcd…, never as
+    // the zeros a test could mistake for a right answer.
+    // SAFETY: `p` is a fresh allocation of `bytes` bytes.
+    unsafe { std::ptr::write_bytes(p, UNWRITTEN, bytes) };
     MEMORY.lock_unpoisoned().insert(p as u64, layout);
     Ok(p as u64)
 }
+
+/// Writes `rec` into the module's panic record as the device's handler does: the
+/// first panic claims the record (its state, empty → writing), writes the rest,
+/// then publishes it (state complete, with release ordering). A later panic, of
+/// this launch or of one on another stream, finds the record claimed and writes
+/// nothing, so readers, which look at the rest only once the state is complete
+/// (`RecordSlot::read`), never race a writer.
+///
+/// # Safety
+/// 1. `record` is the address of a live, 4-byte-aligned `PanicRecord` whose state
+///    is only ever accessed atomically (here and by `RecordSlot::read`).
+unsafe fn publish_panic(record: *mut PanicRecord, rec: &PanicRecord) {
+    use xlog_device::panic::{STATE_COMPLETE, STATE_EMPTY, STATE_WRITING};
+    // SAFETY: the state is the record's first field, aligned and alive (obligation 1).
+    let state = unsafe { std::sync::atomic::AtomicU32::from_ptr(&raw mut (*record).state) };
+    if state
+        .compare_exchange(
+            STATE_EMPTY,
+            STATE_WRITING,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        )
+        .is_err()
+    {
+        return;
+    }
+    let skip = std::mem::size_of::<u32>();
+    // SAFETY: the claim above makes this the record's only writer, and readers
+    // leave every byte after the state alone until it is complete; both ranges
+    // are the record's bytes after its state field.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            (rec as *const PanicRecord).cast::<u8>().add(skip),
+            record.cast::<u8>().add(skip),
+            std::mem::size_of::<PanicRecord>() - skip,
+        )
+    };
+    state.store(STATE_COMPLETE, Ordering::Release);
+}
+
+/// The byte every fresh simulated allocation holds until something writes it.
+pub(crate) const UNWRITTEN: u8 = 0xcd;
 
 fn release(call: &'static str, ptr: u64) -> Result<Layout> {
     MEMORY.lock_unpoisoned().remove(&ptr).ok_or_else(|| {
@@ -478,6 +525,9 @@ pub(crate) fn mem_free(ptr: u64) -> Result<()> {
 /// host address.
 pub(crate) fn host_alloc_mapped(bytes: usize) -> Result<(*mut u8, u64)> {
     let p = allocate("cuMemHostAlloc", bytes, 64)?;
+    // SAFETY: a fresh allocation of `bytes` bytes, zeroed (as on the GPU) before
+    // anyone can see it.
+    unsafe { std::ptr::write_bytes(p as *mut u8, 0, bytes) };
     Ok((p as *mut u8, p))
 }
 
@@ -512,6 +562,20 @@ fn touch(ptr: u64, bytes: usize, write: bool) -> Touch {
     Touch { ptr, bytes, write }
 }
 
+/// Refuses a null device address, which no allocation has (an empty buffer's
+/// null block included): the copy or memset would hand it to `core::ptr`, for
+/// which null is never valid, even for zero bytes.
+fn require_address(call: &'static str, ptrs: &[u64]) -> Result<()> {
+    if ptrs.contains(&0) {
+        return Err(driver_error(
+            call,
+            CUDA_ERROR_INVALID_VALUE,
+            "CUDA_ERROR_INVALID_VALUE (simulated): a null device address".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// # Safety
 /// As `driver::memcpy_htod_async`; `s` is a live simulated stream.
 pub(crate) unsafe fn memcpy_htod_async(
@@ -520,6 +584,7 @@ pub(crate) unsafe fn memcpy_htod_async(
     len: usize,
     s: RawStream,
 ) -> Result<()> {
+    require_address("cuMemcpyHtoDAsync", &[dst])?;
     // Staged now, as the driver stages pageable memory before returning.
     // SAFETY: `src` is readable for `len` bytes (the caller's obligation).
     let staged = unsafe { std::slice::from_raw_parts(src, len) }.to_vec();
@@ -548,6 +613,7 @@ pub(crate) unsafe fn memcpy_dtoh_async(
     len: usize,
     s: RawStream,
 ) -> Result<()> {
+    require_address("cuMemcpyDtoHAsync", &[src])?;
     let dst = dst as usize;
     let copy = move || {
         // SAFETY: `src..src+len` is simulated device memory ordered on `s`; `dst`
@@ -569,6 +635,7 @@ pub(crate) unsafe fn memcpy_dtoh_async(
 /// # Safety
 /// As `driver::memcpy_dtod_async`; `s` is a live simulated stream.
 pub(crate) unsafe fn memcpy_dtod_async(dst: u64, src: u64, len: usize, s: RawStream) -> Result<()> {
+    require_address("cuMemcpyDtoDAsync", &[dst, src])?;
     let copy = move || {
         // SAFETY: both ranges are simulated device memory ordered on `s`.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) }
@@ -581,6 +648,7 @@ pub(crate) unsafe fn memcpy_dtod_async(dst: u64, src: u64, len: usize, s: RawStr
 /// # Safety
 /// As `driver::memset_d8_async`; `s` is a live simulated stream.
 pub(crate) unsafe fn memset_d8_async(dst: u64, value: u8, len: usize, s: RawStream) -> Result<()> {
+    require_address("cuMemsetD8Async", &[dst])?;
     let fill = move || {
         // SAFETY: the range is simulated device memory ordered on `s`.
         unsafe { std::ptr::write_bytes(dst as *mut u8, value, len) }
@@ -597,6 +665,7 @@ pub(crate) unsafe fn memset_words_async(
     count: usize,
     s: RawStream,
 ) -> Result<()> {
+    require_address(value.call(), &[dst])?;
     let fill = move || match value {
         MemsetWord::W16(v) => {
             // SAFETY: the range is 2-byte aligned simulated device memory ordered on `s`.
@@ -780,10 +849,9 @@ pub(crate) unsafe fn launch_kernel(
         if let Err(fault) = xlog_device::sim::run(&launch, kernel.body(), workers()) {
             if let (Fault::Panic(rec), true) = (&fault, record != 0) {
                 // SAFETY: a non-zero sink holds the address of the module's panic
-                // record (host memory the runtime keeps while the module is
-                // loaded), written here as the device's handler writes it; only
-                // the first fault gets here.
-                unsafe { std::ptr::write_volatile(record as *mut PanicRecord, **rec) };
+                // record (zeroed host memory the runtime keeps while the module is
+                // loaded).
+                unsafe { publish_panic(record as *mut PanicRecord, rec) };
             }
             let _ = FAULT.set(format!("kernel `{name}`: {fault}"));
         }

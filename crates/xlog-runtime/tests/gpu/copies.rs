@@ -39,6 +39,25 @@ fn fill_and_memset_cover_every_pattern() {
     assert_eq!(b.download(&s).unwrap(), vec![0xFFu8; 77]);
 }
 
+/// Buffers of a zero-sized element type hold no bytes (their block is the empty
+/// one, at address 0): allocating, uploading, copying, filling and downloading
+/// them queues nothing, so no null address reaches the driver (the simulator
+/// refuses one, as `core::ptr` would be handed it there).
+#[test]
+fn zero_sized_elements_queue_nothing() {
+    let rt = rt();
+    let s = rt.stream().unwrap();
+    let mut a = rt.alloc_zeroed_on::<()>(&s, 3).unwrap();
+    let b = rt.upload_on(&s, &[(); 3]).unwrap();
+    a.copy_from(&s, &b).unwrap();
+    a.fill(&s, ()).unwrap();
+    let mut c = rt.alloc_zeroed_on::<[u32; 0]>(&s, 5).unwrap();
+    c.fill(&s, []).unwrap();
+    assert_eq!(a.download(&s).unwrap(), [(); 3]);
+    assert_eq!(c.download(&s).unwrap().len(), 5);
+    s.synchronize().unwrap();
+}
+
 #[test]
 fn device_to_device_and_views() {
     let rt = rt();

@@ -102,3 +102,28 @@ fn a_second_host_build_for_one_kernel_is_refused() {
     let e = right.expect_err("the second host build was accepted, and the first kept");
     assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
 }
+
+/// Fresh simulated memory is not zero: a result no kernel wrote reads as 0xcd
+/// bytes (as stale memory reads as something on a GPU), so a library function
+/// that leaves elements of an uninitialised output unwritten fails its
+/// comparison with the CPU on the simulator too.
+#[test]
+fn fresh_simulated_memory_reads_as_unwritten_bytes() {
+    if !on_simulator("fresh_simulated_memory_reads_as_unwritten_bytes") {
+        return;
+    }
+    let rt = rt();
+    let s = rt.stream().unwrap();
+    // SAFETY: the elements are `u32`s (every bit pattern is one) and are read
+    // only to see what a fresh allocation holds.
+    let fresh =
+        unsafe { rt.alloc_uninit::<u32>(&s, 1000, xlog_runtime::AllocTag("fresh")) }.unwrap();
+    assert!(fresh
+        .download(&s)
+        .unwrap()
+        .iter()
+        .all(|&v| v == 0xcdcd_cdcd));
+    // What safe code allocates is still zero.
+    let zeroed = rt.alloc_zeroed_on::<u32>(&s, 1000).unwrap();
+    assert!(zeroed.download(&s).unwrap().iter().all(|&v| v == 0));
+}
