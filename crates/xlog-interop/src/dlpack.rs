@@ -464,6 +464,17 @@ pub(crate) fn check<T: Element, M: ManagedTensorBase>(
             reason: "which leaves the first element misaligned",
         });
     }
+    let fits = (len as u64)
+        .checked_mul(std::mem::size_of::<T>() as u64)
+        .and_then(|bytes| ptr.checked_add(bytes));
+    if fits.is_none() {
+        return Err(InteropError::Unsupported {
+            what: WHAT,
+            reason: format!(
+                "{len} elements from address {ptr:#x} run past the end of the address space"
+            ),
+        });
+    }
     Ok((if len == 0 { 0 } else { ptr }, len))
 }
 
@@ -658,7 +669,7 @@ mod tests {
     #[test]
     fn refused_imports_name_the_fault_and_delete_once() {
         type Edit = fn(&mut DLTensor, &mut [i64; 2], &mut [i64; 2], &mut DlpackFlags);
-        let cases: [(&str, Edit); 7] = [
+        let cases: [(&str, Edit); 8] = [
             ("is on CUDA device 1", |t, _, _, _| t.device.device_id = 1),
             ("is on device type 1", |t, _, _, _| {
                 t.device.device_type = DLDeviceType::CPU
@@ -670,6 +681,9 @@ mod tests {
                 t.data = std::ptr::null_mut()
             }),
             ("read-only", |_, _, _, f| *f = DlpackFlags::READ_ONLY),
+            ("run past the end of the address space", |t, _, _, _| {
+                t.data = (u64::MAX - 15) as usize as *mut _
+            }),
         ];
         for (i, (why, edit)) in cases.into_iter().enumerate() {
             let before = DELETED.load(Ordering::SeqCst);

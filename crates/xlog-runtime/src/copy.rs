@@ -176,8 +176,8 @@ pub unsafe fn memset_bytes<T: DeviceCopy>(
 ///
 /// A memset queued on the device for 1-, 2- and 4-byte numbers and `bool`, and for
 /// 8-byte numbers whose two 32-bit halves are equal (zero, all ones); any other
-/// value is uploaded from a host vector, which waits for the copy as
-/// [`copy_from_host`] does.
+/// value is uploaded from a host vector as long as `dst` (host memory of
+/// `dst`'s size), which waits for the copy as [`copy_from_host`] does.
 pub fn fill<T: DeviceCopy>(
     stream: &Stream,
     dst: &mut (impl WriteBuffer<T> + ?Sized),
