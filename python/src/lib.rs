@@ -373,16 +373,20 @@ fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>, stream: &Stream) -> PyRes
     let buf = unsafe {
         if pyo3::ffi::PyCapsule_IsValid(raw, VERSIONED.as_ptr()) == 1 {
             let p = pyo3::ffi::PyCapsule_GetPointer(raw, VERSIONED.as_ptr());
-            let t = Managed::from_raw(p.cast::<DLManagedTensorVersioned>()).map_err(err)?;
-            // Ours from here on (a refused header stays the producer's to delete).
+            // Renamed first: `from_raw` owns the tensor from here on, and deletes a
+            // header it refuses itself (a later major version), so the capsule's
+            // destructor must not delete it again.
             pyo3::ffi::PyCapsule_SetName(raw, USED_VERSIONED.as_ptr());
+            let t = Managed::from_raw(p.cast::<DLManagedTensorVersioned>()).map_err(err)?;
             // The producer ordered its writes before `on` (we passed its handle).
             py.detach(|| dlpack::import_versioned::<f32>(t, on, ReadyAfter::ImportStream))
         } else if pyo3::ffi::PyCapsule_IsValid(raw, LEGACY.as_ptr()) == 1 {
             let p = pyo3::ffi::PyCapsule_GetPointer(raw, LEGACY.as_ptr());
-            let t = Managed::from_raw(p.cast::<DLManagedTensor>()).map_err(err)?;
-            // Ours from here on (a refused header stays the producer's to delete).
+            // Renamed first: `from_raw` owns the tensor from here on, and deletes a
+            // header it refuses itself (a later major version), so the capsule's
+            // destructor must not delete it again.
             pyo3::ffi::PyCapsule_SetName(raw, USED_LEGACY.as_ptr());
+            let t = Managed::from_raw(p.cast::<DLManagedTensor>()).map_err(err)?;
             py.detach(|| dlpack::import_legacy::<f32>(t, on, ReadyAfter::ImportStream))
         } else {
             return Err(PyTypeError::new_err(
