@@ -333,19 +333,10 @@ pub(crate) unsafe fn stream_settle(s: RawStream) -> Result<()> {
     synced.map_err(|e| Error::driver("cuStreamSynchronize", e))
 }
 
-/// Wait until the bound context has run everything queued on it, in relaxed
-/// stream-capture mode (as [`stream_settle`]): what must precede unloading code or
-/// freeing memory a kernel in flight may still use.
-pub(crate) fn ctx_settle() -> Result<()> {
-    if sim::is_active() {
-        return sim::ctx_synchronize();
-    }
-    relaxed_capture(result::ctx::synchronize).map_err(|e| Error::driver("cuCtxSynchronize", e))
-}
-
-/// Runs `f` with this thread in relaxed stream-capture mode, so a synchronisation
-/// in it neither fails nor invalidates another thread's global-mode graph capture.
-/// `f` must not panic (the mode would stay relaxed).
+/// Runs `f` with this thread in relaxed stream-capture mode, so a stream
+/// synchronisation in it neither fails nor invalidates another thread's
+/// global-mode graph capture (a context-wide synchronisation still does, in any
+/// mode). `f` must not panic (the mode would stay relaxed).
 fn relaxed_capture<R>(f: impl FnOnce() -> R) -> R {
     let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
     // SAFETY: swaps this thread's capture mode with `mode`; swapped back below.

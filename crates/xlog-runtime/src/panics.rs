@@ -70,14 +70,13 @@ impl RecordSlot {
 
 impl Drop for RecordSlot {
     fn drop(&mut self) {
-        // A kernel that may write the record could still be running (as for a
-        // module's code): free it only once the device is idle, else leave it.
-        if let Err(e) = self.device.bind().and_then(|()| driver::ctx_settle()) {
-            tracing::error!(target: "xlog::module", "leaving a panic record allocated: waiting for its kernels failed: {e}");
+        if self.device.bind().is_err() {
             return;
         }
-        // SAFETY: allocated in `install`; the last holder is going away, and no
-        // kernel that could write it runs any more (the device is idle).
+        // SAFETY: allocated in `install`; the last holder is going away, and the
+        // module that could write it is unloaded (modules hold their slot until
+        // then, and unloading waits for their running kernels) or never ran a
+        // kernel since.
         if let Err(e) = unsafe { driver::host_free(self.host) } {
             tracing::error!(target: "xlog::module", "freeing a panic record failed: {e}");
         }

@@ -1,5 +1,5 @@
 use xlog_runtime::resource::HostResource;
-use xlog_runtime::{Error, LaunchConfig, Runtime, WorkRecorder};
+use xlog_runtime::{DeviceBuffer, Error, LaunchConfig, Runtime, WorkRecorder};
 
 use crate::common::*;
 
@@ -355,4 +355,55 @@ fn typed_launches_zero_only_ranges_they_write() {
     }
     s.synchronize().unwrap();
     assert_eq!(buf.download(&s).unwrap(), [[7u32; 32], [0u32; 32]].concat());
+}
+
+/// A kernel can outlive its stream and buffers, and a module can be dropped while
+/// one of its kernels runs (`load_ptx` modules are not cached, an owned runtime's
+/// go with it). xlog then unloads the module, and frees its panic record, without
+/// waiting itself: a context-wide wait would break other threads' graph captures.
+/// It rests on `cuModuleUnload` waiting for the module's running kernels, which
+/// the driver does not document; this checks that the driver does wait, and that
+/// the device is healthy after. On the simulator, which has no driver, it says so
+/// and returns.
+#[test]
+fn unloading_a_module_waits_for_its_running_kernel() {
+    let rt = rt();
+    if xlog_runtime::sim::is_active() {
+        println!("unloading_a_module_waits_for_its_running_kernel: checks the CUDA driver only");
+        return;
+    }
+    let s = rt.new_stream().unwrap();
+    let module = rt
+        .load_ptx("unload-while-running", include_str!("kernels.ptx"))
+        .unwrap();
+    let f = module.function("slow_fill").unwrap();
+    let mut y = rt.alloc_zeroed_on::<u32>(&s, 32).unwrap();
+    let launch = |y: &mut DeviceBuffer<u32>, value: u32| {
+        let (dp, n, spins) = (y.device_ptr(), 32u64, 200_000u32);
+        let pre = WorkRecorder::new(&s).write(y).preflight().unwrap();
+        let mut params = [param(&dp), param(&n), param(&value), param(&spins)];
+        // SAFETY: slow_fill(u64 dst, u64 n, u32 value, u32 spins) matches the
+        // params; it writes `y`, recorded.
+        let _ = unsafe { pre.launch(&f, LaunchConfig::for_len(32), &mut params) }.unwrap();
+    };
+    // How long the kernel runs (about 0.2 s of sleeping), synchronised.
+    let start = std::time::Instant::now();
+    launch(&mut y, 1);
+    s.synchronize().unwrap();
+    let runs = start.elapsed();
+
+    launch(&mut y, 2);
+    let start = std::time::Instant::now();
+    drop(f);
+    drop(module); // the last holder: cuModuleUnload
+    let unloaded = start.elapsed();
+    assert!(
+        unloaded >= runs / 2,
+        "cuModuleUnload returned after {unloaded:?} while the kernel runs for {runs:?}: \
+         the driver no longer waits for a module's running kernels, so xlog must"
+    );
+    // The kernel ran to its end, and the device is healthy.
+    assert_eq!(y.download(&s).unwrap(), [2; 32]);
+    let z = rt.upload_on(&s, &[5u32; 8]).unwrap();
+    assert_eq!(z.download(&s).unwrap(), [5; 8]);
 }
