@@ -130,8 +130,20 @@ pub(crate) fn check_shared_sizes(ptx: &str) -> Result<(), Error> {
         summed,
     };
     let mut total: u64 = 0;
+    // Names are unique per scope: the module's, or one function body's (counted
+    // by the braces before each statement; `scope` numbers the bodies).
     let mut seen = std::collections::HashSet::new();
+    let (mut depth, mut scope) = (0usize, 0usize);
     for statement in ptx.lines().flat_map(|line| strip_comment(line).split(';')) {
+        for brace in statement.chars().filter(|c| matches!(c, '{' | '}')) {
+            if brace == '{' {
+                scope += usize::from(depth == 0);
+                depth += 1;
+            } else {
+                depth = depth.saturating_sub(1);
+            }
+        }
+        let in_scope = if depth == 0 { 0 } else { scope };
         let decl = statement.split('=').next().unwrap_or("");
         let tokens: Vec<&str> = decl.split_whitespace().collect();
         if tokens.first() == Some(&".param") || !tokens.contains(&".shared") {
@@ -187,11 +199,12 @@ pub(crate) fn check_shared_sizes(ptx: &str) -> Result<(), Error> {
                     bytes = bytes.saturating_mul(n);
                 }
             }
-            // Two sized arrays of one name would be one allocation bounds-checked
-            // against two lengths (`static_shared!` names its array after the
-            // call's line and column, which every expansion of one outer macro
-            // call shares).
-            if !seen.insert(symbol.trim().to_owned()) {
+            // ptxas and the driver refuse a module that defines a name twice (as
+            // two `static_shared!` calls of one outer macro call do: the name holds
+            // the call's line and column), only when it is loaded on a GPU, and
+            // the simulator, which keys arrays by call site, would run it: refuse
+            // it here, with a message.
+            if !seen.insert((in_scope, symbol.trim().to_owned())) {
                 return Err(Error::SharedMemoryNamedTwice {
                     symbol: symbol.trim().to_owned(),
                 });
@@ -1074,6 +1087,24 @@ mod tests {
         assert!(matches!(
             check_shared_sizes(listed),
             Err(Error::SharedMemoryNamedTwice { symbol }) if symbol == "a"
+        ));
+        // One name in two function bodies is two variables.
+        let scoped = "\
+.visible .entry k1()
+{
+\t.shared .align 4 .b8 x[16];
+\tret;
+}
+.visible .entry k2()
+{
+\t.shared .align 4 .b8 x[64];
+\tret;
+}
+";
+        check_shared_sizes(scoped).unwrap();
+        assert!(matches!(
+            check_shared_sizes(&format!("{scoped}.shared .align 4 .b8 x[4], x[4];")),
+            Err(Error::SharedMemoryNamedTwice { .. })
         ));
         // Distinct names pass, and so does the unsized dynamic array declared twice.
         check_shared_sizes(".shared .align 4 .b8 a[4];\n.shared .align 4 .b8 b[4];").unwrap();

@@ -130,8 +130,8 @@ pub enum Error {
         /// rather than `symbol`'s own size.
         summed: bool,
     },
-    /// Two static shared arrays of the module have one name: one allocation
-    /// would stand for both, bounds-checked against two lengths.
+    /// Two static shared arrays of the module have one name: ptxas and the driver
+    /// would refuse the module when a GPU loads it, and the simulator would run it.
     SharedMemoryNamedTwice {
         /// The name declared twice.
         symbol: String,

@@ -20,8 +20,8 @@
 //!   array (shared by every call of the function containing it, like a `static`).
 //!   Invocations made by one outer macro call share a line and column (as do
 //!   invocations at the same place in two files): given the same name they would
-//!   name one array, so `xlog-build` refuses a module that declares a shared array
-//!   twice; give such invocations different names.
+//!   declare one array twice, which ptxas and the driver refuse, so `xlog-build`
+//!   refuses such a module first, with a message; give them different names.
 //! - **In the simulator** ([`crate::sim`]): each invocation site (keyed by a
 //!   `static` of its own) and the dynamic shared memory get one host allocation per
 //!   worker, refilled with the byte [`sim::SHARED_FILL`](crate::sim::SHARED_FILL)

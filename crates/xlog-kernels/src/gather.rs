@@ -104,7 +104,7 @@ mod host {
     /// output it allocated uninitialised, which only its own kernels are trusted
     /// to write in full.
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0277
     /// use xlog::{BufferView, BufferViewMut, DeviceBuffer, LaunchConfig, Result, Stream};
     /// #[derive(Clone, Copy, xlog::DeviceCopy)]
     /// #[repr(C)]

@@ -199,12 +199,13 @@ mod host {
     /// [`fold`] hands `launch` uninitialised `partials` (and an uninitialised
     /// one-element result) and returns the result to safe code. An implementation
     /// must, whenever `launch` returns `Ok`, have queued on `s` work that writes
-    /// `partials[b]` for every block `b` of `cfg` (a one-dimensional grid): with
-    /// [`fold_block`](super::fold_block) as the body, that is the given `cfg`
-    /// passed unchanged, whatever `CHUNK` is. A safe implementation is refused, so
-    /// a launcher that writes nothing cannot hand out unwritten memory:
+    /// `partials[b]` for every block `b` of `cfg` (a one-dimensional grid), and
+    /// must not read an element of `partials` before it is written (download it,
+    /// say): with [`fold_block`](super::fold_block) as the body, that is the given
+    /// `cfg` passed unchanged, whatever `CHUNK` is. A safe implementation is
+    /// refused, so a launcher that writes nothing cannot hand out unwritten memory:
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0200
     /// use xlog::{BufferView, DeviceBuffer, LaunchConfig, Result, Stream};
     /// struct Lazy;
     /// impl xlog_kernels::reduce::FoldKernel<bool> for Lazy {

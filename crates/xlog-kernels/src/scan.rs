@@ -189,15 +189,18 @@ mod host {
     ///
     /// # Safety
     ///
-    /// [`scan`] hands `launch` an uninitialised output and returns it to safe code.
-    /// An implementation must, whenever `launch` returns `Ok`, have queued on `s`
-    /// work that writes every element of `out`: with [`scan_tile`](super::scan_tile)
-    /// as the body, that is `K = ITEMS` and the given `cfg` (one block of `BLOCK`
-    /// threads per tile of `BLOCK · ITEMS` elements) passed unchanged. A safe
-    /// implementation is refused, so a launcher that writes nothing cannot hand out
-    /// unwritten memory:
+    /// [`scan`] hands `launch` an uninitialised output and uninitialised look-back
+    /// words, and returns the output to safe code. An implementation must,
+    /// whenever `launch` returns `Ok`, have queued on `s` work that writes every
+    /// element of `out`; it must not read an element of `out` before writing it,
+    /// and must pass `status` to the kernel only as its `lookback` parameter (whose
+    /// typed launcher zeroes the words right before the kernel). With
+    /// [`scan_tile`](super::scan_tile) as the body, that is `K = ITEMS` and the
+    /// given `cfg` (one block of `BLOCK` threads per tile of `BLOCK · ITEMS`
+    /// elements) passed unchanged. A safe implementation is refused, so a launcher
+    /// that writes nothing cannot hand out unwritten memory:
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0200
     /// use xlog::{BufferView, DeviceBuffer, LaunchConfig, Result, Stream};
     /// struct Lazy;
     /// impl xlog_kernels::scan::ScanKernel<u32> for Lazy {

@@ -135,12 +135,12 @@ mod host {
     /// [`segmented_reduce`] (and [`reduce_by_key`]) hand `launch` an uninitialised
     /// `out` and return it to safe code. An implementation must, whenever `launch`
     /// returns `Ok`, have queued on `s` work that writes `out[b]` for every block
-    /// `b` of `cfg` (one block per segment): with
-    /// [`reduce_segment`](super::reduce_segment) as the body, that is the given
-    /// `cfg` passed unchanged. A safe implementation is refused, so a launcher that
-    /// writes nothing cannot hand out unwritten memory:
+    /// `b` of `cfg` (one block per segment), and must not read an element of `out`
+    /// before it is written: with [`reduce_segment`](super::reduce_segment) as the
+    /// body, that is the given `cfg` passed unchanged. A safe implementation is
+    /// refused, so a launcher that writes nothing cannot hand out unwritten memory:
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0200
     /// use xlog::{BufferView, DeviceBuffer, LaunchConfig, Result, Stream};
     /// struct Lazy;
     /// impl xlog_kernels::segmented::SegmentKernel<bool> for Lazy {

@@ -41,8 +41,8 @@ fn first_kernel_mistakes_say_what_to_do() {
     }
     assert!(!log.contains("cannot find value `MODULE`"), "{log}");
 
-    // Two `static_shared!` arrays of one name from one macro call: one allocation
-    // would stand for both, so the build refuses the module.
+    // Two `static_shared!` arrays of one name from one macro call: the GPU would
+    // refuse the module only when loading it, so the build refuses it first.
     for needle in [
         "two static shared arrays of the module are named `__xlog_shared_mistake_shared_twice_S_",
         "give them different names",
