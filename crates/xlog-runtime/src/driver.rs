@@ -333,10 +333,11 @@ pub(crate) unsafe fn stream_settle(s: RawStream) -> Result<()> {
     synced.map_err(|e| Error::driver("cuStreamSynchronize", e))
 }
 
-/// Runs `f` with this thread in relaxed stream-capture mode, so a stream
-/// synchronisation in it neither fails nor invalidates another thread's
-/// global-mode graph capture (a context-wide synchronisation still does, in any
-/// mode). `f` must not panic (the mode would stay relaxed).
+/// Runs `f` with this thread in relaxed stream-capture mode, so a call in it that
+/// waits for the device (a stream synchronisation, a module unload) neither fails
+/// nor invalidates another thread's global-mode graph capture (a context-wide
+/// synchronisation still does, in any mode). `f` must not panic (the mode would
+/// stay relaxed).
 fn relaxed_capture<R>(f: impl FnOnce() -> R) -> R {
     let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
     // SAFETY: swaps this thread's capture mode with `mode`; swapped back below.
@@ -601,8 +602,11 @@ pub(crate) unsafe fn module_unload(m: RawModule) -> Result<()> {
         // SAFETY: the simulated call has the same obligations, the caller's.
         return unsafe { sim::module_unload(m) };
     }
+    // Relaxed: the driver waits for the module's running kernels, which in the
+    // default mode invalidates another thread's global-mode graph capture.
     // SAFETY: obligation 1 is the caller's.
-    unsafe { result::module::unload(m) }.map_err(|e| Error::driver("cuModuleUnload", e))
+    relaxed_capture(|| unsafe { result::module::unload(m) })
+        .map_err(|e| Error::driver("cuModuleUnload", e))
 }
 
 /// Zeroed, page-locked host memory mapped into the device's address space; returns
@@ -634,8 +638,10 @@ pub(crate) unsafe fn host_free(host: *mut u8) -> Result<()> {
     if sim::is_active() {
         return sim::host_free(host);
     }
+    // Relaxed, as `module_unload`: freeing page-locked memory may wait for the device.
     // SAFETY: obligation 1 is the caller's.
-    unsafe { result::free_host(host.cast()) }.map_err(|e| Error::driver("cuMemFreeHost", e))
+    relaxed_capture(|| unsafe { result::free_host(host.cast()) })
+        .map_err(|e| Error::driver("cuMemFreeHost", e))
 }
 
 /// Synchronous host-to-device copy (module globals at load time).

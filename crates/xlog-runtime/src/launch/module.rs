@@ -32,14 +32,18 @@ unsafe impl Sync for LoadedModule {}
 
 impl Drop for LoadedModule {
     fn drop(&mut self) {
-        if self.device.bind().is_ok() {
-            // SAFETY: the last function referring to this module is gone (each holds
-            // an Arc). A kernel of it may still run (its stream and buffers can be
-            // dropped while it does): `cuModuleUnload` waits for it (an assumption
-            // the GPU test `unloading_a_module_waits_for_its_running_kernel` checks).
-            if let Err(e) = unsafe { driver::module_unload(self.raw) } {
-                tracing::error!(target: "xlog::module", "cuModuleUnload failed: {e}");
-            }
+        let unloaded = self.device.bind().and_then(|()| {
+            // SAFETY: the last function referring to this module is gone (each
+            // holds an Arc). A kernel of it may still run (its stream and buffers
+            // can be dropped while it does): `cuModuleUnload` waits for it (an
+            // assumption the GPU test `unloading_a_module_waits_for_its_running_kernel`
+            // checks).
+            unsafe { driver::module_unload(self.raw) }
+        });
+        if let Err(e) = unloaded {
+            tracing::error!(target: "xlog::module", "unloading a module failed: {e}");
+            // Its kernels may still run and write the record: keep it allocated.
+            std::mem::forget(self.panic_record.take());
         }
     }
 }

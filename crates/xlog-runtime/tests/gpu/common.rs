@@ -145,6 +145,29 @@ pub fn rt() -> Runtime {
 }
 
 /// The backend the suite runs on (`XLOG_BACKEND`).
+/// Set in the child process [`in_a_process_of_its_own`] starts.
+const ALONE_ENV: &str = "XLOG_TEST_ALONE";
+
+/// For a test that must not share its process with others (a graph capture in
+/// global mode refuses the allocations and synchronisations of tests running beside
+/// it): in the test process, runs test `name` (its path in the suite) alone in a
+/// child process, checks that it passed there, and returns `false`; in that child,
+/// returns `true`, and the test goes on.
+pub fn in_a_process_of_its_own(name: &str) -> bool {
+    if std::env::var_os(ALONE_ENV).is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--test-threads=1", "--nocapture"])
+        .env(ALONE_ENV, "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("1 passed"), "{text}\n{errors}");
+    false
+}
+
 pub fn backend() -> Backend {
     match std::env::var("XLOG_BACKEND").as_deref() {
         Ok("direct") => Backend::Direct,

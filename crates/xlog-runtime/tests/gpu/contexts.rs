@@ -9,7 +9,7 @@ use cudarc::driver::sys;
 use xlog_runtime::WorkRecorder;
 use xlog_runtime::{AllocTag, DeviceBuffer, Function, LaunchConfig, Result, Runtime, Stream};
 
-use crate::common::{kernel, param, rt};
+use crate::common::{in_a_process_of_its_own, kernel, param, rt};
 
 /// The context current on the calling thread (null when none is).
 fn current() -> usize {
@@ -231,4 +231,59 @@ fn foreign_streams_and_events_inside_a_graph_capture_are_refused() {
         sys::cuEventDestroy_v2(ev).result().unwrap();
         cudarc::driver::result::free_sync(foreign).unwrap();
     }
+}
+
+/// Dropping a module while another thread captures a graph (as PyTorch's CUDA
+/// graphs do, in global mode) leaves the capture intact: `cuModuleUnload` waits
+/// for the device, which in the default capture mode invalidates the capture, so
+/// xlog unloads in relaxed mode. The capture would refuse the work of tests
+/// running beside it, so this runs alone in a child process. On the simulator,
+/// which has no captures of other libraries, it says so and returns.
+#[test]
+fn unloading_a_module_leaves_another_threads_capture_intact() {
+    let name = "contexts::unloading_a_module_leaves_another_threads_capture_intact";
+    let rt = rt();
+    if xlog_runtime::sim::is_active() {
+        println!("{name}: checks the CUDA driver only");
+        return;
+    }
+    if !in_a_process_of_its_own(name) {
+        return;
+    }
+    let module = rt
+        .load_ptx("unload-during-capture", include_str!("kernels.ptx"))
+        .unwrap();
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    ctx.bind_to_thread().unwrap();
+    let capturing = ctx.new_stream().unwrap();
+    let raw = capturing.cu_stream();
+    // SAFETY: 256 bytes of device memory of this test; freed below.
+    let scratch = unsafe { cudarc::driver::result::malloc_sync(256) }.unwrap();
+    let global = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL;
+    // SAFETY: `raw` is live; the capture ends below.
+    unsafe { sys::cuStreamBeginCapture_v2(raw, global) }
+        .result()
+        .unwrap();
+    // SAFETY: `scratch` holds 256 bytes; captured, not run.
+    unsafe { sys::cuMemsetD8Async(scratch, 1, 256, raw) }
+        .result()
+        .unwrap();
+    std::thread::spawn(move || drop(module)).join().unwrap();
+    // SAFETY: as above.
+    unsafe { sys::cuMemsetD8Async(scratch, 2, 256, raw) }
+        .result()
+        .unwrap();
+    let mut graph = null_mut();
+    // SAFETY: ends the capture begun above; the graph is destroyed below.
+    let ended = unsafe { sys::cuStreamEndCapture(raw, &mut graph) }.result();
+    if !graph.is_null() {
+        // SAFETY: made by the capture just ended, used by nothing.
+        unsafe { sys::cuGraphDestroy(graph) }.result().unwrap();
+    }
+    // SAFETY: allocated above, used by nothing in flight (the capture ran nothing).
+    unsafe { cudarc::driver::result::free_sync(scratch) }.unwrap();
+    assert!(
+        ended.is_ok(),
+        "unloading a module on another thread broke the capture: {ended:?}"
+    );
 }

@@ -175,8 +175,6 @@ fn an_upload_from_page_locked_memory_has_read_it_when_it_returns() {
 
 /// Set in the child process of
 /// `an_upload_waits_for_its_copy_while_another_thread_captures_a_graph`.
-const CAPTURE_CHILD_ENV: &str = "XLOG_TEST_CAPTURE_CHILD";
-
 /// The same while another thread captures a CUDA graph in global mode, which
 /// refuses a plain synchronisation (and allocations) on every thread that has not
 /// relaxed its capture mode: the upload still waits for its copy. The capture
@@ -191,16 +189,8 @@ fn an_upload_waits_for_its_copy_while_another_thread_captures_a_graph() {
         assert_eq!(late_reads(&rt, &s, &mut vec![0; PINNED_N]), 0);
         return;
     }
-    if std::env::var_os(CAPTURE_CHILD_ENV).is_none() {
-        let name = "copies::an_upload_waits_for_its_copy_while_another_thread_captures_a_graph";
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", name, "--test-threads=1"])
-            .env(CAPTURE_CHILD_ENV, "1")
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let errors = String::from_utf8_lossy(&out.stderr);
-        assert!(text.contains("1 passed"), "{text}\n{errors}");
+    let name = "copies::an_upload_waits_for_its_copy_while_another_thread_captures_a_graph";
+    if !in_a_process_of_its_own(name) {
         return;
     }
     use cudarc::driver::sys;

@@ -1,5 +1,5 @@
 use xlog_runtime::resource::HostResource;
-use xlog_runtime::{DeviceBuffer, Error, LaunchConfig, Runtime, WorkRecorder};
+use xlog_runtime::{Error, LaunchConfig, Runtime, WorkRecorder};
 
 use crate::common::*;
 
@@ -357,12 +357,24 @@ fn typed_launches_zero_only_ranges_they_write() {
     assert_eq!(buf.download(&s).unwrap(), [[7u32; 32], [0u32; 32]].concat());
 }
 
+/// `cuStreamQuery` of `s`: whether everything queued on it has run.
+fn idle(s: &xlog_runtime::Stream) -> bool {
+    use cudarc::driver::sys;
+    // SAFETY: `s` is a live stream of the current context (bound by the launch).
+    match unsafe { sys::cuStreamQuery(s.raw().cast()) } {
+        sys::CUresult::CUDA_SUCCESS => true,
+        sys::CUresult::CUDA_ERROR_NOT_READY => false,
+        e => panic!("cuStreamQuery: {e:?}"),
+    }
+}
+
 /// A kernel can outlive its stream and buffers, and a module can be dropped while
 /// one of its kernels runs (`load_ptx` modules are not cached, an owned runtime's
 /// go with it). xlog then unloads the module, and frees its panic record, without
 /// waiting itself: a context-wide wait would break other threads' graph captures.
 /// It rests on `cuModuleUnload` waiting for the module's running kernels, which
-/// the driver does not document; this checks that the driver does wait, and that
+/// the driver does not document; this checks that the driver does wait (the
+/// kernel runs when the unload starts and has finished when it returns), and that
 /// the device is healthy after. On the simulator, which has no driver, it says so
 /// and returns.
 #[test]
@@ -378,30 +390,26 @@ fn unloading_a_module_waits_for_its_running_kernel() {
         .unwrap();
     let f = module.function("slow_fill").unwrap();
     let mut y = rt.alloc_zeroed_on::<u32>(&s, 32).unwrap();
-    let launch = |y: &mut DeviceBuffer<u32>, value: u32| {
-        let (dp, n, spins) = (y.device_ptr(), 32u64, 200_000u32);
-        let pre = WorkRecorder::new(&s).write(y).preflight().unwrap();
-        let mut params = [param(&dp), param(&n), param(&value), param(&spins)];
-        // SAFETY: slow_fill(u64 dst, u64 n, u32 value, u32 spins) matches the
-        // params; it writes `y`, recorded.
-        let _ = unsafe { pre.launch(&f, LaunchConfig::for_len(32), &mut params) }.unwrap();
-    };
-    // How long the kernel runs (about 0.2 s of sleeping), synchronised.
-    let start = std::time::Instant::now();
-    launch(&mut y, 1);
-    s.synchronize().unwrap();
-    let runs = start.elapsed();
-
-    launch(&mut y, 2);
-    let start = std::time::Instant::now();
+    let (dp, n, value, spins) = (y.device_ptr(), 32u64, 2u32, 200_000u32);
+    let pre = WorkRecorder::new(&s).write(&mut y).preflight().unwrap();
+    let mut params = [param(&dp), param(&n), param(&value), param(&spins)];
+    // SAFETY: slow_fill(u64 dst, u64 n, u32 value, u32 spins) matches the params;
+    // it writes `y`, recorded.
+    let _ = unsafe { pre.launch(&f, LaunchConfig::for_len(32), &mut params) }.unwrap();
     drop(f);
+    assert!(
+        !idle(&s),
+        "the kernel (about 0.2 s of sleeping) ended before the unload"
+    );
+    let start = std::time::Instant::now();
     drop(module); // the last holder: cuModuleUnload
     let unloaded = start.elapsed();
     assert!(
-        unloaded >= runs / 2,
-        "cuModuleUnload returned after {unloaded:?} while the kernel runs for {runs:?}: \
+        idle(&s),
+        "cuModuleUnload returned after {unloaded:?} with the module's kernel still running: \
          the driver no longer waits for a module's running kernels, so xlog must"
     );
+    println!("cuModuleUnload waited {unloaded:?} for the running kernel");
     // The kernel ran to its end, and the device is healthy.
     assert_eq!(y.download(&s).unwrap(), [2; 32]);
     let z = rt.upload_on(&s, &[5u32; 8]).unwrap();
