@@ -382,9 +382,7 @@ fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>, stream: &Stream) -> PyRes
             py.detach(|| dlpack::import_versioned::<f32>(t, on, ReadyAfter::ImportStream))
         } else if pyo3::ffi::PyCapsule_IsValid(raw, LEGACY.as_ptr()) == 1 {
             let p = pyo3::ffi::PyCapsule_GetPointer(raw, LEGACY.as_ptr());
-            // Renamed first: `from_raw` owns the tensor from here on, and deletes a
-            // header it refuses itself (a later major version), so the capsule's
-            // destructor must not delete it again.
+            // Renamed first, as above: `from_raw` owns the tensor from here on.
             pyo3::ffi::PyCapsule_SetName(raw, USED_LEGACY.as_ptr());
             let t = Managed::from_raw(p.cast::<DLManagedTensor>()).map_err(err)?;
             py.detach(|| dlpack::import_legacy::<f32>(t, on, ReadyAfter::ImportStream))
