@@ -533,7 +533,10 @@ pub(crate) fn host_alloc_mapped(bytes: usize) -> Result<(*mut u8, u64)> {
 
 pub(crate) fn host_free(host: *mut u8) -> Result<()> {
     let layout = release("cuMemFreeHost", host as u64)?;
-    deallocate(host as u64, layout);
+    // Quarantined as device memory is: a kernel queued before the free may still
+    // write into it (a module's panic record), as the driver's wait in
+    // `cuModuleUnload` allows on a GPU.
+    quarantine(host as u64, layout);
     Ok(())
 }
 
