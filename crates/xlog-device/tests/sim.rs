@@ -858,3 +858,52 @@ fn a_transpose_tile_kept_for_another_block_is_refused() {
     );
     drop(data);
 }
+
+/// A panic payload whose own `Drop` panics (raised with `panic_any`): the thread's
+/// coroutine must not let that second panic unwind past the scheduler, which has
+/// the block's other threads suspended at a barrier, pointing into the block. The
+/// launch ends with the thread's fault, and every other thread unwinds while its
+/// block is alive (each reads the block through `warp::active_mask()` as it does).
+#[test]
+fn a_payload_that_panics_when_dropped_ends_the_launch_as_a_fault() {
+    struct Bomb;
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's drop panics");
+        }
+    }
+    struct Unwinding<'a>(&'a Mutex<Vec<u32>>);
+    impl Drop for Unwinding<'_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                self.0.lock().unwrap().push(warp::active_mask());
+            }
+        }
+    }
+    let masks = Mutex::new(Vec::new());
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        sim::run(
+            &launch(1, 64),
+            &|| {
+                let _guard = Unwinding(&masks);
+                if thread::block_thread_index() == 63 {
+                    std::panic::panic_any(Bomb);
+                }
+                barrier::sync_threads();
+            },
+            1,
+        )
+    }));
+    assert!(
+        matches!(run, Ok(Err(Fault::Panic(_)))),
+        "the launch did not end with the thread's fault"
+    );
+    let masks = masks.into_inner().unwrap();
+    // The panicking thread and the 63 waiting at the barrier, each once, each
+    // reading its whole warp's mask from the live block.
+    assert_eq!(masks.len(), 64, "{masks:x?}");
+    assert!(
+        masks.iter().all(|&m| m == FULL_MASK),
+        "a thread read another mask while unwinding: {masks:x?}"
+    );
+}

@@ -315,8 +315,19 @@ fn fiber_main(slot: u32, yielder: &Yielder<Resume, Suspend>, first: Resume) -> F
     }));
     match run {
         Ok(end) => end,
-        Err(payload) if payload.is::<Aborted>() => FiberEnd::Aborted,
-        Err(_) => FiberEnd::Panicked,
+        Err(payload) => {
+            let end = if payload.is::<Aborted>() {
+                FiberEnd::Aborted
+            } else {
+                FiberEnd::Panicked
+            };
+            // Leaked, not dropped: a payload whose `Drop` panics (`panic_any` of
+            // such a value) would unwind out of the coroutine, past the scheduler
+            // that still has this block's other threads suspended on it. The
+            // panic's message was captured when it was raised.
+            std::mem::forget(payload);
+            end
+        }
     }
 }
 
@@ -409,7 +420,10 @@ impl Worker {
             gathers: Gathers::new(threads),
         };
         let mut spins = 0usize;
-        let outcome = loop {
+        // Caught so that a panic out of the scheduling itself (none is expected:
+        // coroutines catch their threads' panics) still unwinds every thread
+        // before `block`, which they point into, goes away.
+        let scheduled = catch_unwind(AssertUnwindSafe(|| loop {
             if state.stop.load(Ordering::Relaxed) {
                 break Err(None);
             }
@@ -450,6 +464,14 @@ impl Worker {
                     )))));
                 }
                 CoroutineResult::Return(FiberEnd::Aborted) => break Err(None),
+            }
+        }));
+        let outcome = match scheduled {
+            Ok(outcome) => outcome,
+            Err(payload) => {
+                block.aborting.set(true);
+                self.fibers.end_all();
+                std::panic::resume_unwind(payload);
             }
         };
         if outcome.is_err() {
