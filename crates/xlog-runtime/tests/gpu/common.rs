@@ -164,7 +164,10 @@ pub fn in_a_process_of_its_own(name: &str) -> bool {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let errors = String::from_utf8_lossy(&out.stderr);
-    assert!(text.contains("1 passed"), "{text}\n{errors}");
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}\n{errors}"
+    );
     false
 }
 

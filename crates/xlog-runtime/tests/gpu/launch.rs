@@ -175,31 +175,13 @@ impl tracing::Subscriber for PanicOnLaunch {
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
-/// Set in the child process that runs [`a_launch_unwinding_in_its_subscriber_stays_recorded`].
-const SUBSCRIBER_CHILD_ENV: &str = "XLOG_TEST_SUBSCRIBER_CHILD";
-
 #[test]
 fn a_launch_unwinding_in_its_subscriber_stays_recorded() {
     let rt = rt();
-    if std::env::var_os(SUBSCRIBER_CHILD_ENV).is_none() {
-        // `tracing` caches each callsite's interest process-wide, and other tests
-        // launch from other threads with no subscriber: run alone in a child, where
-        // this thread's subscriber is the only one that ever sees the event.
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "launch::a_launch_unwinding_in_its_subscriber_stays_recorded",
-                "--test-threads=1",
-            ])
-            .env(SUBSCRIBER_CHILD_ENV, "1")
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && text.contains("1 passed"),
-            "{text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    // `tracing` caches each callsite's interest process-wide, and other tests
+    // launch from other threads with no subscriber: run alone in a child, where
+    // this thread's subscriber is the only one that ever sees the event.
+    if !in_a_process_of_its_own("launch::a_launch_unwinding_in_its_subscriber_stays_recorded") {
         return;
     }
     let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
