@@ -2,6 +2,7 @@
 //! barriers, warp operations, collectives, shared memory, atomics, look-back,
 //! divergence and panics.
 
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
@@ -906,4 +907,110 @@ fn a_payload_that_panics_when_dropped_ends_the_launch_as_a_fault() {
         masks.iter().all(|&m| m == FULL_MASK),
         "a thread read another mask while unwinding: {masks:x?}"
     );
+}
+
+/// A suspended thread of a faulting launch catches the simulator's unwinding (its
+/// private abort payload) and keeps it; a thread of a later launch raises it again.
+/// The launch must not take that for "another block faulted" and succeed with the
+/// rest of the block never run: it ends with a fault of the raising thread.
+#[test]
+fn an_abort_payload_kept_from_another_launch_is_a_fault() {
+    static KEPT: Mutex<Option<Box<dyn std::any::Any + Send>>> = Mutex::new(None);
+    let first = sim::run(
+        &launch(1, 2),
+        &|| {
+            if thread::block_thread_index() == 0 {
+                // Waits at the barrier until thread 1's panic unwinds it.
+                if let Err(p) = catch_unwind(AssertUnwindSafe(barrier::sync_threads)) {
+                    *KEPT.lock().unwrap() = Some(p);
+                }
+            } else {
+                panic!("a fault that aborts the block");
+            }
+        },
+        1,
+    );
+    assert!(matches!(first, Err(Fault::Panic(_))), "{first:?}");
+    assert!(KEPT.lock().unwrap().is_some(), "no payload was caught");
+    let ran = AtomicU32::new(0);
+    let r = sim::run(
+        &launch(4, 64),
+        &|| {
+            if thread::block_index() == 1 && thread::block_thread_index() == 0 {
+                if let Some(p) = KEPT.lock().unwrap().take() {
+                    resume_unwind(p);
+                }
+            }
+            ran.fetch_add(1, Relaxed);
+        },
+        1,
+    );
+    let Err(Fault::Panic(record)) = r else {
+        panic!(
+            "expected the raising thread's fault, got {r:?} with {} of 256 threads run",
+            ran.load(Relaxed)
+        )
+    };
+    assert!(
+        record.message().contains("abort signal"),
+        "{}",
+        record.message()
+    );
+    assert_eq!((record.thread, record.block), ([0, 0, 0], [1, 0, 0]));
+}
+
+/// The last thread to reach a block collective runs its operator for the block; a
+/// kernel that catches the operator's panic leaves the other threads waiting there.
+/// The launch must stop with a divergence naming the collective and a waiting
+/// thread, not with a panic of the scheduler.
+#[test]
+fn a_caught_panic_in_a_collective_operator_is_a_divergence() {
+    for workers in [1, 2] {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            sim::run(
+                &launch(2, 64),
+                &|| {
+                    let _ = catch_unwind(AssertUnwindSafe(|| {
+                        collective::block_reduce(1u32, |a, b| {
+                            if thread::block_thread_index() == 63 {
+                                panic!("the operator panics in the finishing thread");
+                            }
+                            a + b
+                        })
+                    }));
+                },
+                workers,
+            )
+        }));
+        let r = r.unwrap_or_else(|_| panic!("the simulator panicked ({workers} workers)"));
+        let (what, _, thread) = divergence(r);
+        assert_eq!((what, thread), ("collective::block_reduce", d(0, 0, 0)));
+    }
+}
+
+/// The finishing thread catches its operator's panic and reaches the collective
+/// again while the rest of its block still waits in the first one: it waits for
+/// ever too (the collective neither runs a second round nor releases the others
+/// with it), so the launch stops with a divergence.
+#[test]
+fn a_collective_reached_again_after_its_operator_panicked_is_a_divergence() {
+    let panicked = AtomicU32::new(0);
+    let r = sim::run(
+        &launch(1, 64),
+        &|| {
+            let sum = || {
+                collective::block_reduce(1u32, |a, b| {
+                    if thread::block_thread_index() == 63 && panicked.fetch_add(1, Relaxed) == 0 {
+                        panic!("the operator panics once");
+                    }
+                    a + b
+                })
+            };
+            if catch_unwind(AssertUnwindSafe(sum)).is_err() {
+                sum();
+            }
+        },
+        1,
+    );
+    assert_eq!(divergence(r).0, "collective::block_reduce");
 }

@@ -47,7 +47,8 @@ pub(crate) enum Resume {
 enum FiberEnd {
     /// The thread it ran panicked (its capture is in `capture`).
     Panicked,
-    /// It unwound because the launch stopped, or its worker ended.
+    /// It unwound because the launch stopped, or its worker ended (or a thread
+    /// raised an [`Aborted`] payload it kept: `run_block` tells these apart).
     Aborted,
 }
 
@@ -176,6 +177,11 @@ impl Exchange {
         }
     }
 }
+
+/// The message of the fault of a thread that unwound with the simulator's [`Aborted`]
+/// payload while its launch ran on.
+const STOLEN_ABORT: &str = "the thread unwound with the xlog simulator's abort signal, \
+    kept from another launch (`catch_unwind`) and raised again (`resume_unwind`)";
 
 /// The number the last block to start took (see [`context::block_number`]).
 static BLOCKS_STARTED: AtomicU64 = AtomicU64::new(0);
@@ -420,9 +426,11 @@ impl Worker {
             gathers: Gathers::new(threads),
         };
         let mut spins = 0usize;
-        // Caught so that a panic out of the scheduling itself (none is expected:
-        // coroutines catch their threads' panics) still unwinds every thread
-        // before `block`, which they point into, goes away.
+        // Caught so that a panic out of the scheduling itself still unwinds every
+        // thread before `block`, which they point into, goes away. None is known
+        // to be reachable: coroutines catch their threads' panics, and every
+        // waiting thread stays registered where `Block::divergence` finds it (a
+        // collective keeps its group pending while its operator runs).
         let scheduled = catch_unwind(AssertUnwindSafe(|| loop {
             if state.stop.load(Ordering::Relaxed) {
                 break Err(None);
@@ -463,7 +471,24 @@ impl Worker {
                         t, block.idx,
                     )))));
                 }
-                CoroutineResult::Return(FiberEnd::Aborted) => break Err(None),
+                // The scheduler resumes with `Resume::Abort` only in `end_all`, and
+                // sets `aborting` only after this loop: here a coroutine ends
+                // `Aborted` legitimately only because `run_threads` saw the launch
+                // stop, whose fault is recorded already. Otherwise one of its
+                // threads raised an `Aborted` payload it kept from another launch
+                // (`catch_unwind`, then `resume_unwind`), and ending the block
+                // without a fault would let the launch succeed with threads that
+                // never ran. Checking `stop` suffices, with no need to stamp the
+                // payload with its block: once `stop` is set the launch fails anyway.
+                CoroutineResult::Return(FiberEnd::Aborted) => {
+                    if state.stop.load(Ordering::Relaxed) {
+                        break Err(None);
+                    }
+                    let t = current_dims(launch.block, block.running.get());
+                    break Err(Some(Fault::Panic(std::boxed::Box::new(
+                        capture::with_message(STOLEN_ABORT, t, block.idx),
+                    ))));
+                }
             }
         }));
         let outcome = match scheduled {

@@ -65,16 +65,30 @@ fn capture(info: &PanicHookInfo<'_>) {
 
 /// The record of the panic just captured on this OS thread, for `thread` of `block`.
 pub(super) fn take(thread: Dim3, block: Dim3) -> PanicRecord {
-    let captured = CAPTURED
-        .with(|c| c.borrow_mut().take())
-        .unwrap_or(Captured {
-            message: String::from(
-                "<panic not captured: another panic hook replaced the simulator's>",
-            ),
-            file: String::from("<unknown>"),
-            line: 0,
-            column: 0,
-        });
+    match CAPTURED.with(|c| c.borrow_mut().take()) {
+        Some(captured) => fill(captured, thread, block),
+        None => with_message(
+            "<panic not captured: another panic hook replaced the simulator's>",
+            thread,
+            block,
+        ),
+    }
+}
+
+/// A record for `thread` of `block` that unwound without a panic the hook saw
+/// (`resume_unwind`), saying `message`; its location is unknown.
+pub(super) fn with_message(message: &str, thread: Dim3, block: Dim3) -> PanicRecord {
+    let captured = Captured {
+        message: message.to_string(),
+        file: String::from("<unknown>"),
+        line: 0,
+        column: 0,
+    };
+    fill(captured, thread, block)
+}
+
+/// The record of `captured`, cut to the record's capacities.
+fn fill(captured: Captured, thread: Dim3, block: Dim3) -> PanicRecord {
     let mut r = PanicRecord::new();
     let file = captured.file.as_bytes();
     let file_cut = file.len().saturating_sub(FILE_CAPACITY);

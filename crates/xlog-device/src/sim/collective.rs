@@ -160,9 +160,12 @@ fn gather(
             arrived: 0,
             waiter: t,
         };
-    } else if p.what != what {
+    } else if p.what != what || p.arrived == count {
         // Part of the group is at another collective: this thread never completes
-        // (on the GPU the block hangs or exchanges garbage).
+        // (on the GPU the block hangs or exchanges garbage). A complete group is
+        // one whose operator is running or panicked: only the thread that ran it
+        // can arrive, from inside the operator or after catching its panic, while
+        // the rest of the group waits for it.
         if g.stuck.get().is_none() {
             g.stuck.set(Some((what, t)));
         }
@@ -173,19 +176,23 @@ fn gather(
     g.values[t as usize].set(value);
     g.args[t as usize].set(arg);
     p.arrived += 1;
-    p.waiter = p.waiter.min(t);
     if p.arrived < count {
+        p.waiter = p.waiter.min(t);
         pending.set(p);
         ctx.suspend(Suspend::Wait);
         return g.results[t as usize].get();
     }
-    pending.set(Pending::default());
+    // The group stays pending, complete, while `finish` runs the user's operator:
+    // if that panics and the kernel catches the panic, the threads left waiting are
+    // still where `Block::divergence` finds them.
+    pending.set(p);
     let range = first as usize..(first + count) as usize;
     finish(&Round {
         values: &g.values[range.clone()],
         args: &g.args[range.clone()],
         results: &g.results[range.clone()],
     });
+    pending.set(Pending::default());
     for other in range.filter(|&o| o != t as usize) {
         block.release(other as u32, 0);
     }

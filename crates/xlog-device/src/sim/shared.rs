@@ -46,30 +46,21 @@ impl Arena {
         let block = self.block;
         let i = match self.regions.iter().position(|r| r.key == key) {
             Some(i) if self.regions[i].layout == layout => i,
-            found => {
+            // The arena lives for one launch, so the region may be in use by the
+            // running block (a handle to it passes its block check): it is never
+            // freed or replaced before the arena drops.
+            Some(i) => layouts_differ(key, self.regions[i].layout, layout),
+            None => {
                 // SAFETY: `layout` has a non-zero size.
                 let ptr = unsafe { alloc(layout) };
                 let ptr = NonNull::new(ptr).unwrap_or_else(|| handle_alloc_error(layout));
-                let region = Region {
+                self.regions.push(Region {
                     key,
                     ptr,
                     layout,
                     block: 0,
-                };
-                match found {
-                    Some(i) => {
-                        let old = core::mem::replace(&mut self.regions[i], region);
-                        // SAFETY: `old` was allocated above with its own layout, and
-                        // no block uses it any more (its layout changed only between
-                        // launches).
-                        unsafe { dealloc(old.ptr.as_ptr(), old.layout) };
-                        i
-                    }
-                    None => {
-                        self.regions.push(region);
-                        self.regions.len() - 1
-                    }
-                }
+                });
+                self.regions.len() - 1
             }
         };
         let r = &mut self.regions[i];
@@ -80,6 +71,24 @@ impl Arena {
         }
         r.ptr.as_ptr()
     }
+}
+
+/// Panics: two shared arrays have one key but different layouts. Each
+/// `static_shared!` site is its own static with one type, and the dynamic shared
+/// memory has one size per launch, so this means two sites' statics were merged
+/// (identical code folding by the linker, say).
+#[cold]
+#[inline(never)]
+fn layouts_differ(key: usize, had: Layout, wanted: Layout) -> ! {
+    panic!(
+        "xlog simulator: two shared arrays with one site key ({key:#x}) and different \
+         layouts ({} then {} bytes, aligned to {} then {}); were two `static_shared!` \
+         sites merged, by identical code folding in the linker for instance?",
+        had.size(),
+        wanted.size(),
+        had.align(),
+        wanted.align()
+    )
 }
 
 impl Drop for Arena {
@@ -107,4 +116,29 @@ pub(crate) fn dynamic_shared() -> (*mut u8, usize) {
     let block = ctx.block();
     let bytes = block.launch.dynamic_shared_bytes as usize;
     (block.shared.borrow_mut().get(DYNAMIC, bytes, 16), bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_key_keeps_its_region_from_block_to_block() {
+        let mut arena = Arena::default();
+        arena.next_block();
+        let a = arena.get(8, 64, 16);
+        arena.next_block();
+        assert_eq!(arena.get(8, 64, 16), a);
+    }
+
+    /// A region may be in use by the running block, so a second layout for its key
+    /// is refused rather than freeing it.
+    #[test]
+    #[should_panic(expected = "two shared arrays with one site key (0x8) and different layouts")]
+    fn one_key_with_two_layouts_panics() {
+        let mut arena = Arena::default();
+        arena.next_block();
+        arena.get(8, 64, 16);
+        arena.get(8, 128, 16);
+    }
 }
