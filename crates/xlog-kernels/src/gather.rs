@@ -172,7 +172,9 @@ mod host {
     /// One thread per element, capped at the grid's limit (a grid-stride loop
     /// covers the rest).
     fn config(n: usize) -> LaunchConfig {
-        let blocks = n.div_ceil(THREADS as usize).clamp(1, i32::MAX as usize) as u32;
+        let blocks = n
+            .div_ceil(THREADS as usize)
+            .clamp(1, xlog::MAX_GRID_BLOCKS as usize) as u32;
         LaunchConfig::new([blocks, 1, 1], [THREADS, 1, 1])
     }
 

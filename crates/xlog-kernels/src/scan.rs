@@ -236,14 +236,28 @@ mod host {
     ///
     /// # Errors
     ///
-    /// A budget refusal of the output or the status words (`BudgetExceeded`;
-    /// nothing was launched), or a launch error.
+    /// `InvalidArgument` when `x` needs more tiles than a grid holds (nothing is
+    /// allocated); a budget refusal of the output or the status words
+    /// (`BudgetExceeded`; nothing was launched), or a launch error.
     pub fn scan<T: xlog::DeviceCopy, K: ScanKernel<T>>(
         s: &Stream,
         x: &(impl ReadBuffer<T> + ?Sized),
     ) -> Result<DeviceBuffer<T>> {
         let x = x.as_view();
         let rt = s.runtime()?;
+        let tiles = x.len().div_ceil(BLOCK as usize * K::ITEMS);
+        // Refused before anything is allocated.
+        let grid = u32::try_from(tiles)
+            .ok()
+            .filter(|&g| g <= xlog::MAX_GRID_BLOCKS)
+            .ok_or_else(|| xlog::Error::InvalidArgument {
+                what: "xlog_kernels::scan::scan".to_owned(),
+                reason: format!(
+                    "{} elements need {tiles} tiles, more than a grid holds (2^31 - 1); \
+                     scan them in parts",
+                    x.len()
+                ),
+            })?;
         // SAFETY: `K::launch` queues work writing every element of `out` whenever
         // it returns `Ok` (the trait's obligation: one block per tile, each block
         // `b` storing every element of tile `b`); on an error `out` is dropped
@@ -252,14 +266,6 @@ mod host {
         if x.is_empty() {
             return Ok(out);
         }
-        let tiles = x.len().div_ceil(BLOCK as usize * K::ITEMS);
-        let grid = u32::try_from(tiles).map_err(|_| xlog::Error::InvalidArgument {
-            what: "xlog_kernels::scan::scan".to_owned(),
-            reason: format!(
-                "{} elements need {tiles} tiles, more than a grid holds",
-                x.len()
-            ),
-        })?;
         // SAFETY: the typed launcher zeroes a `lookback` parameter's words on the
         // stream right before the kernel, as part of the same recorded launch.
         let mut status =

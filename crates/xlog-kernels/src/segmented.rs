@@ -237,7 +237,7 @@ mod host {
         let segments = offsets.len().saturating_sub(1);
         let grid = u32::try_from(segments)
             .ok()
-            .filter(|&g| g <= i32::MAX as u32)
+            .filter(|&g| g <= xlog::MAX_GRID_BLOCKS)
             .ok_or_else(|| Error::InvalidArgument {
                 what: "xlog_kernels::segmented::segmented_reduce".to_owned(),
                 reason: format!(

@@ -36,9 +36,11 @@ pub(crate) fn init() -> Result<()> {
         }
         result::init().map_err(|e| (true, Some(e.0 as u32)))
     });
+    const NO_DEVICE: u32 = sys::CUresult::CUDA_ERROR_NO_DEVICE as u32;
     match outcome {
         Ok(()) => Ok(()),
         Err((false, _)) => Err(Error::NoDriver),
+        Err((true, Some(NO_DEVICE))) => Err(Error::NoDevice),
         Err((true, code)) => Err(Error::Driver {
             call: "cuInit",
             message: format!(
@@ -280,11 +282,9 @@ pub(crate) unsafe fn stream_is_capturing(s: RawStream) -> bool {
     if sim::is_active() {
         return false;
     }
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: obligation 1; writes one status.
-    let r = unsafe { sys::cuStreamIsCapturing(s, &mut status) };
-    r != sys::CUresult::CUDA_SUCCESS
-        || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    // SAFETY: obligation 1.
+    let status = unsafe { result::stream::is_capturing(s) };
+    status != Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
 /// Whether `ev` was last recorded outside a graph capture: the driver answers a
@@ -298,8 +298,10 @@ pub(crate) unsafe fn event_is_outside_capture(ev: RawEvent) -> bool {
         return true;
     }
     // SAFETY: obligation 1; a query only reads the event's state.
-    let r = unsafe { sys::cuEventQuery(ev) };
-    r == sys::CUresult::CUDA_SUCCESS || r == sys::CUresult::CUDA_ERROR_NOT_READY
+    match unsafe { result::event::query(ev) } {
+        Ok(()) => true,
+        Err(e) => e.0 == sys::CUresult::CUDA_ERROR_NOT_READY,
+    }
 }
 
 /// Block until everything queued on `s` has finished or can never run: the wait

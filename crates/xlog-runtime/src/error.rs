@@ -21,6 +21,15 @@ pub enum Error {
     )]
     NoDriver,
 
+    /// The driver loaded but sees no GPU (`cuInit` answered `CUDA_ERROR_NO_DEVICE`):
+    /// a container or VM without one passed through, or `CUDA_VISIBLE_DEVICES`
+    /// hiding every device.
+    #[error(
+        "the CUDA driver is installed but sees no GPU: check `nvidia-smi` and \
+         CUDA_VISIBLE_DEVICES, or set XLOG_BACKEND=sim to run on xlog's CPU simulator"
+    )]
+    NoDevice,
+
     /// The driver loaded, but the requested ordinal does not name a device.
     #[error("device ordinal {ordinal} is out of range: this machine has {count} CUDA device(s)")]
     DeviceOutOfRange {
@@ -77,6 +86,13 @@ pub enum Error {
         ptr: u64,
         /// Generation the handle carried (`Generation.0`).
         generation: u64,
+    },
+
+    /// The host allocator refused the memory of a [`crate::HostResource`] block.
+    #[error("the host allocator refused {bytes} bytes: free host memory or allocate less")]
+    HostOutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
     },
 
     /// A buffer or stream of one runtime was used with another.
@@ -210,6 +226,7 @@ impl std::fmt::Debug for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let variant = match self {
             Error::NoDriver => "NoDriver",
+            Error::NoDevice => "NoDevice",
             Error::DeviceOutOfRange { .. } => "DeviceOutOfRange",
             Error::Driver { .. } => "Driver",
             Error::Unsupported { .. } => "Unsupported",
@@ -217,6 +234,7 @@ impl std::fmt::Debug for Error {
             Error::SizeOverflow { .. } => "SizeOverflow",
             Error::StaleBlock { .. } => "StaleBlock",
             Error::WrongRuntime { .. } => "WrongRuntime",
+            Error::HostOutOfMemory { .. } => "HostOutOfMemory",
             Error::Untracked { .. } => "Untracked",
             Error::UntrackableResource { .. } => "UntrackableResource",
             Error::InvalidLaunch { .. } => "InvalidLaunch",
@@ -239,6 +257,27 @@ fn context_suffix(context: &Option<String>) -> String {
 }
 
 impl Error {
+    /// Whether the failure is that this machine has no usable GPU: no driver
+    /// ([`Error::NoDriver`]), a driver that sees none ([`Error::NoDevice`]), or no
+    /// device at all ([`Error::DeviceOutOfRange`] with a count of zero). A program
+    /// that can run without a GPU (on the simulator, or by saying so and exiting)
+    /// tests this rather than matching the variants.
+    ///
+    /// ```
+    /// # use xlog_runtime::{Error, Runtime};
+    /// match Runtime::get(0) {
+    ///     Err(e) if e.is_no_gpu() => eprintln!("no GPU here: {e}"),
+    ///     Err(e) => eprintln!("error: {e}"),
+    ///     Ok(rt) => println!("{}", rt.device().info().name),
+    /// }
+    /// ```
+    pub fn is_no_gpu(&self) -> bool {
+        matches!(
+            self,
+            Error::NoDriver | Error::NoDevice | Error::DeviceOutOfRange { count: 0, .. }
+        )
+    }
+
     /// Build a [`Error::Driver`] from a cudarc driver error.
     ///
     /// Cold, as every constructor of an error on a hot path: the code that builds
@@ -310,6 +349,20 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("install the NVIDIA driver"), "{shown}");
+    }
+
+    #[test]
+    fn no_gpu_covers_exactly_the_machines_without_one() {
+        let none = |count| Error::DeviceOutOfRange { ordinal: 0, count };
+        assert!(Error::NoDriver.is_no_gpu());
+        assert!(Error::NoDevice.is_no_gpu());
+        assert!(none(0).is_no_gpu());
+        // Asking for a second GPU on a machine with one is a mistake, not a
+        // machine without a GPU.
+        assert!(!none(1).is_no_gpu());
+        let shown = format!("{:?}", Error::NoDevice);
+        assert!(shown.starts_with("NoDevice: the CUDA driver is installed but sees no GPU"));
+        assert!(shown.contains("CUDA_VISIBLE_DEVICES") && shown.contains("XLOG_BACKEND=sim"));
     }
 
     #[test]

@@ -283,13 +283,12 @@ impl BufferCore {
                 || on.runtime_id() != mine.runtime_id()
                 || on.device_ordinal() != mine.device_ordinal())
         {
-            return Err(Error::InvalidArgument {
-                what: format!("{on:?}"),
-                reason: format!(
-                    "the event must be recorded on a stream of the buffer's runtime ({}, device {})",
-                    mine.runtime_id(),
-                    mine.device_ordinal()
-                ),
+            return Err(Error::WrongRuntime {
+                what: "the stream of an export event",
+                found: on.runtime_id(),
+                found_device: on.device_ordinal(),
+                expected: mine.runtime_id(),
+                expected_device: mine.device_ordinal(),
             });
         }
         if !on.has_device() {

@@ -74,6 +74,7 @@ pub use foreign::host;
 pub use foreign::{ForeignEvent, ForeignStream, OwnedEvent, ReadyAfter};
 pub use launch::{
     Committed, Function, KernelHandle, LaunchConfig, Module, Preflighted, Recording, WorkRecorder,
+    MAX_GRID_BLOCKS,
 };
 pub use resource::{AllocStats, AllocTag, BlockId, DeviceBlock, DeviceMemoryResource, Generation};
 pub use runtime::{Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV};

@@ -80,7 +80,7 @@ impl Drop for StreamShared {
         if ctx.bind().is_err() {
             return;
         }
-        let fence = self.fence.get_mut().unwrap_or_else(|e| e.into_inner());
+        let fence = self.fence.get_mut_unpoisoned();
         if let Some(ev) = fence.event.take() {
             // SAFETY: the event belongs to this stream and nobody else holds it.
             if let Err(e) = unsafe { driver::event_destroy(ev) } {

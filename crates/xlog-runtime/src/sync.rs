@@ -5,7 +5,7 @@
 //! holds valid data: the runtime keeps going rather than turning one panic into
 //! another on every later call.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// [`Mutex::lock`] and [`Mutex::get_mut`] that ignore poisoning (see the module docs).
 pub(crate) trait Unpoisoned<T> {
@@ -25,4 +25,12 @@ impl<T> Unpoisoned<T> for Mutex<T> {
     fn get_mut_unpoisoned(&mut self) -> &mut T {
         self.get_mut().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// [`Condvar::wait`] that ignores poisoning, as [`Unpoisoned`] does for locks.
+pub(crate) fn wait_unpoisoned<'a, T>(
+    changed: &Condvar,
+    guard: MutexGuard<'a, T>,
+) -> MutexGuard<'a, T> {
+    changed.wait(guard).unwrap_or_else(|p| p.into_inner())
 }

@@ -98,20 +98,21 @@ pub(crate) struct UsePoint<S> {
     pub(crate) epoch: u64,
 }
 
-/// Adds `point` to `points`, keeping one point per stream: the newest (a later
-/// point of a stream is ordered after its earlier ones, so it stands for them).
-pub(crate) fn keep_newest<S, P>(points: &mut P, point: &UsePoint<S>)
+/// Adds the point `epoch` of `stream` to `points`, keeping one point per stream: the
+/// newest (a later point of a stream is ordered after its earlier ones, so it
+/// stands for them). The stream is cloned only when it is new to `points`.
+#[inline]
+pub(crate) fn keep_newest<S, P>(points: &mut P, stream: &S, epoch: u64)
 where
     S: PartialEq + Clone,
     P: AsMut<[UsePoint<S>]> + Extend<UsePoint<S>>,
 {
-    match points
-        .as_mut()
-        .iter_mut()
-        .find(|p| p.stream == point.stream)
-    {
-        Some(p) => p.epoch = p.epoch.max(point.epoch),
-        None => points.extend(Some(point.clone())),
+    match points.as_mut().iter_mut().find(|p| p.stream == *stream) {
+        Some(p) => p.epoch = p.epoch.max(epoch),
+        None => points.extend(Some(UsePoint {
+            stream: stream.clone(),
+            epoch,
+        })),
     }
 }
 
@@ -176,13 +177,7 @@ impl<S: PartialEq + Clone> UseState<S> {
         let current = planned == self.version;
         self.version += 1;
         if !access.writes() {
-            match self.reads.iter_mut().find(|p| p.stream == *stream) {
-                Some(p) => p.epoch = p.epoch.max(epoch),
-                None => self.reads.push(UsePoint {
-                    stream: stream.clone(),
-                    epoch,
-                }),
-            }
+            keep_newest(&mut self.reads, stream, epoch);
             return;
         }
         if current && self.reads.is_empty() {

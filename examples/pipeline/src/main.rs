@@ -71,7 +71,7 @@ fn main() -> ExitCode {
             eprintln!("error: {bad} values differ from the CPU reference");
             ExitCode::FAILURE
         }
-        Err(e @ (xlog::Error::NoDriver | xlog::Error::DeviceOutOfRange { .. })) => {
+        Err(e) if e.is_no_gpu() => {
             eprintln!("error: this example needs an NVIDIA GPU: {e}");
             ExitCode::from(2)
         }

@@ -79,7 +79,7 @@ fn main() -> ExitCode {
             eprintln!("error: {bad} elements differ from the CPU reference");
             ExitCode::FAILURE
         }
-        Err(e @ (xlog::Error::NoDriver | xlog::Error::DeviceOutOfRange { .. })) => {
+        Err(e) if e.is_no_gpu() => {
             eprintln!("error: this example needs an NVIDIA GPU: {e}");
             eprintln!(
                 "hint: run it on xlog's CPU simulator instead: XLOG_BACKEND=sim cargo run --release -p saxpy"

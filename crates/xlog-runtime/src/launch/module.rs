@@ -271,20 +271,29 @@ impl Function {
     }
 }
 
+/// How many runtimes a [`KernelHandle`] caches its function for.
+const HANDLE_SLOTS: usize = 8;
+
 /// A kernel of an embedded module, resolved once per runtime: what generated
 /// launchers keep in a `static`.
 ///
 /// Resolving it for a runtime the first time loads the module and checks the
 /// launcher's ABI descriptor against the device build's (see
-/// [`check_abi`](Self::check_abi)); later launches on that runtime take the cached
-/// function without repeating either.
+/// [`check_abi`](Self::check_abi)). The handle caches the function in one of eight
+/// slots, chosen by the runtime's id (ids are handed out in order, so the runtimes
+/// of an eight-GPU machine each get their own); later launches on that runtime take
+/// the cached function without repeating either. A slot is filled once and kept
+/// for the process: a runtime whose slot another runtime took first (a ninth
+/// runtime, or one created after a dropped one) resolves through its own module
+/// map on every launch, correctly but slower, and the first runtime's module stays
+/// loaded after that runtime is dropped.
 pub struct KernelHandle {
     image: &'static ModuleImage,
     name: &'static str,
     abi: &'static [u64],
     params: &'static [&'static str],
     sim: Option<SimEntry>,
-    slots: [OnceLock<(u64, Function)>; 4],
+    slots: [OnceLock<(u64, Function)>; HANDLE_SLOTS],
 }
 
 impl KernelHandle {
@@ -302,7 +311,7 @@ impl KernelHandle {
             abi,
             params,
             sim: None,
-            slots: [const { OnceLock::new() }; 4],
+            slots: [const { OnceLock::new() }; HANDLE_SLOTS],
         }
     }
 

@@ -300,7 +300,7 @@ impl<'a> WorkRecorder<'a, Recording> {
         if crate::testing::fencing_enabled() {
             for p in self.waits.drain(..) {
                 if p.stream != *self.stream {
-                    keep_newest(&mut waits, &p);
+                    keep_newest(&mut waits, &p.stream, p.epoch);
                 }
             }
         }
@@ -485,7 +485,7 @@ where
 {
     if crate::testing::fencing_enabled() {
         for p in state.waits(access, stream) {
-            keep_newest(waits, p);
+            keep_newest(waits, &p.stream, p.epoch);
         }
     }
 }

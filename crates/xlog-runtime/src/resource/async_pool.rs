@@ -23,7 +23,7 @@ impl AsyncResource {
     /// A backend on `device`. Fails if the device has no memory pools.
     pub fn new(device: &Device) -> Result<AsyncResource> {
         if !device.info().memory_pools {
-            return Err(Error::InvalidArgument {
+            return Err(Error::Unsupported {
                 what: format!("AsyncResource on device {}", device.ordinal()),
                 reason:
                     "the device does not support stream-ordered memory pools; use DirectResource"

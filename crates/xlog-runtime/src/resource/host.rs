@@ -67,10 +67,7 @@ unsafe impl DeviceMemoryResource for HostResource {
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { std::alloc::alloc(layout) };
         if ptr.is_null() {
-            return Err(Error::InvalidArgument {
-                what: "HostResource::allocate".into(),
-                reason: format!("the host allocator refused {bytes} bytes"),
-            });
+            return Err(Error::HostOutOfMemory { bytes });
         }
         let block = DeviceBlock::new(self.device, ptr as u64, bytes, tag);
         self.ledger.open(&block);

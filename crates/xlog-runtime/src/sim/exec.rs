@@ -35,7 +35,7 @@ use super::hazard::{Detector, Touch};
 use super::SimEntry;
 use crate::error::{Error, Result};
 use crate::handle::{DeviceInfo, MemsetWord, RawEvent, RawFunction, RawModule, RawStream};
-use crate::sync::Unpoisoned;
+use crate::sync::{wait_unpoisoned, Unpoisoned};
 
 /// The process's hazard detector.
 pub(crate) static DETECTOR: LazyLock<Detector> = LazyLock::new(Detector::default);
@@ -142,7 +142,7 @@ impl SimStream {
     fn wait_until(&self, n: u64) {
         let mut q = self.queue.lock_unpoisoned();
         while q.completed < n {
-            q = self.changed.wait(q).unwrap_or_else(|p| p.into_inner());
+            q = wait_unpoisoned(&self.changed, q);
         }
     }
 
@@ -157,7 +157,7 @@ impl SimStream {
                     if q.closed {
                         return;
                     }
-                    q = self.changed.wait(q).unwrap_or_else(|p| p.into_inner());
+                    q = wait_unpoisoned(&self.changed, q);
                 }
             };
             match work {

@@ -38,7 +38,7 @@ pub(crate) struct Touch {
 
 /// One side of a [`Hazard`]: an operation and what it did to the allocation.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Access {
+pub struct HazardSide {
     /// The operation: ``kernel `name` ``, `copy`, `fill`, `upload`, `download`,
     /// `allocation` or `free`.
     pub op: Arc<str>,
@@ -50,7 +50,7 @@ pub struct Access {
     pub writes: bool,
 }
 
-impl fmt::Display for Access {
+impl fmt::Display for HazardSide {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let verb = if self.writes { "writes" } else { "reads" };
         match self.stream {
@@ -69,9 +69,9 @@ pub struct Hazard {
     pub allocation: Option<(u64, usize)>,
     /// The earlier access the later one is not ordered after (`None` for an access
     /// outside every live allocation).
-    pub earlier: Option<Access>,
+    pub earlier: Option<HazardSide>,
     /// The access that was enqueued second.
-    pub later: Access,
+    pub later: HazardSide,
 }
 
 impl fmt::Display for Hazard {
@@ -173,7 +173,7 @@ impl State {
             self.report(Hazard {
                 allocation: None,
                 earlier: None,
-                later: Access {
+                later: HazardSide {
                     op: op.clone(),
                     stream,
                     bytes: touch.ptr..end,
@@ -188,7 +188,7 @@ impl State {
             None => &self.host,
         };
         let alloc = &self.allocations[&base];
-        let conflicts: Vec<Access> = alloc
+        let conflicts: Vec<HazardSide> = alloc
             .history
             .iter()
             .filter(|p| {
@@ -197,7 +197,7 @@ impl State {
                     && bytes.start < p.bytes.end
                     && !covers(clock, p.stream, p.clock)
             })
-            .map(|p| Access {
+            .map(|p| HazardSide {
                 op: p.op.clone(),
                 stream: Some(p.stream),
                 bytes: p.bytes.clone(),
@@ -209,7 +209,7 @@ impl State {
             self.report(Hazard {
                 allocation,
                 earlier: Some(earlier),
-                later: Access {
+                later: HazardSide {
                     op: op.clone(),
                     stream,
                     bytes: bytes.clone(),

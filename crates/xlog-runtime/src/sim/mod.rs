@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 pub(crate) use exec::*;
 pub(crate) use hazard::Touch;
-pub use hazard::{Access, Hazard};
+pub use hazard::{Hazard, HazardSide};
 
 use crate::error::{Error, Result};
 

@@ -88,6 +88,27 @@ fn bad_ordinal_is_a_clear_error() {
 }
 
 #[test]
+fn a_driver_that_sees_no_gpu_is_no_device() {
+    const NAME: &str = "alloc::a_driver_that_sees_no_gpu_is_no_device";
+    if xlog_runtime::sim::is_active() {
+        println!("{NAME}: needs the real driver (the simulator reads no CUDA_VISIBLE_DEVICES)");
+        return;
+    }
+    // The driver reads the variable once, when it initialises: in a child process.
+    if !in_a_process_of_its_own_with(NAME, &[("CUDA_VISIBLE_DEVICES", "")]) {
+        return;
+    }
+    match Runtime::get(0) {
+        Err(e @ Error::NoDevice) => {
+            assert!(e.is_no_gpu());
+            let shown = format!("{e:?}");
+            assert!(shown.contains("CUDA_VISIBLE_DEVICES"), "{shown}");
+        }
+        other => panic!("expected NoDevice with every GPU hidden, got {other:?}"),
+    }
+}
+
+#[test]
 fn size_overflow_is_refused_before_the_driver() {
     let rt = rt();
     let s = rt.stream().unwrap();

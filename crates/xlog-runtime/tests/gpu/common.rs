@@ -154,12 +154,19 @@ const ALONE_ENV: &str = "XLOG_TEST_ALONE";
 /// child process, checks that it passed there, and returns `false`; in that child,
 /// returns `true`, and the test goes on.
 pub fn in_a_process_of_its_own(name: &str) -> bool {
+    in_a_process_of_its_own_with(name, &[])
+}
+
+/// [`in_a_process_of_its_own`], with `env` set in the child (what the driver reads
+/// when it initialises, such as `CUDA_VISIBLE_DEVICES`).
+pub fn in_a_process_of_its_own_with(name: &str, env: &[(&str, &str)]) -> bool {
     if std::env::var_os(ALONE_ENV).is_some() {
         return true;
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", name, "--test-threads=1", "--nocapture"])
         .env(ALONE_ENV, "1")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
