@@ -2,7 +2,7 @@
 
 use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
-use crate::attr::{Mode, Owner};
+use crate::attr::Mode;
 use crate::ctxt::Ctxt;
 
 /// What a parameter is, from its type alone.
@@ -22,8 +22,8 @@ pub struct Param {
     pub shape: Shape,
 }
 
-/// A parameter after `check`: a value, or a slice with its access mode. Expansion
-/// works from this total model only.
+/// A parameter after `check`: a value, or a slice with its access mode (and, for
+/// a written slice, its ownership). Expansion works from this total model only.
 #[derive(Clone, Debug)]
 pub struct Checked {
     pub ident: Ident,
@@ -36,12 +36,32 @@ pub struct Checked {
 pub enum Kind {
     /// Passed by copy.
     Scalar,
-    /// `&[elem]` or `&mut [elem]`, with its declared access and, for written
-    /// slices, which threads own which elements.
-    Slice {
-        elem: Box<Type>,
-        mode: Mode,
-        owner: Owner,
+    /// `&[elem]` or `&mut [elem]`, with its declared access.
+    Slice { elem: Box<Type>, mode: Mode },
+}
+
+/// The kernel's launch settings after `check`, every default applied: what
+/// expansion turns into the launcher's configuration and the ABI header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub block: Block,
+    /// The dynamic shared memory the kernel needs per block, in bytes; 0 when it
+    /// declares none (`shared = 0` means the same: the launcher then uses what the
+    /// configuration gives).
+    pub shared: u32,
+}
+
+/// The block size a kernel declares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block {
+    /// No `block = ..`: a launch may use any block size; `config(len)` uses the
+    /// runtime's `LaunchConfig::DEFAULT_BLOCK`.
+    Any,
+    /// `block = threads`: the only block size a launch may use, and with
+    /// `min_blocks = n` the blocks per multiprocessor `ptxas` is asked to fit.
+    Fixed {
+        threads: u32,
+        min_blocks: Option<u32>,
     },
 }
 

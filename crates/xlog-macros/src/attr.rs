@@ -1,11 +1,13 @@
 //! Parses the attribute arguments: `read(..)`, `write(..)`, `read_write(..)`,
 //! `atomic(..)`, `lookback(..)`, each entry `name` or (written modes)
-//! `name per block|warp|thread|chunk(K)|tile(K)|transposed(TILE, rows)`.
+//! `name per block|warp|thread|chunk(K)|tile(K)|transposed(TILE, rows)`, and the
+//! launch settings `block`, `shared`, `min_blocks` and `suffix` as written
+//! (`check::settings` gives them their meaning).
 
 use proc_macro2::TokenStream;
 use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
-use syn::{Ident, Meta, Token};
+use syn::{Ident, Meta, MetaNameValue, Token};
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
@@ -13,12 +15,32 @@ use crate::symbol::{
     READ_WRITE, SHARED, SUFFIX, SYNTAX, THREAD, TILE, TRANSPOSED, WARP, WRITE,
 };
 
-/// How a kernel uses a slice parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The most threads a block can have, the bound on `block = N`: CUDA's limit on
+/// every GPU xlog compiles for. It lives here, not in the runtime, because the
+/// runtime has no such constant: it checks each launch against the limit the
+/// device reports, so a kernel's declared size is refused at compile time here
+/// and any other at launch there.
+const MAX_BLOCK: u32 = 1024;
+
+/// How a kernel uses a slice parameter and, for the modes whose elements are
+/// partitioned among threads, which threads own which elements.
+///
+/// Only these modes carry an ownership, so a read, atomic or look-back slice
+/// cannot have one.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
     Read,
-    Write,
-    ReadWrite,
+    /// Written only, each element by the threads the [`Owner`] names.
+    Write(Owner),
+    /// Read and written, each element by the threads the [`Owner`] names.
+    ReadWrite(Owner),
+    /// `write(p per transposed(TILE, rows))`: the written-only output of a tiled
+    /// transpose, whose shape comes from the value parameter `rows` (which
+    /// `check::bind` requires to be a `usize` parameter of the kernel).
+    WriteTransposed {
+        tile: u32,
+        rows: Ident,
+    },
     /// Every access atomic, by any thread at any index; read-write for fencing.
     Atomic,
     /// A look-back status buffer (`&mut [u64]`): zeroed by the launcher right
@@ -27,18 +49,19 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn keyword(self) -> &'static str {
+    /// The attribute keyword that declares this mode.
+    pub fn keyword(&self) -> &'static str {
         match self {
             Mode::Read => READ,
-            Mode::Write => WRITE,
-            Mode::ReadWrite => READ_WRITE,
+            Mode::Write(_) | Mode::WriteTransposed { .. } => WRITE,
+            Mode::ReadWrite(_) => READ_WRITE,
             Mode::Atomic => ATOMIC,
             Mode::LookBack => LOOKBACK,
         }
     }
 
     /// Whether the parameter is `&mut [T]` (and borrowed `&mut` by the launcher).
-    pub fn writes(self) -> bool {
+    pub fn writes(&self) -> bool {
         !matches!(self, Mode::Read)
     }
 }
@@ -53,9 +76,6 @@ pub enum Owner {
     Chunk(u32),
     /// `per tile(K)`: chunks of `K` elements of look-back tiles.
     Tile(u32),
-    /// `per transposed(TILE, rows)`: the transposed tiles of a transpose; the row
-    /// parameter is [`Attr::transposed_rows`].
-    Transposed(u32),
 }
 
 /// One `mode(ident [per owner])` entry.
@@ -63,12 +83,82 @@ pub enum Owner {
 pub struct Decl {
     pub mode: Mode,
     pub ident: Ident,
-    pub owner: Owner,
 }
 
-/// A parsed entry: its name, and its ownership clause with the `per` token, the
-/// ownership and, for `per transposed(TILE, rows)`, the row parameter.
-type Entry = (Ident, Option<(Ident, Owner, Option<Ident>)>);
+/// The keyword of an access-mode list, before each entry's ownership clause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum List {
+    Read,
+    Write,
+    ReadWrite,
+    Atomic,
+    LookBack,
+}
+
+impl List {
+    fn keyword(self) -> &'static str {
+        match self {
+            List::Read => READ,
+            List::Write => WRITE,
+            List::ReadWrite => READ_WRITE,
+            List::Atomic => ATOMIC,
+            List::LookBack => LOOKBACK,
+        }
+    }
+
+    /// The mode of an entry written without `per ..`: written slices are owned
+    /// one element per thread.
+    fn plain(self) -> Mode {
+        match self {
+            List::Read => Mode::Read,
+            List::Write => Mode::Write(Owner::Thread),
+            List::ReadWrite => Mode::ReadWrite(Owner::Thread),
+            List::Atomic => Mode::Atomic,
+            List::LookBack => Mode::LookBack,
+        }
+    }
+
+    /// The mode of entry `ident` with its ownership clause, reporting a clause
+    /// this list does not take (the entry then gets its [`plain`](Self::plain)
+    /// mode, so the remaining checks still run).
+    fn mode(self, cx: &Ctxt, ident: &Ident, clause: Option<(Ident, Clause)>) -> Mode {
+        match (self, clause) {
+            (_, None) => self.plain(),
+            (List::Write, Some((_, Clause::Transposed { tile, rows }))) => {
+                Mode::WriteTransposed { tile, rows }
+            }
+            (_, Some((per, Clause::Transposed { .. }))) => {
+                cx.error_spanned_by(
+                    &per,
+                    format!("`per transposed` is for write-only parameters: declare `write({ident} per transposed(..))`"),
+                );
+                self.plain()
+            }
+            (List::Write, Some((_, Clause::Owner(owner)))) => Mode::Write(owner),
+            (List::ReadWrite, Some((_, Clause::Owner(owner)))) => Mode::ReadWrite(owner),
+            (_, Some((per, Clause::Owner(_)))) => {
+                cx.error_spanned_by(
+                    &per,
+                    format!(
+                        "`{}({ident})` takes no ownership: only written parameters are partitioned among threads ({OWNERSHIP_SYNTAX})",
+                        self.keyword()
+                    ),
+                );
+                self.plain()
+            }
+        }
+    }
+}
+
+/// An ownership clause as written: an ownership, or a transpose's tile side and
+/// row parameter.
+enum Clause {
+    Owner(Owner),
+    Transposed { tile: u32, rows: Ident },
+}
+
+/// A parsed entry: its name, and its ownership clause with the `per` token.
+type Entry = (Ident, Option<(Ident, Clause)>);
 
 /// `ident` or `ident per block|warp|thread|chunk(K)|tile(K)|transposed(TILE, rows)`.
 fn parse_entry(input: ParseStream) -> syn::Result<Entry> {
@@ -86,17 +176,16 @@ fn parse_entry(input: ParseStream) -> syn::Result<Entry> {
         ));
     }
     let what: Ident = input.parse()?;
-    let mut rows = None;
-    let owner = match what.to_string().as_str() {
-        THREAD => Owner::Thread,
-        BLOCK => Owner::Block,
-        WARP => Owner::Warp,
+    let clause = match what.to_string().as_str() {
+        THREAD => Clause::Owner(Owner::Thread),
+        BLOCK => Clause::Owner(Owner::Block),
+        WARP => Clause::Owner(Owner::Warp),
         CHUNK => {
             let content;
             syn::parenthesized!(content in input);
             let k: syn::LitInt = content.parse()?;
             match k.base10_parse::<u32>() {
-                Ok(k) if (1..=64).contains(&k) => Owner::Chunk(k),
+                Ok(k) if (1..=64).contains(&k) => Clause::Owner(Owner::Chunk(k)),
                 _ => {
                     return Err(syn::Error::new(
                         k.span(),
@@ -110,7 +199,7 @@ fn parse_entry(input: ParseStream) -> syn::Result<Entry> {
             syn::parenthesized!(content in input);
             let k: syn::LitInt = content.parse()?;
             match k.base10_parse::<u32>() {
-                Ok(k) if (1..=64).contains(&k) => Owner::Tile(k),
+                Ok(k) if (1..=64).contains(&k) => Clause::Owner(Owner::Tile(k)),
                 _ => {
                     return Err(syn::Error::new(
                         k.span(),
@@ -129,13 +218,11 @@ fn parse_entry(input: ParseStream) -> syn::Result<Entry> {
             let _: Token![,] = content
                 .parse()
                 .map_err(|e| syn::Error::new(e.span(), shape))?;
-            rows = Some(
-                content
-                    .parse::<Ident>()
-                    .map_err(|e| syn::Error::new(e.span(), shape))?,
-            );
+            let rows = content
+                .parse::<Ident>()
+                .map_err(|e| syn::Error::new(e.span(), shape))?;
             match t.base10_parse::<u32>() {
-                Ok(t) if (1..=64).contains(&t) => Owner::Transposed(t),
+                Ok(tile) if (1..=64).contains(&tile) => Clause::Transposed { tile, rows },
                 _ => return Err(syn::Error::new(t.span(), shape)),
             }
         }
@@ -146,9 +233,11 @@ fn parse_entry(input: ParseStream) -> syn::Result<Entry> {
             ))
         }
     };
-    Ok((ident, Some((per, owner, rows))))
+    Ok((ident, Some((per, clause))))
 }
 
+/// The attribute as written. Each launch setting is `None` when absent;
+/// `check::settings` resolves them into what expansion uses.
 #[derive(Debug)]
 pub struct Attr {
     pub decls: Vec<Decl>,
@@ -156,17 +245,13 @@ pub struct Attr {
     /// `add_f32` for `fn add`), so kernels of one name in several modules do not
     /// clash in the PTX module.
     pub suffix: Option<Ident>,
-    /// A block size the kernel relies on (`block = 256`): launches with another
-    /// block size are refused.
+    /// `block = N` (1 to `MAX_BLOCK`): the block size the kernel relies on.
     pub block: Option<u32>,
-    /// Dynamic shared memory the kernel needs per block (`shared = 4096`).
+    /// `shared = N`: the dynamic shared memory the kernel needs per block, in bytes.
     pub shared: Option<u32>,
-    /// Blocks per multiprocessor the kernel asks `ptxas` to fit (`min_blocks = 4`,
-    /// with `block`): its registers are limited to what that many blocks can share.
-    pub min_blocks: Option<u32>,
-    /// The value parameters named as row counts by `per transposed(TILE, rows)`,
-    /// with the written parameter each belongs to.
-    pub transposed_rows: Vec<(Ident, Ident)>,
+    /// `min_blocks = N` (1 to 32), with the argument as written for diagnostics:
+    /// the blocks per multiprocessor the kernel asks `ptxas` to fit.
+    pub min_blocks: Option<(u32, MetaNameValue)>,
 }
 
 pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
@@ -176,9 +261,7 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
         block: None,
         shared: None,
         min_blocks: None,
-        transposed_rows: Vec::new(),
     };
-    let mut min_blocks_at = None;
     let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
         Ok(m) => m,
         Err(e) => {
@@ -189,12 +272,12 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
     for meta in metas {
         match &meta {
             Meta::List(list) => {
-                let mode = match list.path.get_ident().map(Ident::to_string).as_deref() {
-                    Some(READ) => Mode::Read,
-                    Some(WRITE) => Mode::Write,
-                    Some(READ_WRITE) => Mode::ReadWrite,
-                    Some(ATOMIC) => Mode::Atomic,
-                    Some(LOOKBACK) => Mode::LookBack,
+                let kind = match list.path.get_ident().map(Ident::to_string).as_deref() {
+                    Some(READ) => List::Read,
+                    Some(WRITE) => List::Write,
+                    Some(READ_WRITE) => List::ReadWrite,
+                    Some(ATOMIC) => List::Atomic,
+                    Some(LOOKBACK) => List::LookBack,
                     _ => {
                         cx.error_spanned_by(
                             &list.path,
@@ -205,47 +288,22 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                 };
                 match list.parse_args_with(|input: ParseStream| Punctuated::<_, Token![,]>::parse_terminated_with(input, parse_entry)) {
                     Ok(entries) if !entries.is_empty() => {
-                        for (ident, per) in entries {
-                            let owner = match per {
-                                None => Owner::Thread,
-                                Some((per, Owner::Transposed(_), _)) if mode != Mode::Write => {
-                                    cx.error_spanned_by(
-                                        &per,
-                                        format!("`per transposed` is for write-only parameters: declare `write({ident} per transposed(..))`"),
-                                    );
-                                    Owner::Thread
-                                }
-                                Some((_, owner, rows)) if matches!(mode, Mode::Write | Mode::ReadWrite) => {
-                                    if let Some(rows) = rows {
-                                        attr.transposed_rows.push((ident.clone(), rows));
-                                    }
-                                    owner
-                                }
-                                Some((per, _, _)) => {
-                                    cx.error_spanned_by(
-                                        &per,
-                                        format!(
-                                            "`{}({ident})` takes no ownership: only written parameters are partitioned among threads ({OWNERSHIP_SYNTAX})",
-                                            mode.keyword()
-                                        ),
-                                    );
-                                    Owner::Thread
-                                }
-                            };
-                            attr.decls.push(Decl { mode, ident, owner });
+                        for (ident, clause) in entries {
+                            let mode = kind.mode(cx, &ident, clause);
+                            attr.decls.push(Decl { mode, ident });
                         }
                     }
-                    Ok(_) => cx.error_spanned_by(list, format!("`{}()` names no parameter: {SYNTAX}", mode.keyword())),
+                    Ok(_) => cx.error_spanned_by(list, format!("`{}()` names no parameter: {SYNTAX}", kind.keyword())),
                     Err(e) => cx.syn_error(syn::Error::new(
                         e.span(),
-                        format!("{e}; expected parameter names separated by commas in `{}(..)`", mode.keyword()),
+                        format!("{e}; expected parameter names separated by commas in `{}(..)`", kind.keyword()),
                     )),
                 }
             }
             Meta::NameValue(nv) if nv.path.is_ident(BLOCK) => {
                 match int_value(&nv.value) {
-                    Some(n) if (1..=1024).contains(&n) => attr.block = Some(n as u32),
-                    _ => cx.error_spanned_by(&nv.value, "`block` is the threads per block the kernel needs: an integer from 1 to 1024, e.g. `block = 256`"),
+                    Some(n) if (1..=u64::from(MAX_BLOCK)).contains(&n) => attr.block = Some(n as u32),
+                    _ => cx.error_spanned_by(&nv.value, format!("`block` is the threads per block the kernel needs: an integer from 1 to {MAX_BLOCK}, e.g. `block = 256`")),
                 }
             }
             Meta::NameValue(nv) if nv.path.is_ident(SHARED) => match int_value(&nv.value) {
@@ -253,10 +311,7 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                 _ => cx.error_spanned_by(&nv.value, "`shared` is the dynamic shared memory per block in bytes: an integer, e.g. `shared = 4096`"),
             },
             Meta::NameValue(nv) if nv.path.is_ident(MIN_BLOCKS) => match int_value(&nv.value) {
-                Some(n) if (1..=32).contains(&n) => {
-                    attr.min_blocks = Some(n as u32);
-                    min_blocks_at = Some(nv.clone());
-                }
+                Some(n) if (1..=32).contains(&n) => attr.min_blocks = Some((n as u32, nv.clone())),
                 _ => cx.error_spanned_by(&nv.value, "`min_blocks` is the blocks per multiprocessor the kernel must fit: an integer from 1 to 32, e.g. `min_blocks = 4` (with `block = ..`)"),
             },
             Meta::NameValue(nv) if nv.path.is_ident(SUFFIX) => match &nv.value {
@@ -275,12 +330,6 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
                 format!("unexpected argument; expected an access mode ({MODES}) or a launch setting: {SYNTAX}"),
             ),
         }
-    }
-    if let (Some(nv), None) = (&min_blocks_at, attr.block) {
-        cx.error_spanned_by(
-            nv,
-            "`min_blocks` sizes registers for blocks of a known size: declare the block size too, e.g. `block = 256, min_blocks = 2`",
-        );
     }
     attr
 }
@@ -308,16 +357,18 @@ mod tests {
             quote!(lookback(status), write(out per tile(4), t per transposed(32, rows))),
         );
         cx.check().unwrap();
-        let got: Vec<_> = a.decls.iter().map(|d| (d.mode, d.owner)).collect();
+        let got: Vec<_> = a.decls.into_iter().map(|d| d.mode).collect();
         assert_eq!(
             got,
             [
-                (Mode::LookBack, Owner::Thread),
-                (Mode::Write, Owner::Tile(4)),
-                (Mode::Write, Owner::Transposed(32)),
+                Mode::LookBack,
+                Mode::Write(Owner::Tile(4)),
+                Mode::WriteTransposed {
+                    tile: 32,
+                    rows: Ident::new("rows", proc_macro2::Span::call_site()),
+                },
             ]
         );
-        assert_eq!(a.transposed_rows[0].1, "rows");
         for bad in [
             quote!(write(o per tile(0))),
             quote!(write(o per transposed(32))),
@@ -338,15 +389,15 @@ mod tests {
         let got: Vec<_> = a
             .decls
             .iter()
-            .map(|d| (d.mode, d.ident.to_string()))
+            .map(|d| (d.mode.clone(), d.ident.to_string()))
             .collect();
         assert_eq!(
             got,
             vec![
                 (Mode::Read, "x".into()),
                 (Mode::Read, "z".into()),
-                (Mode::ReadWrite, "y".into()),
-                (Mode::Write, "out".into())
+                (Mode::ReadWrite(Owner::Thread), "y".into()),
+                (Mode::Write(Owner::Thread), "out".into())
             ]
         );
     }
@@ -362,16 +413,16 @@ mod tests {
         let got: Vec<_> = a
             .decls
             .iter()
-            .map(|d| (d.mode, d.ident.to_string(), d.owner))
+            .map(|d| (d.mode.clone(), d.ident.to_string()))
             .collect();
         assert_eq!(
             got,
             vec![
-                (Mode::Atomic, "bins".into(), Owner::Thread),
-                (Mode::Write, "partials".into(), Owner::Block),
-                (Mode::Write, "w".into(), Owner::Warp),
-                (Mode::ReadWrite, "y".into(), Owner::Chunk(4)),
-                (Mode::ReadWrite, "z".into(), Owner::Thread),
+                (Mode::Atomic, "bins".into()),
+                (Mode::Write(Owner::Block), "partials".into()),
+                (Mode::Write(Owner::Warp), "w".into()),
+                (Mode::ReadWrite(Owner::Chunk(4)), "y".into()),
+                (Mode::ReadWrite(Owner::Thread), "z".into()),
             ]
         );
     }
@@ -400,6 +451,7 @@ mod tests {
         );
         cx.check().unwrap();
         assert_eq!((a.block, a.shared), (Some(128), Some(4096)));
+        assert!(a.min_blocks.is_none());
         assert_eq!(a.suffix.unwrap().to_string(), "f32");
         let cx = Ctxt::default();
         parse(&cx, quote!(block = 2048, shared = x));

@@ -4,19 +4,43 @@ use std::collections::HashMap;
 
 use syn::Type;
 
-use crate::ast::{ungroup, Checked, Kernel, Kind, Shape};
-use crate::attr::{Attr, Mode, Owner};
+use crate::ast::{ungroup, Block, Checked, Kernel, Kind, Settings, Shape};
+use crate::attr::{Attr, Mode};
 use crate::ctxt::Ctxt;
+
+/// Resolve the launch settings: the one place where a setting left out gets its
+/// meaning. `min_blocks` sizes registers for blocks of a known size, so it needs
+/// `block`.
+pub fn settings(cx: &Ctxt, attr: &Attr) -> Settings {
+    let block = match (attr.block, &attr.min_blocks) {
+        (Some(threads), min_blocks) => Block::Fixed {
+            threads,
+            min_blocks: min_blocks.as_ref().map(|(n, _)| *n),
+        },
+        (None, Some((_, written))) => {
+            cx.error_spanned_by(
+                written,
+                "`min_blocks` sizes registers for blocks of a known size: declare the block size too, e.g. `block = 256, min_blocks = 2`",
+            );
+            Block::Any
+        }
+        (None, None) => Block::Any,
+    };
+    Settings {
+        block,
+        shared: attr.shared.unwrap_or(0),
+    }
+}
 
 /// Bind every access declaration to its parameter and check modes against types.
 /// Returns the checked parameters (complete when `cx` collected no error).
 pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
     let names: Vec<String> = kernel.params.iter().map(|p| p.ident.to_string()).collect();
-    let mut seen: HashMap<String, (Mode, Owner)> = HashMap::new();
+    let mut seen: HashMap<String, &Mode> = HashMap::new();
     for decl in &attr.decls {
         let name = decl.ident.to_string();
-        if let Some((first, _)) = seen.get(&name) {
-            let msg = if *first == decl.mode {
+        if let Some(first) = seen.get(&name) {
+            let msg = if first.keyword() == decl.mode.keyword() {
                 format!(
                     "`{name}` is listed twice in `{}(..)`; list it once",
                     decl.mode.keyword()
@@ -31,7 +55,7 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
             cx.error_spanned_by(&decl.ident, msg);
             continue;
         }
-        seen.insert(name.clone(), (decl.mode, decl.owner));
+        seen.insert(name.clone(), &decl.mode);
         let Some(param) = kernel.params.iter().find(|p| p.ident == decl.ident) else {
             let known = if names.is_empty() {
                 "none".to_owned()
@@ -75,11 +99,8 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
             }
         }
     }
-    let once = |mode: Mode, what: &str| {
-        let mut decls = attr.decls.iter().filter(|d| match mode {
-            Mode::LookBack => d.mode == Mode::LookBack,
-            _ => matches!(d.owner, Owner::Transposed(_)),
-        });
+    let once = |is: fn(&Mode) -> bool, what: &str| {
+        let mut decls = attr.decls.iter().filter(|d| is(&d.mode));
         if let (Some(_), Some(second)) = (decls.next(), decls.next()) {
             cx.error_spanned_by(
                 &second.ident,
@@ -87,9 +108,16 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
             );
         }
     };
-    once(Mode::LookBack, "`lookback(..)`");
-    once(Mode::Write, "`per transposed(..)`");
-    for (_, rows) in &attr.transposed_rows {
+    once(|m| matches!(m, Mode::LookBack), "`lookback(..)`");
+    once(
+        |m| matches!(m, Mode::WriteTransposed { .. }),
+        "`per transposed(..)`",
+    );
+    let transposed_rows = attr.decls.iter().filter_map(|d| match &d.mode {
+        Mode::WriteTransposed { rows, .. } => Some(rows),
+        _ => None,
+    });
+    for rows in transposed_rows {
         match kernel.params.iter().find(|p| p.ident == *rows) {
             Some(p) if matches!(p.shape, Shape::Scalar) => {
                 if !is_primitive(&p.ty, "usize") {
@@ -111,10 +139,9 @@ pub fn bind(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Checked> {
         let kind = match &param.shape {
             Shape::Scalar => Kind::Scalar,
             Shape::Slice { elem, .. } => match seen.get(&param.ident.to_string()) {
-                Some(&(mode, owner)) => Kind::Slice {
+                Some(&mode) => Kind::Slice {
                     elem: elem.clone(),
-                    mode,
-                    owner,
+                    mode: mode.clone(),
                 },
                 None => {
                     let n = &param.ident;
@@ -164,6 +191,96 @@ fn is_primitive(ty: &Type, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quote::quote;
+
+    /// The settings and the diagnostics of an attribute.
+    fn resolve(args: proc_macro2::TokenStream) -> (Settings, Vec<String>) {
+        let cx = Ctxt::default();
+        let attr = crate::attr::parse(&cx, args);
+        let settings = settings(&cx, &attr);
+        let errors = cx.check().err().into_iter().flatten();
+        (settings, errors.map(|e| e.to_string()).collect())
+    }
+
+    /// The checked parameters and the diagnostics of a kernel.
+    fn bound(args: proc_macro2::TokenStream, item: syn::ItemFn) -> (Vec<Checked>, Vec<String>) {
+        let cx = Ctxt::default();
+        let attr = crate::attr::parse(&cx, args);
+        let kernel = crate::ast::parse(&cx, item);
+        let checked = bind(&cx, &attr, &kernel);
+        let errors = cx.check().err().into_iter().flatten();
+        (checked, errors.map(|e| e.to_string()).collect())
+    }
+
+    #[test]
+    fn settings_get_their_defaults_here() {
+        let any = Settings {
+            block: Block::Any,
+            shared: 0,
+        };
+        assert_eq!(resolve(quote!(read(x))), (any, vec![]));
+        assert_eq!(
+            resolve(quote!(block = 128, shared = 512, min_blocks = 2)),
+            (
+                Settings {
+                    block: Block::Fixed {
+                        threads: 128,
+                        min_blocks: Some(2)
+                    },
+                    shared: 512
+                },
+                vec![]
+            )
+        );
+        let (settings, errors) = resolve(quote!(min_blocks = 2));
+        assert_eq!(settings, any);
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].contains("declare the block size too"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn transposed_outputs_carry_their_row_parameter() {
+        let (checked, errors) = bound(
+            quote!(read(x), write(t per transposed(32, rows))),
+            syn::parse_quote!(
+                fn k(x: &[f32], t: &mut [f32], rows: usize) {}
+            ),
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let Kind::Slice {
+            mode: Mode::WriteTransposed { tile, rows },
+            ..
+        } = &checked[1].kind
+        else {
+            panic!("{:?}", checked[1].kind)
+        };
+        assert_eq!((*tile, rows.to_string().as_str()), (32, "rows"));
+        let (_, errors) = bound(
+            quote!(write(t per transposed(32, n))),
+            syn::parse_quote!(
+                fn k(t: &mut [f32], n: u32) {}
+            ),
+        );
+        assert!(errors[0].contains("its type is `usize`"), "{errors:?}");
+    }
+
+    #[test]
+    fn a_parameter_listed_twice_in_one_mode_is_named_so_whatever_its_ownership() {
+        let (_, errors) = bound(
+            quote!(write(o), write(o per block)),
+            syn::parse_quote!(
+                fn k(o: &mut [f32]) {}
+            ),
+        );
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains("listed twice in `write(..)`"),
+            "{errors:?}"
+        );
+    }
 
     #[test]
     fn primitives_are_recognised_by_their_spellings() {

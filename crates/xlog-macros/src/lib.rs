@@ -52,10 +52,11 @@ pub fn xlog_kernel(args: TokenStream, input: TokenStream) -> TokenStream {
     };
     let cx = ctxt::Ctxt::default();
     let attr = attr::parse(&cx, args.into());
+    let settings = check::settings(&cx, &attr);
     let kernel = ast::parse(&cx, item.clone());
     let params = check::bind(&cx, &attr, &kernel);
     match cx.check() {
-        Ok(()) => expand::expand(&attr, &kernel, &params).into(),
+        Ok(()) => expand::expand(&attr, &settings, &kernel, &params).into(),
         Err(e) => fallback::stub(&item, e.to_compile_error()).into(),
     }
 }

@@ -24,7 +24,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Checked, Kernel, Kind};
+use crate::ast::{Block, Checked, Kernel, Kind, Settings};
 use crate::attr::{Attr, Mode, Owner};
 
 /// The facade every generated path goes through: the kernel's own `extern crate`
@@ -76,12 +76,17 @@ pub fn local_for(id: &syn::Ident, suffix: &str) -> syn::Ident {
     format_ident!("__{}_{}", id, suffix, span = Span::mixed_site())
 }
 
-pub fn expand(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
+pub fn expand(
+    attr: &Attr,
+    settings: &Settings,
+    kernel: &Kernel,
+    params: &[Checked],
+) -> TokenStream {
     let m = facade_module(kernel);
     let body = body_fn(kernel, params);
     let checks = type_checks(kernel, params);
-    let device = device::entry(attr, kernel, params);
-    let host = host::launcher(attr, kernel, params);
+    let device = device::entry(attr, settings, kernel, params);
+    let host = host::launcher(attr, settings, kernel, params);
     quote! {
         #[doc(hidden)]
         #[allow(unused_extern_crates, non_snake_case)]
@@ -115,7 +120,7 @@ pub fn body_ident(kernel: &Kernel) -> syn::Ident {
 
 /// The ABI descriptor of the kernel (see `xlog_device::abi`), as an array
 /// expression. Each build evaluates it for its own target.
-pub fn abi_expr(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream {
+pub fn abi_expr(settings: &Settings, kernel: &Kernel, params: &[Checked]) -> TokenStream {
     let k = facade(kernel);
     let abi = quote!(#k::__private::device::abi);
     let is_unsafe = kernel.is_unsafe;
@@ -128,10 +133,11 @@ pub fn abi_expr(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
                 mode: Mode::Read, ..
             } => quote!(Read),
             Kind::Slice {
-                mode: Mode::Write, ..
+                mode: Mode::Write(_) | Mode::WriteTransposed { .. },
+                ..
             } => quote!(Write),
             Kind::Slice {
-                mode: Mode::ReadWrite,
+                mode: Mode::ReadWrite(_),
                 ..
             } => quote!(ReadWrite),
             Kind::Slice {
@@ -148,9 +154,15 @@ pub fn abi_expr(attr: &Attr, kernel: &Kernel, params: &[Checked]) -> TokenStream
             <#ty as #k::__private::device::DeviceCopy>::__LAYOUT
         }
     });
-    let block = attr.block.unwrap_or(0);
-    let shared = attr.shared.unwrap_or(0);
-    let min_blocks = attr.min_blocks.unwrap_or(0);
+    // The header's encoding: 0 for a block size or occupancy not declared.
+    let (block, min_blocks) = match settings.block {
+        Block::Any => (0u32, 0u32),
+        Block::Fixed {
+            threads,
+            min_blocks,
+        } => (threads, min_blocks.unwrap_or(0)),
+    };
+    let shared = settings.shared;
     quote!([#abi::with_min_blocks(#abi::header(#is_unsafe, #n, #block, #shared), #min_blocks) #(, #words)*])
 }
 
@@ -175,9 +187,6 @@ pub fn owner_type(kernel: &Kernel, owner: Owner) -> TokenStream {
             let n = n as usize;
             quote!(#v::Tiles<#n>)
         }
-        // Not an ownership parameter: these views are `TransposeOut`s
-        // (`device_param_type`).
-        Owner::Transposed(_) => quote!(#v::PerThread),
     }
 }
 
@@ -187,10 +196,9 @@ fn device_param_type(kernel: &Kernel, p: &Checked) -> TokenStream {
     match &p.kind {
         Kind::Slice {
             elem,
-            mode: Mode::Write,
-            owner: Owner::Transposed(t),
+            mode: Mode::WriteTransposed { tile, .. },
         } => {
-            let t = *t as usize;
+            let t = *tile as usize;
             quote!(&mut #k::__private::device::view::TransposeOut<'_, #elem, #t>)
         }
         Kind::Slice {
@@ -199,10 +207,9 @@ fn device_param_type(kernel: &Kernel, p: &Checked) -> TokenStream {
         } => quote!(&mut #k::__private::device::view::LookBack<'_>),
         Kind::Slice {
             elem,
-            mode: mode @ (Mode::Write | Mode::ReadWrite),
-            owner,
+            mode: mode @ (Mode::Write(owner) | Mode::ReadWrite(owner)),
         } => {
-            let view = if *mode == Mode::Write {
+            let view = if matches!(mode, Mode::Write(_)) {
                 quote!(Out)
             } else {
                 quote!(InOut)

@@ -62,12 +62,12 @@ impl LaunchConfig {
         self.grid[1] == 1 && self.grid[2] == 1 && self.block[1] == 1 && self.block[2] == 1
     }
 
-    /// What a generated `config(len)` returns: `for_len` with the kernel's declared
-    /// block size and dynamic shared memory.
+    /// What a generated `config(len)` returns: one thread per element with the
+    /// kernel's block size (the declared one, else [`DEFAULT_BLOCK`](Self::DEFAULT_BLOCK))
+    /// and dynamic shared memory (0 when it declares none), both resolved by the macro.
     #[doc(hidden)]
-    pub fn __for_kernel(len: usize, block: Option<u32>, shared: Option<u32>) -> Self {
-        Self::for_len_with_block(len, block.unwrap_or(Self::DEFAULT_BLOCK))
-            .with_shared_bytes(shared.unwrap_or(0))
+    pub fn __for_kernel(len: usize, block: u32, shared_bytes: u32) -> Self {
+        Self::for_len_with_block(len, block).with_shared_bytes(shared_bytes)
     }
 
     /// Apply a kernel's declared settings to a caller's configuration: a declared
@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn kernel_settings_fix_the_block_and_fill_in_shared_memory() {
-        let c = LaunchConfig::__for_kernel(1000, Some(128), Some(512));
+        let c = LaunchConfig::__for_kernel(1000, 128, 512);
         assert_eq!(
             (c.grid, c.block, c.shared_bytes),
             ([8, 1, 1], [128, 1, 1], 512)
@@ -290,7 +290,7 @@ mod tests {
             .to_string();
         assert!(e.contains("shared = 512") && e.contains("100 bytes"), "{e}");
         assert_eq!(
-            LaunchConfig::__for_kernel(10, None, None),
+            LaunchConfig::__for_kernel(10, LaunchConfig::DEFAULT_BLOCK, 0),
             LaunchConfig::for_len(10)
         );
     }
