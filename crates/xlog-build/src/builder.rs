@@ -221,14 +221,24 @@ impl Builder {
         self
     }
 
-    /// Runs [`Builder::build`]; on failure prints the error and exits the build script
-    /// with status 1 (a short message instead of a panic backtrace).
+    /// Runs [`Builder::build`]; on failure logs the error as `cargo::error=` lines
+    /// ([`Error::cargo_error_lines`]) and ends the build script, which fails the build.
+    ///
+    /// Cargo prints each such line as `error: <package>@<version>: <line>`, so the
+    /// first line the user reads is the error itself (for a device compile error:
+    /// each of rustc's errors on one line, then each in full). The script then exits
+    /// with status 0: the logged errors fail the build all the same, and a non-zero
+    /// status would make cargo also dump the script's whole stdout (every `rerun-if`
+    /// directive, and the error again) and stderr below it. `cargo::error` needs
+    /// Cargo 1.84, older than the `rust-version` xlog declares.
     pub fn run(self) -> Option<Output> {
         match self.build() {
             Ok(out) => out,
             Err(err) => {
-                eprintln!("error: xlog device build: {err}");
-                std::process::exit(1);
+                for line in err.cargo_error_lines() {
+                    println!("cargo::error={line}");
+                }
+                std::process::exit(0);
             }
         }
     }

@@ -41,8 +41,9 @@ pub const KERNEL_CRATE_GUARDS: &[&str] = &[
 
 /// Compiles the kernel crate at `manifest` (lib crate `lib_name`) for the device
 /// into `target_dir`, linking with `recorder`, and returns the directory of its
-/// artifacts. Prints the device diagnostics as `cargo:warning` lines and a
-/// `rerun-if-changed` line for each source file the build read.
+/// artifacts. Prints the device warnings as `cargo:warning` lines and a
+/// `rerun-if-changed` line for each source file the build read; errors fail it with
+/// [`Error::DeviceCompile`].
 pub(crate) fn compile_crate(
     toolchain: &Toolchain,
     settings: &Settings,
@@ -150,7 +151,7 @@ pub(crate) fn profile_dir(profile: &str) -> &str {
     }
 }
 
-/// Runs the nested cargo, re-emitting device diagnostics as `cargo:warning` lines;
+/// Runs the nested cargo, re-emitting device warnings as `cargo:warning` lines;
 /// `what` describes it in the error when it fails.
 fn run_cargo(cmd: &mut Command, what: &str) -> Result<(), Error> {
     let output = cmd.output().map_err(|source| Error::Spawn {
@@ -169,6 +170,8 @@ fn run_cargo(cmd: &mut Command, what: &str) -> Result<(), Error> {
         return Err(Error::DeviceCompile {
             what: what.to_string(),
             command: command::render(cmd),
+            attribute_errors_only: diagnostics::attribute_errors_only(&diags),
+            summary: diagnostics::error_summary(&diags),
             report,
         });
     }

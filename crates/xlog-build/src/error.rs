@@ -2,8 +2,11 @@
 //!
 //! A build error always names what failed, the command that failed (so it can be
 //! re-run by hand) and the last lines of that command's stderr. The full output is
-//! never dumped: the key lines of a failing device compilation are re-emitted as
-//! `cargo:warning=` lines (see [`crate::diagnostics`]) and the error keeps a short tail.
+//! never dumped: a failing device compilation keeps rustc's errors, each also
+//! condensed to one line (see [`crate::diagnostics`]), and other commands a short tail.
+//!
+//! [`Builder::run`](crate::Builder::run) shows an error as `cargo::error=` lines
+//! ([`Error::cargo_error_lines`]): the one-line summary first, then the whole message.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -31,6 +34,8 @@ pub enum Error {
         install_command: String,
         /// Why automatic installation did not happen or failed.
         reason: String,
+        /// The last lines of rustup's stderr when the installation failed, else empty.
+        rustup_stderr: String,
     },
     /// A tool the pipeline needs (`llvm-link`, `opt`, `llc`, `ptxas`) was not found.
     ToolNotFound {
@@ -56,6 +61,11 @@ pub enum Error {
         what: String,
         /// The command line, shell-quoted so it can be pasted.
         command: String,
+        /// Whether every error is `#[xlog_kernel]` refusing its attribute or signature
+        /// (which the host build would refuse the same), none the device compiler's.
+        attribute_errors_only: bool,
+        /// Each error on one line, with xlog's notes and the hint it calls for.
+        summary: Vec<String>,
         /// Each error as rustc printed it (spans, notes), then hints for common
         /// mistakes.
         report: String,
@@ -158,11 +168,21 @@ impl fmt::Display for Error {
                 missing,
                 install_command,
                 reason,
-            } => write!(
-                f,
-                "the device toolchain `{toolchain}` lacks {missing} ({reason}); \
-                 install it with `{install_command}`"
-            ),
+                rustup_stderr,
+            } => {
+                write!(
+                    f,
+                    "the device toolchain `{toolchain}` lacks {missing} ({reason}); \
+                     install it with `{install_command}`"
+                )?;
+                if !rustup_stderr.trim().is_empty() {
+                    write!(f, "\n  rustup's stderr:")?;
+                    for line in rustup_stderr.lines() {
+                        write!(f, "\n    {line}")?;
+                    }
+                }
+                Ok(())
+            }
             Error::ToolNotFound { tool, hint } => write!(f, "`{tool}` was not found: {hint}"),
             Error::CommandFailed {
                 what,
@@ -182,11 +202,19 @@ impl fmt::Display for Error {
             Error::DeviceCompile {
                 what,
                 command,
+                attribute_errors_only,
+                summary: _,
                 report,
-            } => write!(
-                f,
-                "{what} failed: the kernel crate does not compile for the GPU\n\n{report}\n\n  command: {command}"
-            ),
+            } => {
+                let cause = if *attribute_errors_only {
+                    "`#[xlog_kernel]` refused a kernel's attribute or signature (the device \
+                     build compiles the crate before the host build, which would refuse it the \
+                     same)"
+                } else {
+                    "the kernel crate does not compile for the GPU"
+                };
+                write!(f, "{what} failed: {cause}\n\n{report}\n\n  command: {command}")
+            }
             Error::Spawn { command, source } => {
                 write!(f, "could not start `{command}`: {source}")
             }
@@ -267,6 +295,23 @@ impl fmt::Display for Error {
     }
 }
 
+impl Error {
+    /// The lines [`Builder::run`](crate::Builder::run) logs with `cargo::error=`, in
+    /// order: for a device compilation, each error on one line (so the first line
+    /// cargo shows says what is wrong and where), then the whole message, which for
+    /// every error starts with what to do.
+    pub fn cargo_error_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Error::DeviceCompile { summary, .. } = self {
+            lines.extend(summary.iter().cloned());
+            lines.push(String::new());
+        }
+        let message = format!("xlog device build: {self}");
+        lines.extend(message.lines().map(str::to_string));
+        lines
+    }
+}
+
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -338,6 +383,7 @@ mod tests {
             missing: "the component `rust-src`".into(),
             install_command: "rustup toolchain install nightly-2026-05-20 --profile minimal --component rust-src,llvm-tools".into(),
             reason: "XLOG_NO_AUTO_INSTALL is set".into(),
+            rustup_stderr: String::new(),
         };
         assert_eq!(
             err.to_string(),

@@ -44,7 +44,8 @@
 //!   module, whose docs give the descriptor format);
 //! - [`toolchain`]: the pinned nightly and its LLVM tools;
 //! - [`ptxas`]: finding ptxas, cubins, and the spill check CI runs;
-//! - [`diagnostics`]: condensing device compiler output into `cargo:warning` lines;
+//! - [`diagnostics`]: condensing device compiler output into one line per error (the
+//!   first `cargo::error` lines of a failed build) and `cargo:warning` lines, with hints;
 //! - [`Error`]: what can fail, with the failing command and its stderr tail.
 
 #![deny(unsafe_code)]

@@ -11,12 +11,23 @@
 //!
 //! # Telling the user before the download
 //!
-//! Cargo shows a build script's output only when the script ends (`cargo:warning`
-//! lines) or fails, so a line printed before a minute-long download would appear
-//! after it. The announcement is therefore written straight to the controlling
-//! terminal (`/dev/tty`), which cargo does not capture, before rustup starts; a
-//! `cargo:warning` then records the installation and its duration for logs with no
-//! terminal (CI).
+//! Cargo captures a build script's stdout and stderr and shows them only when the
+//! script ends (`cargo:warning` lines) or fails, so a line printed the usual way
+//! before a minute-long download would appear after it. The announcement is
+//! therefore written, before rustup starts:
+//!
+//! - to the controlling terminal (`/dev/tty`), which cargo does not capture;
+//! - without one (CI, IDEs, `cargo build 2>log` from a script), on Linux, to
+//!   cargo's own stderr (`/proc/<parent>/fd/2`, opened for appending, only when the
+//!   parent process is cargo), where cargo writes its `Compiling` lines: the CI log
+//!   or the IDE's build output;
+//! - to the script's stderr, which cargo streams live with `-vv`.
+//!
+//! Elsewhere (no terminal, not Linux) nothing can show before the script ends: the
+//! build looks stalled at `Compiling <crate> (build script)` while rustup downloads.
+//! A `cargo:warning` then records the installation and its duration. rustup's own
+//! progress is captured too (only its stderr's last lines come back, in the error
+//! when the installation fails).
 
 use std::env;
 use std::fs::OpenOptions;
@@ -80,6 +91,7 @@ impl Toolchain {
                     missing: "a working rustc".to_string(),
                     install_command: install_command(name),
                     reason,
+                    rustup_stderr: String::new(),
                 })?
             }
         };
@@ -90,6 +102,7 @@ impl Toolchain {
                     missing,
                     install_command: install_command(name),
                     reason: "still missing right after installation".to_string(),
+                    rustup_stderr: String::new(),
                 });
             }
             install(&rustup, name, auto_install, &missing, tell_terminal)?;
@@ -99,6 +112,7 @@ impl Toolchain {
                     missing,
                     install_command: install_command(name),
                     reason: "still missing right after installation".to_string(),
+                    rustup_stderr: String::new(),
                 });
             }
         }
@@ -186,9 +200,11 @@ fn install(
             missing: missing.to_string(),
             install_command: command_text,
             reason: "automatic installation is off (XLOG_NO_AUTO_INSTALL)".to_string(),
+            rustup_stderr: String::new(),
         });
     }
     announce(&announcement(name));
+    eprintln!("{}", announcement(name));
     let started = Instant::now();
     let mut cmd = Command::new(rustup);
     cmd.args([
@@ -202,11 +218,23 @@ fn install(
     cmd.arg(COMPONENTS.join(","));
     command::scrub(&mut cmd, env::vars_os());
     command::run(&mut cmd, "installing the device toolchain").map_err(|e| {
+        let (reason, rustup_stderr) = match e {
+            Error::CommandFailed {
+                status,
+                stderr_tail,
+                ..
+            } => (
+                format!("`rustup toolchain install` failed ({status})"),
+                bounded(&stderr_tail),
+            ),
+            other => (format!("rustup failed: {other}"), String::new()),
+        };
         Error::ToolchainMissing {
             toolchain: name.to_string(),
             missing: missing.to_string(),
             install_command: command_text,
-            reason: format!("rustup failed: {}", first_line(&e.to_string())),
+            reason,
+            rustup_stderr,
         }
     })?;
     println!(
@@ -225,14 +253,83 @@ fn announcement(name: &str) -> String {
     )
 }
 
-/// Writes `line` to the controlling terminal, which cargo does not capture, so it
-/// shows while the build script runs. Does nothing without a terminal (CI, IDEs).
+/// The most characters kept of one line of rustup's stderr.
+const MAX_LINE_CHARS: usize = 400;
+
+/// rustup's stderr (already cut to its last lines) for an error message: each
+/// line's last progress redraw only (rustup redraws with `\r`), at most
+/// [`MAX_LINE_CHARS`] characters of it.
+fn bounded(stderr: &str) -> String {
+    stderr
+        .lines()
+        .map(|line| {
+            let last = line.rsplit('\r').next().unwrap_or(line).trim_end();
+            match last.char_indices().nth(MAX_LINE_CHARS) {
+                Some((cut, _)) => format!("{}…", &last[..cut]),
+                None => last.to_string(),
+            }
+        })
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Shows `line` while the build script runs: on the controlling terminal, else on
+/// cargo's stderr (see the module docs).
 fn tell_terminal(line: &str) {
+    if !write_to_tty(line) {
+        write_to_cargo_stderr(line);
+    }
+}
+
+/// Writes `line` to cargo's stderr, `/proc/<parent>/fd/2`, when the parent process
+/// is cargo (Linux only). Returns whether it did.
+fn write_to_cargo_stderr(line: &str) -> bool {
+    let Some(parent) = parent_process() else {
+        return false;
+    };
+    if !cfg!(target_os = "linux") || env::var_os("CARGO").is_none() {
+        return false;
+    }
+    let parent = Path::new("/proc").join(parent.to_string());
+    let is_cargo = std::fs::read_link(parent.join("exe"))
+        .ok()
+        .and_then(|exe| {
+            exe.file_name()
+                .map(|n| n.to_string_lossy().starts_with("cargo"))
+        })
+        .unwrap_or(false);
+    is_cargo && append_line(&parent.join("fd/2"), line)
+}
+
+#[cfg(unix)]
+fn parent_process() -> Option<u32> {
+    Some(std::os::unix::process::parent_id())
+}
+
+#[cfg(not(unix))]
+fn parent_process() -> Option<u32> {
+    None
+}
+
+/// Appends `line` to the file or pipe at `path`. Appending matters when cargo's
+/// stderr is a log file: opening it for writing would start at its beginning and
+/// overwrite what cargo wrote.
+fn append_line(path: &Path, line: &str) -> bool {
+    let Ok(mut out) = OpenOptions::new().append(true).open(path) else {
+        return false;
+    };
+    writeln!(out, "{line}").is_ok()
+}
+
+/// Writes `line` to the controlling terminal, which cargo does not capture. Returns
+/// whether there was one.
+fn write_to_tty(line: &str) -> bool {
     if !cfg!(unix) {
-        return;
+        return false;
     }
     let Ok(mut tty) = OpenOptions::new().write(true).open("/dev/tty") else {
-        return;
+        return false;
     };
     // Cargo's progress bar holds the current line without a newline: erase it
     // first, and cargo redraws it below on its next tick.
@@ -242,11 +339,7 @@ fn tell_terminal(line: &str) {
         "\r\x1b[2K"
     };
     // Best effort: the announcement is a courtesy, the install goes ahead without it.
-    let _ = writeln!(tty, "{erase}{line}");
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or(text)
+    writeln!(tty, "{erase}{line}").is_ok()
 }
 
 /// Finds `rustup`: `$XLOG_RUSTUP`, then `PATH`, then `$CARGO_HOME/bin`, then
@@ -311,6 +404,61 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("rustup failed"), "{text}");
+    }
+
+    /// A failed installation keeps what rustup said, every line of it (up to the
+    /// tail's bound), not only the first line of the failure.
+    #[cfg(unix)]
+    #[test]
+    fn failed_install_keeps_rustups_stderr() {
+        use std::os::unix::fs::PermissionsExt;
+
+        let dir = env::temp_dir().join(format!("xlog-install-fail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rustup = dir.join("rustup");
+        std::fs::write(
+            &rustup,
+            "#!/bin/sh\necho 'info: syncing channel updates' >&2\n\
+             printf 'downloading 10%%\\rdownloading 90%%\\n' >&2\n\
+             echo 'error: could not download file: no network' >&2\nexit 1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let result = install(&rustup, "nightly-x", true, "the toolchain itself", |_| {});
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let text = result.unwrap_err().to_string();
+        assert!(
+            text.contains("(`rustup toolchain install` failed (exit status: 1))"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "\n  rustup's stderr:\n    info: syncing channel updates\n    downloading 90%\n    \
+                 error: could not download file: no network"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn rustups_lines_are_bounded() {
+        let long = "x".repeat(MAX_LINE_CHARS + 10);
+        let kept = bounded(&format!("a\rb\n\n{long}"));
+        assert_eq!(kept, format!("b\n{}…", "x".repeat(MAX_LINE_CHARS)));
+    }
+
+    /// Without a terminal the line goes to cargo's stderr, which may be a log file:
+    /// it is appended, never written over what is there.
+    #[test]
+    fn the_announcement_is_appended() {
+        let path = env::temp_dir().join(format!("xlog-announce-{}", std::process::id()));
+        std::fs::write(&path, "   Compiling k v0.1.0\n").unwrap();
+        assert!(append_line(&path, "xlog-build: installing"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(text, "   Compiling k v0.1.0\nxlog-build: installing\n");
+        assert!(!append_line(Path::new("/nonexistent/dir/f"), "x"));
     }
 
     /// The announcement must reach the user before rustup starts: a stand-in rustup

@@ -44,8 +44,9 @@ fn main() -> ExitCode {
             eprintln!("error: element {i} is {gpu} on the GPU, {cpu} on the CPU");
             ExitCode::FAILURE
         }
-        // No driver, or no device: say what is needed, and exit with status 2.
-        Err(e @ (xlog::Error::NoDriver | xlog::Error::DeviceOutOfRange { .. })) => {
+        // No driver, or a driver that sees no device: say what is needed, and exit
+        // with status 2.
+        Err(e) if e.is_no_gpu() => {
             eprintln!("error: this program needs an NVIDIA GPU: {e}");
             eprintln!("hint: run it on xlog's CPU simulator instead: XLOG_BACKEND=sim cargo run");
             ExitCode::from(2)
