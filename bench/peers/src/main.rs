@@ -2,9 +2,10 @@
 //! from the same run, device and conditions:
 //!
 //! - `axpy_bandwidth`: `y = a·x + y` over f32, 2^20..2^28 elements — xlog's typed
-//!   `axpy_f32`, the same kernel in CUDA C++ compiled by NVRTC and launched raw, the
-//!   same kernel in CubeCL (scalar, and with 4-wide vectors), and a device-to-device
-//!   copy of one input as the memory roofline.
+//!   `axpy_f32`, the same PTX launched by cudarc's `launch_builder` on cudarc's own
+//!   stream and buffers, the same kernel in CUDA C++ compiled by NVRTC and launched
+//!   with a raw `cuLaunchKernel`, the same kernel in CubeCL (scalar, and with 4-wide
+//!   vectors), and a device-to-device copy of one input as the memory roofline.
 //! - `launch_peers`: host cost of one launch of a 3-buffer kernel
 //!   (`out = x + y`, 256 elements) — xlog's typed launch, a raw `cuLaunchKernel`,
 //!   cudarc's `launch_builder` and CubeCL.
@@ -28,7 +29,9 @@ use std::ffi::c_void;
 
 use cubecl::cuda::{CudaDevice, CudaRuntime};
 use cubecl::prelude::*;
-use cudarc::driver::{sys, CudaContext, LaunchConfig as CuConfig, PushKernelArg};
+use cudarc::driver::{
+    sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig as CuConfig, PushKernelArg,
+};
 use xlog::{DeviceBuffer, LaunchConfig, Stream};
 use xlog_kernels::elementwise::f32 as k;
 use xlog_test_support::bench::{self, peer, XLOG};
@@ -133,7 +136,8 @@ impl Cube {
     }
 }
 
-/// The NVRTC-compiled saxpy, launched raw on xlog's stream and buffers.
+/// The NVRTC-compiled saxpy, launched with a raw `cuLaunchKernel` on xlog's stream
+/// and buffers (CUDA C++'s code generation, no launch layer).
 struct Nvrtc {
     f: cudarc::driver::CudaFunction,
 }
@@ -176,11 +180,61 @@ impl Nvrtc {
     }
 }
 
+/// xlog's `axpy_f32` (the PTX xlog launches), launched through cudarc's
+/// `launch_builder` on a cudarc stream and cudarc buffers: the same device code as
+/// xlog's, with cudarc's host path.
+struct Cudarc {
+    f: CudaFunction,
+    stream: std::sync::Arc<CudaStream>,
+}
+
+impl Cudarc {
+    fn new(ctx: &std::sync::Arc<CudaContext>) -> Self {
+        let f = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_src(xlog_kernels::MODULE.ptx()))
+            .unwrap()
+            .load_function("axpy_f32")
+            .unwrap();
+        Cudarc {
+            f,
+            stream: ctx.new_stream().unwrap(),
+        }
+    }
+
+    /// `y = A·x + y` with the launch shape xlog's axpy gets (`LaunchConfig::for_len`).
+    fn axpy(&self, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) {
+        let n = x.len() as u64;
+        let cfg = LaunchConfig::for_len(x.len());
+        let mut l = self.stream.launch_builder(&self.f);
+        l.arg(&A).arg(x).arg(&n).arg(y).arg(&n);
+        // SAFETY: axpy_f32(f32, ptr, len, ptr, len) over two buffers of `n` elements;
+        // the kernel guards its index with both lengths.
+        unsafe {
+            l.launch(CuConfig {
+                grid_dim: (cfg.grid[0], 1, 1),
+                block_dim: (cfg.block[0], 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .unwrap();
+    }
+
+    fn sync(&self) {
+        self.stream.synchronize().unwrap();
+    }
+}
+
 /// Every axpy contender computes `A·x + y` on a small input (no peer is timed doing
-/// something else, or nothing). xlog and NVRTC must; a CubeCL width that does not is
-/// reported and left out of the timings. Returns whether CubeCL's scalar and
-/// 4-wide kernels passed.
-fn check_axpy(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc) -> [bool; 2] {
+/// something else, or nothing). xlog, cudarc and NVRTC must; a CubeCL width that
+/// does not is reported and left out of the timings. Returns whether CubeCL's scalar
+/// and 4-wide kernels passed.
+fn check_axpy(
+    rt: &xlog::Runtime,
+    s: &Stream,
+    cube: &Cube,
+    cu: &Cudarc,
+    nvrtc: &Nvrtc,
+) -> [bool; 2] {
     let n = 1 << 16;
     let xs: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.25).collect();
     let ys: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 6.0).collect();
@@ -212,6 +266,12 @@ fn check_axpy(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc) -> [bo
     if let Some(e) = wrong(&y.download(s).unwrap()) {
         panic!("{} axpy: {e}", peer::NVRTC);
     }
+    let cx = cu.stream.clone_htod(&xs).unwrap();
+    let mut cy = cu.stream.clone_htod(&ys).unwrap();
+    cu.axpy(&cx, &mut cy);
+    if let Some(e) = wrong(&cu.stream.clone_dtoh(&cy).unwrap()) {
+        panic!("{} axpy: {e}", peer::CUDARC);
+    }
     [(1, peer::CUBECL), (4, peer::CUBECL_VEC4)].map(|(width, name)| {
         let (cx, cy) = (cube.upload(&xs), cube.upload(&ys));
         cube.axpy(width, n, &cx, &cy);
@@ -224,8 +284,15 @@ fn check_axpy(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc) -> [bo
     })
 }
 
-fn axpy_bandwidth(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc, cube_ok: [bool; 2]) {
-    println!("## axpy bandwidth against CubeCL and NVRTC (f32, wall clock over a batch + sync, median of 20 interleaved rounds)\n");
+fn axpy_bandwidth(
+    rt: &xlog::Runtime,
+    s: &Stream,
+    cube: &Cube,
+    cu: &Cudarc,
+    nvrtc: &Nvrtc,
+    cube_ok: [bool; 2],
+) {
+    println!("## axpy bandwidth against CubeCL, cudarc and NVRTC (f32, wall clock over a batch + sync, median of 20 interleaved rounds)\n");
     println!("| scenario | xlog | peer | peer name | ratio (xlog/peer) | target |");
     println!("| --- | --- | --- | --- | --- | --- |");
     for log2 in 20..=28u32 {
@@ -237,14 +304,17 @@ fn axpy_bandwidth(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc, cu
         let mut z = rt.alloc_zeroed_on::<f32>(s, n).unwrap();
         let mut yv = rt.alloc_zeroed_on::<f32>(s, n).unwrap();
         let (cx, cy) = (cube.zeros(n), cube.zeros(n));
+        let cux = cu.stream.alloc_zeros::<f32>(n).unwrap();
+        let mut cuy = cu.stream.alloc_zeros::<f32>(n).unwrap();
         s.synchronize().unwrap();
         cube.sync();
+        cu.sync();
         let cfg = LaunchConfig::for_len(n);
         let cfg4 = LaunchConfig::for_len(n.div_ceil(4));
         let sync = || s.synchronize().unwrap();
         let mut ns = {
             let y_nvrtc = std::cell::RefCell::new(&mut y);
-            let [xlog, xlog4, nv, c1, c4, copy] = bench::interleaved(
+            let [xlog, xlog4, nv, cud, c1, c4, copy] = bench::interleaved(
                 2,
                 20,
                 [
@@ -265,6 +335,7 @@ fn axpy_bandwidth(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc, cu
                         || nvrtc.axpy(s, &x, &mut y_nvrtc.borrow_mut()),
                         sync,
                     ),
+                    &mut bench::per_call_ns_then(batch, || cu.axpy(&cux, &mut cuy), || cu.sync()),
                     &mut bench::per_call_ns_then(
                         batch,
                         || cube.axpy(1, n, &cx, &cy),
@@ -279,22 +350,26 @@ fn axpy_bandwidth(rt: &xlog::Runtime, s: &Stream, cube: &Cube, nvrtc: &Nvrtc, cu
                 ],
                 || {},
             );
-            [xlog, xlog4, nv, c1, c4, copy]
+            [xlog, xlog4, nv, cud, c1, c4, copy]
         };
         // Bytes moved per call over ns per call: GB/s.
         let axpy_bytes = 3.0 * 4.0 * n as f64;
-        for v in &mut ns[..5] {
+        for v in &mut ns[..6] {
             *v = axpy_bytes / *v;
         }
-        ns[5] = 2.0 * 4.0 * n as f64 / ns[5];
-        let [xlog, xlog4, nv, c1, c4, copy] = ns;
+        ns[6] = 2.0 * 4.0 * n as f64 / ns[6];
+        let [xlog, xlog4, nv, cud, c1, c4, copy] = ns;
         // The scalar kernel against the scalar peers; the vectorised one (chunks of
         // four, 128-bit accesses) against every peer, the copy included.
         for (case, xlog, peers) in [
             (
                 "axpy f32, elements",
                 xlog,
-                &[(peer::NVRTC, nv, true), (peer::CUBECL, c1, cube_ok[0])][..],
+                &[
+                    (peer::NVRTC, nv, true),
+                    (peer::CUDARC, cud, true),
+                    (peer::CUBECL, c1, cube_ok[0]),
+                ][..],
             ),
             (
                 "axpy_vec f32, elements",
@@ -497,9 +572,10 @@ fn main() {
     let ctx = CudaContext::new(0).unwrap();
     let cube = Cube::new();
     let nvrtc = Nvrtc::new(&ctx);
-    let cube_ok = check_axpy(&rt, &s, &cube, &nvrtc);
+    let cu = Cudarc::new(&ctx);
+    let cube_ok = check_axpy(&rt, &s, &cube, &cu, &nvrtc);
     launch_peers(&rt, &s, &cube, &ctx);
-    axpy_bandwidth(&rt, &s, &cube, &nvrtc, cube_ok);
+    axpy_bandwidth(&rt, &s, &cube, &cu, &nvrtc, cube_ok);
     sum_peers(&rt, &s, &cube);
 }
 

@@ -6,7 +6,11 @@
 //! - [`compare`] pairs every peer's figure with xlog's figure of the same bench, case
 //!   and size — the nearest one recorded before it, which is the one timed in the
 //!   same interleaved rounds — and looks its target up in `bench::TARGETS`;
-//! - [`markdown`] writes the tables, [`plots`] the figures (with `plotters`).
+//! - [`unpaired`] keeps xlog's figures that no peer was compared with (a bench
+//!   without a peer, such as the CPU simulator's speed);
+//! - [`markdown`] writes the tables, [`plots`] the figures (with `plotters`). The
+//!   same results give byte-identical plots: everything drawn is ordered by the
+//!   results file, never by a hash map.
 //!
 //! ```
 //! let lines = r#"
@@ -122,16 +126,31 @@ pub fn compare(ms: &[Measurement]) -> Vec<Comparison> {
         .collect()
 }
 
+/// xlog's figures that are not part of any comparison (no peer of the same bench,
+/// case and size was recorded after them), in the order of the file.
+pub fn unpaired(ms: &[Measurement]) -> Vec<Measurement> {
+    let paired: Vec<usize> = bench::pairs(ms).into_iter().map(|(x, _)| x).collect();
+    ms.iter()
+        .enumerate()
+        .filter(|(i, m)| m.contender == XLOG && !paired.contains(i))
+        .map(|(_, m)| m.clone())
+        .collect()
+}
+
 /// What each bench measures, for the report's headings.
 const HEADINGS: &[(&str, &str)] = &[
     ("launch_peers", "3-buffer launch host cost against CubeCL, cudarc and the raw driver (add_f32; each case from the median process)"),
-    ("axpy_bandwidth", "axpy bandwidth against CubeCL, NVRTC and a device-to-device copy (one process)"),
+    ("axpy_bandwidth", "axpy bandwidth against CubeCL, cudarc, CUDA C++ via NVRTC and a device-to-device copy (one process)"),
     ("sum_peers", "sum of 10^8 f32 against CubeCL's reductions (cubek-reduce), one process"),
     ("typed_launch", "typed launch host cost, 3 buffers (add_f32; each case from the median process)"),
     ("launch_overhead", "recorder launch host cost and multi-thread throughput (hand-written PTX; each case from the median process)"),
     ("alloc_free", "allocation + free host cost, default stack against raw stream-ordered allocation (each case from the median process)"),
     ("elementwise_bandwidth", "axpy bandwidth, CUDA-event timed (2^26 elements)"),
     ("library", "query-engine library against CUB through PyTorch / CuPy, CUDA-event timed, one run"),
+    ("sort", "radix sort against CUB's through CuPy / PyTorch (n = 10^8 random keys), CUDA-event timed, one run"),
+    ("join", "hash join probe against xlog's random gather of the same length, CUDA-event timed"),
+    ("single_pass", "decoupled look-back scan and tiled transpose against a device-to-device copy of the same bytes, CUDA-event timed; no targets yet"),
+    ("simulator", "the CPU simulator's speed on the bench machine's host CPU (no GPU; not GPU coverage), thread executions per second per worker; no peer"),
 ];
 
 fn heading(bench: &str) -> String {
@@ -151,8 +170,16 @@ fn figure(v: f64, unit: &str) -> String {
 
 /// The report's markdown: `intro` (a title line and the run's facts), the count of
 /// targets met, the plots named in `plots` (file names beside the report), then a
-/// table per bench in the order the benches first appear.
-pub fn markdown(intro: &str, rows: &[Comparison], plots: &[PathBuf]) -> String {
+/// table per bench: the benches of `rows` in the order they first appear, then the
+/// benches that have only figures without a peer (`solo`, from [`unpaired`]). A
+/// bench's figures without a peer are rows of its table with no peer, ratio or
+/// target.
+pub fn markdown(
+    intro: &str,
+    rows: &[Comparison],
+    solo: &[Measurement],
+    plots: &[PathBuf],
+) -> String {
     let mut md = String::new();
     let judged: Vec<_> = rows.iter().filter_map(|r| r.met).collect();
     let met = judged.iter().filter(|m| **m).count();
@@ -169,9 +196,13 @@ pub fn markdown(intro: &str, rows: &[Comparison], plots: &[PathBuf]) -> String {
         }
     }
     let mut benches: Vec<&str> = Vec::new();
-    for r in rows {
-        if !benches.contains(&r.bench.as_str()) {
-            benches.push(&r.bench);
+    for b in rows
+        .iter()
+        .map(|r| &r.bench)
+        .chain(solo.iter().map(|m| &m.bench))
+    {
+        if !benches.contains(&b.as_str()) {
+            benches.push(b);
         }
     }
     for b in benches {
@@ -194,6 +225,15 @@ pub fn markdown(intro: &str, rows: &[Comparison], plots: &[PathBuf]) -> String {
                     Some(false) => "**no**",
                     None => "—",
                 }
+            );
+        }
+        for m in solo.iter().filter(|m| m.bench == b) {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | none | — | — | — | — |",
+                m.case,
+                m.size.map_or_else(|| "—".to_owned(), size_label),
+                figure(m.value, &m.unit),
             );
         }
         md.push('\n');
@@ -277,7 +317,7 @@ pub fn write_report(
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let plots = plots(&ms, dir)?;
     let rows = compare(&ms);
-    let mut md = markdown(intro, &rows, &plots);
+    let mut md = markdown(intro, &rows, &unpaired(&ms), &plots);
     if let Some(extra) = appendix {
         md.push_str("## Bench output\n\n");
         md.push_str(extra);
@@ -313,6 +353,43 @@ mod tests {
             .collect();
         assert_eq!(pairs, [("p", 10.0, 2.0), ("q", 30.0, 2.0)]);
         assert!(rows.iter().all(|r| r.target.is_none() && r.met.is_none()));
+    }
+
+    #[test]
+    fn figures_without_a_peer_are_kept_apart() {
+        let ms = [
+            m("b", "c", XLOG, 10.0),
+            m("b", "c", "p", 5.0),
+            m("b", "alone", XLOG, 7.0),
+            m("sim", "s", XLOG, 3.0),
+            m("sim", "s", "q", 1.0),
+            m("b", "c", XLOG, 11.0),
+        ];
+        let solo: Vec<_> = unpaired(&ms)
+            .into_iter()
+            .map(|m| (m.bench, m.case, m.value))
+            .collect();
+        assert_eq!(
+            solo,
+            [
+                ("b".to_owned(), "alone".to_owned(), 7.0),
+                ("b".to_owned(), "c".to_owned(), 11.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bench_without_peers_gets_a_table_after_the_compared_ones() {
+        let ms = [
+            m("simulator", "simulated axpy", XLOG, 2.5e6),
+            m("b", "c", XLOG, 10.0),
+            m("b", "c", "p", 5.0),
+        ];
+        let md = markdown("# r", &compare(&ms), &unpaired(&ms), &[]);
+        let at = |s: &str| md.find(s).unwrap_or_else(|| panic!("no {s} in {md}"));
+        assert!(at("## b\n") < at("## simulator: the CPU simulator's speed"));
+        assert!(md.contains("| simulated axpy | — | 2500000 ns | none | — | — | — | — |"));
+        assert!(md.contains("Targets met: **0 of 0**"));
     }
 
     #[test]

@@ -177,23 +177,24 @@ pub(crate) fn bars(
         })
         .draw()
         .map_err(|e| err(e.to_string()))?;
-    for name in &names {
-        let c = color(&names, name);
-        let data: Vec<(usize, f64)> = rows
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, m))| m.contender == *name)
-            .map(|(i, (_, m))| (key(i), m.value))
-            .collect();
-        chart
-            .draw_series(
-                Histogram::horizontal(&chart)
-                    .style(c.filled())
-                    .margin(5)
-                    .data(data),
-            )
-            .map_err(|e| err(e.to_string()))?;
-    }
+    // One rectangle per row, drawn in the order of the rows: plotters' `Histogram`
+    // would collect them in a hash map and emit them in a different order each run.
+    let y_spec = chart.as_coord_spec().y_spec().clone();
+    let bar = |i: usize, m: &Measurement| {
+        let (top, bottom) = (y_spec.from_index(key(i)), y_spec.from_index(key(i) + 1));
+        let mut rect = Rectangle::new(
+            [
+                (m.value, top.expect("a key of the range")),
+                (0.0, bottom.expect("keys end at n")),
+            ],
+            color(&names, &m.contender).filled(),
+        );
+        rect.set_margin(5, 5, 0, 0);
+        rect
+    };
+    chart
+        .draw_series(rows.iter().enumerate().map(|(i, (_, m))| bar(i, m)))
+        .map_err(|e| err(e.to_string()))?;
     let style =
         TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
     chart

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use xlog_bench_report::{compare, parse, write_report, Comparison};
+use xlog_bench_report::{compare, parse, plots, write_report, Comparison};
 
 const FIXTURE: &str = include_str!("fixtures/results.jsonl");
 
@@ -202,4 +202,33 @@ fn a_malformed_results_file_is_an_error_not_a_report() {
     let err = write_report(&results, &dir, "# r", None).unwrap_err();
     assert!(err.to_string().contains("results line 1"), "{err}");
     assert!(!dir.join("report.md").exists());
+}
+
+/// The same results give the same plots, byte for byte: drawing follows the file's
+/// order, so a regenerated report differs from the committed one only where the
+/// figures do. Several renderings, since an order left to a hash map can agree
+/// twice by chance.
+#[test]
+fn plots_are_the_same_every_time() {
+    let ms = parse(FIXTURE).unwrap();
+    let render = |i: usize| {
+        let dir = out_dir(&format!("plots-again-{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths = plots(&ms, &dir).unwrap();
+        paths
+            .iter()
+            .map(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read(p).unwrap())
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = render(0);
+    let names: Vec<&str> = first.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["bandwidth.svg", "launch.svg", "alloc.svg"]);
+    for i in 1..6 {
+        for ((name, want), (_, got)) in first.iter().zip(&render(i)) {
+            assert!(got == want, "{name} differs between renderings 0 and {i}");
+        }
+    }
 }

@@ -346,22 +346,11 @@ mod scan {
     /// Runs `child_launches_fewer_blocks_than_tiles` in a child process in `mode` and
     /// checks that its launch failed with the device panic `message`.
     fn child_reports(mode: &str, message: &str) {
-        // One trapping child at a time (see the device-kernels panic tests).
-        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "scan::child_launches_fewer_blocks_than_tiles",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, mode)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
+        let out = xlog_test_support::child::run_test(
+            "scan::child_launches_fewer_blocks_than_tiles",
+            &[(CHILD_ENV, mode)],
+        );
+        let text = out.text();
         assert!(out.status.success(), "child process failed:\n{text}");
         assert!(
             text.contains("LAUNCH FAILED: kernel `scan_inclusive_sum_u32` panicked on the device"),

@@ -4,7 +4,7 @@
 //! target in `bench::TARGETS`).
 
 use cudarc::driver::{result, sys};
-use xlog_runtime::{AllocTag, Runtime};
+use xlog_runtime::AllocTag;
 use xlog_test_support::bench;
 
 fn main() {
@@ -12,7 +12,7 @@ fn main() {
         "allocation + free, host cost per pair (median of 60 alternating batches of 2000)",
     );
     bench::in_processes(bench::PROCESSES, || {
-        let rt = Runtime::get(0).unwrap();
+        let rt = bench::runtime_or_exit();
         let s = rt.new_stream().unwrap();
         for &bytes in &[256usize, 64 << 10, 16 << 20] {
             let (xlog, raw) = bench::compare(

@@ -7,9 +7,7 @@ use std::ffi::c_void;
 use std::time::Instant;
 
 use cudarc::driver::{sys, CudaContext, LaunchConfig as CuConfig, PushKernelArg};
-use xlog_runtime::{
-    DeviceBuffer, Function, LaunchConfig, ModuleImage, Runtime, Stream, WorkRecorder,
-};
+use xlog_runtime::{DeviceBuffer, Function, LaunchConfig, ModuleImage, Stream, WorkRecorder};
 use xlog_test_support::bench::{self, peer};
 
 // SAFETY: the hand-written PTX's entry points are launched only with the
@@ -116,7 +114,7 @@ fn main() {
         "launch host cost, 3 buffers (median of 100 alternating batches of 500 launches)",
     );
     bench::in_processes(bench::PROCESSES, || {
-        let rt = Runtime::get(0).unwrap();
+        let rt = bench::runtime_or_exit();
         let f = rt
             .load_module(&KERNELS)
             .unwrap()

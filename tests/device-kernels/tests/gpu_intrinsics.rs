@@ -812,30 +812,22 @@ mod math {
 /// context unusable for the rest of the process.
 mod panics {
     use super::*;
-    use std::process::Command;
 
     const CHILD_ENV: &str = "XLOG_GPU_PANIC_CHILD";
 
-    /// Runs `child_reports_a_device_panic` in a new process for `kernel`, one child at
-    /// a time: with three trapping processes at once on an H100, one of them now
-    /// and then never returned from its synchronisation (run 30).
+    /// Runs `child_reports_a_device_panic` in a new process for `kernel` (children run
+    /// one at a time: see `xlog_test_support::child`).
     fn run_child(kernel: &str) -> Result<String, Box<dyn std::error::Error>> {
-        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        let out = Command::new(std::env::current_exe()?)
-            .args([
-                "--exact",
-                "panics::child_reports_a_device_panic",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, kernel)
-            .output()?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "child process failed:\n{text}");
-        Ok(text)
+        let out = xlog_test_support::child::run_test(
+            "panics::child_reports_a_device_panic",
+            &[(CHILD_ENV, kernel)],
+        );
+        assert!(
+            out.status.success(),
+            "child process failed:\n{}",
+            out.text()
+        );
+        Ok(out.text())
     }
 
     /// Asserts that the child's output contains every one of `needles`.

@@ -6,6 +6,8 @@
 //!   says why.
 //! - [`within_test_cap`]: whether a GPU case of `n` elements runs under
 //!   `XLOG_TEST_MAX_LEN`.
+//! - [`child`]: one test of the running test binary, run again alone in a child
+//!   process (device panics, process-wide switches).
 //! - [`bench`](mod@bench): the benches' timer (warm-up, interleaved rounds, medians), the
 //!   rows of their results table, the results file the report is made from and the
 //!   targets; with `gpu`, the table's heading.
@@ -23,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod child;
 #[cfg(feature = "gpu")]
 mod gpu;
 pub mod nested;

@@ -163,18 +163,9 @@ pub fn in_a_process_of_its_own_with(name: &str, env: &[(&str, &str)]) -> bool {
     if std::env::var_os(ALONE_ENV).is_some() {
         return true;
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--test-threads=1", "--nocapture"])
-        .env(ALONE_ENV, "1")
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let errors = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && text.contains("1 passed"),
-        "{text}\n{errors}"
-    );
+    let env: Vec<(&str, &str)> = env.iter().copied().chain([(ALONE_ENV, "1")]).collect();
+    let out = xlog_test_support::child::run_test(name, &env);
+    assert!(out.passed_one(), "{}", out.text());
     false
 }
 

@@ -135,24 +135,25 @@ fn same_stream_work_records_no_fence() {
 fn hazard_tests_have_teeth() {
     // Without a device the children fail too, for the wrong reason: require one.
     let _ = crate::common::rt();
-    let exe = std::env::current_exe().unwrap();
     for name in [
         "two_readers_on_two_streams_then_a_writer_on_a_third",
         "a_write_then_a_read_on_another_stream",
         "a_fresh_allocation_is_fenced_for_other_streams",
     ] {
-        let out = std::process::Command::new(&exe)
-            .args(["--exact", &format!("hazards::{name}"), "--test-threads=1"])
-            .env(crate::common::UNFENCED_ENV, "1")
-            // Streams share the GPU's hardware queues (8 by default), and two streams
-            // on one queue serialise by accident, hiding the hazard: use them all.
-            .env("CUDA_DEVICE_MAX_CONNECTIONS", "32")
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
+        let out = xlog_test_support::child::run_test(
+            &format!("hazards::{name}"),
+            &[
+                (crate::common::UNFENCED_ENV, "1"),
+                // Streams share the GPU's hardware queues (8 by default), and two
+                // streams on one queue serialise by accident, hiding the hazard:
+                // use them all.
+                ("CUDA_DEVICE_MAX_CONNECTIONS", "32"),
+            ],
+        );
         assert!(
-            text.contains("1 failed"),
-            "`{name}` passed with fencing disabled: it cannot see its hazard\n{text}"
+            out.failed_one(),
+            "`{name}` passed with fencing disabled: it cannot see its hazard\n{}",
+            out.text()
         );
     }
 }
