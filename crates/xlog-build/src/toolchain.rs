@@ -17,10 +17,11 @@
 //! therefore written, before rustup starts:
 //!
 //! - to the controlling terminal (`/dev/tty`), which cargo does not capture;
-//! - without one (CI, IDEs, `cargo build 2>log` from a script), on Linux, to
+//! - without one (CI, IDEs, `cargo build 2>&1 | tee log` from a script), on Linux, to
 //!   cargo's own stderr (`/proc/<parent>/fd/2`, opened for appending, only when the
-//!   parent process is cargo), where cargo writes its `Compiling` lines: the CI log
-//!   or the IDE's build output;
+//!   parent process is cargo and that stderr is a pipe or a terminal), where cargo
+//!   writes its `Compiling` lines: the CI log or the IDE's build output (a plain
+//!   file, `2>log`, is left alone: cargo writes it at its own offset);
 //! - to the script's stderr, which cargo streams live with `-vv`.
 //!
 //! Elsewhere (no terminal, not Linux) nothing can show before the script ends: the
@@ -299,7 +300,24 @@ fn write_to_cargo_stderr(line: &str) -> bool {
                 .map(|n| n.to_string_lossy().starts_with("cargo"))
         })
         .unwrap_or(false);
-    is_cargo && append_line(&parent.join("fd/2"), line)
+    // Only a pipe or a terminal: a file cargo's shell opened without `O_APPEND`
+    // (`2>log`) is written at cargo's own offset, which would overwrite the line.
+    let stderr = parent.join("fd/2");
+    is_cargo && is_stream(&stderr) && append_line(&stderr, line)
+}
+
+/// Whether `path` is a pipe or a character device (a terminal).
+#[cfg(unix)]
+fn is_stream(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path)
+        .map(|m| m.file_type().is_fifo() || m.file_type().is_char_device())
+        .unwrap_or(false)
+}
+
+#[cfg(not(unix))]
+fn is_stream(_: &Path) -> bool {
+    false
 }
 
 #[cfg(unix)]
@@ -459,6 +477,20 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(text, "   Compiling k v0.1.0\nxlog-build: installing\n");
         assert!(!append_line(Path::new("/nonexistent/dir/f"), "x"));
+    }
+
+    /// Only pipes and terminals take the announcement: a regular file may be cargo's
+    /// `2>log`, written at cargo's own offset.
+    #[cfg(unix)]
+    #[test]
+    fn only_a_pipe_or_a_terminal_is_a_stream() {
+        let path = env::temp_dir().join(format!("xlog-stream-{}", std::process::id()));
+        std::fs::write(&path, "").unwrap();
+        let file = is_stream(&path);
+        std::fs::remove_file(&path).unwrap();
+        assert!(!file);
+        assert!(is_stream(Path::new("/dev/null")));
+        assert!(!is_stream(Path::new("/nonexistent")));
     }
 
     /// The announcement must reach the user before rustup starts: a stand-in rustup

@@ -379,6 +379,14 @@ mod tests {
             parse(&cx, bad);
             assert!(cx.check().is_err());
         }
+        // A transposed read-modify-write is refused, never quietly made a write.
+        let cx = Ctxt::default();
+        parse(&cx, quote!(read_write(o per transposed(32, rows))));
+        let e = cx.check().unwrap_err().to_string();
+        assert!(
+            e.contains("`per transposed` is for write-only parameters"),
+            "{e}"
+        );
     }
 
     #[test]

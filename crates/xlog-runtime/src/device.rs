@@ -25,7 +25,8 @@ impl fmt::Debug for Device {
 impl Device {
     /// Open device `ordinal` (retaining its primary context).
     ///
-    /// Fails with [`crate::Error::NoDriver`] when no driver is installed and
+    /// Fails with [`crate::Error::NoDriver`] when no driver is installed,
+    /// [`crate::Error::NoDevice`] when the driver sees no GPU, and
     /// [`crate::Error::DeviceOutOfRange`] for a bad ordinal.
     pub fn open(ordinal: u32) -> Result<Device> {
         Ok(Device {
@@ -33,7 +34,8 @@ impl Device {
         })
     }
 
-    /// Number of CUDA devices on this machine.
+    /// Number of CUDA devices on this machine. A driver that sees none answers
+    /// [`crate::Error::NoDevice`], not zero.
     pub fn count() -> Result<u32> {
         driver::device_count()
     }

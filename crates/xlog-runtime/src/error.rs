@@ -88,7 +88,7 @@ pub enum Error {
         generation: u64,
     },
 
-    /// The host allocator refused the memory of a [`crate::HostResource`] block.
+    /// The host allocator refused the memory of a [`crate::resource::HostResource`] block.
     #[error("the host allocator refused {bytes} bytes: free host memory or allocate less")]
     HostOutOfMemory {
         /// Bytes asked for.

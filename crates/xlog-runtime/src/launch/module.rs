@@ -280,8 +280,9 @@ const HANDLE_SLOTS: usize = 8;
 /// Resolving it for a runtime the first time loads the module and checks the
 /// launcher's ABI descriptor against the device build's (see
 /// [`check_abi`](Self::check_abi)). The handle caches the function in one of eight
-/// slots, chosen by the runtime's id (ids are handed out in order, so the runtimes
-/// of an eight-GPU machine each get their own); later launches on that runtime take
+/// slots, chosen by the runtime's id (ids are handed out in order, so eight runtimes
+/// created one after another, such as those of an eight-GPU machine, each get
+/// their own); later launches on that runtime take
 /// the cached function without repeating either. A slot is filled once and kept
 /// for the process: a runtime whose slot another runtime took first (a ninth
 /// runtime, or one created after a dropped one) resolves through its own module

@@ -155,5 +155,11 @@ fn hazard_tests_have_teeth() {
             "`{name}` passed with fencing disabled: it cannot see its hazard\n{}",
             out.text()
         );
+        // Failed on the values it compares, not on something else (a driver error).
+        assert!(
+            out.text().contains("assertion"),
+            "`{name}` failed with fencing disabled, but not on its values\n{}",
+            out.text()
+        );
     }
 }
