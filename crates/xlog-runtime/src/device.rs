@@ -34,10 +34,14 @@ impl Device {
         })
     }
 
-    /// Number of CUDA devices on this machine. A driver that sees none answers
-    /// [`crate::Error::NoDevice`], not zero.
+    /// Number of CUDA devices on this machine: 0 when the driver sees none (where
+    /// [`Device::open`] fails with [`crate::Error::NoDevice`]). Fails with
+    /// [`crate::Error::NoDriver`] when no driver is installed.
     pub fn count() -> Result<u32> {
-        driver::device_count()
+        match driver::device_count() {
+            Err(crate::Error::NoDevice) => Ok(0),
+            counted => counted,
+        }
     }
 
     /// The device's ordinal.

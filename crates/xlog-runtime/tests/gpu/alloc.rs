@@ -98,6 +98,11 @@ fn a_driver_that_sees_no_gpu_is_no_device() {
     if !in_a_process_of_its_own_with(NAME, &[("CUDA_VISIBLE_DEVICES", "")]) {
         return;
     }
+    assert_eq!(
+        Device::count().unwrap(),
+        0,
+        "a driver that sees no GPU counts none"
+    );
     match Runtime::get(0) {
         Err(e @ Error::NoDevice) => {
             assert!(e.is_no_gpu());
