@@ -424,24 +424,31 @@ mod tests {
         assert!(text.contains("rustup failed"), "{text}");
     }
 
+    /// A stand-in `rustup` in a fresh directory of its own (`name`): a shell script
+    /// running `body`. Returns the directory (the caller removes it) and the script.
+    #[cfg(unix)]
+    fn stand_in_rustup(name: &str, body: &str) -> (PathBuf, PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+
+        let dir = env::temp_dir().join(format!("xlog-rustup-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rustup = dir.join("rustup");
+        std::fs::write(&rustup, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (dir, rustup)
+    }
+
     /// A failed installation keeps what rustup said, every line of it (up to the
     /// tail's bound), not only the first line of the failure.
     #[cfg(unix)]
     #[test]
     fn failed_install_keeps_rustups_stderr() {
-        use std::os::unix::fs::PermissionsExt;
-
-        let dir = env::temp_dir().join(format!("xlog-install-fail-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let rustup = dir.join("rustup");
-        std::fs::write(
-            &rustup,
-            "#!/bin/sh\necho 'info: syncing channel updates' >&2\n\
+        let (dir, rustup) = stand_in_rustup(
+            "fail",
+            "echo 'info: syncing channel updates' >&2\n\
              printf 'downloading 10%%\\rdownloading 90%%\\n' >&2\n\
-             echo 'error: could not download file: no network' >&2\nexit 1\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
+             echo 'error: could not download file: no network' >&2\nexit 1",
+        );
         let result = install(&rustup, "nightly-x", true, "the toolchain itself", |_| {});
         std::fs::remove_dir_all(&dir).unwrap();
 
@@ -498,18 +505,9 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn the_install_is_announced_before_rustup_runs() {
-        use std::os::unix::fs::PermissionsExt;
-
-        let dir = env::temp_dir().join(format!("xlog-install-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let (dir, rustup) =
+            stand_in_rustup("announce", "echo \"$@\" > \"$(dirname \"$0\")/rustup-ran\"");
         let marker = dir.join("rustup-ran");
-        let rustup = dir.join("rustup");
-        std::fs::write(
-            &rustup,
-            format!("#!/bin/sh\necho \"$@\" > '{}'\n", marker.display()),
-        )
-        .unwrap();
-        std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
 
         let mut announced = None;
         let result = install(&rustup, "nightly-x", true, "the toolchain itself", |line| {

@@ -64,61 +64,71 @@ fn first_kernel_mistakes_say_what_to_do() {
     );
     assert!(!summary.iter().any(|l| l.contains("cargo add")), "{log}");
     let whole = uses_std.join("\n");
-    for needle in [
-        "the kernel crate does not compile for the GPU",
-        " --> uses-std/src/lib.rs:8:12",
-        "8 |     let v: Vec<u32> = Vec::new();",
-        "hint: kernels are `no_std`: use `core::…` instead of `std::…`",
-    ] {
-        assert!(whole.contains(needle), "no `{needle}` in:\n{log}");
-    }
+    assert_contains_all(
+        &whole,
+        &[
+            "the kernel crate does not compile for the GPU",
+            " --> uses-std/src/lib.rs:8:12",
+            "8 |     let v: Vec<u32> = Vec::new();",
+            "hint: kernels are `no_std`: use `core::…` instead of `std::…`",
+        ],
+        &log,
+    );
 
     // A kernel calling a kernel: the hint says the name is the kernel's launcher,
     // and rustc's follow-on argument count of the lowered entry point is left out.
     let calls = errors_of(&log, "mistake-calls-kernel").join("\n");
-    for needle in [
-        "functions with the \"gpu-kernel\" ABI cannot be called",
-        "hint: a kernel cannot call another kernel: `#[xlog_kernel]` turns `fn name` into \
+    assert_contains_all(
+        &calls,
+        &[
+            "functions with the \"gpu-kernel\" ABI cannot be called",
+            "hint: a kernel cannot call another kernel: `#[xlog_kernel]` turns `fn name` into \
          the kernel's launcher",
-        "move the shared code into a plain `fn`",
-        "note: left out: rustc's follow-on error",
-    ] {
-        assert!(calls.contains(needle), "no `{needle}` in:\n{log}");
-    }
+            "move the shared code into a plain `fn`",
+            "note: left out: rustc's follow-on error",
+        ],
+        &log,
+    );
     assert!(!log.contains("E0061"), "{log}");
 
     // `x.sqrt()` on an `f32`: the hint names the device math functions.
     let float = first_error(&log, "mistake-float-method");
-    for needle in [
-        "device error[E0599]: no method named `sqrt` found for type `f32`",
-        "at float-method/src/lib.rs:10:23",
-        "hint: kernels are `no_std`, so the `f32` / `f64` math methods of `std`",
-        "`xlog::device::math`",
-        "`math::sqrt(x)`",
-    ] {
-        assert!(float.contains(needle), "no `{needle}` in:\n{log}");
-    }
+    assert_contains_all(
+        float,
+        &[
+            "device error[E0599]: no method named `sqrt` found for type `f32`",
+            "at float-method/src/lib.rs:10:23",
+            "hint: kernels are `no_std`, so the `f32` / `f64` math methods of `std`",
+            "`xlog::device::math`",
+            "`math::sqrt(x)`",
+        ],
+        &log,
+    );
     assert!(!float.contains("__sqrt"), "{log}");
 
     // `x[i + 1]` with a `ThreadIndex`: compute with `i.get()`.
     let arithmetic = first_error(&log, "mistake-index-arithmetic");
-    for needle in [
-        "cannot add `{integer}` to `ThreadIndex`",
-        "a `ThreadIndex` is a witness, not a number",
-        "`x[i.get() + 1]`",
-    ] {
-        assert!(arithmetic.contains(needle), "no `{needle}` in:\n{log}");
-    }
+    assert_contains_all(
+        arithmetic,
+        &[
+            "cannot add `{integer}` to `ThreadIndex`",
+            "a `ThreadIndex` is a witness, not a number",
+            "`x[i.get() + 1]`",
+        ],
+        &log,
+    );
 
     // `out[i.get()]` on a write view: the summary keeps xlog's notes.
     let writes = first_error(&log, "mistake-writes-by-usize");
-    for needle in [
-        "device error[E0277]: a `PerThread` write view is not indexed by `usize`",
-        "writes go only to elements this thread owns",
-        "for writes elsewhere declare `atomic(p)`",
-    ] {
-        assert!(writes.contains(needle), "no `{needle}` in:\n{log}");
-    }
+    assert_contains_all(
+        writes,
+        &[
+            "device error[E0277]: a `PerThread` write view is not indexed by `usize`",
+            "writes go only to elements this thread owns",
+            "for writes elsewhere declare `atomic(p)`",
+        ],
+        &log,
+    );
     assert!(!writes.contains("is not implemented for `usize`"), "{log}");
 
     // An attribute mistake is not called a device error.
@@ -152,13 +162,20 @@ fn first_kernel_mistakes_say_what_to_do() {
 
     // Two `static_shared!` arrays of one name from one macro call: the GPU would
     // refuse the module only when loading it, so the build refuses it first.
-    for needle in [
-        "two static shared arrays of the module are named `__xlog_shared_mistake_shared_twice_S_",
-        "give them different names",
-    ] {
-        assert!(
-            first_error(&log, "mistake-shared-twice").contains(needle),
-            "no `{needle}` in:\n{log}"
-        );
+    assert_contains_all(
+        first_error(&log, "mistake-shared-twice"),
+        &[
+            "two static shared arrays of the module are named `__xlog_shared_mistake_shared_twice_S_",
+            "give them different names",
+        ],
+        &log,
+    );
+}
+
+/// Asserts that `text` (part of the build's output `log`) contains every one of
+/// `needles`, showing the whole log when one is missing.
+fn assert_contains_all(text: &str, needles: &[&str], log: &str) {
+    for needle in needles {
+        assert!(text.contains(needle), "no `{needle}` in:\n{log}");
     }
 }
