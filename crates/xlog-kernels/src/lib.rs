@@ -103,6 +103,7 @@ pub mod join;
 pub mod reduce;
 pub mod scan;
 pub mod segmented;
+pub mod set;
 pub mod single_pass;
 pub mod sort;
 

@@ -273,7 +273,7 @@ fn run<K: Key, V: Value>(
     keys: &mut BufferViewMut<'_, K>,
     values: Values<'_, '_, V>,
 ) -> Result<()> {
-    run_in_portions(s, order, input, keys, values, None)
+    run_in_portions(s, order, input, keys, values, None, K::__PASSES)
 }
 
 /// [`run`], in portions of `portion_tiles` tiles when given (at most the most a
@@ -285,6 +285,7 @@ fn run_in_portions<K: Key, V: Value>(
     keys: &mut BufferViewMut<'_, K>,
     mut values: Values<'_, '_, V>,
     portion_tiles: Option<usize>,
+    sorted_passes: usize,
 ) -> Result<()> {
     let n = keys.len();
     if n == 0 {
@@ -336,7 +337,7 @@ fn run_in_portions<K: Key, V: Value>(
     let descending = digits.descending;
     digits.count(s, &input.unwrap_or_else(|| keys.as_view()), false)?;
 
-    for p in 0..passes {
+    for p in 0..sorted_passes {
         if p > 0 && portions > 1 {
             // Each pass reorders the keys, so the keys of a digit in the portions
             // before `q` differ from pass to pass: count them again on this pass's
@@ -418,6 +419,13 @@ fn run_in_portions<K: Key, V: Value>(
             )?;
         }
     }
+    if sorted_passes % 2 == 1 {
+        // An odd number of passes ends in the second buffers: copy them back.
+        keys.copy_from(s, &tmp_keys)?;
+        if let (Some(tmp_v), Values::InPlace(v) | Values::Indices(v)) = (&tmp_values, &mut values) {
+            v.copy_from(s, tmp_v)?;
+        }
+    }
     Ok(())
 }
 
@@ -460,6 +468,56 @@ pub fn sort_keys<K: Key>(
     order: Order,
 ) -> Result<()> {
     run::<K, u32>(s, order, None, &mut keys.as_view_mut(), Values::None)
+}
+
+/// Sorts `keys` in place, stably, by their low `bits` bits only (CUB's
+/// `end_bit`): one pass for each 8 of them, so keys known to be below `2^bits`
+/// sort in fewer passes (31-bit keys held in `u64`s: 4 passes instead of 8).
+/// Keys that differ only above `bits` keep their input order. For signed and
+/// float keys the bits are those of the order-preserving unsigned form the sort
+/// works on (the sign bit flipped, and for floats the other bits of negatives
+/// too), so `bits` short of the key's width only makes sense for unsigned keys.
+/// An odd number of passes ends with a copy back into `keys`. As [`sort_keys`]
+/// otherwise.
+///
+/// ```no_run
+/// # fn main() -> xlog::Result<()> {
+/// use xlog_kernels::sort::{sort_keys_low_bits, Order};
+/// let rt = xlog::Runtime::get(0)?;
+/// let s = rt.stream()?;
+/// let mut x = rt.upload_on(&s, &[(3u64 << 16) | 1, 2 << 16, 7])?;
+/// sort_keys_low_bits(&s, &mut x, Order::Ascending, 18)?;
+/// assert_eq!(x.download(&s)?, [7, 2 << 16, (3 << 16) | 1]);
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+///
+/// `InvalidArgument` when `bits` is 0 or more than the key's width (nothing
+/// launched); otherwise as [`sort_keys`].
+pub fn sort_keys_low_bits<K: Key>(
+    s: &Stream,
+    keys: &mut (impl WriteBuffer<K> + ?Sized),
+    order: Order,
+    bits: u32,
+) -> Result<()> {
+    let width = 8 * std::mem::size_of::<K>() as u32;
+    if bits == 0 || bits > width {
+        return Err(Error::InvalidArgument {
+            what: "xlog_kernels::sort::sort_keys_low_bits".to_owned(),
+            reason: format!("{bits} bits of a {width}-bit key; pass 1 to {width}"),
+        });
+    }
+    let passes = bits.div_ceil(RADIX_BITS) as usize;
+    run_in_portions::<K, u32>(
+        s,
+        order,
+        None,
+        &mut keys.as_view_mut(),
+        Values::None,
+        None,
+        passes,
+    )
 }
 
 /// Sorts `keys` in place, stably, moving `values[i]` with `keys[i]`. As
@@ -549,7 +607,15 @@ pub fn __sort_keys_in_portions<K: Key>(
     portion_tiles: usize,
 ) -> Result<()> {
     let keys = &mut keys.as_view_mut();
-    run_in_portions::<K, u32>(s, order, None, keys, Values::None, Some(portion_tiles))
+    run_in_portions::<K, u32>(
+        s,
+        order,
+        None,
+        keys,
+        Values::None,
+        Some(portion_tiles),
+        K::__PASSES,
+    )
 }
 
 /// [`sort_with_indices`] in portions of `portion_tiles` tiles, as
@@ -593,6 +659,7 @@ fn with_indices<K: Key, I: Value>(
         &mut out.as_view_mut(),
         Values::Indices(&mut perm.as_view_mut()),
         portion_tiles,
+        K::__PASSES,
     )?;
     Ok((out, perm))
 }

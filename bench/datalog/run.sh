@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# examples/datalog beside GDlog on one GPU, in one call: builds GDlog (gdlog.sh), runs
+# both on every graph and query, optionally the CPU peer (ascent, every core), and
+# writes OUT/results.jsonl and OUT/summary.md (the ratios, GDlog's time over xlog's).
+#
+# Here, first:
+#   bench/datalog/prepare-gdlog.sh                                  # GDlog's source, the graphs
+#   XLOG_CUBIN_ARCHS=sm_90 cargo build -p datalog --profile gpu     # machine code for the H200
+#   mkdir -p target/datalog-bin && cp target/gpu/datalog target/datalog-bin/
+# Then on the GPU machine (carry target/gdlog-src, target/datalog-data, target/datalog-bin):
+#   bench/datalog/run.sh OUT
+# Environment: RUNS (default 3 processes per graph and query, the median reported),
+#   CPU_GRAPHS (graphs the CPU peer also runs, default none), CPU_TIMEOUT (s, 300).
+#
+# Both are timed the way GDlog times itself: from the edge list in host memory to
+# the count (xlog's `solve` line; GDlog's build + init + fixpoint timers). Cubins
+# for sm_90 are in xlog's binary, as GDlog's build holds sm_90 machine code: neither
+# pays for the driver's compilation of PTX.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:?usage: bench/datalog/run.sh OUT}
+mkdir -p "$out"
+runs=${RUNS:-3}
+bin=target/datalog-bin/datalog
+data=target/datalog-data
+export RUNS=$runs
+bash bench/datalog/gdlog.sh target/gdlog-src "$data" "$out/gdlog.jsonl" || echo "gdlog.sh failed: $?"
+: >"$out/xlog.jsonl"
+for graph in fe_body CA-HepTh; do
+  for query in tc sg; do
+    for r in $(seq "$runs"); do
+      log=$out/xlog-$graph-$query.log
+      timeout 300 "$bin" "$query" "$data/$graph.tsv" >"$log.$r" 2>&1
+      echo "exit $?" >>"$log.$r"
+    done
+    python3 - "$graph" "$query" "$out" "$runs" <<'PY' >>"$out/xlog.jsonl"
+import json, re, statistics, sys
+graph, query, out, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+rows = []
+for r in range(1, runs + 1):
+    text = open(f"{out}/xlog-{graph}-{query}.log.{r}").read()
+    def num(pat, cast=float):
+        m = re.search(pat, text)
+        return cast(m.group(1)) if m else None
+    rows.append({
+        "tuples": num(r"^tuples (\d+)$".replace("^", "(?m)^"), int),
+        "solve_s": (num(r"solve ([\d.]+) ms") or float("nan")) / 1e3,
+        "end_to_end_s": (num(r"end-to-end ([\d.]+) ms") or float("nan")) / 1e3,
+        "iterations": num(r"(?m)^iterations (\d+)$", int),
+        "peak_bytes": num(r"peak device memory (\d+) bytes", int),
+        "exit": num(r"exit (\d+)", int),
+    })
+ok = [r for r in rows if r["exit"] == 0 and r["tuples"] is not None]
+times = [r["solve_s"] for r in ok]
+best = sorted(ok, key=lambda r: r["solve_s"])[len(ok) // 2] if ok else {}
+print(json.dumps({"tool": "xlog", "graph": graph, "query": query,
+                  "tuples": best.get("tuples"), "solve_s": best.get("solve_s"),
+                  "end_to_end_s": best.get("end_to_end_s"), "iterations": best.get("iterations"),
+                  "peak_bytes": best.get("peak_bytes"), "runs_solve_s": times,
+                  "failed_runs": len(rows) - len(ok)}))
+PY
+  done
+done
+# One traced run of each, for the phase times (synchronising after each phase).
+for graph in fe_body CA-HepTh; do
+  for query in tc sg; do
+    timeout 300 "$bin" "$query" "$data/$graph.tsv" --phases >"$out/phases-$graph-$query.log" 2>&1
+  done
+done
+: >"$out/cpu.jsonl"
+for graph in ${CPU_GRAPHS:-}; do
+  for query in tc sg; do
+    log=$out/cpu-$graph-$query.log
+    timeout "${CPU_TIMEOUT:-300}" "$bin" "$query" "$data/$graph.tsv" --cpu >"$log" 2>&1
+    echo "exit $?" >>"$log"
+    python3 - "$graph" "$query" "$log" "$(nproc)" <<'PY' >>"$out/cpu.jsonl"
+import json, re, sys
+graph, query, log, cores = sys.argv[1:5]
+text = open(log).read()
+m = re.search(r"cpu \(ascent, parallel\) tuples (\d+) in ([\d.]+) ms", text)
+print(json.dumps({"tool": "ascent", "graph": graph, "query": query, "cores": int(cores),
+                  "tuples": int(m.group(1)) if m else None,
+                  "seconds": float(m.group(2)) / 1e3 if m else None,
+                  "finished": m is not None}))
+PY
+  done
+done
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+load = lambda f: [json.loads(l) for l in open(f"{out}/{f}") if l.strip()]
+g = {(r["graph"], r["query"]): r for r in load("gdlog.jsonl")}
+x = {(r["graph"], r["query"]): r for r in load("xlog.jsonl")}
+c = {(r["graph"], r["query"]): r for r in load("cpu.jsonl")}
+want = {("fe_body", "tc"): 156120489, ("fe_body", "sg"): 408443204,
+        ("CA-HepTh", "tc"): 74619885, ("CA-HepTh", "sg"): 74618689}
+lines = ["| graph | query | tuples (expected) | xlog s | GDlog s | GDlog / xlog | xlog peak / relation | ascent s (cores) | ascent / xlog |",
+         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+for k, n in want.items():
+    xr, gr, cr = x.get(k, {}), g.get(k, {}), c.get(k, {})
+    xs, gs = xr.get("solve_s"), gr.get("total_s")
+    ok = "✓" if xr.get("tuples") == n and gr.get("tuples") == n else f"xlog {xr.get('tuples')} GDlog {gr.get('tuples')}"
+    ratio = f"{gs / xs:.2f}" if xs and gs else "-"
+    peak = f"{xr['peak_bytes'] / (n * 8):.2f}" if xr.get("peak_bytes") else "-"
+    cs = cr.get("seconds")
+    cpu = f"{cs:.1f} ({cr['cores']})" if cs else ("not run" if not cr else "unfinished")
+    cratio = f"{cs / xs:.0f}" if cs and xs else "-"
+    lines.append(f"| {k[0]} | {k[1]} | {n:,} {ok} | {xs:.3f} | {gs:.3f} | {ratio} | {peak} | {cpu} | {cratio} |"
+                 if xs and gs else f"| {k[0]} | {k[1]} | {n:,} {ok} | {xs} | {gs} | - | {peak} | {cpu} | - |")
+open(f"{out}/summary.md", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY

@@ -1,0 +1,357 @@
+//! Set operations on sorted runs: merge two runs into one, and the distinct
+//! elements of one run that are (or are not) in another.
+//!
+//! - [`merge`]: the sorted union of two sorted runs, every element kept (`a`'s
+//!   before `b`'s where they are equal), a new buffer of `a.len() + b.len()`.
+//! - [`difference`]: the distinct elements of sorted `a` that do not occur in sorted
+//!   `b`, in order (`a ∖ b`, deduplicated on the way).
+//! - [`intersection`]: the distinct elements of sorted `a` that occur in sorted `b`.
+//!
+//! Element types `u32`, `i32`, `u64`, `i64`: integers, whose order is total. The
+//! inputs must be sorted ascending (`xlog_kernels::sort`); an unsorted input gives
+//! a result in unspecified order and content, never an out-of-range access.
+//!
+//! # Algorithm and cost
+//!
+//! [`merge`] takes three launches, each a grid-stride loop. The first gives each
+//! element of `b` its place in the output, `j + |{a ≤ b[j]}|`, by a binary search
+//! in `a`. The second cuts the output into tiles of 256 positions and finds, by a
+//! binary search among the places, how many of `b`'s elements land before each
+//! tile. The third has one thread per output position `k`: a search among the few
+//! places inside its tile says whether `k` holds an element of `b` or which element
+//! of `a` it holds. So a position costs a read of its tile's bounds and of its
+//! source, and a write: about the cost of copying both inputs, plus `O(log |a|)`
+//! for each element of `b`. Temporary memory: one `u64` for each element of `b`
+//! and for each tile of the output.
+//!
+//! [`difference`] and [`intersection`] flag each element of `a` that starts a run
+//! of equal elements and whose binary search in `b` finds it (or not), then compact
+//! the flagged elements (`compact::select_flagged`, which reads the count back, so
+//! they synchronise the stream). Temporary memory: one byte for each element of
+//! `a`.
+//!
+//! ```no_run
+//! # fn main() -> xlog::Result<()> {
+//! let rt = xlog::Runtime::get(0)?;
+//! let s = rt.stream()?;
+//! let a = rt.upload_on(&s, &[1u64, 3, 5, 7])?;
+//! let b = rt.upload_on(&s, &[2u64, 3, 8])?;
+//! assert_eq!(xlog_kernels::set::merge(&s, &a, &b)?.download(&s)?, [1, 2, 3, 3, 5, 7, 8]);
+//! assert_eq!(xlog_kernels::set::difference(&s, &a, &b)?.download(&s)?, [1, 5, 7]);
+//! assert_eq!(xlog_kernels::set::intersection(&s, &a, &b)?.download(&s)?, [3]);
+//! # Ok(()) }
+//! ```
+
+use xlog::prelude::*;
+
+/// The number of elements of sorted `x` that are `< v` (`lt = true`) or `≤ v`
+/// (`lt = false`): where `v` would go before (after) its equals.
+#[inline(always)]
+fn bound<T: PartialOrd + Copy>(x: &[T], v: T, lt: bool) -> usize {
+    let (mut lo, mut hi) = (0, x.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let m = x[mid];
+        let left = if lt { m < v } else { m <= v };
+        if left {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// The output positions of a merge in one tile: its third kernel finds each
+/// position's source within the few of `b`'s places that fall in its tile.
+const MERGE_TILE: usize = 256;
+
+/// Whether sorted `x` holds `v`.
+#[inline(always)]
+fn holds<T: PartialOrd + Copy>(x: &[T], v: T) -> bool {
+    let at = bound(x, v, true);
+    at < x.len() && x[at] == v
+}
+
+macro_rules! kernels {
+    ($($t:ty: $places:ident, $bounds:ident, $merge:ident, $flags:ident;)*) => {$(
+        #[doc = concat!("`place[j] = j + |{a ≤ b[j]}|` for sorted `", stringify!($t), "` runs: where `b[j]` lands in the merge. The first kernel of [`merge`].")]
+        #[xlog_kernel(read(a, b), write(place))]
+        pub fn $places(a: &[$t], b: &[$t], place: &mut [u64]) {
+            for j in thread::grid_stride(place.len()) {
+                let at = bound(a, b[j.get()], false);
+                place[j] = (j.get() + at) as u64;
+            }
+        }
+
+        #[doc = concat!("`bounds[g] = |{place < g · MERGE_TILE}|` for the places of a `", stringify!($t), "` merge: which of `b`'s elements land before each tile of the output. The second kernel of [`merge`].")]
+        #[xlog_kernel(read(place), write(bounds))]
+        pub fn $bounds(place: &[u64], bounds: &mut [u64]) {
+            for g in thread::grid_stride(bounds.len()) {
+                bounds[g] = bound(place, (g.get() * MERGE_TILE) as u64, true) as u64;
+            }
+        }
+
+        #[doc = concat!("`out[k]`: the `k`-th element of the merge of sorted `", stringify!($t), "` runs `a` and `b`, given `b`'s places and the tiles' bounds. The third kernel of [`merge`].")]
+        #[xlog_kernel(read(a, b, place, bounds), write(out))]
+        pub fn $merge(a: &[$t], b: &[$t], place: &[u64], bounds: &[u64], out: &mut [$t]) {
+            for k in thread::grid_stride(out.len()) {
+                let at = k.get() as u64;
+                let g = k.get() / MERGE_TILE;
+                let (lo, hi) = (bounds[g] as usize, bounds[g + 1] as usize);
+                // The number of `b`'s elements at or before position `k`: those
+                // before this tile, and those of the tile's window up to `k`.
+                let r = lo + bound(&place[lo..hi], at, false);
+                out[k] = if r > 0 && place[r - 1] == at {
+                    b[r - 1]
+                } else {
+                    a[k.get() - r]
+                };
+            }
+        }
+
+        #[doc = concat!("`flags[i] = 1` where `a[i]` starts a run of equals in sorted `", stringify!($t), "` run `a` and its presence in sorted `b` is `present != 0`. The kernel of [`difference`] and [`intersection`].")]
+        #[xlog_kernel(read(a, b), write(flags))]
+        pub fn $flags(a: &[$t], b: &[$t], present: u32, flags: &mut [u8]) {
+            for i in thread::grid_stride(flags.len()) {
+                let v = a[i.get()];
+                let first = i.get() == 0 || a[i.get() - 1] != v;
+                flags[i] = (first && holds(b, v) == (present != 0)) as u8;
+            }
+        }
+    )*};
+}
+
+/// Feeds the table of (element type, place kernel, merge kernel, flag kernel) to
+/// `$m`: the kernels and their host impls are made from the one list.
+macro_rules! each_type {
+    ($m:ident) => {
+        $m! {
+            u32: merge_places_u32, merge_bounds_u32, merge_u32, set_flags_u32;
+            i32: merge_places_i32, merge_bounds_i32, merge_i32, set_flags_i32;
+            u64: merge_places_u64, merge_bounds_u64, merge_u64, set_flags_u64;
+            i64: merge_places_i64, merge_bounds_i64, merge_i64, set_flags_i64;
+        }
+    };
+}
+
+each_type!(kernels);
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    use xlog::{
+        AllocTag, BufferView, BufferViewMut, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result,
+        Stream, WriteBuffer,
+    };
+
+    use crate::compact::{select_flagged, Compactable};
+
+    mod sealed {
+        pub trait Ordered {}
+    }
+
+    /// Element types of the set operations: integers, whose order is total. Sealed:
+    /// [`merge`] returns an output it allocated uninitialised, which only its own
+    /// kernels are trusted to write in full.
+    pub trait Ordered: Compactable + sealed::Ordered {
+        #[doc(hidden)]
+        fn __places(
+            s: &Stream,
+            cfg: LaunchConfig,
+            a: &BufferView<'_, Self>,
+            b: &BufferView<'_, Self>,
+            place: &mut DeviceBuffer<u64>,
+        ) -> Result<()>;
+        #[doc(hidden)]
+        fn __bounds(
+            s: &Stream,
+            cfg: LaunchConfig,
+            place: &DeviceBuffer<u64>,
+            bounds: &mut DeviceBuffer<u64>,
+        ) -> Result<()>;
+        #[doc(hidden)]
+        fn __merge(
+            s: &Stream,
+            cfg: LaunchConfig,
+            a: &BufferView<'_, Self>,
+            b: &BufferView<'_, Self>,
+            place: &DeviceBuffer<u64>,
+            bounds: &DeviceBuffer<u64>,
+            out: &mut DeviceBuffer<Self>,
+        ) -> Result<()>;
+        #[doc(hidden)]
+        fn __flags(
+            s: &Stream,
+            cfg: LaunchConfig,
+            a: &BufferView<'_, Self>,
+            b: &BufferView<'_, Self>,
+            present: u32,
+            flags: &mut BufferViewMut<'_, u8>,
+        ) -> Result<()>;
+    }
+
+    macro_rules! ordered {
+        ($($t:ty: $places:ident, $bounds:ident, $merge:ident, $flags:ident;)*) => {$(
+            impl sealed::Ordered for $t {}
+            impl Ordered for $t {
+                fn __places(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    a: &BufferView<'_, Self>,
+                    b: &BufferView<'_, Self>,
+                    place: &mut DeviceBuffer<u64>,
+                ) -> Result<()> {
+                    super::$places::launch(s, cfg, a, b, place)
+                }
+                fn __bounds(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    place: &DeviceBuffer<u64>,
+                    bounds: &mut DeviceBuffer<u64>,
+                ) -> Result<()> {
+                    super::$bounds::launch(s, cfg, place, bounds)
+                }
+                fn __merge(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    a: &BufferView<'_, Self>,
+                    b: &BufferView<'_, Self>,
+                    place: &DeviceBuffer<u64>,
+                    bounds: &DeviceBuffer<u64>,
+                    out: &mut DeviceBuffer<Self>,
+                ) -> Result<()> {
+                    super::$merge::launch(s, cfg, a, b, place, bounds, out)
+                }
+                fn __flags(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    a: &BufferView<'_, Self>,
+                    b: &BufferView<'_, Self>,
+                    present: u32,
+                    flags: &mut BufferViewMut<'_, u8>,
+                ) -> Result<()> {
+                    super::$flags::launch(s, cfg, a, b, present, flags)
+                }
+            }
+        )*};
+    }
+
+    each_type!(ordered);
+
+    const THREADS: u32 = 256;
+
+    /// One thread per element, capped at the grid's limit (a grid-stride loop
+    /// covers the rest).
+    fn config(n: usize) -> LaunchConfig {
+        let blocks = n
+            .div_ceil(THREADS as usize)
+            .clamp(1, xlog::MAX_GRID_BLOCKS as usize) as u32;
+        LaunchConfig::new([blocks, 1, 1], [THREADS, 1, 1])
+    }
+
+    /// The sorted union of sorted runs `a` and `b`, every element kept, `a`'s
+    /// before `b`'s where equal: a new buffer of `a.len() + b.len()` elements. Two
+    /// launches, `O((|a| + |b|) · log |b|)` work of which all but one read of each
+    /// input and one write of the output hits the cache ([module docs](super)).
+    /// Does not synchronise.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` when the output would not fit in memory's address range;
+    /// a budget refusal (`BudgetExceeded`, nothing launched); a launch error.
+    pub fn merge<T: Ordered>(
+        s: &Stream,
+        a: &(impl ReadBuffer<T> + ?Sized),
+        b: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>> {
+        let (a, b) = (a.as_view(), b.as_view());
+        let n = a
+            .len()
+            .checked_add(b.len())
+            .ok_or_else(|| Error::InvalidArgument {
+                what: "xlog_kernels::set::merge".to_owned(),
+                reason: format!("{} + {} elements overflow a length", a.len(), b.len()),
+            })?;
+        let rt = s.runtime()?;
+        // SAFETY: the place kernel writes `place[j]` for every `j` (one grid-stride
+        // pass over its length) before the merge kernel, its only reader, runs.
+        let mut place = unsafe { rt.alloc_uninit::<u64>(s, b.len(), AllocTag("merge places")) }?;
+        // SAFETY: the merge kernel writes every position of `out` (one grid-stride
+        // pass over its length) before anything reads it.
+        let mut out = unsafe { rt.alloc_uninit::<T>(s, n, AllocTag("merge output")) }?;
+        if n == 0 {
+            return Ok(out);
+        }
+        let tiles = n.div_ceil(super::MERGE_TILE) + 1;
+        // SAFETY: the bounds kernel writes every bound (one grid-stride pass over
+        // their length) before the merge kernel, their only reader, runs.
+        let mut bounds = unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("merge bounds")) }?;
+        if !b.is_empty() {
+            T::__places(s, config(b.len()), &a, &b, &mut place)?;
+        }
+        T::__bounds(s, config(tiles), &place, &mut bounds)?;
+        T::__merge(s, config(n), &a, &b, &place, &bounds, &mut out)?;
+        Ok(out)
+    }
+
+    /// The distinct elements of sorted `a` that do (`present`) or do not occur in
+    /// sorted `b`, in order.
+    fn filter<T: Ordered>(
+        s: &Stream,
+        a: &(impl ReadBuffer<T> + ?Sized),
+        b: &(impl ReadBuffer<T> + ?Sized),
+        present: bool,
+    ) -> Result<DeviceBuffer<T>> {
+        let (a, b) = (a.as_view(), b.as_view());
+        let rt = s.runtime()?;
+        if a.is_empty() {
+            return rt.alloc_zeroed_on::<T>(s, 0);
+        }
+        // SAFETY: the flag kernel writes every flag (one grid-stride pass over
+        // their length) before the selection, their only reader, runs.
+        let mut flags = unsafe { rt.alloc_uninit::<u8>(s, a.len(), AllocTag("set flags")) }?;
+        T::__flags(
+            s,
+            config(a.len()),
+            &a,
+            &b,
+            present as u32,
+            &mut flags.as_view_mut(),
+        )?;
+        select_flagged(s, &a, &flags)
+    }
+
+    /// `a ∖ b`: the distinct elements of sorted `a` that do not occur in sorted
+    /// `b`, in order, as a new buffer of exactly their number. Two launches and a
+    /// compaction; reads the count back, so it synchronises `s`
+    /// ([module docs](super)).
+    ///
+    /// # Errors
+    ///
+    /// A budget refusal (`BudgetExceeded`; nothing launched when the flags are
+    /// refused) or a launch error.
+    pub fn difference<T: Ordered>(
+        s: &Stream,
+        a: &(impl ReadBuffer<T> + ?Sized),
+        b: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>> {
+        filter(s, a, b, false)
+    }
+
+    /// `a ∩ b`: the distinct elements of sorted `a` that occur in sorted `b`, in
+    /// order. As [`difference`] otherwise.
+    ///
+    /// # Errors
+    ///
+    /// As [`difference`].
+    pub fn intersection<T: Ordered>(
+        s: &Stream,
+        a: &(impl ReadBuffer<T> + ?Sized),
+        b: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>> {
+        filter(s, a, b, true)
+    }
+}
