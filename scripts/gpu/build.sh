@@ -65,6 +65,24 @@ if [[ " $modes " == *" test "* ]]; then
   cp python/build/xlog.abi3.so python/tests/*.py "$bundle/python/"
   echo "bundled python"
 fi
+# The Datalog example's end-to-end test runs its binary (XLOG_DATALOG_BIN in run.sh);
+# the binary itself is bundled apart from the examples run.sh runs without arguments.
+if [[ " $modes " == *" test "* ]]; then
+  cargo test -p datalog --features gpu-tests --profile gpu --no-run --message-format=json |
+    python3 -c '
+import json, shutil, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "fixpoint" and "test" in m["target"]["kind"]:
+        shutil.copy(m["executable"], sys.argv[1] + "/bin/test-datalog-fixpoint")
+        print("bundled test-datalog-fixpoint")
+' "$bundle"
+  cargo build -p datalog --profile gpu
+  cp "${CARGO_TARGET_DIR:-target}/gpu/datalog" "$bundle/bin/datalog" && echo "bundled datalog"
+fi
 [[ " $modes " == *" test "* ]] && examples=(saxpy pipeline query) || examples=()
 for example in "${examples[@]}"; do
   cargo build -p "$example" --profile gpu --message-format=json |

@@ -23,6 +23,8 @@ export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PAT
 # The kernel-library bench times CUB (through PyTorch and CuPy) with this script.
 export XLOG_CUB_SCRIPT=${XLOG_CUB_SCRIPT:-$PWD/crates/xlog-kernels/benches/library_cub.py}
 export PATH=/usr/local/cuda/bin:$PATH
+# The Datalog example's test (test-datalog-fixpoint) runs the bundled binary.
+export XLOG_DATALOG_BIN=$PWD/.gpu-bundle/bin/datalog
 status=0
 phases=" ${XLOG_PHASES:-tests sanitizer bench} "
 has() { [[ "$phases" == *" $1 "* ]]; }

@@ -14,12 +14,13 @@
 //! kernels, over an edge index in compressed-row form), sorts the result, keeps
 //! the tuples not known yet (`xlog_kernels::set::difference`, which also drops
 //! duplicates) as the next delta, and merges them into the relation
-//! (`xlog_kernels::set::merge`). A relation is one sorted column of `u64` keys
-//! `x << shift | y`. Prints `tuples N` and the timings; `--check` compares the
+//! (`xlog_kernels::set::merge`). A relation is two sorted runs of `u64` keys
+//! `x << shift | y`: a long one, and a short one that takes each iteration's new
+//! tuples and merges into the long one when it passes a quarter of its length. Prints `tuples N` and the timings; `--check` compares the
 //! count with a CPU evaluation (ascent), `--cpu` times that evaluation on every
 //! core, `--phases` synchronises after each phase to time it (slower overall),
 //! `--budget` caps the device memory xlog may use, `--piece` the derived tuples
-//! made at once (by default an eighth of the relation, at least 2^24).
+//! made at once (by default an eighth of the relation, at least 2^22).
 
 mod cpu;
 
@@ -213,7 +214,7 @@ struct Outcome {
 /// A failure, with the relation and step it happened in.
 struct Failure {
     step: String,
-    error: xlog::Error,
+    error: Box<xlog::Error>,
 }
 
 impl fmt::Display for Failure {
@@ -231,7 +232,7 @@ impl<T> Step<T> for xlog::Result<T> {
     fn during(self, step: impl FnOnce() -> String) -> Result<T, Failure> {
         self.map_err(|error| Failure {
             step: step(),
-            error,
+            error: Box::new(error),
         })
     }
 }
@@ -251,6 +252,41 @@ impl Clock<'_> {
             let now = Instant::now();
             *pick(p) += now - self.at;
             self.at = now;
+        }
+        Ok(())
+    }
+}
+
+/// A relation as two sorted runs of distinct keys that share none: a long one
+/// and a short one that the new tuples of each iteration merge into. The short run
+/// merges into the long one when it passes a quarter of its length, so an
+/// iteration's merge costs the short run's length, not the relation's.
+struct Relation {
+    long: DeviceBuffer<u64>,
+    short: DeviceBuffer<u64>,
+}
+
+impl Relation {
+    /// The number of tuples.
+    fn len(&self) -> usize {
+        self.long.len() + self.short.len()
+    }
+
+    /// The distinct tuples of sorted `derived` that the relation lacks.
+    fn subtract(&self, s: &Stream, derived: &DeviceBuffer<u64>) -> xlog::Result<DeviceBuffer<u64>> {
+        let fresh = difference(s, derived, &self.long)?;
+        if self.short.is_empty() {
+            return Ok(fresh);
+        }
+        difference(s, &fresh, &self.short)
+    }
+
+    /// Adds `fresh` (sorted, distinct, new to the relation).
+    fn add(&mut self, s: &Stream, fresh: &DeviceBuffer<u64>) -> xlog::Result<()> {
+        self.short = merge(s, &self.short, fresh)?;
+        if self.short.len() > self.long.len() / 4 {
+            self.long = merge(s, &self.long, &self.short)?;
+            self.short = s.runtime()?.alloc_zeroed_on::<u64>(s, 0)?;
         }
         Ok(())
     }
@@ -334,16 +370,23 @@ impl Context<'_> {
     /// One semi-naive step: the tuples derived from `delta` that `full` lacks,
     /// sorted and distinct. The derived tuples are made, sorted and subtracted in
     /// pieces of at most `piece` tuples, so their memory stays bounded however
-    /// many there are.
+    /// many there are; each piece's new tuples are merged into those of the
+    /// pieces before it.
     fn step(
         &self,
         delta: &DeviceBuffer<u64>,
-        full: &DeviceBuffer<u64>,
+        full: &Relation,
         piece: usize,
         clock: &mut Clock<'_>,
         trace: &mut Trace,
     ) -> Result<DeviceBuffer<u64>, Failure> {
         let (s, rel, it) = (self.s, self.program.relation(), trace.iteration);
+        if delta.is_empty() {
+            return s
+                .runtime()
+                .and_then(|rt| rt.alloc_zeroed_on::<u64>(s, 0))
+                .during(|| "allocating".into());
+        }
         let m = self.count(delta).during(|| {
             format!(
                 "iteration {it}: counting the matches of {} new {rel} tuples",
@@ -351,10 +394,12 @@ impl Context<'_> {
             )
         })?;
         trace.derived = m.total;
-        let mut pieces = Vec::new();
+        trace.pieces = 0;
+        let mut fresh: Option<DeviceBuffer<u64>> = None;
         for first in (0..m.total).step_by(piece.max(1)) {
             let range = first..m.total.min(first + piece);
             let len = range.len();
+            trace.pieces += 1;
             let mut derived = self.derive(delta, &m, range).during(|| {
                 format!(
                     "iteration {it}: deriving {len} {rel} tuples ({} bytes)",
@@ -369,51 +414,37 @@ impl Context<'_> {
                 )
             })?;
             clock.lap(|p| &mut p.sort).during(|| "timing".into())?;
-            let fresh = difference(s, &derived, full).during(|| {
+            let new = full.subtract(s, &derived).during(|| {
                 format!(
                     "iteration {it}: subtracting {rel} ({} tuples) from {len} derived ones",
                     full.len()
                 )
             })?;
+            drop(derived);
+            fresh = Some(match fresh {
+                None => new,
+                // Tuples new to the relation may repeat those of earlier pieces.
+                Some(before) => difference(s, &new, &before)
+                    .and_then(|new| merge(s, &before, &new))
+                    .during(|| {
+                        format!(
+                            "iteration {it}: merging {} new {rel} tuples into the {} of earlier pieces",
+                            new.len(),
+                            before.len()
+                        )
+                    })?,
+            });
             clock
                 .lap(|p| &mut p.difference)
                 .during(|| "timing".into())?;
-            pieces.push(fresh);
         }
-        trace.pieces = pieces.len();
-        if pieces.len() <= 1 {
-            return match pieces.pop() {
-                Some(p) => Ok(p),
-                None => s
-                    .runtime()
-                    .and_then(|rt| rt.alloc_zeroed_on::<u64>(s, 0))
-                    .during(|| "allocating".into()),
-            };
+        match fresh {
+            Some(f) => Ok(f),
+            None => s
+                .runtime()
+                .and_then(|rt| rt.alloc_zeroed_on::<u64>(s, 0))
+                .during(|| "allocating".into()),
         }
-        // The pieces are each new to `full` but may share tuples: gather, sort and
-        // deduplicate them.
-        let n: usize = pieces.iter().map(|p| p.len()).sum();
-        let joined = || -> xlog::Result<DeviceBuffer<u64>> {
-            let rt = s.runtime()?;
-            let mut all = rt.alloc_zeroed_on::<u64>(s, n)?;
-            let mut at = 0;
-            for p in pieces {
-                all.slice_mut(at..at + p.len()).copy_from(s, &p)?;
-                at += p.len();
-            }
-            sort_keys_low_bits(s, &mut all, Order::Ascending, self.bits)?;
-            difference(s, &all, &rt.alloc_zeroed_on::<u64>(s, 0)?)
-        };
-        let fresh = joined().during(|| {
-            format!(
-                "iteration {it}: gathering {n} new {rel} tuples ({} bytes) from their pieces",
-                n * 8
-            )
-        })?;
-        clock
-            .lap(|p| &mut p.difference)
-            .during(|| "timing".into())?;
-        Ok(fresh)
     }
 }
 
@@ -426,10 +457,10 @@ struct Trace {
 }
 
 /// The most derived tuples made at once for a relation of `full` tuples: `fixed`
-/// when given (`--piece`), else an eighth of the relation and at least 2^24 (each
+/// when given (`--piece`), else an eighth of the relation and at least 2^22 (each
 /// costs about 25 bytes while it is sorted and subtracted).
 fn piece_len(full: usize, fixed: Option<usize>) -> usize {
-    fixed.unwrap_or((full / 8).max(1 << 24)).max(1)
+    fixed.unwrap_or((full / 8).max(1 << 22)).max(1)
 }
 
 /// Evaluates `program` over `edges` on the GPU (or the simulator).
@@ -481,9 +512,14 @@ fn solve(
             let seed = rt
                 .upload_on(&s, &diagonal)
                 .during(|| "uploading sg's seed".into())?;
-            let none = rt
-                .alloc_zeroed_on::<u64>(&s, 0)
-                .during(|| "allocating".into())?;
+            let none = Relation {
+                long: rt
+                    .alloc_zeroed_on::<u64>(&s, 0)
+                    .during(|| "allocating".into())?,
+                short: rt
+                    .alloc_zeroed_on::<u64>(&s, 0)
+                    .during(|| "allocating".into())?,
+            };
             cx.off_diagonal = true;
             let first = cx.step(&seed, &none, piece_len(0, piece), &mut clock, &mut t)?;
             cx.off_diagonal = false;
@@ -496,16 +532,25 @@ fn solve(
             .during(|| format!("allocating {rel}"))?;
         f.copy_from(&s, &delta)
             .during(|| format!("copying {rel}"))?;
-        f
+        let short = rt
+            .alloc_zeroed_on::<u64>(&s, 0)
+            .during(|| "allocating".into())?;
+        Relation { long: f, short }
     };
     clock.at = Instant::now();
     let mut iterations = 0;
     while !delta.is_empty() {
         iterations += 1;
         t.iteration = iterations;
-        let fresh = cx.step(&delta, &full, piece_len(full.len(), piece), &mut clock, &mut t)?;
+        let fresh = cx.step(
+            &delta,
+            &full,
+            piece_len(full.len(), piece),
+            &mut clock,
+            &mut t,
+        )?;
         if !fresh.is_empty() {
-            full = merge(&s, &full, &fresh).during(|| {
+            full.add(&s, &fresh).during(|| {
                 format!(
                     "iteration {iterations}: merging {} new tuples into {rel}, which grows to {} tuples ({} bytes)",
                     fresh.len(),
@@ -592,7 +637,14 @@ fn main() -> ExitCode {
         }
     );
     println!("edges: {} read in {}", edges.len(), ms(read));
-    let out = match solve(&rt, args.program, &edges, args.phases, args.trace, args.piece) {
+    let out = match solve(
+        &rt,
+        args.program,
+        &edges,
+        args.phases,
+        args.trace,
+        args.piece,
+    ) {
         Ok(o) => o,
         Err(f) => {
             eprintln!("error: {f}");
