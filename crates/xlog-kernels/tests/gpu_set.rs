@@ -102,14 +102,24 @@ fn merge_matches_the_cpu<T: Elem>() {
     let rt = gpu_runtime();
     let (s, p) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
     for (i, (n, m, range)) in cases().into_iter().enumerate() {
-        let (a, b) = (run::<T>(n, range, 2 * i as u64), run::<T>(m, range, 2 * i as u64 + 1));
+        let (a, b) = (
+            run::<T>(n, range, 2 * i as u64),
+            run::<T>(m, range, 2 * i as u64 + 1),
+        );
         // Uploaded on another stream: the merge must wait for the uploads.
         let (da, db) = (upload(&rt, &p, &a), upload(&rt, &p, &b));
         let got = merge(&s, &da, &db).unwrap().download(&s).unwrap();
         let mut want = [a.as_slice(), b.as_slice()].concat();
         want.sort();
-        assert_eq!(got.len(), want.len(), "merge of {n} and {m} (range {range})");
-        assert!(got == want, "merge of {n} and {m} (range {range}) differs from the CPU");
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "merge of {n} and {m} (range {range})"
+        );
+        assert!(
+            got == want,
+            "merge of {n} and {m} (range {range}) differs from the CPU"
+        );
     }
 }
 
@@ -117,7 +127,10 @@ fn difference_and_intersection_match_the_cpu<T: Elem>() {
     let rt = gpu_runtime();
     let (s, p) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
     for (i, (n, m, range)) in cases().into_iter().enumerate() {
-        let (a, b) = (run::<T>(n, range, 7 * i as u64), run::<T>(m, range, 7 * i as u64 + 3));
+        let (a, b) = (
+            run::<T>(n, range, 7 * i as u64),
+            run::<T>(m, range, 7 * i as u64 + 3),
+        );
         let (da, db) = (upload(&rt, &p, &a), upload(&rt, &p, &b));
         let mut distinct = a.clone();
         distinct.dedup();
@@ -125,8 +138,14 @@ fn difference_and_intersection_match_the_cpu<T: Elem>() {
             distinct.iter().partition(|v| b.binary_search(v).is_ok());
         let got_out = difference(&s, &da, &db).unwrap().download(&s).unwrap();
         let got_in = intersection(&s, &da, &db).unwrap().download(&s).unwrap();
-        assert!(got_out == want_out, "{n} ∖ {m} (range {range}) differs from the CPU");
-        assert!(got_in == want_in, "{n} ∩ {m} (range {range}) differs from the CPU");
+        assert!(
+            got_out == want_out,
+            "{n} ∖ {m} (range {range}) differs from the CPU"
+        );
+        assert!(
+            got_in == want_in,
+            "{n} ∩ {m} (range {range}) differs from the CPU"
+        );
     }
 }
 
@@ -174,7 +193,11 @@ fn sort_keys_low_bits_matches_a_stable_cpu_sort_by_those_bits() {
             let mut want = keys.clone();
             // The passes cover whole bytes: the bits sorted by are `bits` rounded up to 8.
             let covered = bits.div_ceil(8) * 8;
-            let mask = if covered == 64 { u64::MAX } else { (1u64 << covered) - 1 };
+            let mask = if covered == 64 {
+                u64::MAX
+            } else {
+                (1u64 << covered) - 1
+            };
             want.sort_by_key(|k| k & mask);
             let mut d = upload(&rt, &s, &keys);
             sort_keys_low_bits(&s, &mut d, Order::Ascending, bits).unwrap();

@@ -116,7 +116,10 @@ fn a_relation_that_does_not_fit_is_refused_with_its_name_and_size() {
     let o = datalog(true, &["sg", path.to_str().unwrap(), "--budget", "20000"]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
-    assert!(t.contains("error: iteration") || t.contains("error: "), "{t}");
+    assert!(
+        t.contains("error: iteration") || t.contains("error: "),
+        "{t}"
+    );
     assert!(t.contains("sg"), "{t}");
     assert!(t.contains("bytes"), "{t}");
     assert!(t.contains("refused by the budget"), "{t}");
@@ -136,7 +139,10 @@ fn the_smallest_graphs_give_their_counts() {
             let o = datalog(true, &[program, path.to_str().unwrap(), "--check"]);
             let t = text(&o);
             assert!(o.status.success(), "{program} on {edges:?}: {t}");
-            assert!(t.contains(&format!("\ntuples {want}\n")), "{program} on {edges:?}: {t}");
+            assert!(
+                t.contains(&format!("\ntuples {want}\n")),
+                "{program} on {edges:?}: {t}"
+            );
         }
     }
 }
@@ -147,11 +153,19 @@ fn bad_input_is_a_clear_error() {
     std::fs::write(&path, "1\t2\n3\tx\n").unwrap();
     let o = datalog(true, &["tc", path.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains(":2: `x` is not a node id"), "{}", text(&o));
+    assert!(
+        text(&o).contains(":2: `x` is not a node id"),
+        "{}",
+        text(&o)
+    );
     let o = datalog(true, &["closure", path.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("usage: datalog <tc|sg>"), "{}", text(&o));
     let o = datalog(true, &["tc", "/nonexistent/edges.tsv"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("cannot read /nonexistent/edges.tsv"), "{}", text(&o));
+    assert!(
+        text(&o).contains("cannot read /nonexistent/edges.tsv"),
+        "{}",
+        text(&o)
+    );
 }
