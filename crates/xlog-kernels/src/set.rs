@@ -24,11 +24,14 @@
 //! for each element of `b`. Temporary memory: one `u64` for each element of `b`
 //! and for each tile of the output.
 //!
-//! [`difference`] and [`intersection`] flag each element of `a` that starts a run
-//! of equal elements and whose binary search in `b` finds it (or not), then compact
-//! the flagged elements (`compact::select_flagged`, which reads the count back, so
-//! they synchronise the stream). Temporary memory: one byte for each element of
-//! `a`.
+//! [`difference`] and [`intersection`] cut `a` into tiles of 256 elements and find
+//! where each tile's first element lies in `b` (a binary search a tile). Each
+//! element of `a` that starts a run of equal elements is then looked up in the
+//! window of `b` between its tile's place and the next tile's: a short search in
+//! memory its whole block reads, instead of a search through all of `b`. The
+//! flagged elements are compacted (`compact::select_flagged`, which reads the count
+//! back, so they synchronise the stream). Temporary memory: one byte for each
+//! element of `a`, one `u64` for each tile.
 //!
 //! ```no_run
 //! # fn main() -> xlog::Result<()> {
@@ -62,9 +65,10 @@ fn bound<T: PartialOrd + Copy>(x: &[T], v: T, lt: bool) -> usize {
     lo
 }
 
-/// The output positions of a merge in one tile: its third kernel finds each
-/// position's source within the few of `b`'s places that fall in its tile.
-const MERGE_TILE: usize = 256;
+/// Positions of a tile: a merge's third kernel finds each output position's
+/// source among the few of `b`'s places that fall in its tile, and the flags of
+/// a difference look each element of `a` up in the window of `b` its tile spans.
+const TILE: usize = 256;
 
 /// Whether sorted `x` holds `v`.
 #[inline(always)]
@@ -74,7 +78,7 @@ fn holds<T: PartialOrd + Copy>(x: &[T], v: T) -> bool {
 }
 
 macro_rules! kernels {
-    ($($t:ty: $places:ident, $bounds:ident, $merge:ident, $flags:ident;)*) => {$(
+    ($($t:ty: $places:ident, $bounds:ident, $merge:ident, $windows:ident, $flags:ident;)*) => {$(
         #[doc = concat!("`place[j] = j + |{a ≤ b[j]}|` for sorted `", stringify!($t), "` runs: where `b[j]` lands in the merge. The first kernel of [`merge`].")]
         #[xlog_kernel(read(a, b), write(place))]
         pub fn $places(a: &[$t], b: &[$t], place: &mut [u64]) {
@@ -84,11 +88,11 @@ macro_rules! kernels {
             }
         }
 
-        #[doc = concat!("`bounds[g] = |{place < g · MERGE_TILE}|` for the places of a `", stringify!($t), "` merge: which of `b`'s elements land before each tile of the output. The second kernel of [`merge`].")]
+        #[doc = concat!("`bounds[g] = |{place < g · TILE}|` for the places of a `", stringify!($t), "` merge: which of `b`'s elements land before each tile of the output. The second kernel of [`merge`].")]
         #[xlog_kernel(read(place), write(bounds))]
         pub fn $bounds(place: &[u64], bounds: &mut [u64]) {
             for g in thread::grid_stride(bounds.len()) {
-                bounds[g] = bound(place, (g.get() * MERGE_TILE) as u64, true) as u64;
+                bounds[g] = bound(place, (g.get() * TILE) as u64, true) as u64;
             }
         }
 
@@ -97,7 +101,7 @@ macro_rules! kernels {
         pub fn $merge(a: &[$t], b: &[$t], place: &[u64], bounds: &[u64], out: &mut [$t]) {
             for k in thread::grid_stride(out.len()) {
                 let at = k.get() as u64;
-                let g = k.get() / MERGE_TILE;
+                let g = k.get() / TILE;
                 let (lo, hi) = (bounds[g] as usize, bounds[g + 1] as usize);
                 // The number of `b`'s elements at or before position `k`: those
                 // before this tile, and those of the tile's window up to `k`.
@@ -110,27 +114,41 @@ macro_rules! kernels {
             }
         }
 
-        #[doc = concat!("`flags[i] = 1` where `a[i]` starts a run of equals in sorted `", stringify!($t), "` run `a` and its presence in sorted `b` is `present != 0`. The kernel of [`difference`] and [`intersection`].")]
-        #[xlog_kernel(read(a, b), write(flags))]
-        pub fn $flags(a: &[$t], b: &[$t], present: u32, flags: &mut [u8]) {
+        #[doc = concat!("`bounds[g] = |{b < a[g · TILE]}|` (`|b|` past the end of `a`) for sorted `", stringify!($t), "` runs: where each tile of `a` starts in `b`. The first kernel of [`difference`] and [`intersection`].")]
+        #[xlog_kernel(read(a, b), write(bounds))]
+        pub fn $windows(a: &[$t], b: &[$t], bounds: &mut [u64]) {
+            for g in thread::grid_stride(bounds.len()) {
+                let at = g.get() * TILE;
+                bounds[g] = if at < a.len() { bound(b, a[at], true) } else { b.len() } as u64;
+            }
+        }
+
+        #[doc = concat!("`flags[i] = 1` where `a[i]` starts a run of equals in sorted `", stringify!($t), "` run `a` and its presence in sorted `b` is `present != 0`, searched for in its tile's window of `b`. The second kernel of [`difference`] and [`intersection`].")]
+        #[xlog_kernel(read(a, b, bounds), write(flags))]
+        pub fn $flags(a: &[$t], b: &[$t], bounds: &[u64], present: u32, flags: &mut [u8]) {
             for i in thread::grid_stride(flags.len()) {
                 let v = a[i.get()];
                 let first = i.get() == 0 || a[i.get() - 1] != v;
-                flags[i] = (first && holds(b, v) == (present != 0)) as u8;
+                // `v` lies between its tile's first element and the next tile's,
+                // so its place in `b` lies between theirs.
+                let g = i.get() / TILE;
+                let lo = bounds[g] as usize;
+                let hi = (bounds[g + 1] as usize + 1).min(b.len());
+                flags[i] = (first && holds(&b[lo..hi], v) == (present != 0)) as u8;
             }
         }
     )*};
 }
 
-/// Feeds the table of (element type, place kernel, merge kernel, flag kernel) to
+/// Feeds the table of (element type, place, bound, merge, window and flag kernels) to
 /// `$m`: the kernels and their host impls are made from the one list.
 macro_rules! each_type {
     ($m:ident) => {
         $m! {
-            u32: merge_places_u32, merge_bounds_u32, merge_u32, set_flags_u32;
-            i32: merge_places_i32, merge_bounds_i32, merge_i32, set_flags_i32;
-            u64: merge_places_u64, merge_bounds_u64, merge_u64, set_flags_u64;
-            i64: merge_places_i64, merge_bounds_i64, merge_i64, set_flags_i64;
+            u32: merge_places_u32, merge_bounds_u32, merge_u32, set_windows_u32, set_flags_u32;
+            i32: merge_places_i32, merge_bounds_i32, merge_i32, set_windows_i32, set_flags_i32;
+            u64: merge_places_u64, merge_bounds_u64, merge_u64, set_windows_u64, set_flags_u64;
+            i64: merge_places_i64, merge_bounds_i64, merge_i64, set_windows_i64, set_flags_i64;
         }
     };
 }
@@ -183,18 +201,28 @@ mod host {
             out: &mut DeviceBuffer<Self>,
         ) -> Result<()>;
         #[doc(hidden)]
+        fn __windows(
+            s: &Stream,
+            cfg: LaunchConfig,
+            a: &BufferView<'_, Self>,
+            b: &BufferView<'_, Self>,
+            bounds: &mut DeviceBuffer<u64>,
+        ) -> Result<()>;
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments)]
         fn __flags(
             s: &Stream,
             cfg: LaunchConfig,
             a: &BufferView<'_, Self>,
             b: &BufferView<'_, Self>,
+            bounds: &DeviceBuffer<u64>,
             present: u32,
             flags: &mut BufferViewMut<'_, u8>,
         ) -> Result<()>;
     }
 
     macro_rules! ordered {
-        ($($t:ty: $places:ident, $bounds:ident, $merge:ident, $flags:ident;)*) => {$(
+        ($($t:ty: $places:ident, $bounds:ident, $merge:ident, $windows:ident, $flags:ident;)*) => {$(
             impl sealed::Ordered for $t {}
             impl Ordered for $t {
                 fn __places(
@@ -225,15 +253,25 @@ mod host {
                 ) -> Result<()> {
                     super::$merge::launch(s, cfg, a, b, place, bounds, out)
                 }
+                fn __windows(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    a: &BufferView<'_, Self>,
+                    b: &BufferView<'_, Self>,
+                    bounds: &mut DeviceBuffer<u64>,
+                ) -> Result<()> {
+                    super::$windows::launch(s, cfg, a, b, bounds)
+                }
                 fn __flags(
                     s: &Stream,
                     cfg: LaunchConfig,
                     a: &BufferView<'_, Self>,
                     b: &BufferView<'_, Self>,
+                    bounds: &DeviceBuffer<u64>,
                     present: u32,
                     flags: &mut BufferViewMut<'_, u8>,
                 ) -> Result<()> {
-                    super::$flags::launch(s, cfg, a, b, present, flags)
+                    super::$flags::launch(s, cfg, a, b, bounds, present, flags)
                 }
             }
         )*};
@@ -285,7 +323,7 @@ mod host {
         if n == 0 {
             return Ok(out);
         }
-        let tiles = n.div_ceil(super::MERGE_TILE) + 1;
+        let tiles = n.div_ceil(super::TILE) + 1;
         // SAFETY: the bounds kernel writes every bound (one grid-stride pass over
         // their length) before the merge kernel, their only reader, runs.
         let mut bounds = unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("merge bounds")) }?;
@@ -310,14 +348,20 @@ mod host {
         if a.is_empty() {
             return rt.alloc_zeroed_on::<T>(s, 0);
         }
+        let tiles = a.len().div_ceil(super::TILE) + 1;
+        // SAFETY: the window kernel writes every bound (one grid-stride pass over
+        // their length) before the flag kernel, their only reader, runs.
+        let mut bounds = unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("set windows")) }?;
         // SAFETY: the flag kernel writes every flag (one grid-stride pass over
         // their length) before the selection, their only reader, runs.
         let mut flags = unsafe { rt.alloc_uninit::<u8>(s, a.len(), AllocTag("set flags")) }?;
+        T::__windows(s, config(tiles), &a, &b, &mut bounds)?;
         T::__flags(
             s,
             config(a.len()),
             &a,
             &b,
+            &bounds,
             present as u32,
             &mut flags.as_view_mut(),
         )?;
