@@ -25,7 +25,8 @@
 //! errors), [`histogram`] (even bins and counts by key, privatised per block),
 //! [`compact`] (select by flags, stable partition, run-length encoding),
 //! [`segmented`] (segmented reduce by offsets, reduce-by-key) and [`sort`] (a stable
-//! onesweep radix sort of keys or key–value pairs). Results stay on the device;
+//! onesweep radix sort of keys or key–value pairs, or of keys by their low bits),
+//! [`set`] (merge, difference and intersection of sorted runs). Results stay on the device;
 //! temporary memory comes from the stream's
 //! runtime and its budget.
 //! [`join`] has hash joins (inner, semi, anti) on `u32` and `u64` keys.

@@ -117,6 +117,23 @@ fn selection_kernels() -> Vec<String> {
     v
 }
 
+/// The set operations' kernels over their four integer types.
+fn set_kernels() -> Vec<String> {
+    ["i32", "i64", "u32", "u64"]
+        .iter()
+        .flat_map(|t| {
+            [
+                "merge_places",
+                "merge_bounds",
+                "merge",
+                "set_windows",
+                "set_flags",
+            ]
+            .map(|k| format!("{k}_{t}"))
+        })
+        .collect()
+}
+
 #[test]
 fn module_defines_every_kernel_for_every_type() {
     let mut want: Vec<String> = OPS
@@ -126,6 +143,7 @@ fn module_defines_every_kernel_for_every_type() {
         .chain(library())
         .chain(sort_kernels())
         .chain(selection_kernels())
+        .chain(set_kernels())
         .collect();
     want.sort();
     let mut got: Vec<String> = MODULE
@@ -237,6 +255,11 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::sort::sort_onesweep_u32::check_abi,
         xlog_kernels::sort::sort_onesweep_i32_u64::check_abi,
         xlog_kernels::sort::sort_onesweep_f64_u32::check_abi,
+        xlog_kernels::set::merge_places_u64::check_abi,
+        xlog_kernels::set::merge_bounds_i32::check_abi,
+        xlog_kernels::set::merge_i64::check_abi,
+        xlog_kernels::set::set_windows_u32::check_abi,
+        xlog_kernels::set::set_flags_u64::check_abi,
     ] {
         check().unwrap();
     }
@@ -245,7 +268,8 @@ fn every_launcher_agrees_with_the_device_build() {
             + COOPERATIVE.len()
             + library().len()
             + sort_kernels().len()
-            + selection_kernels().len(),
+            + selection_kernels().len()
+            + set_kernels().len(),
         MODULE.kernels().len()
     );
 }

@@ -273,8 +273,10 @@ impl Relation {
     }
 
     /// The distinct tuples of sorted `derived` that the relation lacks.
-    fn subtract(&self, s: &Stream, derived: &DeviceBuffer<u64>) -> xlog::Result<DeviceBuffer<u64>> {
-        let fresh = difference(s, derived, &self.long)?;
+    /// `derived` is freed as soon as it is no longer needed.
+    fn subtract(&self, s: &Stream, derived: DeviceBuffer<u64>) -> xlog::Result<DeviceBuffer<u64>> {
+        let fresh = difference(s, &derived, &self.long)?;
+        drop(derived);
         if self.short.is_empty() {
             return Ok(fresh);
         }
@@ -414,25 +416,25 @@ impl Context<'_> {
                 )
             })?;
             clock.lap(|p| &mut p.sort).during(|| "timing".into())?;
-            let new = full.subtract(s, &derived).during(|| {
+            let new = full.subtract(s, derived).during(|| {
                 format!(
                     "iteration {it}: subtracting {rel} ({} tuples) from {len} derived ones",
                     full.len()
                 )
             })?;
-            drop(derived);
             fresh = Some(match fresh {
                 None => new,
                 // Tuples new to the relation may repeat those of earlier pieces.
-                Some(before) => difference(s, &new, &before)
-                    .and_then(|new| merge(s, &before, &new))
-                    .during(|| {
-                        format!(
-                            "iteration {it}: merging {} new {rel} tuples into the {} of earlier pieces",
-                            new.len(),
-                            before.len()
-                        )
-                    })?,
+                Some(before) => {
+                    let (n, b) = (new.len(), before.len());
+                    let merged = difference(s, &new, &before).and_then(|unseen| {
+                        drop(new);
+                        merge(s, &before, &unseen)
+                    });
+                    merged.during(|| {
+                        format!("iteration {it}: merging {n} new {rel} tuples into the {b} of earlier pieces")
+                    })?
+                }
             });
             clock
                 .lap(|p| &mut p.difference)
@@ -549,13 +551,16 @@ fn solve(
             &mut clock,
             &mut t,
         )?;
-        if !fresh.is_empty() {
-            full.add(&s, &fresh).during(|| {
+        // The old delta is done with: free it before the merge, which may copy
+        // the whole relation.
+        let delta_len = std::mem::replace(&mut delta, fresh).len();
+        if !delta.is_empty() {
+            full.add(&s, &delta).during(|| {
                 format!(
                     "iteration {iterations}: merging {} new tuples into {rel}, which grows to {} tuples ({} bytes)",
-                    fresh.len(),
-                    full.len() + fresh.len(),
-                    (full.len() + fresh.len()) * 8
+                    delta.len(),
+                    full.len() + delta.len(),
+                    (full.len() + delta.len()) * 8
                 )
             })?;
         }
@@ -563,11 +568,10 @@ fn solve(
         if trace {
             let p = clock.phases.as_ref().expect("--trace times the phases");
             eprintln!(
-                "iteration {iterations}: delta {} derived {} in {} pieces, fresh {}, {rel} {} | cumulative join {} sort {} difference {} merge {}",
-                delta.len(),
+                "iteration {iterations}: delta {delta_len} derived {} in {} pieces, fresh {}, {rel} {} | cumulative join {} sort {} difference {} merge {}",
                 t.derived,
                 t.pieces,
-                fresh.len(),
+                delta.len(),
                 full.len(),
                 ms(p.join),
                 ms(p.sort),
@@ -575,7 +579,6 @@ fn solve(
                 ms(p.merge)
             );
         }
-        delta = fresh;
     }
     s.synchronize().during(|| "synchronising".into())?;
     let stats = rt.stats();
