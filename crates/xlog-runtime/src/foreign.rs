@@ -576,12 +576,15 @@ pub mod host {
     pub const HOST_RUNTIME_ID: u64 = u64::MAX;
 
     /// A buffer of `len` elements allocated from `resource` (a host stack) on
-    /// `stream` (a [`Stream::host_placeholder`]).
+    /// `stream` (a [`Stream::host_placeholder`]). Downloads of a host buffer
+    /// (of its runtime, [`HOST_RUNTIME_ID`]) read its memory on the host.
     ///
     /// # Safety
     /// 1. The buffer's address is a host address although the buffer claims a
     ///    device: it is never handed to code that dereferences it as device memory
     ///    (a real DLPack or Arrow consumer), nor written through a launch or copy.
+    /// 2. `resource` hands out host memory (a [`HostResource`](crate::resource::HostResource)
+    ///    stack), which downloads read.
     pub unsafe fn buffer<T: DeviceCopy>(
         resource: Arc<dyn DeviceMemoryResource>,
         stream: &Stream,
