@@ -26,8 +26,8 @@ pub(crate) enum Suspend {
     /// Its thread waits at a barrier or collective; whoever completes it makes it
     /// ready.
     Wait,
-    /// Its thread yields in a spin wait and stays runnable.
-    Spin,
+    /// Its thread yields in a spin wait (named) and stays runnable.
+    Spin(&'static str),
     /// No thread of the block is left to start: the coroutine is free for the next
     /// block.
     Idle,
@@ -397,6 +397,7 @@ impl Worker {
     pub(super) fn run_block(
         &mut self,
         state: &LaunchState<'_>,
+        worker: usize,
         b: usize,
     ) -> Result<(), Option<Fault>> {
         let launch = state.launch;
@@ -426,6 +427,10 @@ impl Worker {
             gathers: Gathers::new(threads),
         };
         let mut spins = 0usize;
+        let mut stall = Stall::new(worker);
+        state.moved.fetch_add(1, Ordering::Relaxed);
+        // The spin wait the last spinning thread yielded in, and that thread.
+        let mut last_spin = ("", 0u32);
         // Caught so that a panic out of the scheduling itself still unwinds every
         // thread before `block`, which they point into, goes away. None is known
         // to be reachable: coroutines catch their threads' panics, and every
@@ -438,8 +443,10 @@ impl Worker {
             let ready = block.ready.borrow_mut().pop_front();
             let spinning = || block.spinning.borrow_mut().pop_front();
             let (slot, input) = if let Some(t) = ready {
+                stall.busy(state, true);
                 (block.fiber_of[t as usize].get(), Resume::Go)
             } else if block.next_unstarted.get() < threads {
+                stall.busy(state, true);
                 let slot = self.fibers.idle_or_new();
                 let blk: *const Block<'_> = &block;
                 (slot, Resume::Start(blk.cast()))
@@ -450,6 +457,15 @@ impl Worker {
                 if spins > block.spinning.borrow().len() {
                     spins = 0;
                     std::thread::yield_now();
+                    if let Some(waited) = stall.spinning(state) {
+                        let (what, t) = last_spin;
+                        break Err(Some(Fault::Deadlock {
+                            what,
+                            block: block.idx,
+                            thread: current_dims(launch.block, t),
+                            waited,
+                        }));
+                    }
                 }
                 (block.fiber_of[t as usize].get(), Resume::Go)
             } else if block.exited.get() == threads {
@@ -459,9 +475,12 @@ impl Worker {
             };
             let result = self.fibers.all[slot as usize].resume(input);
             context::leave();
+            stall.busy(state, false);
+            stall.note_exits(state, block.exited.get());
             match result {
                 CoroutineResult::Yield(Suspend::Wait) => {}
-                CoroutineResult::Yield(Suspend::Spin) => {
+                CoroutineResult::Yield(Suspend::Spin(what)) => {
+                    last_spin = (what, block.running.get());
                     block.spinning.borrow_mut().push_back(block.running.get());
                 }
                 CoroutineResult::Yield(Suspend::Idle) => self.fibers.idle.push(slot),
@@ -491,6 +510,7 @@ impl Worker {
                 }
             }
         }));
+        stall.busy(state, false);
         let outcome = match scheduled {
             Ok(outcome) => outcome,
             Err(payload) => {
@@ -618,7 +638,7 @@ pub(crate) fn live_lanes(what: &'static str) -> u32 {
 /// Yields the calling thread to its block's scheduler (a spin wait's back-off): the
 /// other threads of the block, not started or released, run first.
 pub(crate) fn spin_yield(what: &'static str) {
-    current(what).suspend(Suspend::Spin);
+    current(what).suspend(Suspend::Spin(what));
 }
 
 #[cold]
@@ -629,4 +649,68 @@ fn not_in_mask(what: &str, lane: u32, mask: u32) -> ! {
         "xlog_device::{what} called by lane {lane}, which is not in its mask {mask:#010x} \
          (undefined behaviour on the GPU)"
     )
+}
+
+/// A worker's part in deadlock detection (see [`super::deadlock_timeout`]).
+///
+/// The launch is deadlocked when a worker has only spinning threads left and,
+/// for the whole timeout, no thread of the launch has ended, no block has started,
+/// and no worker has been running one thread (not a spinner) for long: nothing is
+/// then computing what the spinners wait for.
+struct Stall {
+    /// This worker's slot in the launch's `busy_since`.
+    worker: usize,
+    /// The launch's `moved` count and the time this worker first saw it while
+    /// only spinners were left.
+    since: Option<(u64, std::time::Instant)>,
+    /// This block's threads ended, as last added to `moved`.
+    exited: u32,
+}
+
+/// A resume longer than this is a thread computing, not a deadlock.
+const LONG_RESUME_NS: u64 = 50_000_000;
+
+impl Stall {
+    fn new(worker: usize) -> Stall {
+        Stall {
+            worker,
+            since: None,
+            exited: 0,
+        }
+    }
+
+    /// A thread that is not spinning runs on this worker (`true`), or returned.
+    fn busy(&self, state: &LaunchState<'_>, running: bool) {
+        let at = if running { state.now_ns().max(1) } else { 0 };
+        state.busy_since[self.worker].store(at, Ordering::Relaxed);
+    }
+
+    /// Count this block's newly ended threads in the launch's `moved`.
+    fn note_exits(&mut self, state: &LaunchState<'_>, exited: u32) {
+        if exited != self.exited {
+            self.exited = exited;
+            state.moved.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Only spinners are left on this worker: how long nothing has moved, once
+    /// that is past the timeout.
+    fn spinning(&mut self, state: &LaunchState<'_>) -> Option<std::time::Duration> {
+        let now = state.now_ns();
+        let computing = state.busy_since.iter().any(|b| {
+            let t = b.load(Ordering::Relaxed);
+            t != 0 && now.saturating_sub(t) > LONG_RESUME_NS
+        });
+        let moved = state.moved.load(Ordering::Relaxed);
+        match self.since {
+            Some((m, t0)) if m == moved && !computing => {
+                let waited = t0.elapsed();
+                (waited >= super::deadlock_timeout()).then_some(waited)
+            }
+            _ => {
+                self.since = Some((moved, std::time::Instant::now()));
+                None
+            }
+        }
+    }
 }
