@@ -72,6 +72,8 @@ mod target;
 pub mod abi;
 pub mod atomic;
 pub mod barrier;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod callgraph;
 pub mod collective;
 pub mod copy;
 pub mod exchange;

@@ -309,7 +309,7 @@ impl BufferCore {
             stream: on.clone(),
         };
         // SAFETY: both handles are alive and belong to the bound context.
-        unsafe { driver::event_record(raw, on.raw()) }?;
+        unsafe { driver::event_record(raw, on.raw()) }.map_err(|e| on.explain_fault(e))?;
         Ok(event)
     }
 

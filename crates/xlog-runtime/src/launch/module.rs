@@ -124,7 +124,9 @@ impl Module {
             Some((_, cubin)) => *cubin,
             None => image.ptx().as_bytes(),
         };
-        Module::load(device, image.name(), bytes, board)
+        let module = Module::load(device, image.name(), bytes, board)?;
+        board.note_ptx(std::borrow::Cow::Borrowed(image.ptx()));
+        Ok(module)
     }
 
     /// The module's name.

@@ -73,7 +73,7 @@ unsafe impl DeviceMemoryResource for AsyncResource {
         // caller ordered every use before the tail of `stream`.
         if let Err(e) = unsafe { driver::mem_free_async(block.ptr(), stream.raw()) } {
             self.ledger.reopen_pending(&block, stream);
-            return Err(e);
+            return Err(stream.explain_fault(e));
         }
         Ok(())
     }
