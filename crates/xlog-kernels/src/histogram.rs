@@ -28,7 +28,7 @@
 //!
 //! Even bin `b` covers `[lo + b·w, lo + (b+1)·w)` with `w = (hi − lo) / bins`. For
 //! integer samples the bin is exact, `⌊(x − lo) · bins / (hi − lo)⌋`; for `f32`
-//! samples it is computed in `f32` as `⌊(x/2 − lo/2) · (bins / (hi/2 − lo/2))⌋`
+//! samples it is computed in `f32` as `⌊fma(x, ½, −lo/2) · (bins / (hi/2 − lo/2))⌋`
 //! (clamped to the last bin), so a sample within rounding of an edge may land on
 //! either side of it, as in CUB. Halving is exact for normal numbers, and keeps
 //! every difference finite: `[f32::MIN, f32::MAX)` splits like any other range.
@@ -178,9 +178,13 @@ fn int_bin(d: u64, range: u64, bins: u64, scale: f64) -> usize {
 pub fn histogram_even_f32(x: &[f32], lo: f32, hi: f32, scale: f32, out: &mut [u32]) {
     let bins = out.len();
     let shared = begin(out);
+    let neg_half_lo = -(lo * 0.5);
     each_sample::<f32, 4>(x, |v| {
         if v >= lo && v < hi {
-            let b = core::cmp::min(((v * 0.5 - lo * 0.5) * scale) as usize, bins - 1);
+            // `x/2 − lo/2` in one `fma` (one rounding), as many instructions per
+            // sample as `(x − lo) · scale`.
+            let offset = xlog::device::math::fma(v, 0.5, neg_half_lo);
+            let b = core::cmp::min((offset * scale) as usize, bins - 1);
             count(&shared, out, b);
         }
     });

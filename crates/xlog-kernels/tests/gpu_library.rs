@@ -569,7 +569,7 @@ mod histogram {
         let mut h = vec![0u32; bins];
         for &v in x {
             if v >= lo && v < hi {
-                h[(((v * 0.5 - lo * 0.5) * scale) as usize).min(bins - 1)] += 1;
+                h[((v.mul_add(0.5, -(lo * 0.5)) * scale) as usize).min(bins - 1)] += 1;
             }
         }
         h
@@ -584,11 +584,11 @@ mod histogram {
         // Width 2·MAX/3 ≈ 2.27e38: [MIN, -1.13e38), [-1.13e38, 1.13e38), [1.13e38, MAX).
         let got = histogram::even(&s, &xb, f32::MIN, f32::MAX, 3).unwrap();
         assert_eq!(got.download(&s).unwrap(), [1, 5, 1]);
+        assert_eq!(even_ref_f32(&x, f32::MIN, f32::MAX, 3), [1, 5, 1]);
         // Samples away from the edge at 0 (its rounding reaches far at this width).
         let x = [f32::MIN, -2e38, -1e37, 1e37, 2e38, 3e38];
         let got = histogram::even(&s, &upload(&rt, &s, &x), -3e38f32, 3e38, 2).unwrap();
         assert_eq!(got.download(&s).unwrap(), [2, 2], "MIN and hi are outside");
-        assert_eq!(even_ref_f32(&x, f32::MIN, f32::MAX, 3), [1, 5, 1]);
     }
 
     #[test]

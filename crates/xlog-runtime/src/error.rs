@@ -219,7 +219,8 @@ pub enum Error {
         kernel: String,
         /// The cycle of calls it reaches, `f → g → f`.
         recursion: String,
-        /// The context's stack per thread, when the driver still answers.
+        /// The context's stack per thread, as read when a module was last loaded or
+        /// the stack last set (a faulted context answers no query).
         stack_bytes: Option<usize>,
         /// The driver error the fault surfaced as.
         cause: String,

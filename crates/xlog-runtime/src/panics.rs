@@ -12,7 +12,7 @@
 //! PTX is read only then, off the launch path.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use xlog_device::callgraph::{recursive_kernels, Recursion};
@@ -97,6 +97,9 @@ pub(crate) struct PanicBoard {
     slots: Mutex<Vec<Arc<RecordSlot>>>,
     /// The PTX of every module loaded, read when a kernel faults.
     ptx: Mutex<Vec<Cow<'static, str>>>,
+    /// The context's stack per thread when a module was last loaded or the stack
+    /// last set (0: unknown): a faulted context answers no query.
+    stack_bytes: AtomicUsize,
 }
 
 impl PanicBoard {
@@ -113,6 +116,16 @@ impl PanicBoard {
     /// Keep the PTX of a loaded module, for [`recursion`](Self::recursion).
     pub(crate) fn note_ptx(&self, ptx: Cow<'static, str>) {
         self.ptx.lock_unpoisoned().push(ptx);
+    }
+
+    /// Remember the context's stack per thread, for reports after a fault.
+    pub(crate) fn note_stack(&self, bytes: usize) {
+        self.stack_bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The stack per thread last noted, if any.
+    pub(crate) fn stack(&self) -> Option<usize> {
+        Some(self.stack_bytes.load(Ordering::Relaxed)).filter(|&b| b != 0)
     }
 
     /// A cycle of calls that kernel `kernel` of a loaded module reaches, if any.

@@ -475,6 +475,9 @@ impl Runtime {
         self.inner
             .panics
             .note_ptx(std::borrow::Cow::Owned(ptx.to_owned()));
+        if let Ok(bytes) = crate::driver::stack_size() {
+            self.inner.panics.note_stack(bytes);
+        }
         Ok(Arc::new(module))
     }
 
@@ -502,7 +505,11 @@ impl Runtime {
     /// [driver documentation](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html#group__CUDA__CTX_1g0651954dfb9788173e60a9af7201e65a).
     pub fn set_stack_size(&self, bytes: usize) -> Result<()> {
         self.inner.device.bind()?;
-        crate::driver::set_stack_size(bytes)
+        crate::driver::set_stack_size(bytes)?;
+        if let Ok(bytes) = crate::driver::stack_size() {
+            self.inner.panics.note_stack(bytes);
+        }
+        Ok(())
     }
 
     /// Wait for all work on the device. A kernel's fault surfaces here as on a

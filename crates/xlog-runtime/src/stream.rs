@@ -353,7 +353,7 @@ impl Stream {
                     Some(r) => Error::StackOverflow {
                         kernel: k.to_string(),
                         recursion: r.cycle.join(" → "),
-                        stack_bytes: driver::stack_size().ok(),
+                        stack_bytes: self.shared.panics.as_ref().and_then(|b| b.stack()),
                         cause: e.to_string(),
                     },
                     None => e.while_(|| {

@@ -126,6 +126,9 @@ impl Module {
         };
         let module = Module::load(device, image.name(), bytes, board)?;
         board.note_ptx(std::borrow::Cow::Borrowed(image.ptx()));
+        if let Ok(bytes) = driver::stack_size() {
+            board.note_stack(bytes);
+        }
         Ok(module)
     }
 
