@@ -267,7 +267,7 @@ impl BufferCore {
             return Ok(());
         }
         stream.bind()?;
-        driver::ctx_synchronize()
+        driver::ctx_synchronize().map_err(|e| stream.explain_fault(e))
     }
 
     /// Record an event on `on` after the buffer's pending writes: a consumer that
@@ -551,7 +551,8 @@ unsafe fn import_with<T: DeviceCopy>(
                     return Err(crate::stream::joins_a_capture("event"));
                 }
                 // SAFETY: `on` is alive; the event is live by `ForeignEvent::from_raw`.
-                unsafe { driver::stream_wait_event(on.raw(), ev.0) }?;
+                unsafe { driver::stream_wait_event(on.raw(), ev.0) }
+                    .map_err(|e| on.explain_fault(e))?;
             }
             on.publish()
         }
