@@ -405,7 +405,7 @@ fn a_spin_wait_on_a_thread_of_the_same_block_makes_progress() {
 /// wait, on one worker and on several.
 #[test]
 fn a_look_back_tile_never_published_is_a_deadlock() {
-    sim::set_deadlock_timeout(std::time::Duration::from_millis(300));
+    sim::set_deadlock_timeout(std::time::Duration::from_secs(1));
     for workers in [1, 3] {
         let status: Vec<AtomicU64> = counters(status_words(4));
         let started = std::time::Instant::now();
@@ -435,7 +435,7 @@ fn a_look_back_tile_never_published_is_a_deadlock() {
             }) => {
                 assert!(what.starts_with("lookback"), "{what}");
                 assert!(block.x >= 2, "{workers} workers: block {}", block.x);
-                assert!(waited >= std::time::Duration::from_millis(300));
+                assert!(waited >= std::time::Duration::from_secs(1));
             }
             other => panic!("{workers} workers: expected a deadlock, got {other:?}"),
         }
@@ -452,6 +452,35 @@ fn a_look_back_tile_never_published_is_a_deadlock() {
         e.contains("deadlocked") && e.contains("never published"),
         "{e}"
     );
+}
+
+/// A block spinning for 2 s on a flag that a thread of another block sets after
+/// computing that long without suspending: not a deadlock, even past the timeout.
+#[test]
+fn a_spin_wait_for_a_long_computation_is_not_a_deadlock() {
+    sim::set_deadlock_timeout(std::time::Duration::from_secs(1));
+    let flag = AtomicU32::new(0);
+    sim::run(
+        &launch(2, 32),
+        &|| {
+            if thread::thread_idx().x != 0 {
+                return;
+            }
+            if thread::block_idx().x == 0 {
+                let start = std::time::Instant::now();
+                while start.elapsed() < std::time::Duration::from_secs(2) {
+                    std::hint::spin_loop();
+                }
+                flag.store(1, Relaxed);
+            } else {
+                while flag.load(Relaxed) == 0 {
+                    thread::sleep_ns(100);
+                }
+            }
+        },
+        2,
+    )
+    .unwrap();
 }
 
 #[test]

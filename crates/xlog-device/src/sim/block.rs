@@ -427,8 +427,7 @@ impl Worker {
             gathers: Gathers::new(threads),
         };
         let mut spins = 0usize;
-        let mut stall = Stall::new(worker);
-        state.moved.fetch_add(1, Ordering::Relaxed);
+        let mut stall = Stall::new(state, worker);
         // The spin wait the last spinning thread yielded in, and that thread.
         let mut last_spin = ("", 0u32);
         // Caught so that a panic out of the scheduling itself still unwinds every
@@ -656,59 +655,88 @@ fn not_in_mask(what: &str, lane: u32, mask: u32) -> ! {
 /// The launch is deadlocked when a worker has only spinning threads left and,
 /// for the whole timeout, no thread of the launch has ended, no block has started,
 /// and no worker has been running one thread (not a spinner) for long: nothing is
-/// then computing what the spinners wait for.
+/// then computing what the spinners wait for. Each worker publishes its progress
+/// in its own cache line ([`super::WorkerProgress`]) with plain stores, so the
+/// bookkeeping costs a resume no shared atomic.
 struct Stall {
-    /// This worker's slot in the launch's `busy_since`.
+    /// This worker's slot in the launch's `progress`.
     worker: usize,
-    /// The launch's `moved` count and the time this worker first saw it while
+    /// The launch's total `moved` and the time this worker first saw it while
     /// only spinners were left.
     since: Option<(u64, std::time::Instant)>,
-    /// This block's threads ended, as last added to `moved`.
+    /// This block's threads ended, as last counted in `moved`.
     exited: u32,
+    /// Per worker, its `resumes` word as last seen here and since when.
+    seen: Vec<(u64, std::time::Instant)>,
 }
 
 /// A resume longer than this is a thread computing, not a deadlock.
-const LONG_RESUME_NS: u64 = 50_000_000;
+const LONG_RESUME: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl Stall {
-    fn new(worker: usize) -> Stall {
-        Stall {
+    fn new(state: &LaunchState<'_>, worker: usize) -> Stall {
+        let stall = Stall {
             worker,
             since: None,
             exited: 0,
-        }
+            seen: Vec::new(),
+        };
+        stall.bump(state);
+        stall
     }
 
-    /// A thread that is not spinning runs on this worker (`true`), or returned.
+    /// Count one step of progress (a block started, threads ended) for this worker.
+    fn bump(&self, state: &LaunchState<'_>) {
+        let mine = &state.progress[self.worker].moved;
+        // Only this worker writes its word.
+        mine.store(mine.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// A thread that is not spinning is resumed on this worker (`true`), or the
+    /// resume returned: bit 0 of `resumes` says which, the rest counts resumes.
     fn busy(&self, state: &LaunchState<'_>, running: bool) {
-        let at = if running { state.now_ns().max(1) } else { 0 };
-        state.busy_since[self.worker].store(at, Ordering::Relaxed);
+        let word = &state.progress[self.worker].resumes;
+        let v = word.load(Ordering::Relaxed);
+        let next = if running { (v | 1) + 2 } else { v & !1 };
+        word.store(next, Ordering::Relaxed);
     }
 
-    /// Count this block's newly ended threads in the launch's `moved`.
+    /// Count this block's newly ended threads.
     fn note_exits(&mut self, state: &LaunchState<'_>, exited: u32) {
         if exited != self.exited {
             self.exited = exited;
-            state.moved.fetch_add(1, Ordering::Relaxed);
+            self.bump(state);
         }
     }
 
     /// Only spinners are left on this worker: how long nothing has moved, once
     /// that is past the timeout.
     fn spinning(&mut self, state: &LaunchState<'_>) -> Option<std::time::Duration> {
-        let now = state.now_ns();
-        let computing = state.busy_since.iter().any(|b| {
-            let t = b.load(Ordering::Relaxed);
-            t != 0 && now.saturating_sub(t) > LONG_RESUME_NS
-        });
-        let moved = state.moved.load(Ordering::Relaxed);
+        let now = std::time::Instant::now();
+        if self.seen.len() != state.progress.len() {
+            self.seen = state.progress.iter().map(|_| (0, now)).collect();
+        }
+        let mut computing = false;
+        for (p, seen) in state.progress.iter().zip(self.seen.iter_mut()) {
+            let v = p.resumes.load(Ordering::Relaxed);
+            if v != seen.0 {
+                *seen = (v, now);
+            } else if v & 1 == 1 && now.duration_since(seen.1) > LONG_RESUME {
+                computing = true;
+            }
+        }
+        let moved: u64 = state
+            .progress
+            .iter()
+            .map(|p| p.moved.load(Ordering::Relaxed))
+            .sum();
         match self.since {
             Some((m, t0)) if m == moved && !computing => {
-                let waited = t0.elapsed();
+                let waited = now.duration_since(t0);
                 (waited >= super::deadlock_timeout()).then_some(waited)
             }
             _ => {
-                self.since = Some((moved, std::time::Instant::now()));
+                self.since = Some((moved, now));
                 None
             }
         }

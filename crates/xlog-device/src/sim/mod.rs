@@ -186,16 +186,22 @@ struct LaunchState<'k> {
     stop: AtomicBool,
     /// The first fault, which the launch returns.
     fault: Mutex<Option<Fault>>,
-    /// Counts blocks started and (in batches) threads ended: what a deadlock
-    /// does not change.
-    moved: AtomicU64,
-    /// Per worker, when the thread it runs (not a spinner) was resumed, in
-    /// nanoseconds since `started` (0: none).
-    busy_since: std::vec::Vec<AtomicU64>,
+    /// Per worker, what deadlock detection reads (`block::Stall`).
+    progress: std::vec::Vec<WorkerProgress>,
     /// The next worker slot to hand out.
     next_worker: AtomicUsize,
-    /// When the launch started.
-    started: std::time::Instant,
+}
+
+/// One worker's progress, written only by that worker, on a cache line of its own.
+#[repr(align(64))]
+#[derive(Default)]
+struct WorkerProgress {
+    /// Blocks started and (in batches) threads ended: what a deadlock does not
+    /// change.
+    moved: AtomicU64,
+    /// Resumes of threads that were not spinning, times two, plus one while such a
+    /// resume runs.
+    resumes: AtomicU64,
 }
 
 impl LaunchState<'_> {
@@ -205,11 +211,6 @@ impl LaunchState<'_> {
             *first = Some(fault);
         }
         self.stop.store(true, Ordering::Relaxed);
-    }
-
-    /// Nanoseconds since the launch started.
-    fn now_ns(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// Takes blocks until none is left or the launch stops.
@@ -257,10 +258,8 @@ pub fn run(launch: &Launch, kernel: &(dyn Fn() + Sync), workers: usize) -> Resul
         next_block: AtomicUsize::new(0),
         stop: AtomicBool::new(false),
         fault: Mutex::new(None),
-        moved: AtomicU64::new(0),
-        busy_since: (0..workers).map(|_| AtomicU64::new(0)).collect(),
+        progress: (0..workers).map(|_| WorkerProgress::default()).collect(),
         next_worker: AtomicUsize::new(0),
-        started: std::time::Instant::now(),
     };
     if workers == 1 {
         state.work();
