@@ -64,13 +64,9 @@ fn ptxas_accepts_the_module_for_sm80_and_sm90_without_spills() {
         .copied()
         .chain(["6bodies7recurse"])
         .collect();
-    let reports = xlog_build::ptxas::check_module(
-        MODULE.name(),
-        MODULE.ptx(),
-        &["sm_80", "sm_90"],
-        &allowed,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let reports =
+        xlog_build::ptxas::check_module(MODULE.name(), MODULE.ptx(), &["sm_80", "sm_90"], &allowed)
+            .unwrap_or_else(|e| panic!("{e}"));
     for report in &reports {
         for kernel in KERNELS {
             let f = report
