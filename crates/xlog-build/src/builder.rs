@@ -12,7 +12,8 @@
 //!    `device_target_dir` in the `settings` module), then the toolchain;
 //! 4. compile the crate for the device (`compile::compile_crate`);
 //! 5. link it to PTX and check the ABI descriptors (`link_module`);
-//! 6. write the PTX and its inspection copy (`output::write_ptx`), build the cubins
+//! 6. write the PTX and its inspection copy (`output::write_ptx`), warn about each
+//!    recursive kernel (`recursion_warnings`), build the cubins
 //!    (`output::build_cubins`), and write the module file
 //!    (`output::write_module_file`).
 
@@ -271,6 +272,9 @@ impl Builder {
         )?;
         let (ptx, kernels) = link_module(&toolchain, &settings, &krate, &artifacts, &target_dir)?;
         let ptx_path = output::write_ptx(&out_dir, &target_dir, &krate.lib_name, &ptx)?;
+        for warning in recursion_warnings(&krate.lib_name, &ptx) {
+            println!("cargo:warning={warning}");
+        }
         let cubins = output::build_cubins(&settings.cubin_archs, &ptx, &krate.lib_name, &out_dir)?;
         output::write_module_file(&out_dir, &krate.owner, &ptx, &cubins, &kernels)?;
         report_time(&krate.lib_name, started);
@@ -439,9 +443,42 @@ pub(crate) fn lib_name(manifest: &str) -> Option<String> {
     lib.or(package).map(|n| n.replace('-', "_"))
 }
 
+/// One warning per kernel of `ptx` that reaches a cycle of calls
+/// (`xlog_device::callgraph`): its stack need depends on its data, so a deep
+/// recursion can overflow the GPU stack, which ends the context.
+pub fn recursion_warnings(lib_name: &str, ptx: &str) -> Vec<String> {
+    xlog_device::callgraph::recursive_kernels(ptx)
+        .into_iter()
+        .map(|r| {
+            format!(
+                "xlog-build: in `{lib_name}`, {r}: its GPU stack need depends on the recursion's \
+                 depth, and a recursion deeper than the stack (1 KiB per thread unless \
+                 `Runtime::set_stack_size` raises it) overflows it, which ends the launch with \
+                 `Error::StackOverflow` and leaves the context unusable; bound the depth or \
+                 write it as a loop"
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recursive_kernel_is_warned_about_with_its_cycle() {
+        let ptx = ".visible .entry walk(\n.param .u64 p\n)\n{\ncall.uni _RNvCs1_5crate4down, (param0);\nret;\n}\n\
+                   .func _RNvCs1_5crate4down(\n.param .u64 p\n)\n{\ncall.uni _RNvCs1_5crate4down, (param0);\nret;\n}\n\
+                   .visible .entry flat(\n.param .u64 p\n)\n{\nret;\n}\n";
+        let warnings = recursion_warnings("k", ptx);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let w = &warnings[0];
+        assert!(
+            w.contains("kernel `walk` recurses (crate::down → crate::down)"),
+            "{w}"
+        );
+        assert!(w.contains("Runtime::set_stack_size"), "{w}");
+    }
 
     #[test]
     fn lib_names() {

@@ -68,7 +68,7 @@ mod settings;
 pub mod toolchain;
 
 pub use abi::{kernel_abis, KernelAbi, ABI_SYMBOL_PREFIX, ABI_VERSION};
-pub use builder::{module_owner, Builder, Output, GUARD_VAR};
+pub use builder::{module_owner, recursion_warnings, Builder, Output, GUARD_VAR};
 pub use command::{is_scrubbed, render as render_command};
 pub use compile::{BARRIER_GUARD_FLAG, DEVICE_TARGET, KERNEL_CRATE_GUARDS};
 pub use error::Error;

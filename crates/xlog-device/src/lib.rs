@@ -53,6 +53,7 @@
 //! | [`module`] | [`ModuleImage`], the compiled module a kernel crate exports |
 //! | [`abi`] | kernel ABI descriptors, compared between host and device builds |
 //! | [`sim`] | (host only) the CPU simulator: [`sim::run`] runs a kernel body once per simulated thread |
+//! | [`callgraph`] | (host only) the kernels of a PTX module that recurse, for `xlog-build`'s warning and the runtime's stack-overflow report |
 
 #![no_std]
 #![cfg_attr(
@@ -72,6 +73,8 @@ mod target;
 pub mod abi;
 pub mod atomic;
 pub mod barrier;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod callgraph;
 pub mod collective;
 pub mod copy;
 pub mod exchange;

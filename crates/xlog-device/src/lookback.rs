@@ -522,7 +522,7 @@ fn back_off(round: &mut u32, paced: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         let _ = (SPINS, MAX_PAUSE_NS, POLL_PAUSE_NS, PACED_GRID, paced);
-        crate::thread::sleep_ns(32);
+        crate::sim::spin_yield("lookback: a poll of an earlier tile's status");
     }
     *round = round.saturating_add(1);
 }

@@ -24,11 +24,21 @@
 //! xlog-build never internalizes the symbol, so `cuModuleGetGlobal` finds it in every
 //! module that links xlog-device.
 //!
-//! The first panicking thread claims the record (`state` 0 → 1 with an atomic
-//! compare-and-swap), fills it, issues `membar.sys`, sets `state` to 2, issues
-//! `membar.sys` again, and traps. Other panicking threads (they see `state` non-zero
-//! before trying the claim, or lose it) wait, polling `state` about a microsecond
-//! apart for at most [`RECORD_WAIT_NS`], until the record is complete, then trap: a
+//! The first panicking thread claims the record, fills it, issues `membar.sys`,
+//! stores `state = 2` into it, issues `membar.sys` again, and traps. The claim is
+//! not made on the record: an atomic on page-locked host memory is a system-scope
+//! atomic over the bus, which the CUDA programming guide allows only where the
+//! device reports `CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED` (PCIe GPUs,
+//! the H200 among them, do not; compute-sanitizer's memcheck reports each one).
+//! Each module instead has a claim word in its own device memory (a private
+//! global, zero at load), on which every access is a GPU-scope atomic (`atom.cas`,
+//! `ld`, `st` with `.relaxed.gpu` / `.release.gpu`): 0 → 1 claims it, and the
+//! writer sets it to 2 once the record is complete. The record itself only takes
+//! plain (volatile) stores from the one writer, which the programming guide allows
+//! on mapped memory everywhere, and the host reads it after `state == 2`. Other
+//! panicking threads (they see the claim word non-zero before trying the claim,
+//! or lose it) wait, polling the claim word about a microsecond apart for at most
+//! [`RECORD_WAIT_NS`], until the record is complete, then trap: a
 //! `trap` ends the whole launch at once, so a thread that trapped while the first
 //! was still writing would leave the record incomplete, and a kernel whose threads
 //! all fail the same check would report no message. The wait relies on sm_70's
@@ -195,12 +205,67 @@ mod handler {
     use core::arch::asm;
     use core::panic::PanicInfo;
     use core::ptr::{addr_of_mut, write_volatile};
-    use core::sync::atomic::{AtomicU32, Ordering};
 
     /// Address of the host's [`PanicRecord`], or 0. Written by the host only.
     #[no_mangle]
     #[used]
     static mut __xlog_panic_sink: u64 = 0;
+
+    /// The module's claim on its record, in device memory (module docs): 0 free,
+    /// [`STATE_WRITING`] claimed, [`STATE_COMPLETE`] written. Accessed only through
+    /// the GPU-scope atomics below. A module whose kernel panicked never runs
+    /// again (the trap ends its context), so the word is never reset.
+    static mut CLAIM: u32 = 0;
+
+    /// `atom.relaxed.gpu.cas.b32` on the claim word: its previous value.
+    #[inline(always)]
+    fn claim_cas(expected: u32, new: u32) -> u32 {
+        let old: u32;
+        // SAFETY: `CLAIM` is an aligned u32 of this module's device memory, and every
+        // access to it is a GPU-scope atomic, so none races with another. No
+        // `nomem`: the asm orders the memory accesses around it.
+        unsafe {
+            asm!(
+                "atom.relaxed.gpu.cas.b32 {o}, [{p}], {e}, {n};",
+                o = out(reg32) old,
+                p = in(reg64) addr_of_mut!(CLAIM),
+                e = in(reg32) expected,
+                n = in(reg32) new,
+                options(nostack)
+            )
+        };
+        old
+    }
+
+    /// `ld.relaxed.gpu.u32` of the claim word.
+    #[inline(always)]
+    fn claim_load() -> u32 {
+        let v: u32;
+        // SAFETY: as `claim_cas`.
+        unsafe {
+            asm!(
+                "ld.relaxed.gpu.u32 {v}, [{p}];",
+                v = out(reg32) v,
+                p = in(reg64) addr_of_mut!(CLAIM),
+                options(nostack)
+            )
+        };
+        v
+    }
+
+    /// `st.release.gpu.u32` of the claim word.
+    #[inline(always)]
+    fn claim_store(v: u32) {
+        // SAFETY: as `claim_cas`.
+        unsafe {
+            asm!(
+                "st.release.gpu.u32 [{p}], {v};",
+                p = in(reg64) addr_of_mut!(CLAIM),
+                v = in(reg32) v,
+                options(nostack)
+            )
+        };
+    }
 
     /// The GPU's nanosecond clock (`%globaltimer`).
     #[inline(always)]
@@ -235,25 +300,15 @@ mod handler {
     #[inline(never)]
     #[cold]
     unsafe fn record(rec: *mut PanicRecord, info: &PanicInfo<'_>) {
-        // SAFETY: obligation 1: `state` is an aligned u32 inside the record; every
-        // concurrent accessor uses atomics on it.
-        let state = unsafe { AtomicU32::from_ptr(addr_of_mut!((*rec).state)) };
-        // Reading first spares the bus a compare-and-swap from every thread that
-        // panics after the record was claimed.
-        let claimed = state.load(Ordering::Relaxed) != STATE_EMPTY
-            || state
-                .compare_exchange(
-                    STATE_EMPTY,
-                    STATE_WRITING,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_err();
+        // Reading first spares a compare-and-swap from every thread that panics
+        // after the record was claimed.
+        let claimed =
+            claim_load() != STATE_EMPTY || claim_cas(STATE_EMPTY, STATE_WRITING) != STATE_EMPTY;
         if claimed {
             // Another thread is writing the record; trapping now would end the
             // launch before it is complete (module docs).
             let start = global_timer();
-            while state.load(Ordering::Relaxed) != STATE_COMPLETE
+            while claim_load() != STATE_COMPLETE
                 && global_timer().wrapping_sub(start) < RECORD_WAIT_NS
             {
                 crate::thread::sleep_ns(1000);
@@ -292,10 +347,11 @@ mod handler {
             }
             write_volatile(addr_of_mut!((*rec).message_len), msg_bytes.len() as u32);
             asm!("membar.sys;", options(nostack));
+            // The host reads the other fields only once it sees this store.
+            write_volatile(addr_of_mut!((*rec).state), STATE_COMPLETE);
+            asm!("membar.sys;", options(nostack));
         }
-        state.store(STATE_COMPLETE, Ordering::Relaxed);
-        // SAFETY: a system-scope fence has no preconditions.
-        unsafe { asm!("membar.sys;", options(nostack)) };
+        claim_store(STATE_COMPLETE);
     }
 }
 

@@ -400,6 +400,101 @@ fn a_spin_wait_on_a_thread_of_the_same_block_makes_progress() {
     .unwrap();
 }
 
+/// A look-back whose tile 1 is never published: the tiles after it wait forever
+/// (a hang on the GPU). The simulator stops the launch with a deadlock naming the
+/// wait, on one worker and on several.
+#[test]
+fn a_look_back_tile_never_published_is_a_deadlock() {
+    sim::set_deadlock_timeout(std::time::Duration::from_secs(1));
+    for workers in [1, 3] {
+        let status: Vec<AtomicU64> = counters(status_words(4));
+        let started = std::time::Instant::now();
+        let r = sim::run(
+            &launch(4, 32),
+            &|| {
+                // SAFETY: the words are live for the launch, zeroed, and reached only
+                // through this parameter's `LookBack`s (all atomic).
+                let mut lb = unsafe {
+                    LookBack::__from_raw_parts(status.as_ptr() as *mut u64, status.len())
+                };
+                if let Some(tile) = lb.next_tile() {
+                    if tile.index() == 1 {
+                        return;
+                    }
+                    let _ = tile.exclusive_prefix(1u32, u32::wrapping_add);
+                }
+            },
+            workers,
+        );
+        match r {
+            Err(Fault::Deadlock {
+                what,
+                block,
+                waited,
+                ..
+            }) => {
+                assert!(what.starts_with("lookback"), "{what}");
+                assert!(block.x >= 2, "{workers} workers: block {}", block.x);
+                assert!(waited >= std::time::Duration::from_secs(1));
+            }
+            other => panic!("{workers} workers: expected a deadlock, got {other:?}"),
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    }
+    let e = Fault::Deadlock {
+        what: "lookback: a poll of an earlier tile's status",
+        block: d(2, 0, 0),
+        thread: d(0, 0, 0),
+        waited: std::time::Duration::from_millis(300),
+    }
+    .to_string();
+    assert!(
+        e.contains("deadlocked") && e.contains("never published"),
+        "{e}"
+    );
+}
+
+/// A block spinning for 2 s on a flag that a thread of another block sets after
+/// computing that long without suspending: not a deadlock, even past the timeout.
+#[test]
+fn a_spin_wait_for_a_long_computation_is_not_a_deadlock() {
+    sim::set_deadlock_timeout(std::time::Duration::from_secs(1));
+    let flag = AtomicU32::new(0);
+    sim::run(
+        &launch(2, 32),
+        &|| {
+            if thread::thread_idx().x != 0 {
+                return;
+            }
+            if thread::block_idx().x == 0 {
+                let start = std::time::Instant::now();
+                while start.elapsed() < std::time::Duration::from_secs(2) {
+                    std::hint::spin_loop();
+                }
+                flag.store(1, Relaxed);
+            } else {
+                while flag.load(Relaxed) == 0 {
+                    thread::sleep_ns(100);
+                }
+            }
+        },
+        2,
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_divergence_promises_unspecified_values_not_undefined_ones() {
+    let e = Fault::Divergence {
+        what: "barrier::sync_threads",
+        block: d(0, 0, 0),
+        thread: d(1, 0, 0),
+    }
+    .to_string();
+    assert!(e.contains("unspecified values"), "{e}");
+    assert!(!e.contains("undefined"), "{e}");
+}
+
 fn divergence(result: Result<(), Fault>) -> (&'static str, Dim3, Dim3) {
     match result {
         Err(Fault::Divergence {

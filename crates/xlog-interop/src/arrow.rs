@@ -23,7 +23,7 @@ use arrow_data::ArrayData;
 use arrow_schema::ffi::FFI_ArrowSchema;
 use xlog_runtime::{DeviceBuffer, ForeignEvent, OwnedEvent, ReadyAfter, Stream};
 
-use crate::column::{Column, Origin};
+use crate::column::{check_validity, count_nulls, Column, Origin};
 use crate::element::Element;
 use crate::error::{InteropError, Result};
 use crate::held::Held;
@@ -78,6 +78,12 @@ unsafe impl<T: Element> Sync for ExportOwner<T> {}
 /// Export a column as a device array and its schema, with a `sync_event`
 /// recorded on `on` after the column's pending writes.
 ///
+/// A column with a validity bitmap has its nulls counted first: the bitmap's
+/// first `ceil(len / 8)` bytes are downloaded on `on` (which waits for the
+/// column's pending writes and for the copy), and a count other than the
+/// column's [`Column::null_count`] is refused ([`InteropError::NullCount`]), as
+/// is a bitmap too short for the values or of another device.
+///
 /// `on` must be a stream of the column's runtime and device: another runtime's
 /// stream, or a host placeholder, is refused (an event there would order
 /// nothing).
@@ -85,8 +91,9 @@ pub fn export<T: Element>(
     column: Column<T>,
     on: &Stream,
 ) -> Result<(ArrowDeviceArray, FFI_ArrowSchema)> {
-    let (values, validity, null_count, _) = column.into_parts();
+    let (values, validity, claimed, _) = column.into_parts();
     let len = values.len();
+    let null_count = checked_null_count(&values, validity.as_ref(), claimed, on)?;
     let device = values.block_id().device;
     // One event after both buffers' writes: `on` waits for the values' writes,
     // then for the validity's, and the second record captures both.
@@ -140,6 +147,35 @@ pub fn export<T: Element>(
         },
         schema,
     ))
+}
+
+/// The number of nulls the bitmap marks among the column's elements, if it is
+/// `claimed`; the export hands it to arrow-rs unchecked, which trusts it (with 0
+/// it drops the bitmap), so it is counted here from the bitmap itself. The
+/// bitmap's length and device are checked again too: the values may have been
+/// replaced through [`Column::values_mut`] since the column was made.
+fn checked_null_count<T: Element>(
+    values: &DeviceBuffer<T>,
+    validity: Option<&DeviceBuffer<u8>>,
+    claimed: usize,
+    on: &Stream,
+) -> Result<usize> {
+    let len = values.len();
+    let counted = match validity {
+        None => 0,
+        Some(bitmap) => {
+            check_validity(values, bitmap)?;
+            count_nulls(&bitmap.slice(..len.div_ceil(8)).download(on)?, len)
+        }
+    };
+    if counted != claimed {
+        return Err(InteropError::NullCount {
+            claimed,
+            counted: Some(counted),
+            len,
+        });
+    }
+    Ok(counted)
 }
 
 /// An arrow `Buffer` over device memory, owned by `owner`.

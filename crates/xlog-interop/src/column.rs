@@ -38,36 +38,21 @@ impl<T: Element> Column<T> {
     }
 
     /// A column with a validity bitmap of at least `ceil(len / 8)` bytes and the
-    /// number of its cleared bits among the first `len` (not checked on the
-    /// device: it is carried to Arrow consumers as given). The bitmap must be of
-    /// the values' runtime and device.
+    /// number of its cleared bits among the first `len`. The bitmap must be of
+    /// the values' runtime and device. The count is checked against the bitmap
+    /// when the column is exported to Arrow ([`crate::arrow::export`]), which
+    /// refuses a column whose count is not the bitmap's.
     pub fn with_validity(
         values: DeviceBuffer<T>,
         validity: DeviceBuffer<u8>,
         null_count: usize,
     ) -> Result<Column<T>> {
-        let needed = values.len().div_ceil(8);
-        if validity.len() < needed || null_count > values.len() {
-            return Err(InteropError::Unsupported {
-                what: "validity bitmap",
-                reason: format!(
-                    "{} bytes and {null_count} nulls for {} values (needs {needed} bytes)",
-                    validity.len(),
-                    values.len()
-                ),
-            });
-        }
-        let (v, b) = (values.core(), validity.core());
-        if v.runtime_id() != b.runtime_id() || v.id().device != b.id().device {
-            return Err(InteropError::Unsupported {
-                what: "validity bitmap",
-                reason: format!(
-                    "it is on device {} of runtime {}, the values on device {} of runtime {}",
-                    b.id().device,
-                    b.runtime_id(),
-                    v.id().device,
-                    v.runtime_id()
-                ),
+        check_validity(&values, &validity)?;
+        if null_count > values.len() {
+            return Err(InteropError::NullCount {
+                claimed: null_count,
+                counted: None,
+                len: values.len(),
             });
         }
         let origin = if values.core().is_imported() {
@@ -168,5 +153,71 @@ impl<T: Element> Column<T> {
     /// The values, the bitmap, the null count and the origin.
     pub fn into_parts(self) -> (DeviceBuffer<T>, Option<DeviceBuffer<u8>>, usize, Origin) {
         (self.values, self.validity, self.null_count, self.origin)
+    }
+}
+
+/// Refuse a validity bitmap shorter than `ceil(values.len() / 8)` bytes, or of
+/// another runtime or device than the values.
+pub(crate) fn check_validity<T: Element>(
+    values: &DeviceBuffer<T>,
+    validity: &DeviceBuffer<u8>,
+) -> Result<()> {
+    let needed = values.len().div_ceil(8);
+    if validity.len() < needed {
+        return Err(InteropError::Unsupported {
+            what: "validity bitmap",
+            reason: format!(
+                "{} bytes for {} values (needs {needed} bytes)",
+                validity.len(),
+                values.len()
+            ),
+        });
+    }
+    let (v, b) = (values.core(), validity.core());
+    if v.runtime_id() != b.runtime_id() || v.id().device != b.id().device {
+        return Err(InteropError::Unsupported {
+            what: "validity bitmap",
+            reason: format!(
+                "it is on device {} of runtime {}, the values on device {} of runtime {}",
+                b.id().device,
+                b.runtime_id(),
+                v.id().device,
+                v.runtime_id()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The number of cleared bits among the first `len` bits of `bitmap` (Arrow's
+/// order: bit `i % 8` of byte `i / 8`). `bitmap` holds at least `ceil(len / 8)`
+/// bytes.
+pub(crate) fn count_nulls(bitmap: &[u8], len: usize) -> usize {
+    let (whole, rest) = (len / 8, len % 8);
+    let valid: usize = bitmap[..whole]
+        .iter()
+        .map(|b| b.count_ones() as usize)
+        .sum();
+    let tail = if rest == 0 {
+        0
+    } else {
+        (bitmap[whole] & ((1u8 << rest) - 1)).count_ones() as usize
+    };
+    len - valid - tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_nulls;
+
+    #[test]
+    fn nulls_are_the_cleared_bits_among_the_first_len() {
+        assert_eq!(count_nulls(&[], 0), 0);
+        assert_eq!(count_nulls(&[0xff, 0xff], 16), 0);
+        assert_eq!(count_nulls(&[0x00, 0x00], 16), 16);
+        // Bits past `len` do not count, set or not.
+        assert_eq!(count_nulls(&[0b0000_0101], 3), 1);
+        assert_eq!(count_nulls(&[0b1111_1000], 3), 3);
+        assert_eq!(count_nulls(&[0xf0, 0x01, 0x00], 9), 4);
     }
 }

@@ -67,6 +67,17 @@ pub enum InteropError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A column's null count is not the number of nulls its validity bitmap
+    /// marks (or exceeds its length), so an Arrow consumer would misread it.
+    #[error("the column claims {claimed} nulls but {}; give the number of cleared bits among the first {len} of the bitmap", match counted { Some(c) => format!("its validity bitmap marks {c} of its {len} elements null"), None => format!("it has only {len} elements") })]
+    NullCount {
+        /// The count the column was given.
+        claimed: usize,
+        /// The bitmap's count, when it was counted.
+        counted: Option<usize>,
+        /// The column's length.
+        len: usize,
+    },
     /// The runtime refused (wrong stream, driver failure, range out of bounds...).
     #[error(transparent)]
     Runtime(#[from] xlog_runtime::Error),

@@ -7,7 +7,7 @@ use dlpark::ffi::DLDeviceType;
 use dlpark::DlpackFlags;
 use xlog_interop::arrow::{self, ARROW_DEVICE_CUDA};
 use xlog_interop::dlpack::{self, Consumer};
-use xlog_interop::{Column, Element, Origin};
+use xlog_interop::{Column, Element, InteropError, Origin};
 use xlog_runtime::resource::{HostResource, StatsAdaptor, StatsHandle};
 use xlog_runtime::{host, DeviceBuffer, DeviceMemoryResource, Stream};
 
@@ -30,6 +30,15 @@ fn buffer<T: xlog_runtime::DeviceCopy>(
     // SAFETY: these tests only inspect what an export describes and when memory is
     // freed; nothing dereferences the host address as device memory or launches.
     unsafe { host::buffer(res, s, len) }.unwrap()
+}
+
+/// A host-memory validity bitmap holding `bits`.
+fn bitmap(res: Arc<dyn DeviceMemoryResource>, s: &Stream, bits: &[u8]) -> DeviceBuffer<u8> {
+    let b = buffer::<u8>(res, s, bits.len());
+    // SAFETY: a host buffer's address is host memory of `bits.len()` bytes, which
+    // nothing else accesses yet.
+    unsafe { std::ptr::copy_nonoverlapping(bits.as_ptr(), b.device_ptr() as *mut u8, bits.len()) };
+    b
 }
 
 fn live(stats: &StatsHandle) -> usize {
@@ -116,7 +125,7 @@ fn python_stream_values_follow_the_protocol() {
 fn an_arrow_export_carries_values_validity_and_nulls_until_release() {
     let (res, stats, s) = stack();
     let values: DeviceBuffer<f64> = buffer(res.clone(), &s, 20);
-    let validity: DeviceBuffer<u8> = buffer(res, &s, 3);
+    let validity = bitmap(res, &s, &[0xff, 0b1111_0111, 0b1111_1011]);
     let (vp, np) = (values.device_ptr(), validity.device_ptr());
     let col = Column::with_validity(values, validity, 2).unwrap();
     assert_eq!(col.origin(), Origin::Owned);
@@ -155,6 +164,80 @@ fn a_short_validity_bitmap_is_refused() {
     let validity = buffer::<u8>(res, &s, 2);
     let e = Column::with_validity(values, validity, 0).unwrap_err();
     assert!(e.to_string().contains("needs 3 bytes"), "{e}");
+}
+
+#[test]
+fn a_null_count_other_than_the_bitmaps_is_refused_at_export() {
+    let (res, stats, s) = stack();
+    // 20 values, 4 of them null (bits 3, 9, 10 and 19); the bits past 20 are set.
+    let bits = [0b1111_0111, 0b1111_1001, 0b1111_0111];
+    for claimed in [0, 3, 5, 20] {
+        let col = Column::with_validity(
+            buffer::<f32>(res.clone(), &s, 20),
+            bitmap(res.clone(), &s, &bits),
+            claimed,
+        )
+        .unwrap();
+        let e = col.into_arrow(&s).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                InteropError::NullCount {
+                    counted: Some(4),
+                    len: 20,
+                    ..
+                }
+            ),
+            "{claimed}: {e}"
+        );
+        assert!(e.to_string().contains("marks 4 of its 20"), "{e}");
+        assert_eq!(live(&stats), 0, "a refused export frees the column");
+    }
+    let e = Column::with_validity(
+        buffer::<f32>(res.clone(), &s, 20),
+        bitmap(res.clone(), &s, &bits),
+        21,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("only 20 elements"), "{e}");
+    let col = Column::with_validity(
+        buffer::<f32>(res.clone(), &s, 20),
+        bitmap(res, &s, &bits),
+        4,
+    )
+    .unwrap();
+    let (array, _schema) = col.into_arrow(&s).unwrap();
+    assert_eq!(array.array.null_count(), 4);
+    assert!(!array.array.buffer(0).is_null(), "the bitmap travels");
+}
+
+#[test]
+fn a_column_whose_values_were_replaced_is_refused_at_export() {
+    let (res, stats, s) = stack();
+    let mut col = Column::with_validity(
+        buffer::<f32>(res.clone(), &s, 8),
+        bitmap(res.clone(), &s, &[0xff]),
+        0,
+    )
+    .unwrap();
+    let mut longer = buffer::<f32>(res.clone(), &s, 20);
+    std::mem::swap(col.values_mut(), &mut longer);
+    drop(longer);
+    let e = col.into_arrow(&s).unwrap_err();
+    assert!(e.to_string().contains("needs 3 bytes"), "{e}");
+    assert_eq!(live(&stats), 0);
+    // Values of another device swapped in are refused too.
+    let other: Arc<dyn DeviceMemoryResource> = Arc::new(HostResource::new(1));
+    let mut col = Column::with_validity(
+        buffer::<f32>(res.clone(), &s, 8),
+        bitmap(res, &s, &[0xff]),
+        0,
+    )
+    .unwrap();
+    let mut elsewhere = buffer::<f32>(other, &s, 8);
+    std::mem::swap(col.values_mut(), &mut elsewhere);
+    let e = col.into_arrow(&s).unwrap_err();
+    assert!(e.to_string().contains("the values on device 1"), "{e}");
 }
 
 #[test]
@@ -291,7 +374,7 @@ fn negative_or_overflowing_arrow_fields_are_refused_and_the_array_released_once(
     ] {
         let col = Column::with_validity(
             buffer::<f32>(res.clone(), &s, 6),
-            buffer(res.clone(), &s, 1),
+            bitmap(res.clone(), &s, &[0x3f]),
             0,
         )
         .unwrap();

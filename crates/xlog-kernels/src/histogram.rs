@@ -28,9 +28,12 @@
 //!
 //! Even bin `b` covers `[lo + b·w, lo + (b+1)·w)` with `w = (hi − lo) / bins`. For
 //! integer samples the bin is exact, `⌊(x − lo) · bins / (hi − lo)⌋`; for `f32`
-//! samples it is computed in `f32` as `⌊(x − lo) · (bins / (hi − lo))⌋` (clamped
-//! to the last bin), so a sample within rounding of an edge may land on either
-//! side of it, as in CUB.
+//! samples it is computed in `f32` as `⌊fma(x, ½, −lo/2) · (bins / (hi/2 − lo/2))⌋`
+//! (clamped to the last bin), so a sample within rounding of an edge may land on
+//! either side of it, as in CUB. Halving is exact for normal numbers, and keeps
+//! every difference finite: `[f32::MIN, f32::MAX)` splits like any other range.
+//! `f32` bounds must be finite, and bins no narrower than the smallest normal
+//! `f32` (`even` refuses other ranges).
 
 use xlog::device::exchange::SharedWords;
 use xlog::device::shared::DynamicShared;
@@ -168,15 +171,20 @@ fn int_bin(d: u64, range: u64, bins: u64, scale: f64) -> usize {
     core::cmp::min(b, bins - 1) as usize
 }
 
-/// Counts `f32` samples into even bins over `[lo, hi)`: `scale = bins / (hi − lo)`
-/// (computed by the host in `f32`). The kernel of [`even`].
+/// Counts `f32` samples into even bins over `[lo, hi)`: `scale = bins / (hi/2 − lo/2)`
+/// (computed by the host in `f32`; halved bounds keep every difference finite).
+/// The kernel of [`even`].
 #[xlog_kernel(read(x), atomic(out), block = 256)]
 pub fn histogram_even_f32(x: &[f32], lo: f32, hi: f32, scale: f32, out: &mut [u32]) {
     let bins = out.len();
     let shared = begin(out);
+    let neg_half_lo = -(lo * 0.5);
     each_sample::<f32, 4>(x, |v| {
         if v >= lo && v < hi {
-            let b = core::cmp::min(((v - lo) * scale) as usize, bins - 1);
+            // `x/2 − lo/2` in one `fma` (one rounding), as many instructions per
+            // sample as `(x − lo) · scale`.
+            let offset = xlog::device::math::fma(v, 0.5, neg_half_lo);
+            let b = core::cmp::min((offset * scale) as usize, bins - 1);
             count(&shared, out, b);
         }
     });
@@ -276,6 +284,13 @@ mod host {
             bins: usize,
             out: &mut DeviceBuffer<u32>,
         ) -> Result<()>;
+
+        /// Why `[lo, hi)` (with `lo < hi`) cannot be split into `bins` even bins,
+        /// if it cannot.
+        #[doc(hidden)]
+        fn __refuse_range(_lo: Self, _hi: Self, _bins: usize) -> Option<String> {
+            None
+        }
     }
 
     /// Key types of [`counts`]: `u8`, `u32`, `i32`.
@@ -304,9 +319,32 @@ mod host {
             bins: usize,
             out: &mut DeviceBuffer<u32>,
         ) -> Result<()> {
-            let scale = bins as f32 / (hi - lo);
-            super::histogram_even_f32::launch(s, cfg, x, lo, hi, scale, out)
+            super::histogram_even_f32::launch(s, cfg, x, lo, hi, f32_scale(lo, hi, bins), out)
         }
+
+        fn __refuse_range(lo: f32, hi: f32, bins: usize) -> Option<String> {
+            if !lo.is_finite() || !hi.is_finite() {
+                return Some(format!(
+                    "the range [{lo:?}, {hi:?}) is not finite; pass finite bounds (samples \
+                     outside them are ignored)"
+                ));
+            }
+            if !f32_scale(lo, hi, bins).is_finite() {
+                return Some(format!(
+                    "{bins} bins over [{lo:?}, {hi:?}) would be narrower than the smallest \
+                     normal f32; widen the range or use fewer bins"
+                ));
+            }
+            None
+        }
+    }
+
+    /// The kernel's `scale`: `bins / (hi/2 − lo/2)`. Halving both bounds keeps the
+    /// width finite for every finite `lo` and `hi` (`f32::MAX − f32::MIN` is
+    /// infinite); for normal numbers halving is exact, so the bins are those of
+    /// `bins / (hi − lo)`.
+    fn f32_scale(lo: f32, hi: f32, bins: usize) -> f32 {
+        bins as f32 / (hi * 0.5 - lo * 0.5)
     }
 
     impl EvenSample for u32 {
@@ -413,7 +451,9 @@ mod host {
     ///
     /// `InvalidArgument` (nothing allocated or launched) when `bins` is 0 or more
     /// than [`MAX_BINS`](super::MAX_BINS), when `lo < hi` does not hold (a NaN
-    /// bound included), or when `x` has more than `u32::MAX` elements; a budget
+    /// bound included), when an `f32` bound is infinite or the `f32` bins would be
+    /// narrower than the smallest normal `f32`, or when `x` has more than
+    /// `u32::MAX` elements; a budget
     /// refusal of the output (`BudgetExceeded`, nothing launched); a launch error.
     pub fn even<T: EvenSample>(
         s: &Stream,
@@ -429,6 +469,9 @@ mod host {
                 "even",
                 format!("the range [{lo:?}, {hi:?}) is empty; pass lo < hi"),
             ));
+        }
+        if let Some(reason) = T::__refuse_range(lo, hi, bins) {
+            return Err(invalid("even", reason));
         }
         let mut out = s.runtime()?.alloc_zeroed_on::<u32>(s, bins)?;
         if !x.is_empty() {

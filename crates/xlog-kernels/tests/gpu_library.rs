@@ -563,15 +563,52 @@ mod histogram {
     use super::*;
     use xlog_kernels::histogram;
 
+    /// The bins of the documented `f32` formula, over halved bounds.
     fn even_ref_f32(x: &[f32], lo: f32, hi: f32, bins: usize) -> Vec<u32> {
-        let scale = bins as f32 / (hi - lo);
+        let scale = bins as f32 / (hi * 0.5 - lo * 0.5);
         let mut h = vec![0u32; bins];
         for &v in x {
             if v >= lo && v < hi {
-                h[(((v - lo) * scale) as usize).min(bins - 1)] += 1;
+                h[((v.mul_add(0.5, -(lo * 0.5)) * scale) as usize).min(bins - 1)] += 1;
             }
         }
         h
+    }
+
+    #[test]
+    fn f32_ranges_wider_than_f32_max_split_evenly() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        let x = [f32::MIN, -1e38, -1e37, 0.0, 1.0, 1e38, 3e38];
+        let xb = upload(&rt, &s, &x);
+        // Width 2·MAX/3 ≈ 2.27e38: [MIN, -1.13e38), [-1.13e38, 1.13e38), [1.13e38, MAX).
+        let got = histogram::even(&s, &xb, f32::MIN, f32::MAX, 3).unwrap();
+        assert_eq!(got.download(&s).unwrap(), [1, 5, 1]);
+        assert_eq!(even_ref_f32(&x, f32::MIN, f32::MAX, 3), [1, 5, 1]);
+        // Samples away from the edge at 0 (its rounding reaches far at this width).
+        let x = [f32::MIN, -2e38, -1e37, 1e37, 2e38, 3e38];
+        let got = histogram::even(&s, &upload(&rt, &s, &x), -3e38f32, 3e38, 2).unwrap();
+        assert_eq!(got.download(&s).unwrap(), [2, 2], "MIN and hi are outside");
+    }
+
+    #[test]
+    fn infinite_bounds_and_subnormal_bins_are_refused() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        let xb = upload(&rt, &s, &[0.0f32, 1.0, 7.0]);
+        for (lo, hi, bins, want) in [
+            (0.0, f32::INFINITY, 3, "not finite"),
+            (f32::NEG_INFINITY, 0.0, 3, "not finite"),
+            (f32::NEG_INFINITY, f32::INFINITY, 1, "not finite"),
+            (0.0, 1e-44, 1 << 20, "narrower than the smallest normal"),
+        ] {
+            match histogram::even(&s, &xb, lo, hi, bins) {
+                Err(Error::InvalidArgument { reason, .. }) => {
+                    assert!(reason.contains(want), "[{lo}, {hi}): {reason}")
+                }
+                other => panic!("[{lo}, {hi}) {bins} bins: {other:?}"),
+            }
+        }
     }
 
     fn even_ref_int(x: &[i64], lo: i64, hi: i64, bins: usize) -> Vec<u32> {

@@ -234,6 +234,24 @@ impl Drop for Context {
     }
 }
 
+/// The current context's stack per thread (`CU_LIMIT_STACK_SIZE`).
+pub(crate) fn stack_size() -> Result<usize> {
+    if sim::is_active() {
+        return Ok(sim::STACK_BYTES);
+    }
+    result::ctx::get_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE)
+        .map_err(|e| Error::driver("cuCtxGetLimit", e))
+}
+
+/// Set the current context's stack per thread (`CU_LIMIT_STACK_SIZE`).
+pub(crate) fn set_stack_size(bytes: usize) -> Result<()> {
+    if sim::is_active() {
+        return sim::set_stack_size(bytes);
+    }
+    result::ctx::set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, bytes)
+        .map_err(|e| Error::driver("cuCtxSetLimit", e))
+}
+
 /// Wait for all work in the current context.
 pub(crate) fn ctx_synchronize() -> Result<()> {
     if sim::is_active() {

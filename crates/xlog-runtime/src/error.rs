@@ -204,6 +204,28 @@ pub enum Error {
         message: String,
     },
 
+    /// A recursive kernel faulted without a panic: a recursion deeper than the GPU
+    /// stack ran off it (the one fault safe code can cause), which ends the context
+    /// as a panic does.
+    #[error(
+        "kernel `{kernel}` most likely overflowed its GPU stack: it recurses ({recursion}), \
+         and a recursion deeper than the stack of {stack} per thread runs off it; bound the \
+         recursion, or raise the stack with `Runtime::set_stack_size` on a new runtime \
+         (the device reported: {cause})",
+        stack = match stack_bytes { Some(b) => format!("{b} bytes"), None => "unknown size".into() }
+    )]
+    StackOverflow {
+        /// The kernel that was last launched on the stream.
+        kernel: String,
+        /// The cycle of calls it reaches, `f → g → f`.
+        recursion: String,
+        /// The context's stack per thread, as read when a module was last loaded or
+        /// the stack last set (a faulted context answers no query).
+        stack_bytes: Option<usize>,
+        /// The driver error the fault surfaced as.
+        cause: String,
+    },
+
     /// Something the selected backend cannot do: a PTX kernel loaded at run time on
     /// the simulator, the simulator in a process that already uses the GPU.
     #[error("{what} is not supported: {reason}")]
@@ -243,6 +265,7 @@ impl std::fmt::Debug for Error {
             Error::KernelAbiMismatch { .. } => "KernelAbiMismatch",
             Error::ModuleLoad { .. } => "ModuleLoad",
             Error::KernelPanic { .. } => "KernelPanic",
+            Error::StackOverflow { .. } => "StackOverflow",
             Error::InjectedFault { .. } => "InjectedFault",
         };
         write!(f, "{variant}: {self}")
@@ -313,6 +336,24 @@ impl Error {
             kernel: kernel.to_owned(),
             reason: reason.to_string(),
         }
+    }
+
+    /// Whether this is a driver error that a kernel's fault leaves on its context
+    /// for every later call (`CUDA_ERROR_LAUNCH_FAILED`, `ILLEGAL_ADDRESS`, a
+    /// trap's `ILLEGAL_INSTRUCTION`, a stack overflow's `HARDWARE_STACK_ERROR`,
+    /// ...): the first call on the context after the fault reports it, whatever
+    /// that call is (a download, a copy, a free, an event wait).
+    pub fn is_kernel_fault(&self) -> bool {
+        // CUresult codes: 700 ILLEGAL_ADDRESS, 702 LAUNCH_TIMEOUT, 710 ASSERT,
+        // 714 HARDWARE_STACK_ERROR, 715 ILLEGAL_INSTRUCTION, 716 MISALIGNED_ADDRESS,
+        // 717 INVALID_ADDRESS_SPACE, 718 INVALID_PC, 719 LAUNCH_FAILED.
+        matches!(
+            self,
+            Error::Driver {
+                code: 700 | 702 | 710 | 714..=719,
+                ..
+            }
+        )
     }
 
     /// Attach what xlog was doing to a driver error; other variants pass through.

@@ -267,7 +267,7 @@ impl BufferCore {
             return Ok(());
         }
         stream.bind()?;
-        driver::ctx_synchronize()
+        driver::ctx_synchronize().map_err(|e| stream.explain_fault(e))
     }
 
     /// Record an event on `on` after the buffer's pending writes: a consumer that
@@ -309,7 +309,7 @@ impl BufferCore {
             stream: on.clone(),
         };
         // SAFETY: both handles are alive and belong to the bound context.
-        unsafe { driver::event_record(raw, on.raw()) }?;
+        unsafe { driver::event_record(raw, on.raw()) }.map_err(|e| on.explain_fault(e))?;
         Ok(event)
     }
 
@@ -551,7 +551,8 @@ unsafe fn import_with<T: DeviceCopy>(
                     return Err(crate::stream::joins_a_capture("event"));
                 }
                 // SAFETY: `on` is alive; the event is live by `ForeignEvent::from_raw`.
-                unsafe { driver::stream_wait_event(on.raw(), ev.0) }?;
+                unsafe { driver::stream_wait_event(on.raw(), ev.0) }
+                    .map_err(|e| on.explain_fault(e))?;
             }
             on.publish()
         }
@@ -576,12 +577,15 @@ pub mod host {
     pub const HOST_RUNTIME_ID: u64 = u64::MAX;
 
     /// A buffer of `len` elements allocated from `resource` (a host stack) on
-    /// `stream` (a [`Stream::host_placeholder`]).
+    /// `stream` (a [`Stream::host_placeholder`]). Downloads of a host buffer
+    /// (of its runtime, [`HOST_RUNTIME_ID`]) read its memory on the host.
     ///
     /// # Safety
     /// 1. The buffer's address is a host address although the buffer claims a
     ///    device: it is never handed to code that dereferences it as device memory
     ///    (a real DLPack or Arrow consumer), nor written through a launch or copy.
+    /// 2. `resource` hands out host memory (a [`HostResource`](crate::resource::HostResource)
+    ///    stack), which downloads read.
     pub unsafe fn buffer<T: DeviceCopy>(
         resource: Arc<dyn DeviceMemoryResource>,
         stream: &Stream,

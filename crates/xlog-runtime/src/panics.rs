@@ -5,9 +5,17 @@
 //! module allocates that record and pins it on the runtime's [`PanicBoard`]; a
 //! stream whose synchronisation fails reads the board to name the panic. The board
 //! sits below streams and modules, so neither needs to know the runtime.
+//!
+//! The board also keeps the PTX of every module loaded: when a kernel faults
+//! without a panic, the stream asks it whether that kernel recurses
+//! (`xlog_device::callgraph`), the one way safe code overflows a GPU stack. The
+//! PTX is read only then, off the launch path.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+use xlog_device::callgraph::{recursive_kernels, Recursion};
 
 use xlog_device::panic::{PanicRecord, PANIC_SINK_SYMBOL, STATE_COMPLETE};
 
@@ -87,6 +95,11 @@ impl Drop for RecordSlot {
 #[derive(Default)]
 pub(crate) struct PanicBoard {
     slots: Mutex<Vec<Arc<RecordSlot>>>,
+    /// The PTX of every module loaded, read when a kernel faults.
+    ptx: Mutex<Vec<Cow<'static, str>>>,
+    /// The context's stack per thread when a module was last loaded or the stack
+    /// last set (0: unknown): a faulted context answers no query.
+    stack_bytes: AtomicUsize,
 }
 
 impl PanicBoard {
@@ -98,5 +111,31 @@ impl PanicBoard {
     /// The first panic recorded by any pinned module.
     pub(crate) fn first(&self) -> Option<String> {
         self.slots.lock_unpoisoned().iter().find_map(|s| s.read())
+    }
+
+    /// Keep the PTX of a loaded module, for [`recursion`](Self::recursion).
+    pub(crate) fn note_ptx(&self, ptx: Cow<'static, str>) {
+        self.ptx.lock_unpoisoned().push(ptx);
+    }
+
+    /// Remember the context's stack per thread, for reports after a fault.
+    pub(crate) fn note_stack(&self, bytes: usize) {
+        self.stack_bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The stack per thread last noted, if any.
+    pub(crate) fn stack(&self) -> Option<usize> {
+        Some(self.stack_bytes.load(Ordering::Relaxed)).filter(|&b| b != 0)
+    }
+
+    /// A cycle of calls that kernel `kernel` of a loaded module reaches, if any.
+    #[cold]
+    pub(crate) fn recursion(&self, kernel: &str) -> Option<Recursion> {
+        let modules = self.ptx.lock_unpoisoned();
+        modules
+            .iter()
+            .filter(|ptx| ptx.contains(kernel))
+            .flat_map(|ptx| recursive_kernels(ptx))
+            .find(|r| r.kernel == kernel)
     }
 }

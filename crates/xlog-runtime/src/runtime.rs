@@ -471,18 +471,58 @@ impl Runtime {
 
     /// Load PTX text (not cached).
     pub fn load_ptx(&self, name: &str, ptx: &str) -> Result<Arc<Module>> {
-        Ok(Arc::new(Module::load(
-            &self.inner.device,
-            name,
-            ptx.as_bytes(),
-            &self.inner.panics,
-        )?))
+        let module = Module::load(&self.inner.device, name, ptx.as_bytes(), &self.inner.panics)?;
+        self.inner
+            .panics
+            .note_ptx(std::borrow::Cow::Owned(ptx.to_owned()));
+        if let Ok(bytes) = crate::driver::stack_size() {
+            self.inner.panics.note_stack(bytes);
+        }
+        Ok(Arc::new(module))
     }
 
-    /// Wait for all work on the device.
+    /// The GPU stack of each thread, in bytes (`CU_LIMIT_STACK_SIZE` of the
+    /// runtime's context; on the simulator, a simulated thread's whole stack).
+    ///
+    /// A kernel without recursion needs a stack whose size is known when it is
+    /// compiled, which the driver provides at launch, raising this limit when it
+    /// must. A recursive kernel's need depends on its data: a recursion deeper than
+    /// this stack overflows it, which ends the context and is reported as
+    /// [`Error::StackOverflow`]. `xlog-build` warns about each recursive kernel.
+    pub fn stack_size(&self) -> Result<usize> {
+        self.inner.device.bind()?;
+        crate::driver::stack_size()
+    }
+
+    /// Set the GPU stack of each thread, in bytes, for the kernels launched from
+    /// now on (`cuCtxSetLimit(CU_LIMIT_STACK_SIZE)`); waits for the device's work
+    /// first, as the driver does. The device reserves this much local memory for
+    /// every thread it can hold at once, so a large stack costs memory: about
+    /// `bytes` × 2048 × the multiprocessors. On the simulator, a request within its
+    /// fixed 512 KiB stacks is accepted and changes nothing; a larger one is refused.
+    ///
+    /// See [`stack_size`](Self::stack_size) and the
+    /// [driver documentation](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html#group__CUDA__CTX_1g0651954dfb9788173e60a9af7201e65a).
+    pub fn set_stack_size(&self, bytes: usize) -> Result<()> {
+        self.inner.device.bind()?;
+        crate::driver::set_stack_size(bytes)?;
+        if let Ok(bytes) = crate::driver::stack_size() {
+            self.inner.panics.note_stack(bytes);
+        }
+        Ok(())
+    }
+
+    /// Wait for all work on the device. A kernel's fault surfaces here as on a
+    /// stream: [`Error::KernelPanic`] when a kernel of this runtime recorded a panic.
     pub fn synchronize(&self) -> Result<()> {
         self.inner.device.bind()?;
-        crate::driver::ctx_synchronize()
+        crate::driver::ctx_synchronize().map_err(|e| match self.inner.panics.first() {
+            Some(message) if e.is_kernel_fault() => Error::KernelPanic {
+                kernel: "<unknown>".into(),
+                message,
+            },
+            _ => e,
+        })
     }
 }
 

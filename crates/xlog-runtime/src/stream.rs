@@ -295,7 +295,7 @@ impl Stream {
             let fence = self.shared.fence.lock_unpoisoned();
             return match fence.event {
                 // SAFETY: the event is this stream's and alive while `fence` is held.
-                Some(ev) => unsafe { driver::event_synchronize(ev) },
+                Some(ev) => unsafe { driver::event_synchronize(ev) }.map_err(|e| self.explain(e)),
                 None => Ok(()),
             };
         }
@@ -318,8 +318,26 @@ impl Stream {
         bound.and(settled)
     }
 
+    /// Turn a failed call on this stream (a copy, a wait, a launch, a free) into
+    /// [`Error::KernelPanic`] when its error is a kernel's sticky fault
+    /// ([`Error::is_kernel_fault`]) and a kernel of a module loaded by this
+    /// stream's runtime recorded a panic; other errors pass through. A sticky
+    /// fault surfaces at whichever call on the context comes first, not only at a
+    /// synchronisation.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn explain_fault(&self, e: Error) -> Error {
+        if e.is_kernel_fault() {
+            self.explain(e)
+        } else {
+            e
+        }
+    }
+
     /// Turn a failed synchronisation into [`Error::KernelPanic`] when a kernel of a
     /// module loaded by this stream's runtime recorded a panic.
+    #[cold]
+    #[inline(never)]
     fn explain(&self, e: Error) -> Error {
         let kernel = self.shared.last_kernel.lock_unpoisoned().clone();
         let panic = self.shared.panics.as_ref().and_then(|b| b.first());
@@ -330,6 +348,22 @@ impl Stream {
                     .unwrap_or_else(|| "<unknown>".into()),
                 message,
             },
+            (None, Some(k)) if e.is_kernel_fault() => {
+                match self.shared.panics.as_ref().and_then(|b| b.recursion(&k)) {
+                    Some(r) => Error::StackOverflow {
+                        kernel: k.to_string(),
+                        recursion: r.cycle.join(" → "),
+                        stack_bytes: self.shared.panics.as_ref().and_then(|b| b.stack()),
+                        cause: e.to_string(),
+                    },
+                    None => e.while_(|| {
+                        format!(
+                            "synchronising {}; the last kernel launched on it was `{k}`",
+                            self.id()
+                        )
+                    }),
+                }
+            }
             (None, Some(k)) => e.while_(|| {
                 format!(
                     "synchronising {}; the last kernel launched on it was `{k}`",
@@ -378,7 +412,7 @@ impl Stream {
         if point.stream == *self || !self.has_device() {
             return Ok(());
         }
-        Stream::wait_raw(self.raw(), point)
+        Stream::wait_raw(self.raw(), point).map_err(|e| self.explain_fault(e))
     }
 
     /// Queue on the raw stream `raw` (ours or another library's, on the bound

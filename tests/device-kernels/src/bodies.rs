@@ -27,6 +27,22 @@ pub unsafe fn thread_indices(out: &mut Out<'_, u64>) {
     }
 }
 
+/// A recursion `depth` calls deep, each frame holding 32 words read at a
+/// data-dependent index (so they live in the frame, not in registers): a stack
+/// need that grows with the data, about 150 bytes a level.
+#[inline(never)]
+pub fn recurse(depth: u32, seed: u32) -> u32 {
+    let mut frame = [0u32; 32];
+    for (i, w) in frame.iter_mut().enumerate() {
+        *w = seed.wrapping_mul(i as u32 + 1) ^ depth;
+    }
+    if depth == 0 {
+        return frame[(seed % 32) as usize];
+    }
+    let below = recurse(depth - 1, frame[(depth % 32) as usize]);
+    frame[(below % 32) as usize] ^ below
+}
+
 /// Writes one element past the end on the last thread: the bounds check panics with
 /// a formatted message, which the panic handler records as its location.
 pub fn out_of_bounds_write(out: &mut Out<'_, u32>) {

@@ -661,6 +661,16 @@ entry_points! {
         }
     }
 
+    /// Thread 0 recurses `depth` levels ([`crate::bodies::recurse`]) and writes the
+    /// result to `out[0]`: past the GPU stack, the launch faults.
+    pub unsafe fn recursion(depth: u64, out: *mut u32) {
+        if index_1d() == 0 {
+            let v = crate::bodies::recurse(depth as u32, 7);
+            // SAFETY: module obligations: `out` holds at least one element.
+            unsafe { *out = v };
+        }
+    }
+
     /// Any 1D launch with `out_len = total_threads - 1`: the last thread indexes past
     /// the end and the bounds check panics.
     pub unsafe fn out_of_bounds_write(out: *mut u32, out_len: usize) {

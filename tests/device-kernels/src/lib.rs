@@ -45,11 +45,12 @@ pub const KERNELS: &[&str] = &[
     "math_f64",
     "deliberate_panic",
     "out_of_bounds_write",
+    "recursion",
 ];
 
-/// The kernels that panic on purpose; exempt from the spill check because the
-/// panic handler's record-writing path is not performance-relevant.
-pub const PANICKING_KERNELS: &[&str] = &["deliberate_panic", "out_of_bounds_write"];
+/// The kernels that fault on purpose (panic, or recurse past the stack); exempt
+/// from the spill check because their paths are not performance-relevant.
+pub const PANICKING_KERNELS: &[&str] = &["deliberate_panic", "out_of_bounds_write", "recursion"];
 
 /// Number of outputs `math_f32` writes per input (layout: `out[k * n + i]`).
 pub const MATH_F32_OUTPUTS: usize = 11;

@@ -870,6 +870,60 @@ mod panics {
         Ok(())
     }
 
+    /// The first call after the panic is a download, not a synchronisation: the
+    /// sticky launch failure surfaces from the copy (`cuMemcpyDtoHAsync` on the GPU),
+    /// and must still be reported as the panic, with its message.
+    #[test]
+    fn a_panic_first_seen_by_a_download_still_reports_the_message() -> TestResult {
+        let text = run_child("deliberate_panic_then_download")?;
+        assert_reports(
+            &text,
+            &[
+                "LAUNCH FAILED: kernel `deliberate_panic` panicked on the device",
+                "deliberate device panic",
+            ],
+        );
+        Ok(())
+    }
+
+    /// A recursion 1,000 levels deep (about 150 KB of stack) in a kernel launched on
+    /// the default GPU stack (1 KiB per thread) runs off it: the error names the
+    /// recursion and the stack, not only the driver's illegal address. The
+    /// simulator's threads have 512 KiB stacks, which hold it.
+    #[test]
+    fn a_recursion_past_the_stack_is_reported_as_a_stack_overflow() -> TestResult {
+        let text = run_child("recursion_past_the_stack")?;
+        if xlog_runtime::sim::is_active() {
+            assert_reports(&text, &["LAUNCH SUCCEEDED"]);
+        } else {
+            assert_reports(
+                &text,
+                &[
+                    "LAUNCH FAILED: kernel `recursion` most likely overflowed its GPU stack",
+                    "it recurses (xlog_device_kernels::bodies::recurse → \
+                     xlog_device_kernels::bodies::recurse)",
+                    "Runtime::set_stack_size",
+                ],
+            );
+        }
+        Ok(())
+    }
+
+    /// The same kernel 100 levels deep after `Runtime::set_stack_size(64 KiB)`:
+    /// the raised stack holds it.
+    #[test]
+    fn a_raised_stack_holds_a_bounded_recursion() -> TestResult {
+        let text = run_child("recursion_in_a_raised_stack")?;
+        // The simulator's stacks are fixed at 512 KiB.
+        let stack = if xlog_runtime::sim::is_active() {
+            "stack 524288"
+        } else {
+            "stack 65536"
+        };
+        assert_reports(&text, &["LAUNCH SUCCEEDED", stack]);
+        Ok(())
+    }
+
     #[test]
     fn bounds_check_panic_reports_the_view_index_location() -> TestResult {
         let text = run_child("out_of_bounds_write")?;
@@ -904,16 +958,41 @@ mod panics {
         // loads the module, and turns the failed synchronisation into KernelPanic.
         let g = gpu()?;
         let everywhere = kernel == "deliberate_panic_everywhere";
-        let kernel = if everywhere {
+        let download = kernel == "deliberate_panic_then_download";
+        let kernel = if everywhere || download {
             "deliberate_panic"
         } else {
             &kernel
         };
+        let mut unused = g.rt.alloc_zeroed::<u32>(1)?;
+        if let Some(raised) = kernel.strip_prefix("recursion_") {
+            let depth = if raised == "in_a_raised_stack" {
+                g.rt.set_stack_size(64 * 1024)?;
+                100
+            } else {
+                1000
+            };
+            println!("stack {}", g.rt.stack_size()?);
+            let f = g.function("recursion")?;
+            let mut args = [Arg::U64(depth), ptr(&unused)];
+            let mut params = raw_params(&mut args);
+            // SAFETY: recursion(depth, out) writes `out[0]` only.
+            let launched = unsafe {
+                WorkRecorder::new(&g.stream)
+                    .write(&mut unused)
+                    .preflight()?
+                    .launch(&f, LaunchConfig::for_len(32), &mut params)
+            };
+            match launched.and_then(|_| g.stream.synchronize()) {
+                Ok(()) => println!("LAUNCH SUCCEEDED"),
+                Err(e) => println!("LAUNCH FAILED: {e}"),
+            }
+            return Ok(());
+        }
         let f = g.function(kernel)?;
         let launched = if kernel == "deliberate_panic" {
             let mut args = [Arg::U64(if everywhere { u64::MAX } else { 1000 })];
             let mut params = raw_params(&mut args);
-            let mut unused = g.rt.alloc_zeroed::<u32>(1)?;
             // SAFETY: deliberate_panic(trigger: u64) touches no buffer.
             unsafe {
                 WorkRecorder::new(&g.stream)
@@ -935,7 +1014,16 @@ mod panics {
                     .launch(&f, LaunchConfig::for_len(total), &mut params)
             }
         };
-        let outcome = launched.and_then(|_| g.stream.synchronize());
+        let outcome = launched.and_then(|_| {
+            if download {
+                // Long enough for the kernel to have trapped: the copy's own call
+                // then meets the sticky failure, before any synchronisation.
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                unused.download(&g.stream).map(drop)
+            } else {
+                g.stream.synchronize()
+            }
+        });
         match outcome {
             Ok(()) => println!("LAUNCH SUCCEEDED"),
             Err(e) => println!("LAUNCH FAILED: {e}"),

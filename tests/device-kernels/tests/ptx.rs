@@ -57,13 +57,16 @@ fn ptx_has_the_expected_shape() {
 
 #[test]
 fn ptxas_accepts_the_module_for_sm80_and_sm90_without_spills() {
-    let reports = xlog_build::ptxas::check_module(
-        MODULE.name(),
-        MODULE.ptx(),
-        &["sm_80", "sm_90"],
-        PANICKING_KERNELS,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    // `bodies::recurse`, the `recursion` kernel's device function, saves its
+    // registers across the recursive call: spills are what recursion costs.
+    let allowed: Vec<&str> = PANICKING_KERNELS
+        .iter()
+        .copied()
+        .chain(["6bodies7recurse"])
+        .collect();
+    let reports =
+        xlog_build::ptxas::check_module(MODULE.name(), MODULE.ptx(), &["sm_80", "sm_90"], &allowed)
+            .unwrap_or_else(|e| panic!("{e}"));
     for report in &reports {
         for kernel in KERNELS {
             let f = report

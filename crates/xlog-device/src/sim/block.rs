@@ -26,8 +26,8 @@ pub(crate) enum Suspend {
     /// Its thread waits at a barrier or collective; whoever completes it makes it
     /// ready.
     Wait,
-    /// Its thread yields in a spin wait and stays runnable.
-    Spin,
+    /// Its thread yields in a spin wait (named) and stays runnable.
+    Spin(&'static str),
     /// No thread of the block is left to start: the coroutine is free for the next
     /// block.
     Idle,
@@ -397,6 +397,7 @@ impl Worker {
     pub(super) fn run_block(
         &mut self,
         state: &LaunchState<'_>,
+        worker: usize,
         b: usize,
     ) -> Result<(), Option<Fault>> {
         let launch = state.launch;
@@ -426,6 +427,9 @@ impl Worker {
             gathers: Gathers::new(threads),
         };
         let mut spins = 0usize;
+        let mut stall = Stall::new(state, worker);
+        // The spin wait the last spinning thread yielded in, and that thread.
+        let mut last_spin = ("", 0u32);
         // Caught so that a panic out of the scheduling itself still unwinds every
         // thread before `block`, which they point into, goes away. None is known
         // to be reachable: coroutines catch their threads' panics, and every
@@ -438,8 +442,10 @@ impl Worker {
             let ready = block.ready.borrow_mut().pop_front();
             let spinning = || block.spinning.borrow_mut().pop_front();
             let (slot, input) = if let Some(t) = ready {
+                stall.busy(state, true);
                 (block.fiber_of[t as usize].get(), Resume::Go)
             } else if block.next_unstarted.get() < threads {
+                stall.busy(state, true);
                 let slot = self.fibers.idle_or_new();
                 let blk: *const Block<'_> = &block;
                 (slot, Resume::Start(blk.cast()))
@@ -450,6 +456,15 @@ impl Worker {
                 if spins > block.spinning.borrow().len() {
                     spins = 0;
                     std::thread::yield_now();
+                    if let Some(waited) = stall.spinning(state) {
+                        let (what, t) = last_spin;
+                        break Err(Some(Fault::Deadlock {
+                            what,
+                            block: block.idx,
+                            thread: current_dims(launch.block, t),
+                            waited,
+                        }));
+                    }
                 }
                 (block.fiber_of[t as usize].get(), Resume::Go)
             } else if block.exited.get() == threads {
@@ -459,9 +474,12 @@ impl Worker {
             };
             let result = self.fibers.all[slot as usize].resume(input);
             context::leave();
+            stall.busy(state, false);
+            stall.note_exits(state, block.exited.get());
             match result {
                 CoroutineResult::Yield(Suspend::Wait) => {}
-                CoroutineResult::Yield(Suspend::Spin) => {
+                CoroutineResult::Yield(Suspend::Spin(what)) => {
+                    last_spin = (what, block.running.get());
                     block.spinning.borrow_mut().push_back(block.running.get());
                 }
                 CoroutineResult::Yield(Suspend::Idle) => self.fibers.idle.push(slot),
@@ -491,6 +509,7 @@ impl Worker {
                 }
             }
         }));
+        stall.busy(state, false);
         let outcome = match scheduled {
             Ok(outcome) => outcome,
             Err(payload) => {
@@ -618,7 +637,7 @@ pub(crate) fn live_lanes(what: &'static str) -> u32 {
 /// Yields the calling thread to its block's scheduler (a spin wait's back-off): the
 /// other threads of the block, not started or released, run first.
 pub(crate) fn spin_yield(what: &'static str) {
-    current(what).suspend(Suspend::Spin);
+    current(what).suspend(Suspend::Spin(what));
 }
 
 #[cold]
@@ -629,4 +648,97 @@ fn not_in_mask(what: &str, lane: u32, mask: u32) -> ! {
         "xlog_device::{what} called by lane {lane}, which is not in its mask {mask:#010x} \
          (undefined behaviour on the GPU)"
     )
+}
+
+/// A worker's part in deadlock detection (see [`super::deadlock_timeout`]).
+///
+/// The launch is deadlocked when a worker has only spinning threads left and,
+/// for the whole timeout, no thread of the launch has ended, no block has started,
+/// and no worker has been running one thread (not a spinner) for long: nothing is
+/// then computing what the spinners wait for. Each worker publishes its progress
+/// in its own cache line ([`super::WorkerProgress`]) with plain stores, so the
+/// bookkeeping costs a resume no shared atomic.
+struct Stall {
+    /// This worker's slot in the launch's `progress`.
+    worker: usize,
+    /// The launch's total `moved` and the time this worker first saw it while
+    /// only spinners were left.
+    since: Option<(u64, std::time::Instant)>,
+    /// This block's threads ended, as last counted in `moved`.
+    exited: u32,
+    /// Per worker, its `resumes` word as last seen here and since when.
+    seen: Vec<(u64, std::time::Instant)>,
+}
+
+/// A resume longer than this is a thread computing, not a deadlock.
+const LONG_RESUME: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl Stall {
+    fn new(state: &LaunchState<'_>, worker: usize) -> Stall {
+        let stall = Stall {
+            worker,
+            since: None,
+            exited: 0,
+            seen: Vec::new(),
+        };
+        stall.bump(state);
+        stall
+    }
+
+    /// Count one step of progress (a block started, threads ended) for this worker.
+    fn bump(&self, state: &LaunchState<'_>) {
+        let mine = &state.progress[self.worker].moved;
+        // Only this worker writes its word.
+        mine.store(mine.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// A thread that is not spinning is resumed on this worker (`true`), or the
+    /// resume returned: bit 0 of `resumes` says which, the rest counts resumes.
+    fn busy(&self, state: &LaunchState<'_>, running: bool) {
+        let word = &state.progress[self.worker].resumes;
+        let v = word.load(Ordering::Relaxed);
+        let next = if running { (v | 1) + 2 } else { v & !1 };
+        word.store(next, Ordering::Relaxed);
+    }
+
+    /// Count this block's newly ended threads.
+    fn note_exits(&mut self, state: &LaunchState<'_>, exited: u32) {
+        if exited != self.exited {
+            self.exited = exited;
+            self.bump(state);
+        }
+    }
+
+    /// Only spinners are left on this worker: how long nothing has moved, once
+    /// that is past the timeout.
+    fn spinning(&mut self, state: &LaunchState<'_>) -> Option<std::time::Duration> {
+        let now = std::time::Instant::now();
+        if self.seen.len() != state.progress.len() {
+            self.seen = state.progress.iter().map(|_| (0, now)).collect();
+        }
+        let mut computing = false;
+        for (p, seen) in state.progress.iter().zip(self.seen.iter_mut()) {
+            let v = p.resumes.load(Ordering::Relaxed);
+            if v != seen.0 {
+                *seen = (v, now);
+            } else if v & 1 == 1 && now.duration_since(seen.1) > LONG_RESUME {
+                computing = true;
+            }
+        }
+        let moved: u64 = state
+            .progress
+            .iter()
+            .map(|p| p.moved.load(Ordering::Relaxed))
+            .sum();
+        match self.since {
+            Some((m, t0)) if m == moved && !computing => {
+                let waited = now.duration_since(t0);
+                (waited >= super::deadlock_timeout()).then_some(waited)
+            }
+            _ => {
+                self.since = Some((moved, now));
+                None
+            }
+        }
+    }
 }

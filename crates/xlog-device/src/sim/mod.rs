@@ -53,7 +53,12 @@
 //! - **Divergence**: a barrier completes when every thread of the block has reached
 //!   it, a warp instruction when every lane of its mask has reached it (with the same
 //!   mask and operation), a collective when every thread of its warp or block has. When no thread of a block can run and some wait, the launch
-//!   stops with [`Fault::Divergence`] (on the GPU: a hang or an undefined result).
+//!   stops with [`Fault::Divergence`] (on the GPU: a hang or unspecified values).
+//! - **Deadlock**: when a worker's block has only spinning threads left and, for
+//!   [`deadlock_timeout`] (wall-clock), no thread of the launch ends, no block
+//!   starts and no thread runs long without suspending, the launch stops with
+//!   [`Fault::Deadlock`] naming the wait (on the GPU: a hang), e.g. a look-back
+//!   tile that is never published.
 //! - **Panics**: the first simulated thread to panic stops the launch with
 //!   [`Fault::Panic`]; a chained panic hook captures its message and location without
 //!   printing anything, and the panic hook installed before keeps handling every
@@ -71,7 +76,7 @@ mod shared;
 mod stacks;
 
 use std::boxed::Box;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::panic::PanicRecord;
@@ -84,6 +89,7 @@ pub(crate) use block::{
 pub(crate) use context::{block_number, current, thread_number};
 pub use shared::FILL as SHARED_FILL;
 pub(crate) use shared::{dynamic_shared, static_shared};
+pub use stacks::STACK_BYTES;
 
 /// The shape of a simulated launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,8 +110,8 @@ pub enum Fault {
     /// formatted one (cut to [`MESSAGE_CAPACITY`](crate::panic::MESSAGE_CAPACITY) bytes).
     Panic(Box<PanicRecord>),
     /// A block barrier or warp collective reached by only part of its block / warp (a
-    /// hang or undefined result on the GPU): what it was, and the block and a thread
-    /// that waited.
+    /// hang or unspecified values on the GPU): what it was, and the block and a
+    /// thread that waited.
     Divergence {
         /// The function that waited, e.g. `"barrier::sync_threads"`.
         what: &'static str,
@@ -113,6 +119,20 @@ pub enum Fault {
         block: Dim3,
         /// `threadIdx` of a thread that waited there.
         thread: Dim3,
+    },
+    /// A block had only spinning threads left ([`sleep_ns`](crate::thread::sleep_ns)
+    /// or a look-back poll) and, for [`deadlock_timeout`], no thread of the launch
+    /// ended and none computed (a hang on the GPU): the wait, and the block and the
+    /// thread that spun there last.
+    Deadlock {
+        /// The spin wait, e.g. `"thread::sleep_ns"`.
+        what: &'static str,
+        /// `blockIdx` of the block.
+        block: Dim3,
+        /// `threadIdx` of a thread that spun there.
+        thread: Dim3,
+        /// How long nothing had moved when the launch stopped.
+        waited: std::time::Duration,
     },
 }
 
@@ -128,8 +148,27 @@ impl core::fmt::Display for Fault {
                 f,
                 "kernel diverged: `{what}` was reached by only part of its block or warp \
                  (block ({}, {}, {}), thread ({}, {}, {}) waited there); on the GPU this hangs \
-                 or gives undefined results",
+                 or gives unspecified values",
                 block.x, block.y, block.z, thread.x, thread.y, thread.z
+            ),
+            Fault::Deadlock {
+                what,
+                block,
+                thread,
+                waited,
+            } => write!(
+                f,
+                "kernel deadlocked: threads spun in `{what}` for {:.1} s while no thread of the \
+                 launch ended or computed (block ({}, {}, {}), thread ({}, {}, {}) waited \
+                 there); a wait for something no thread will do, such as a look-back tile \
+                 that is never published, hangs on the GPU",
+                waited.as_secs_f64(),
+                block.x,
+                block.y,
+                block.z,
+                thread.x,
+                thread.y,
+                thread.z
             ),
         }
     }
@@ -147,6 +186,22 @@ struct LaunchState<'k> {
     stop: AtomicBool,
     /// The first fault, which the launch returns.
     fault: Mutex<Option<Fault>>,
+    /// Per worker, what deadlock detection reads (`block::Stall`).
+    progress: std::vec::Vec<WorkerProgress>,
+    /// The next worker slot to hand out.
+    next_worker: AtomicUsize,
+}
+
+/// One worker's progress, written only by that worker, on a cache line of its own.
+#[repr(align(64))]
+#[derive(Default)]
+struct WorkerProgress {
+    /// Blocks started and (in batches) threads ended: what a deadlock does not
+    /// change.
+    moved: AtomicU64,
+    /// Resumes of threads that were not spinning, times two, plus one while such a
+    /// resume runs.
+    resumes: AtomicU64,
 }
 
 impl LaunchState<'_> {
@@ -161,13 +216,14 @@ impl LaunchState<'_> {
     /// Takes blocks until none is left or the launch stops.
     fn work(&self) {
         let blocks = self.launch.grid.volume();
+        let me = self.next_worker.fetch_add(1, Ordering::Relaxed);
         let mut worker = block::Worker::new();
         while !self.stop.load(Ordering::Relaxed) {
             let b = self.next_block.fetch_add(1, Ordering::Relaxed);
             if b >= blocks {
                 break;
             }
-            if let Err(Some(fault)) = worker.run_block(self, b) {
+            if let Err(Some(fault)) = worker.run_block(self, me, b) {
                 self.record(fault);
             }
         }
@@ -195,14 +251,16 @@ pub fn run(launch: &Launch, kernel: &(dyn Fn() + Sync), workers: usize) -> Resul
         return Ok(());
     }
     capture::install_hook();
+    let workers = workers.clamp(1, blocks);
     let state = LaunchState {
         launch: *launch,
         kernel,
         next_block: AtomicUsize::new(0),
         stop: AtomicBool::new(false),
         fault: Mutex::new(None),
+        progress: (0..workers).map(|_| WorkerProgress::default()).collect(),
+        next_worker: AtomicUsize::new(0),
     };
-    let workers = workers.clamp(1, blocks);
     if workers == 1 {
         state.work();
     } else {
@@ -217,4 +275,23 @@ pub fn run(launch: &Launch, kernel: &(dyn Fn() + Sync), workers: usize) -> Resul
         Some(fault) => Err(fault),
         None => Ok(()),
     }
+}
+
+/// How long a launch may spin without progress before it stops with
+/// [`Fault::Deadlock`], in milliseconds (see [`set_deadlock_timeout`]).
+static DEADLOCK_TIMEOUT_MS: AtomicU64 = AtomicU64::new(10_000);
+
+/// How long a block of a launch may have only spinning threads left, with no thread
+/// of the launch ending or computing, before the launch stops with
+/// [`Fault::Deadlock`] (10 s unless set).
+pub fn deadlock_timeout() -> std::time::Duration {
+    std::time::Duration::from_millis(DEADLOCK_TIMEOUT_MS.load(Ordering::Relaxed))
+}
+
+/// Set [`deadlock_timeout`] for the launches of this process that start spinning
+/// from now on (a spin wait that really waits for slow work on the host needs
+/// more; a test of a deadlock, less).
+pub fn set_deadlock_timeout(timeout: std::time::Duration) {
+    let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    DEADLOCK_TIMEOUT_MS.store(ms, Ordering::Relaxed);
 }

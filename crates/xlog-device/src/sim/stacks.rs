@@ -10,7 +10,7 @@ use corosensei::stack::{DefaultStack, Stack, StackPointer};
 
 /// Bytes of one coroutine stack (a simulated thread's stack). Memory is committed
 /// as pages are touched; a guard page below catches overflows.
-pub(super) const STACK_BYTES: usize = 512 * 1024;
+pub const STACK_BYTES: usize = 512 * 1024;
 
 /// Stacks kept in the process-wide pool at most; more are unmapped.
 const POOL_MAX: usize = 4096;

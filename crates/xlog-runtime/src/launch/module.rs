@@ -124,7 +124,12 @@ impl Module {
             Some((_, cubin)) => *cubin,
             None => image.ptx().as_bytes(),
         };
-        Module::load(device, image.name(), bytes, board)
+        let module = Module::load(device, image.name(), bytes, board)?;
+        board.note_ptx(std::borrow::Cow::Borrowed(image.ptx()));
+        if let Ok(bytes) = driver::stack_size() {
+            board.note_stack(bytes);
+        }
+        Ok(module)
     }
 
     /// The module's name.

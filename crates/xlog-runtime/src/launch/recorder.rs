@@ -544,6 +544,7 @@ unsafe fn enqueue_launch(
                 // Earlier ranges are being zeroed: record the use.
                 let _ = commit();
             }
+            let e = stream.explain_fault(e);
             return Err(e.while_(|| format!("zeroing a buffer of `{}`", func.name())));
         }
         queued = true;
@@ -565,6 +566,7 @@ unsafe fn enqueue_launch(
         if queued {
             let _ = commit();
         }
+        let e = stream.explain_fault(e);
         return Err(e.while_(|| format!("launching `{}`", func.name())));
     }
     // Commit first: what follows runs user code (tracing subscribers) and could
@@ -608,7 +610,7 @@ impl<'a> WorkRecorder<'a, Preflighted> {
         let raw = self.stream.raw();
         match panic::catch_unwind(AssertUnwindSafe(|| work(raw))) {
             Ok(Ok(())) => Ok(self.commit()),
-            Ok(Err(e)) => Err(e),
+            Ok(Err(e)) => Err(self.stream.explain_fault(e)),
             Err(payload) => {
                 // `work` may have enqueued before it panicked: record the use as if it
                 // had, so frees and other streams still wait for it.

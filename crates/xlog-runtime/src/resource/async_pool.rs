@@ -55,8 +55,11 @@ unsafe impl DeviceMemoryResource for AsyncResource {
         self.device.bind()?;
         // SAFETY: the stream belongs to this device (`check_stream` above)
         // and is alive for the call.
-        let ptr = unsafe { driver::mem_alloc_async(bytes, stream.raw()) }
-            .map_err(|e| e.while_(|| format!("allocating {bytes} bytes tagged `{tag}`")))?;
+        let ptr = unsafe { driver::mem_alloc_async(bytes, stream.raw()) }.map_err(|e| {
+            stream
+                .explain_fault(e)
+                .while_(|| format!("allocating {bytes} bytes tagged `{tag}`"))
+        })?;
         let block = DeviceBlock::new(self.device.ordinal(), ptr, bytes, tag);
         self.ledger.open(&block);
         Ok(block)
@@ -73,7 +76,7 @@ unsafe impl DeviceMemoryResource for AsyncResource {
         // caller ordered every use before the tail of `stream`.
         if let Err(e) = unsafe { driver::mem_free_async(block.ptr(), stream.raw()) } {
             self.ledger.reopen_pending(&block, stream);
-            return Err(e);
+            return Err(stream.explain_fault(e));
         }
         Ok(())
     }

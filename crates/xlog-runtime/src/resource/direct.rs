@@ -66,7 +66,7 @@ unsafe impl DeviceMemoryResource for DirectResource {
         // that orders all its uses has drained.
         if let Err(e) = unsafe { driver::mem_free(block.ptr()) } {
             self.ledger.reopen(&block);
-            return Err(e);
+            return Err(stream.explain_fault(e));
         }
         Ok(())
     }

@@ -56,6 +56,21 @@ fn driver_error(call: &'static str, code: u32, message: String) -> Error {
     }
 }
 
+/// A simulated thread's stack (a coroutine's, fixed).
+pub(crate) const STACK_BYTES: usize = xlog_device::sim::STACK_BYTES;
+
+/// `cuCtxSetLimit(CU_LIMIT_STACK_SIZE)`: a stack within the simulator's fixed one
+/// is already there; a larger one cannot be given.
+pub(crate) fn set_stack_size(bytes: usize) -> Result<()> {
+    if bytes <= STACK_BYTES {
+        return Ok(());
+    }
+    Err(Error::Unsupported {
+        what: format!("a stack of {bytes} bytes per thread on the simulator"),
+        reason: format!("its threads have fixed stacks of {STACK_BYTES} bytes"),
+    })
+}
+
 /// `Ok` unless an earlier kernel faulted (a sticky error, as on the GPU).
 pub(crate) fn alive(call: &'static str) -> Result<()> {
     match FAULT.get() {
