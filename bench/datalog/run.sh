@@ -10,7 +10,9 @@
 # Then on the GPU machine (carry target/gdlog-src, target/datalog-data, target/datalog-bin):
 #   bench/datalog/run.sh OUT
 # Environment: RUNS (default 3 processes per graph and query, the median reported),
-#   CPU_GRAPHS (graphs the CPU peer also runs, default none), CPU_TIMEOUT (s, 300).
+#   CPU_RUNS (graph:query pairs the CPU peer also runs, e.g. "CA-HepTh:tc fe_body:sg";
+#   default none), CPU_TIMEOUT (s, 300: a run stopped there reports the timeout as a
+#   lower bound).
 #
 # Both are timed the way GDlog times itself: from the edge list in host memory to
 # the count (xlog's `solve` line; GDlog's build + init + fixpoint timers). Cubins
@@ -68,22 +70,23 @@ for graph in fe_body CA-HepTh; do
   done
 done
 : >"$out/cpu.jsonl"
-for graph in ${CPU_GRAPHS:-}; do
-  for query in tc sg; do
-    log=$out/cpu-$graph-$query.log
-    timeout "${CPU_TIMEOUT:-300}" "$bin" "$query" "$data/$graph.tsv" --cpu >"$log" 2>&1
-    echo "exit $?" >>"$log"
-    python3 - "$graph" "$query" "$log" "$(nproc)" <<'PY' >>"$out/cpu.jsonl"
+for pair in ${CPU_RUNS:-}; do
+  graph=${pair%%:*}
+  query=${pair#*:}
+  log=$out/cpu-$graph-$query.log
+  timeout "${CPU_TIMEOUT:-300}" "$bin" "$query" "$data/$graph.tsv" --cpu >"$log" 2>&1
+  echo "exit $?" >>"$log"
+  python3 - "$graph" "$query" "$log" "$(nproc)" "${CPU_TIMEOUT:-300}" <<'PY' >>"$out/cpu.jsonl"
 import json, re, sys
-graph, query, log, cores = sys.argv[1:5]
+graph, query, log, cores, limit = sys.argv[1:6]
 text = open(log).read()
 m = re.search(r"cpu \(ascent, parallel\) tuples (\d+) in ([\d.]+) ms", text)
 print(json.dumps({"tool": "ascent", "graph": graph, "query": query, "cores": int(cores),
                   "tuples": int(m.group(1)) if m else None,
                   "seconds": float(m.group(2)) / 1e3 if m else None,
-                  "finished": m is not None}))
+                  "finished": m is not None,
+                  "timeout_s": None if m else float(limit)}))
 PY
-  done
 done
 python3 - "$out" <<'PY'
 import json, sys
@@ -102,9 +105,13 @@ for k, n in want.items():
     ok = "✓" if xr.get("tuples") == n and gr.get("tuples") == n else f"xlog {xr.get('tuples')} GDlog {gr.get('tuples')}"
     ratio = f"{gs / xs:.2f}" if xs and gs else "-"
     peak = f"{xr['peak_bytes'] / (n * 8):.2f}" if xr.get("peak_bytes") else "-"
-    cs = cr.get("seconds")
-    cpu = f"{cs:.1f} ({cr['cores']})" if cs else ("not run" if not cr else "unfinished")
-    cratio = f"{cs / xs:.0f}" if cs and xs else "-"
+    cs, limit = cr.get("seconds"), cr.get("timeout_s")
+    if cs:
+        cpu, cratio = f"{cs:.1f} ({cr['cores']})", (f"{cs / xs:.0f}" if xs else "-")
+    elif limit:
+        cpu, cratio = f"> {limit:.0f} ({cr['cores']}, stopped)", (f"> {limit / xs:.0f}" if xs else "-")
+    else:
+        cpu, cratio = "not run", "-"
     lines.append(f"| {k[0]} | {k[1]} | {n:,} {ok} | {xs:.3f} | {gs:.3f} | {ratio} | {peak} | {cpu} | {cratio} |"
                  if xs and gs else f"| {k[0]} | {k[1]} | {n:,} {ok} | {xs} | {gs} | - | {peak} | {cpu} | - |")
 open(f"{out}/summary.md", "w").write("\n".join(lines) + "\n")
