@@ -27,7 +27,6 @@ mod cpu;
 use std::fmt;
 use std::path::Path;
 use std::process::ExitCode;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use datalog_kernels::{off_diagonal, owners, sg_count, sg_expand, tc_count, tc_expand, TILE};
@@ -258,46 +257,38 @@ impl Clock<'_> {
     }
 }
 
-/// A relation as sorted runs of distinct keys that share none, longest first, each
-/// at most a quarter of the one before it: new tuples arrive as a run of their own,
-/// and the last two runs merge while the last one outgrows that. Adding tuples then
-/// costs about the length of the short runs, not of the relation (the merges of the
-/// long runs are rare), and a tuple is looked up in each run.
+/// A relation as two sorted runs of distinct keys that share none: a long one
+/// and a short one that the new tuples of each iteration merge into. The short run
+/// merges into the long one when it passes a quarter of its length, so an
+/// iteration's merge costs the short run's length, not the relation's.
 struct Relation {
-    /// Shared with the deltas that hold the same tuples.
-    runs: Vec<Rc<DeviceBuffer<u64>>>,
+    long: DeviceBuffer<u64>,
+    short: DeviceBuffer<u64>,
 }
 
 impl Relation {
     /// The number of tuples.
     fn len(&self) -> usize {
-        self.runs.iter().map(|r| r.len()).sum()
+        self.long.len() + self.short.len()
     }
 
-    /// The distinct tuples of sorted `derived` that the relation lacks, sorted.
+    /// The distinct tuples of sorted `derived` that the relation lacks.
     /// `derived` is freed as soon as it is no longer needed.
     fn subtract(&self, s: &Stream, derived: DeviceBuffer<u64>) -> xlog::Result<DeviceBuffer<u64>> {
-        let mut fresh = derived;
-        for run in &self.runs {
-            fresh = difference(s, &fresh, &**run)?;
+        let fresh = difference(s, &derived, &self.long)?;
+        drop(derived);
+        if self.short.is_empty() {
+            return Ok(fresh);
         }
-        if self.runs.is_empty() {
-            // Nothing to subtract: still deduplicate.
-            fresh = difference(s, &fresh, &s.runtime()?.alloc_zeroed_on::<u64>(s, 0)?)?;
-        }
-        Ok(fresh)
+        difference(s, &fresh, &self.short)
     }
 
     /// Adds `fresh` (sorted, distinct, new to the relation).
-    fn add(&mut self, s: &Stream, fresh: Rc<DeviceBuffer<u64>>) -> xlog::Result<()> {
-        self.runs.push(fresh);
-        while let [.., before, last] = &self.runs[..] {
-            if last.len() <= before.len() / 4 {
-                break;
-            }
-            let merged = Rc::new(merge(s, &**before, &**last)?);
-            self.runs.pop();
-            *self.runs.last_mut().expect("two runs were there") = merged;
+    fn add(&mut self, s: &Stream, fresh: &DeviceBuffer<u64>) -> xlog::Result<()> {
+        self.short = merge(s, &self.short, fresh)?;
+        if self.short.len() > self.long.len() / 4 {
+            self.long = merge(s, &self.long, &self.short)?;
+            self.short = s.runtime()?.alloc_zeroed_on::<u64>(s, 0)?;
         }
         Ok(())
     }
@@ -378,75 +369,84 @@ impl Context<'_> {
         select_flagged(s, &out, &flags)
     }
 
-    /// One semi-naive step: adds to `full` the tuples derived from `delta` that it
-    /// lacks, and returns them (the next delta), as sorted runs. The derived tuples
-    /// are made, sorted, subtracted and added in pieces of at most `piece` tuples,
-    /// so their memory stays bounded however many there are; a piece subtracts the
-    /// tuples the pieces before it added, so the runs share no tuple.
+    /// One semi-naive step: the tuples derived from `delta` that `full` lacks,
+    /// sorted and distinct. The derived tuples are made, sorted and subtracted in
+    /// pieces of at most `piece` tuples, so their memory stays bounded however
+    /// many there are; each piece's new tuples are merged into those of the
+    /// pieces before it.
     fn step(
         &self,
-        delta: &[Rc<DeviceBuffer<u64>>],
-        full: &mut Relation,
+        delta: &DeviceBuffer<u64>,
+        full: &Relation,
         piece: usize,
         clock: &mut Clock<'_>,
         trace: &mut Trace,
-    ) -> Result<Vec<Rc<DeviceBuffer<u64>>>, Failure> {
+    ) -> Result<DeviceBuffer<u64>, Failure> {
         let (s, rel, it) = (self.s, self.program.relation(), trace.iteration);
-        trace.derived = 0;
+        if delta.is_empty() {
+            return s
+                .runtime()
+                .and_then(|rt| rt.alloc_zeroed_on::<u64>(s, 0))
+                .during(|| "allocating".into());
+        }
+        let m = self.count(delta).during(|| {
+            format!(
+                "iteration {it}: counting the matches of {} new {rel} tuples",
+                delta.len()
+            )
+        })?;
+        trace.derived = m.total;
         trace.pieces = 0;
-        let mut fresh = Vec::new();
-        for d in delta.iter().filter(|d| !d.is_empty()) {
-            let m = self.count(d).during(|| {
+        let mut fresh: Option<DeviceBuffer<u64>> = None;
+        for first in (0..m.total).step_by(piece.max(1)) {
+            let range = first..m.total.min(first + piece);
+            let len = range.len();
+            trace.pieces += 1;
+            let mut derived = self.derive(delta, &m, range).during(|| {
                 format!(
-                    "iteration {it}: counting the matches of {} new {rel} tuples",
-                    d.len()
+                    "iteration {it}: deriving {len} {rel} tuples ({} bytes)",
+                    len * 8
                 )
             })?;
-            trace.derived += m.total;
-            for first in (0..m.total).step_by(piece.max(1)) {
-                let range = first..m.total.min(first + piece);
-                let len = range.len();
-                trace.pieces += 1;
-                let mut derived = self.derive(d, &m, range).during(|| {
-                    format!(
-                        "iteration {it}: deriving {len} {rel} tuples ({} bytes)",
-                        len * 8
-                    )
-                })?;
-                clock.lap(|p| &mut p.join).during(|| "timing".into())?;
-                sort_keys_low_bits(s, &mut derived, Order::Ascending, self.bits).during(|| {
-                    format!(
-                        "iteration {it}: sorting {len} derived {rel} tuples ({} bytes)",
-                        len * 8
-                    )
-                })?;
-                clock.lap(|p| &mut p.sort).during(|| "timing".into())?;
-                let new = full.subtract(s, derived).during(|| {
-                    format!(
-                        "iteration {it}: subtracting {rel} ({} tuples) from {len} derived ones",
-                        full.len()
-                    )
-                })?;
-                clock
-                    .lap(|p| &mut p.difference)
-                    .during(|| "timing".into())?;
-                if new.is_empty() {
-                    continue;
+            clock.lap(|p| &mut p.join).during(|| "timing".into())?;
+            sort_keys_low_bits(s, &mut derived, Order::Ascending, self.bits).during(|| {
+                format!(
+                    "iteration {it}: sorting {len} derived {rel} tuples ({} bytes)",
+                    len * 8
+                )
+            })?;
+            clock.lap(|p| &mut p.sort).during(|| "timing".into())?;
+            let new = full.subtract(s, derived).during(|| {
+                format!(
+                    "iteration {it}: subtracting {rel} ({} tuples) from {len} derived ones",
+                    full.len()
+                )
+            })?;
+            fresh = Some(match fresh {
+                None => new,
+                // Tuples new to the relation may repeat those of earlier pieces.
+                Some(before) => {
+                    let (n, b) = (new.len(), before.len());
+                    let merged = difference(s, &new, &before).and_then(|unseen| {
+                        drop(new);
+                        merge(s, &before, &unseen)
+                    });
+                    merged.during(|| {
+                        format!("iteration {it}: merging {n} new {rel} tuples into the {b} of earlier pieces")
+                    })?
                 }
-                let (n, total) = (new.len(), full.len() + new.len());
-                // The next delta and the relation's newest run are the same tuples.
-                let new = Rc::new(new);
-                fresh.push(Rc::clone(&new));
-                full.add(s, new).during(|| {
-                    format!(
-                        "iteration {it}: merging {n} new tuples into {rel}, which grows to {total} tuples ({} bytes)",
-                        total * 8
-                    )
-                })?;
-                clock.lap(|p| &mut p.merge).during(|| "timing".into())?;
-            }
+            });
+            clock
+                .lap(|p| &mut p.difference)
+                .during(|| "timing".into())?;
         }
-        Ok(fresh)
+        match fresh {
+            Some(f) => Ok(f),
+            None => s
+                .runtime()
+                .and_then(|rt| rt.alloc_zeroed_on::<u64>(s, 0))
+                .during(|| "allocating".into()),
+        }
     }
 }
 
@@ -499,18 +499,11 @@ fn solve(
     };
     let mut t = Trace::default();
 
-    // The first rule gives the first delta and the relation so far.
-    let mut full = Relation { runs: Vec::new() };
+    // The first rule gives the first delta, which is also the whole relation so far.
     let mut delta = match program {
-        Program::Tc => {
-            let edges = Rc::new(
-                rt.upload_on(&s, &index.keys())
-                    .during(|| "uploading edge".into())?,
-            );
-            full.add(&s, Rc::clone(&edges))
-                .during(|| "adding edge".into())?;
-            vec![edges]
-        }
+        Program::Tc => rt
+            .upload_on(&s, &index.keys())
+            .during(|| "uploading edge".into())?,
         Program::Sg => {
             // `edge(p, x), edge(p, y)` is the recursive rule's join applied to the
             // pairs `(p, p)`; then `x != y`.
@@ -521,37 +514,66 @@ fn solve(
             let seed = rt
                 .upload_on(&s, &diagonal)
                 .during(|| "uploading sg's seed".into())?;
+            let none = Relation {
+                long: rt
+                    .alloc_zeroed_on::<u64>(&s, 0)
+                    .during(|| "allocating".into())?,
+                short: rt
+                    .alloc_zeroed_on::<u64>(&s, 0)
+                    .during(|| "allocating".into())?,
+            };
             cx.off_diagonal = true;
-            let first = cx.step(
-                &[Rc::new(seed)],
-                &mut full,
-                piece_len(0, piece),
-                &mut clock,
-                &mut t,
-            )?;
+            let first = cx.step(&seed, &none, piece_len(0, piece), &mut clock, &mut t)?;
             cx.off_diagonal = false;
             first
         }
     };
+    let mut full = {
+        let mut f = rt
+            .alloc_zeroed_on::<u64>(&s, delta.len())
+            .during(|| format!("allocating {rel}"))?;
+        f.copy_from(&s, &delta)
+            .during(|| format!("copying {rel}"))?;
+        let short = rt
+            .alloc_zeroed_on::<u64>(&s, 0)
+            .during(|| "allocating".into())?;
+        Relation { long: f, short }
+    };
     clock.at = Instant::now();
     let mut iterations = 0;
-    let mut delta_len: usize = delta.iter().map(|d| d.len()).sum();
-    while delta_len > 0 {
+    while !delta.is_empty() {
         iterations += 1;
         t.iteration = iterations;
-        let piece = piece_len(full.len(), piece);
-        delta = cx.step(&delta, &mut full, piece, &mut clock, &mut t)?;
-        let old_len = std::mem::replace(&mut delta_len, delta.iter().map(|d| d.len()).sum());
+        let fresh = cx.step(
+            &delta,
+            &full,
+            piece_len(full.len(), piece),
+            &mut clock,
+            &mut t,
+        )?;
+        // The old delta is done with: free it before the merge, which may copy
+        // the whole relation.
+        let delta_len = std::mem::replace(&mut delta, fresh).len();
+        if !delta.is_empty() {
+            full.add(&s, &delta).during(|| {
+                format!(
+                    "iteration {iterations}: merging {} new tuples into {rel}, which grows to {} tuples ({} bytes)",
+                    delta.len(),
+                    full.len() + delta.len(),
+                    (full.len() + delta.len()) * 8
+                )
+            })?;
+        }
+        clock.lap(|p| &mut p.merge).during(|| "timing".into())?;
         if trace {
             let p = clock.phases.as_ref().expect("--trace times the phases");
             let peak = rt.stats().map_or(0, |st| st.peak_bytes);
             eprintln!(
-                "iteration {iterations}: delta {old_len} derived {} in {} pieces, fresh {delta_len} in {} runs, {rel} {} in {} runs (peak so far {peak} bytes) | cumulative join {} sort {} difference {} merge {}",
+                "iteration {iterations}: delta {delta_len} derived {} in {} pieces, fresh {}, {rel} {} (peak so far {peak} bytes) | cumulative join {} sort {} difference {} merge {}",
                 t.derived,
                 t.pieces,
                 delta.len(),
                 full.len(),
-                full.runs.len(),
                 ms(p.join),
                 ms(p.sort),
                 ms(p.difference),
