@@ -17,6 +17,20 @@ modes=${XLOG_BUNDLE_MODES:-test bench}
 rm -rf "$bundle"
 mkdir -p "$bundle/bin"
 
+# The executable of target $1 in cargo's JSON messages on stdin.
+exe() {
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+  try:
+      m = json.loads(line)
+  except ValueError:
+      continue
+  if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
+      print(m["executable"])
+' "$1"
+}
+
 # package:features pairs whose GPU suites and benches go into the bundle.
 suites=(
   "xlog-runtime:gpu-tests"
@@ -68,18 +82,8 @@ fi
 # The Datalog example's end-to-end test runs its binary (XLOG_DATALOG_BIN in run.sh);
 # the binary itself is bundled apart from the examples run.sh runs without arguments.
 if [[ " $modes " == *" test "* ]]; then
-  cargo test -p datalog --features gpu-tests --profile gpu --no-run --message-format=json |
-    python3 -c '
-import json, shutil, sys
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "fixpoint" and "test" in m["target"]["kind"]:
-        shutil.copy(m["executable"], sys.argv[1] + "/bin/test-datalog-fixpoint")
-        print("bundled test-datalog-fixpoint")
-' "$bundle"
+  fixpoint=$(cargo test -p datalog --features gpu-tests --profile gpu --no-run --message-format=json | exe fixpoint)
+  cp "$fixpoint" "$bundle/bin/test-datalog-fixpoint" && echo "bundled test-datalog-fixpoint"
   cargo build -p datalog --profile gpu
   cp "${CARGO_TARGET_DIR:-target}/gpu/datalog" "$bundle/bin/datalog" && echo "bundled datalog"
 fi
@@ -103,18 +107,6 @@ done
 # xlog against CubeCL and cudarc in one process. The peers bench is a workspace of
 # its own so that the root workspace's builds and tests never compile CubeCL.
 if [[ " $modes " == *" bench "* ]]; then
-  exe() { # cargo JSON -> the executable of target $1
-    python3 -c '
-import json, sys
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
-        print(m["executable"])
-' "$1"
-  }
   report=$(cargo build -p xlog-bench-report --profile gpu --message-format=json | exe xlog-bench-report)
   cp "$report" "$bundle/bin/report" && echo "bundled report"
   peers=$(CARGO_TARGET_DIR="$PWD/target/peers" cargo build --manifest-path bench/peers/Cargo.toml --profile gpu --message-format=json | exe xlog-bench-peers)

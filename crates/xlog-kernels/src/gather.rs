@@ -167,16 +167,7 @@ mod host {
 
     each_pair!(indexed);
 
-    const THREADS: u32 = 256;
-
-    /// One thread per element, capped at the grid's limit (a grid-stride loop
-    /// covers the rest).
-    fn config(n: usize) -> LaunchConfig {
-        let blocks = n
-            .div_ceil(THREADS as usize)
-            .clamp(1, xlog::MAX_GRID_BLOCKS as usize) as u32;
-        LaunchConfig::new([blocks, 1, 1], [THREADS, 1, 1])
-    }
+    use crate::per_element as config;
 
     /// A fresh error word: `u64::MAX`, no bad index yet.
     fn error_word(s: &Stream) -> Result<DeviceBuffer<u64>> {

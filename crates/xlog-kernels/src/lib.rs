@@ -111,6 +111,14 @@ pub mod sort;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;
 
+/// The launch of a grid-stride kernel over `n` elements: one thread per element in
+/// blocks of 256, capped at the grid's limit (the loop covers the rest).
+#[cfg(not(target_arch = "nvptx64"))]
+fn per_element(n: usize) -> xlog::LaunchConfig {
+    let blocks = n.div_ceil(256).clamp(1, xlog::MAX_GRID_BLOCKS as usize) as u32;
+    xlog::LaunchConfig::new([blocks, 1, 1], [256, 1, 1])
+}
+
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]

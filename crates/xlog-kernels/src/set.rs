@@ -279,16 +279,7 @@ mod host {
 
     each_type!(ordered);
 
-    const THREADS: u32 = 256;
-
-    /// One thread per element, capped at the grid's limit (a grid-stride loop
-    /// covers the rest).
-    fn config(n: usize) -> LaunchConfig {
-        let blocks = n
-            .div_ceil(THREADS as usize)
-            .clamp(1, xlog::MAX_GRID_BLOCKS as usize) as u32;
-        LaunchConfig::new([blocks, 1, 1], [THREADS, 1, 1])
-    }
+    use crate::per_element as config;
 
     /// The sorted union of sorted runs `a` and `b`, every element kept, `a`'s
     /// before `b`'s where equal: a new buffer of `a.len() + b.len()` elements. Two

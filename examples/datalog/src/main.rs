@@ -29,7 +29,9 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use datalog_kernels::{off_diagonal, owners, sg_count, sg_expand, tc_count, tc_expand, TILE};
+use datalog_kernels::{
+    count, expand, off_diagonal, owners, SAME_GENERATION, TILE, TRANSITIVE_CLOSURE,
+};
 use xlog::prelude::*;
 use xlog::DeviceBuffer;
 use xlog_kernels::compact::select_flagged;
@@ -52,6 +54,14 @@ impl Program {
         match self {
             Program::Tc => "path",
             Program::Sg => "sg",
+        }
+    }
+
+    /// Its number in the join kernels.
+    fn kernel(self) -> u32 {
+        match self {
+            Program::Tc => TRANSITIVE_CLOSURE,
+            Program::Sg => SAME_GENERATION,
         }
     }
 }
@@ -322,10 +332,16 @@ impl Context<'_> {
         let (s, n) = (self.s, delta.len());
         let mut counts = s.runtime()?.alloc_zeroed_on::<u64>(s, n)?;
         let cfg = LaunchConfig::for_len(n);
-        match self.program {
-            Program::Tc => tc_count::launch(s, cfg, delta, &self.offsets, self.shift, &mut counts)?,
-            Program::Sg => sg_count::launch(s, cfg, delta, &self.offsets, self.shift, &mut counts)?,
-        }
+        let program = self.program.kernel();
+        count::launch(
+            s,
+            cfg,
+            delta,
+            &self.offsets,
+            self.shift,
+            program,
+            &mut counts,
+        )?;
         let ends = inclusive_sum(s, &counts)?;
         let total = ends.slice(n - 1..n).download(s)?[0] as usize;
         Ok(Matches { ends, total })
@@ -353,14 +369,10 @@ impl Context<'_> {
         let mut out = rt.alloc_zeroed_on::<u64>(s, range.len())?;
         let cfg = LaunchConfig::for_len(range.len());
         let (o, t, sh) = (&self.offsets, &self.targets, self.shift);
-        match self.program {
-            Program::Tc => {
-                tc_expand::launch(s, cfg, delta, &m.ends, &bounds, o, t, sh, first, &mut out)?
-            }
-            Program::Sg => {
-                sg_expand::launch(s, cfg, delta, &m.ends, &bounds, o, t, sh, first, &mut out)?
-            }
-        }
+        let p = self.program.kernel();
+        expand::launch(
+            s, cfg, delta, &m.ends, &bounds, o, t, sh, p, first, &mut out,
+        )?;
         if !self.off_diagonal {
             return Ok(out);
         }

@@ -5,8 +5,8 @@
 //! `x << shift | y` (`shift` bits hold any node id), so sorting the keys sorts the
 //! pairs. The edges are an index in compressed-row form: node `v`'s successors are
 //! `targets[offsets[v]..offsets[v + 1]]`. A join step runs in three launches:
-//! count each delta tuple's matches (`*_count`), an inclusive scan of the counts
-//! (the library's), and the expansion (`*_expand`), one thread per output tuple,
+//! count each delta tuple's matches ([`count`]), an inclusive scan of the counts
+//! (the library's), and the expansion ([`expand`]), one thread per output tuple,
 //! which finds its delta tuple by a binary search in the scan: [`owners`] first
 //! finds the delta tuple of every [`TILE`]-th output, so each thread searches only
 //! the few scan entries of its own tile. The expansion can run in pieces (a range
@@ -62,93 +62,70 @@ fn successors(offsets: &[u32], v: usize) -> (usize, u64) {
     (start as usize, (offsets[v + 1] - start) as u64)
 }
 
-/// Transitive closure, `path(x, z) :- path(x, y), edge(y, z)`: `counts[i]` is the
-/// number of successors of delta tuple `(x, y)`'s `y`.
-#[xlog_kernel(read(delta, offsets), write(counts))]
-pub fn tc_count(delta: &[u64], offsets: &[u32], shift: u32, counts: &mut [u64]) {
-    let mask = (1u64 << shift) - 1;
-    for i in thread::grid_stride(counts.len()) {
-        let y = (delta[i.get()] & mask) as usize;
-        counts[i] = successors(offsets, y).1;
-    }
-}
+/// [`count`] and [`expand`] for transitive closure, `path(x, z) :- path(x, y),
+/// edge(y, z)`: delta tuple `(x, y)` matches `y`'s successors `z`, giving `(x, z)`.
+pub const TRANSITIVE_CLOSURE: u32 = 0;
 
-/// Transitive closure's expansion: `out[k]` is output `first + k`, the pair
-/// `(x, z)` for the delta tuple `(x, y)` that owns it (`ends`: the inclusive scan
-/// of [`tc_count`]; `bounds`: [`owners`] from `first`) and the successor `z` of `y`
-/// it stands for.
-#[xlog_kernel(read(delta, ends, bounds, offsets, targets), write(out))]
-#[allow(clippy::too_many_arguments)]
-pub fn tc_expand(
-    delta: &[u64],
-    ends: &[u64],
-    bounds: &[u64],
-    offsets: &[u32],
-    targets: &[u32],
-    shift: u32,
-    first: u64,
-    out: &mut [u64],
-) {
-    let mask = (1u64 << shift) - 1;
-    for k in thread::grid_stride(out.len()) {
-        let (i, before) = locate(ends, bounds, first, k.get());
-        let at = first + k.get() as u64;
-        let t = delta[i];
-        let (start, _) = successors(offsets, (t & mask) as usize);
-        let z = targets[start + (at - before) as usize];
-        out[k] = (t & !mask) | z as u64;
-    }
-}
+/// [`count`] and [`expand`] for same generation, `sg(x, y) :- edge(a, x), sg(a,
+/// b), edge(b, y)`: delta tuple `(a, b)` matches each pair of a successor `x` of
+/// `a` and a successor `y` of `b` (those of `b` varying fastest), giving `(x, y)`.
+pub const SAME_GENERATION: u32 = 1;
 
-/// Same generation, `sg(x, y) :- edge(a, x), sg(a, b), edge(b, y)`: `counts[i]`
-/// is the number of successors of delta tuple `(a, b)`'s `a` times that of its
-/// `b`.
+/// `counts[i]`: the number of matches of delta tuple `i` under `program`
+/// ([`TRANSITIVE_CLOSURE`] or [`SAME_GENERATION`]).
 #[xlog_kernel(read(delta, offsets), write(counts))]
-pub fn sg_count(delta: &[u64], offsets: &[u32], shift: u32, counts: &mut [u64]) {
+pub fn count(delta: &[u64], offsets: &[u32], shift: u32, program: u32, counts: &mut [u64]) {
     let mask = (1u64 << shift) - 1;
     for i in thread::grid_stride(counts.len()) {
         let t = delta[i.get()];
-        let a = successors(offsets, (t >> shift) as usize).1;
-        let b = successors(offsets, (t & mask) as usize).1;
-        counts[i] = a * b;
+        let right = successors(offsets, (t & mask) as usize).1;
+        counts[i] = if program == SAME_GENERATION {
+            successors(offsets, (t >> shift) as usize).1 * right
+        } else {
+            right
+        };
     }
 }
 
-/// Same generation's expansion: `out[k]` is output `first + k`, the pair `(x,
-/// y)` for the delta tuple `(a, b)` that owns it and the pair of a successor `x`
-/// of `a` and a successor `y` of `b` it stands for (successors of `b` vary
-/// fastest). As [`tc_expand`] otherwise.
+/// `out[k]`: output `first + k` under `program`, the derived pair of the delta
+/// tuple that owns it (`ends`: the inclusive scan of [`count`]; `bounds`:
+/// [`owners`] from `first`) and the match it stands for.
 #[xlog_kernel(read(delta, ends, bounds, offsets, targets), write(out))]
 #[allow(clippy::too_many_arguments)]
-pub fn sg_expand(
+pub fn expand(
     delta: &[u64],
     ends: &[u64],
     bounds: &[u64],
     offsets: &[u32],
     targets: &[u32],
     shift: u32,
+    program: u32,
     first: u64,
     out: &mut [u64],
 ) {
     let mask = (1u64 << shift) - 1;
     for k in thread::grid_stride(out.len()) {
         let (i, before) = locate(ends, bounds, first, k.get());
-        let at = first + k.get() as u64;
+        let local = first + k.get() as u64 - before;
         let t = delta[i];
-        let (from_a, _) = successors(offsets, (t >> shift) as usize);
-        let (from_b, degree_b) = successors(offsets, (t & mask) as usize);
-        let local = at - before;
-        // Both factors are below 2^32 (degrees), so 32-bit division suffices when
-        // the product does.
-        let (row, col) = if local < 1 << 32 {
-            let (l, d) = (local as u32, degree_b as u32);
-            ((l / d) as usize, (l % d) as usize)
+        let (from_right, degree_right) = successors(offsets, (t & mask) as usize);
+        out[k] = if program == SAME_GENERATION {
+            let (from_left, _) = successors(offsets, (t >> shift) as usize);
+            // Both factors are below 2^32 (degrees), so 32-bit division
+            // suffices when the product does.
+            let (row, col) = if local < 1 << 32 {
+                let (l, d) = (local as u32, degree_right as u32);
+                ((l / d) as usize, (l % d) as usize)
+            } else {
+                (
+                    (local / degree_right) as usize,
+                    (local % degree_right) as usize,
+                )
+            };
+            (targets[from_left + row] as u64) << shift | targets[from_right + col] as u64
         } else {
-            ((local / degree_b) as usize, (local % degree_b) as usize)
+            (t & !mask) | targets[from_right + local as usize] as u64
         };
-        let x = targets[from_a + row];
-        let y = targets[from_b + col];
-        out[k] = (x as u64) << shift | y as u64;
     }
 }
 
