@@ -9,7 +9,8 @@
 //!
 //! Element types `u32`, `i32`, `u64`, `i64`: integers, whose order is total. The
 //! inputs must be sorted ascending (`xlog_kernels::sort`); an unsorted input gives
-//! a result in unspecified order and content, never an out-of-range access.
+//! a result of unspecified order and content, or a device panic (a search window
+//! out of order, reported as `KernelPanic`), never an out-of-range access.
 //!
 //! # Algorithm and cost
 //!
