@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Proof that a project outside this repository can depend on released versions of
+# xlog: packages every publishable crate (`cargo package`), lays the packages out as
+# a directory registry beside the third-party crates they need (`cargo vendor`), and
+# builds, tests and runs a copy of the template project (`templates/app`) against
+# that registry alone, with no path dependency on this repository. The registry is
+# made read-only first, so the device build is shown to write only under the target
+# directory. The app runs on the CPU simulator (XLOG_BACKEND=sim).
+#
+# Needs what scripts/test.sh installs (the device toolchain; ptxas for the
+# template's ptxas test, through XLOG_PTXAS or PATH).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+target=${CARGO_TARGET_DIR:-$repo/target}
+work=$target/registry-check
+registry=$work/registry
+app=$work/app
+# The crates users depend on, in dependency order.
+# The toolchain of the device build (xlog-build's PINNED_TOOLCHAIN).
+DEVICE_TOOLCHAIN=nightly-2026-05-20
+crates=(xlog-device xlog-macros xlog-runtime xlog xlog-build xlog-kernels xlog-interop)
+
+[ -d "$registry" ] && chmod -R u+w "$registry"
+rm -rf "$registry" "$app"
+mkdir -p "$registry"
+
+echo "-- the template project, on the released versions"
+cp -r templates/app "$app"
+rm -rf "$app/target" "$app/Cargo.lock"
+# The third-party crates the template needs, resolved while the xlog crates are
+# still paths (absolute here), vendored into the same directory.
+sed -i -E "s|path = \"\.\./\.\./crates/|path = \"$repo/crates/|" "$app/Cargo.toml"
+cargo vendor --quiet --versioned-dirs --manifest-path "$app/Cargo.toml" "$registry" >/dev/null
+# The device build's `-Zbuild-std` resolves the standard library's workspace too,
+# through the same source replacement: vendor its crates (as any project that
+# vendors its dependencies must).
+library=$(rustc "+$DEVICE_TOOLCHAIN" --print sysroot)/lib/rustlib/src/rust/library
+cargo "+$DEVICE_TOOLCHAIN" vendor --quiet --locked --no-delete --versioned-dirs \
+  --manifest-path "$library/Cargo.toml" "$registry" >/dev/null
+rm -f "$app/Cargo.lock"
+echo "-- cargo package, into the same directory"
+# --allow-dirty: this checks the working tree as it is; a release is packaged from
+# a clean checkout. --no-verify: building the template below is the verification.
+cargo package --quiet --allow-dirty --no-verify $(printf -- '-p %s ' "${crates[@]}")
+version=$(cargo metadata --format-version 1 --no-deps |
+  python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "xlog"))')
+for c in "${crates[@]}"; do
+  tar -xzf "$target/package/$c-$version.crate" -C "$registry"
+  # A directory source checks the files listed here; the package is new, so none.
+  echo '{"files":{},"package":null}' >"$registry/$c-$version/.cargo-checksum.json"
+done
+
+# Now no path dependency on this repository: the xlog crates by version only.
+sed -i -E '/^xlog/s|, path = "[^"]*"||' "$app/Cargo.toml"
+if grep -n "$repo" "$app/Cargo.toml"; then
+  echo "the template copy still names the repository" >&2
+  exit 1
+fi
+mkdir -p "$app/.cargo"
+cat >"$app/.cargo/config.toml" <<TOML
+[source.crates-io]
+replace-with = "released"
+
+[source.released]
+directory = "$registry"
+TOML
+chmod -R a-w "$registry"
+
+# Cargo fingerprints registry crates by version: rebuild this repository's crates,
+# whose contents change under the same version.
+for dir in "$work/target" "$work/device"; do
+  [ -d "$dir" ] && find "$dir" -path '*/.fingerprint/xlog-*' -prune -exec rm -rf {} +
+done
+(
+  cd "$app"
+  export CARGO_TARGET_DIR=$work/target XLOG_DEVICE_TARGET_DIR=$work/device
+  unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
+  cargo test --quiet --offline --workspace
+  XLOG_BACKEND=sim cargo run --quiet --offline --release -p app
+)
+chmod -R u+w "$registry"
+echo "registry check: ok"
