@@ -53,6 +53,10 @@ echo "== tests"
 cargo test --workspace
 # The same kernel crate with a feature on: the device build must see it too.
 cargo test -p xlog-abi-kernels --features wide
+echo "== packaged crates: the template project from a local registry"
+# Every publishable crate packaged, and the template built, tested and run (on the
+# simulator) against those packages alone, from a read-only directory registry.
+bash scripts/registry-check.sh
 echo "== GPU suites on the CPU simulator (XLOG_BACKEND=sim; not GPU coverage)"
 # The same suites the GPU machine runs (scripts/gpu/run.sh), on xlog's simulator:
 # kernels, streams and memory on the host, with the hazard detector checking every

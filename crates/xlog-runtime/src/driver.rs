@@ -28,6 +28,25 @@ pub(crate) fn init() -> Result<()> {
     if sim::is_active() {
         return Ok(());
     }
+    cuda_init()
+}
+
+/// Whether the CUDA driver sees device `ordinal`, asked without deciding this
+/// process's backend (the simulator can still be selected afterwards).
+pub(crate) fn probe_gpu(ordinal: u32) -> Result<()> {
+    cuda_init()?;
+    let count = result::device::get_count().map_err(|e| Error::driver("cuDeviceGetCount", e))?;
+    if ordinal >= count as u32 {
+        return Err(Error::DeviceOutOfRange {
+            ordinal,
+            count: count as u32,
+        });
+    }
+    Ok(())
+}
+
+/// `init` on CUDA: load `libcuda` and call `cuInit`, once per process.
+fn cuda_init() -> Result<()> {
     static INIT: OnceLock<std::result::Result<(), (bool, Option<u32>)>> = OnceLock::new();
     let outcome = INIT.get_or_init(|| {
         // SAFETY: probing the shared library has no preconditions; it only dlopens.

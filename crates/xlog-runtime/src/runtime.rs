@@ -239,12 +239,13 @@ impl Runtime {
         }
         match std::env::var(BACKEND_ENV).as_deref() {
             Ok("direct") => b = b.backend(Backend::Direct),
-            Ok("async" | "sim") | Err(_) => {}
+            Ok("async" | "gpu" | "sim") | Err(_) => {}
             Ok(other) => {
                 return Err(Error::InvalidArgument {
                     what: BACKEND_ENV.into(),
                     reason: format!(
-                        "`{other}` is not a backend; use `async`, `direct` or `sim` (the simulator)"
+                        "`{other}` is not a backend; use `gpu` (or `async`), `direct` or `sim` \
+                         (the simulator)"
                     ),
                 })
             }
@@ -252,6 +253,37 @@ impl Runtime {
         let rt = b.build()?;
         map.insert(ordinal, rt.clone());
         Ok(rt)
+    }
+
+    /// [`Runtime::get`], except that on a machine with no usable GPU
+    /// ([`Error::is_no_gpu`]) the process runs on the simulator ([`crate::sim`])
+    /// instead, unless `XLOG_BACKEND` ([`BACKEND_ENV`]) is set: for a program that
+    /// should run anywhere. `XLOG_BACKEND=gpu` demands the GPU, `XLOG_BACKEND=sim`
+    /// the simulator. Returns the runtime and, when it fell back, why: the error
+    /// the GPU gave, for the program to say so.
+    ///
+    /// The fallback is decided once, by the first runtime of the process: a process
+    /// that already uses the GPU or the simulator gets [`Runtime::get`]'s answer.
+    ///
+    /// ```no_run
+    /// # use xlog_runtime::Runtime;
+    /// let (rt, fell_back) = Runtime::get_or_simulator(0)?;
+    /// if let Some(why) = fell_back {
+    ///     eprintln!("note: {why}; running on the CPU simulator");
+    /// }
+    /// # let _ = rt;
+    /// # Ok::<(), xlog_runtime::Error>(())
+    /// ```
+    pub fn get_or_simulator(ordinal: u32) -> Result<(Runtime, Option<Error>)> {
+        if std::env::var_os(BACKEND_ENV).is_none() && !crate::sim::is_decided() {
+            if let Err(e) = crate::driver::probe_gpu(ordinal) {
+                if e.is_no_gpu() {
+                    crate::sim::select()?;
+                    return Ok((Runtime::get(ordinal)?, Some(e)));
+                }
+            }
+        }
+        Ok((Runtime::get(ordinal)?, None))
     }
 
     /// A builder for an owned runtime on `ordinal`.

@@ -78,9 +78,11 @@ impl SimKernel {
 pub type SimEntry = unsafe fn(params: &[*mut c_void]) -> SimKernel;
 
 /// Environment variable read by [`Runtime::get`](crate::Runtime::get) and, for
-/// the whole process, by the driver layer: `async` (default) or `direct` (the memory
-/// backend), or `sim`: the process runs on the simulator, with the async backend's
-/// stream-ordered allocation.
+/// the whole process, by the driver layer: `async` (default; `gpu` is the same) or
+/// `direct` (the memory backend), or `sim`: the process runs on the simulator, with
+/// the async backend's stream-ordered allocation. Any value set keeps
+/// [`Runtime::get_or_simulator`](crate::Runtime::get_or_simulator) from falling back
+/// to the simulator.
 pub const BACKEND_ENV: &str = "XLOG_BACKEND";
 
 const UNDECIDED: u8 = 0;
@@ -107,6 +109,12 @@ fn decide() -> bool {
     };
     let _ = MODE.compare_exchange(UNDECIDED, want, Ordering::AcqRel, Ordering::Acquire);
     MODE.load(Ordering::Acquire) == SIMULATOR
+}
+
+/// Whether this process's backend is decided (by `XLOG_BACKEND`, [`select`] or
+/// its first driver call).
+pub(crate) fn is_decided() -> bool {
+    MODE.load(Ordering::Acquire) != UNDECIDED
 }
 
 /// Put this process on the simulator; refused once it uses the GPU.
