@@ -7,10 +7,14 @@
 //! rustc's first `help:`, and the hint it calls for from a table of first-kernel
 //! mistakes.
 //!
-//! A failed build shows each error as one such line first ([`error_summary`]), then
-//! every error as rustc printed it ([`error_report`]); [`Builder::run`] logs both as
-//! `cargo::error=` lines. Warnings of a build that succeeds become `cargo:warning=`
-//! lines ([`warning_lines`]).
+//! A failed build shows each error once, as rustc printed it under xlog's label
+//! (`device error`, or `#[xlog_kernel]` error), without rustc's suggestions where a
+//! hint replaces them, then the hints (each once) ([`error_report`]);
+//! [`Builder::run`] logs it as `cargo::error=` lines. [`error_summary`] gives each
+//! error on one line, for programs that read [`Error::DeviceCompile`]. Warnings of a
+//! build that succeeds become `cargo:warning=` lines ([`warning_lines`]).
+//!
+//! [`Error::DeviceCompile`]: crate::Error::DeviceCompile
 //!
 //! [`Builder::run`]: crate::Builder::run
 
@@ -86,6 +90,31 @@ const HINTS: &[(&[&str], &str)] = &[
         "kernels are `no_std`: use `core::…` instead of `std::…` (`core::cmp::min`), \
          fixed-size arrays instead of `Vec`/`Box`/`String` (there is no heap on the device), \
          and `xlog::device::math` for float functions",
+    ),
+    (
+        &[
+            "no method named `fetch_",
+            "no method named `compare_exchange",
+            "no method named `load` found for reference `&[",
+            "no method named `store` found for reference `&[",
+        ],
+        "atomic operations are methods of an atomic view, which a parameter gets only by \
+         declaring it `atomic(name)` in `#[xlog_kernel(..)]` (with `name: &mut [T]`, `T` one \
+         of `u32`, `i32`, `u64`, `i64`, `f32`, `f64`): `#[xlog_kernel(read(data), \
+         atomic(bins))]` lets any thread call `bins.fetch_add(k, 1)`. A `read(..)` slice is \
+         only read, and a `write(..)` view writes only this thread's element",
+    ),
+    (
+        &[
+            "data in an index of `[",
+            "which is behind a `&` reference",
+            "as mutable, as it is behind a `&` reference",
+        ],
+        "a `read(..)` parameter is a shared slice: the kernel only reads it. To write \
+         through a parameter, declare it in `#[xlog_kernel(..)]` as `write(name)` (each \
+         thread writes its own elements, `name[i]` with the `ThreadIndex` `i`), \
+         `read_write(name)` (the same, reading them too) or `atomic(name)` (any element, \
+         atomic operations), and give it the type `&mut [T]`",
     ),
     (
         KERNEL_CALL,
@@ -191,17 +220,71 @@ impl Diagnostic {
         line
     }
 
+    /// `device error`, or `` `#[xlog_kernel]` error`` for
+    /// [`is_attribute_error`](Self::is_attribute_error).
+    fn label(&self) -> &'static str {
+        if self.is_attribute_error() {
+            "`#[xlog_kernel]` error"
+        } else {
+            "device error"
+        }
+    }
+
+    /// Whether rustc's `help:` suggestions are left out: a hint replaces them, or
+    /// they suggest `cargo add` (of `std`, for a `no_std` kernel).
+    fn drops_rustc_help(&self) -> bool {
+        self.hint().is_some()
+            || self
+                .help
+                .as_deref()
+                .is_some_and(|h| h.contains("cargo add"))
+    }
+
+    /// The diagnostic as rustc printed it, spans and notes included, under xlog's
+    /// label (`device error[E0599]: ...`), and without rustc's `help:` suggestions
+    /// when [`hint`](Self::hint) replaces them: for the mistakes with hints they
+    /// mislead (`cargo add std`, the hidden `__sqrt`, `&mut` in a signature the
+    /// attribute decides).
+    pub fn shown(&self) -> String {
+        let mut out = format!("{}{}", self.label(), self.message);
+        let drop_help = self.drops_rustc_help();
+        let mut in_help = false;
+        for line in self.rendered.lines().skip(1) {
+            let t = line.trim_start();
+            if drop_help {
+                if t.starts_with("help:") {
+                    in_help = true;
+                    continue;
+                }
+                if t.starts_with("= help:") {
+                    continue;
+                }
+                // A suggestion's block runs until the next note.
+                if in_help && !(t.starts_with("note:") || t.starts_with("= ")) {
+                    continue;
+                }
+                in_help = false;
+            }
+            out.push('\n');
+            out.push_str(line);
+        }
+        // Dropping a suggestion can leave the gutter line that led to it.
+        while out.ends_with('|') {
+            let Some(cut) = out.rfind('\n') else { break };
+            if out[cut..].trim() != "|" {
+                break;
+            }
+            out.truncate(cut);
+        }
+        out
+    }
+
     /// The one-line form of an error: its label (`device error`, or `#[xlog_kernel]
     /// error` for [`is_attribute_error`](Self::is_attribute_error)), headline and
     /// location, then what to do: xlog's notes, else rustc's help unless a hint
     /// replaces it, then the hint when `with_hint`.
     pub fn summary(&self, with_hint: bool) -> String {
-        let label = if self.is_attribute_error() {
-            "`#[xlog_kernel]` error"
-        } else {
-            "device error"
-        };
-        let mut line = format!("{label}{}", self.message);
+        let mut line = format!("{}{}", self.label(), self.message);
         if let Some(loc) = &self.location {
             line.push_str(" at ");
             line.push_str(loc);
@@ -372,8 +455,8 @@ pub fn error_summary(diags: &[Diagnostic]) -> Vec<String> {
     lines
 }
 
-/// The errors among `diags`, each as rustc printed it, followed by the hints they
-/// call for (each once): the text of a failed device build.
+/// The errors among `diags`, each once as [`Diagnostic::shown`] gives it, followed
+/// by the hints they call for (each once): the text of a failed device build.
 pub fn error_report(diags: &[Diagnostic]) -> Option<String> {
     let (errors, dropped) = shown_errors(diags);
     if errors.is_empty() {
@@ -381,7 +464,7 @@ pub fn error_report(diags: &[Diagnostic]) -> Option<String> {
     }
     let mut report = String::new();
     for d in errors.iter().take(MAX_DIAGNOSTICS) {
-        report.push_str(&d.rendered);
+        report.push_str(&d.shown());
         report.push_str("\n\n");
     }
     if errors.len() > MAX_DIAGNOSTICS {
@@ -537,7 +620,7 @@ error: could not compile `kernels` (lib) due to 1 previous error
         let report = error_report(&diags).unwrap();
         assert!(
             report.starts_with(
-                "error[E0412]: cannot find type `Vec` in this scope\n --> src/lib.rs:4:12"
+                "device error[E0412]: cannot find type `Vec` in this scope\n --> src/lib.rs:4:12"
             ),
             "{report}"
         );
@@ -549,6 +632,68 @@ error: could not compile `kernels` (lib) due to 1 previous error
             "{report}"
         );
         assert_eq!(error_report(&parse(SAMPLE_WARNING_ONLY)), None);
+    }
+
+    /// rustc's output for `x[i].sqrt()` in a kernel: the suggestion of the hidden
+    /// `__sqrt` misleads.
+    const FLOAT_METHOD: &str = "\
+error[E0599]: no method named `sqrt` found for type `f32` in the current scope
+  --> float-method/src/lib.rs:10:23
+   |
+10 |         out[i] = x[i].sqrt();
+   |                       ^^^^
+   |
+help: there is a method `__sqrt` with a similar name
+   |
+10 |         out[i] = x[i].__sqrt();
+   |                       ++
+
+";
+
+    #[test]
+    fn a_hint_replaces_rustc_suggestions_and_each_error_is_shown_once() {
+        let diags = parse(FLOAT_METHOD);
+        let report = error_report(&diags).unwrap();
+        assert_eq!(
+            report.matches("no method named `sqrt`").count(),
+            1,
+            "{report}"
+        );
+        assert!(!report.contains("__sqrt"), "{report}");
+        assert!(!report.contains("help:"), "{report}");
+        assert!(
+            report.starts_with(
+                "device error[E0599]: no method named `sqrt` found for type `f32` in the current \
+                 scope\n  --> float-method/src/lib.rs:10:23\n   |\n10 |         out[i] = \
+                 x[i].sqrt();\n   |                       ^^^^\n\nhint: kernels are `no_std`"
+            ),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn atomic_operations_on_a_read_slice_name_the_atomic_mode() {
+        let diags = parse(
+            "error[E0599]: no method named `fetch_add` found for reference `&[u32]` in the current scope\n  --> k/src/lib.rs:9:14\n",
+        );
+        let hint = diags[0].hint().unwrap();
+        assert!(hint.contains("declaring it `atomic(name)`"), "{hint}");
+    }
+
+    #[test]
+    fn writes_through_a_read_slice_name_the_write_modes() {
+        let diags = parse(
+            "error[E0594]: cannot assign to `x[_]`, which is behind a `&` reference\n  --> k/src/lib.rs:9:9\n   |\n9  |         x[i] = 0.0;\n   |         ^^^^^^^^^^ `x` is a `&` reference, so it cannot be written to\n   |\nhelp: consider changing this to be a mutable reference\n   |\n7  | pub fn zero(x: &mut [f32]) {\n   |                 +++\n",
+        );
+        let hint = diags[0].hint().unwrap();
+        assert!(
+            hint.contains("a `read(..)` parameter is a shared slice"),
+            "{hint}"
+        );
+        assert!(hint.contains("`write(name)`"), "{hint}");
+        let shown = diags[0].shown();
+        assert!(!shown.contains("consider changing"), "{shown}");
+        assert!(shown.ends_with("so it cannot be written to"), "{shown}");
     }
 
     const SAMPLE_WARNING_ONLY: &str = "\

@@ -1,15 +1,27 @@
 //! The one error type of the builder, rendered for a human reading cargo's output.
 //!
-//! A build error always names what failed, the command that failed (so it can be
-//! re-run by hand) and the last lines of that command's stderr. The full output is
-//! never dumped: a failing device compilation keeps rustc's errors, each also
-//! condensed to one line (see [`crate::diagnostics`]), and other commands a short tail.
+//! A build error always names what failed and the last lines of the failing
+//! command's stderr; the command itself (so it can be re-run by hand) too, except for
+//! a device compilation that fails on the crate's code, whose command line only
+//! [`VERBOSE_ENV`] shows. The full output is never dumped: a failing device
+//! compilation keeps rustc's errors, each once (see [`crate::diagnostics`]), and
+//! other commands a short tail.
 //!
 //! [`Builder::run`](crate::Builder::run) shows an error as `cargo::error=` lines
-//! ([`Error::cargo_error_lines`]): the one-line summary first, then the whole message.
+//! ([`Error::cargo_error_lines`]): for a device compilation, its errors first, then
+//! what failed.
 
 use std::fmt;
 use std::path::PathBuf;
+
+/// Set (to anything) to show the command line of a device compilation that failed
+/// on the crate's code: `XLOG_BUILD_VERBOSE=1 cargo build`.
+pub const VERBOSE_ENV: &str = "XLOG_BUILD_VERBOSE";
+
+/// Whether [`VERBOSE_ENV`] is set.
+fn verbose() -> bool {
+    std::env::var_os(VERBOSE_ENV).is_some()
+}
 
 /// How many trailing stderr lines an error keeps.
 pub(crate) const STDERR_TAIL_LINES: usize = 25;
@@ -59,14 +71,16 @@ pub enum Error {
     DeviceCompile {
         /// What was compiled ("device compilation of `foo` (nvptx64-nvidia-cuda, sm_80)").
         what: String,
-        /// The command line, shell-quoted so it can be pasted.
+        /// The command line, shell-quoted so it can be pasted (shown with
+        /// [`VERBOSE_ENV`]).
         command: String,
         /// Whether every error is `#[xlog_kernel]` refusing its attribute or signature
         /// (which the host build would refuse the same), none the device compiler's.
         attribute_errors_only: bool,
-        /// Each error on one line, with xlog's notes and the hint it calls for.
+        /// Each error on one line, with xlog's notes and the hint it calls for (not
+        /// printed: the report has every error).
         summary: Vec<String>,
-        /// Each error as rustc printed it (spans, notes), then hints for common
+        /// Each error once as rustc printed it (spans, notes), then hints for common
         /// mistakes.
         report: String,
     },
@@ -206,14 +220,12 @@ impl fmt::Display for Error {
                 summary: _,
                 report,
             } => {
-                let cause = if *attribute_errors_only {
-                    "`#[xlog_kernel]` refused a kernel's attribute or signature (the device \
-                     build compiles the crate before the host build, which would refuse it the \
-                     same)"
-                } else {
-                    "the kernel crate does not compile for the GPU"
-                };
-                write!(f, "{what} failed: {cause}\n\n{report}\n\n  command: {command}")
+                let cause = device_compile_cause(*attribute_errors_only);
+                write!(f, "{what} failed: {cause}\n\n{report}")?;
+                if verbose() {
+                    write!(f, "\n\n  command: {command}")?;
+                }
+                Ok(())
             }
             Error::Spawn { command, source } => {
                 write!(f, "could not start `{command}`: {source}")
@@ -297,18 +309,33 @@ impl fmt::Display for Error {
 
 impl Error {
     /// The lines [`Builder::run`](crate::Builder::run) logs with `cargo::error=`, in
-    /// order: for a device compilation, each error on one line (so the first line
-    /// cargo shows says what is wrong and where), then the whole message, which for
-    /// every error starts with what to do.
+    /// order: for a device compilation, its report (each error once, so the first
+    /// line cargo shows says what is wrong, then where; then the hints), then what
+    /// failed (and the command, with [`VERBOSE_ENV`]); for any other error the
+    /// message, which starts with what to do.
     pub fn cargo_error_lines(&self) -> Vec<String> {
-        let mut lines = Vec::new();
-        if let Error::DeviceCompile { summary, .. } = self {
-            lines.extend(summary.iter().cloned());
-            lines.push(String::new());
-        }
-        let message = format!("xlog device build: {self}");
-        lines.extend(message.lines().map(str::to_string));
-        lines
+        let message = match self {
+            Error::DeviceCompile {
+                what,
+                command,
+                attribute_errors_only,
+                report,
+                ..
+            } => {
+                let mut text = format!(
+                    "{report}\n\nxlog device build: {what} failed: {}",
+                    device_compile_cause(*attribute_errors_only)
+                );
+                if verbose() {
+                    text.push_str(&format!("\n  command: {command}"));
+                } else {
+                    text.push_str(&format!(" ({VERBOSE_ENV}=1 shows the command)"));
+                }
+                text
+            }
+            _ => format!("xlog device build: {self}"),
+        };
+        message.lines().map(str::to_string).collect()
     }
 }
 
@@ -318,6 +345,17 @@ impl std::error::Error for Error {
             Error::Spawn { source, .. } | Error::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+/// Why a device compilation failed, from [`Error::DeviceCompile`]'s
+/// `attribute_errors_only`.
+fn device_compile_cause(attribute_errors_only: bool) -> &'static str {
+    if attribute_errors_only {
+        "`#[xlog_kernel]` refused a kernel's attribute or signature (the device build \
+         compiles the crate before the host build, which would refuse it the same)"
+    } else {
+        "the kernel crate does not compile for the GPU"
     }
 }
 
@@ -374,6 +412,35 @@ mod tests {
         assert!(text.starts_with("device compilation of `k` failed (exit status: 101)"));
         assert!(text.contains("command: cargo rustc --target nvptx64-nvidia-cuda"));
         assert!(text.contains("    error: aborting"));
+    }
+
+    #[test]
+    fn a_device_compile_error_shows_each_error_once_then_what_failed() {
+        let err = Error::DeviceCompile {
+            what: "device compilation of `k` (nvptx64-nvidia-cuda, sm_80)".into(),
+            command: "cargo rustc --target nvptx64-nvidia-cuda".into(),
+            attribute_errors_only: false,
+            summary: vec!["device error[E0425]: cannot find type `Vec` at src/lib.rs:4:12".into()],
+            report: "device error[E0425]: cannot find type `Vec`\n --> src/lib.rs:4:12".into(),
+        };
+        let lines = err.cargo_error_lines();
+        assert_eq!(lines[0], "device error[E0425]: cannot find type `Vec`");
+        assert_eq!(lines[1], " --> src/lib.rs:4:12");
+        assert_eq!(lines[2], "");
+        assert!(lines[3].starts_with(
+            "xlog device build: device compilation of `k` (nvptx64-nvidia-cuda, sm_80) failed: \
+             the kernel crate does not compile for the GPU"
+        ));
+        // The command only with XLOG_BUILD_VERBOSE (which this process may have).
+        let shows_command = lines.iter().any(|l| l.contains("cargo rustc"));
+        assert_eq!(shows_command, verbose(), "{lines:#?}");
+        assert_eq!(
+            lines
+                .last()
+                .unwrap()
+                .ends_with("(XLOG_BUILD_VERBOSE=1 shows the command)"),
+            !verbose()
+        );
     }
 
     #[test]

@@ -44,9 +44,10 @@
 //!   module, whose docs give the descriptor format);
 //! - [`toolchain`]: the pinned nightly and its LLVM tools;
 //! - [`ptxas`]: finding ptxas, cubins, and the spill check CI runs;
-//! - [`diagnostics`]: condensing device compiler output into one line per error (the
-//!   first `cargo::error` lines of a failed build) and `cargo:warning` lines, with hints;
-//! - [`Error`]: what can fail, with the failing command and its stderr tail.
+//! - [`diagnostics`]: device compiler output as a failed build shows it (each error
+//!   once, with hints for first-kernel mistakes) and as `cargo:warning` lines;
+//! - [`Error`]: what can fail, with its stderr tail and the failing command
+//!   ([`VERBOSE_ENV`] for a device compilation that fails on the crate's code).
 
 #![deny(unsafe_code)]
 // The examples are build scripts, whose `fn main` is the point.
@@ -71,7 +72,7 @@ pub use abi::{kernel_abis, KernelAbi, ABI_SYMBOL_PREFIX, ABI_VERSION};
 pub use builder::{module_owner, recursion_warnings, Builder, Output, GUARD_VAR};
 pub use command::{is_scrubbed, render as render_command};
 pub use compile::{BARRIER_GUARD_FLAG, DEVICE_TARGET, KERNEL_CRATE_GUARDS};
-pub use error::Error;
+pub use error::{Error, VERBOSE_ENV};
 pub use link::{ptx_entries, LinkInputs, PANIC_SINK_SYMBOL, RECORDER_SCRIPT};
 pub use output::MODULE_STEM;
 pub use settings::{DEFAULT_ARCH, ENV_KNOBS};

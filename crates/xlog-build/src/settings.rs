@@ -31,6 +31,7 @@ pub const ENV_KNOBS: &[&str] = &[
     "XLOG_NO_AUTO_INSTALL",
     "XLOG_PTXAS",
     "XLOG_RUSTUP",
+    crate::error::VERBOSE_ENV,
     GUARD_VAR,
 ];
 

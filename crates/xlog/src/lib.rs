@@ -61,6 +61,29 @@ pub mod __private {
     #[cfg(not(target_arch = "nvptx64"))]
     pub use xlog_runtime as rt;
 
+    /// The bound of the function `#[xlog_kernel]` puts beside each launcher type,
+    /// under the kernel's name, so that calling a kernel like a function says how
+    /// to launch it. Implemented only for `Infallible`: the function can never run.
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[diagnostic::on_unimplemented(
+        message = "`{K}` is a kernel, not a function: launch it with `{K}::launch(&stream, config, ..)`",
+        label = "a kernel's arguments go to `{K}::launch`, after the stream and the launch configuration",
+        note = "`#[xlog_kernel]` turns `fn {K}` into a launcher type: `{K}::launch(&stream, \
+                LaunchConfig::for_len(n), ..)` queues the kernel on a stream; to share code \
+                between kernels, move it into a plain `fn`"
+    )]
+    pub trait KernelIsNotAFunction<K> {
+        /// Never called: no value of the only implementing type exists.
+        fn never(self) -> !;
+    }
+
+    #[cfg(not(target_arch = "nvptx64"))]
+    impl<K> KernelIsNotAFunction<K> for core::convert::Infallible {
+        fn never(self) -> ! {
+            match self {}
+        }
+    }
+
     /// The largest element alignment a kernel parameter may have: device
     /// allocations (and views at element offsets into them) are aligned to 256 bytes.
     pub const MAX_ELEMENT_ALIGN: usize = 256;

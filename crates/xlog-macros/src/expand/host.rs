@@ -6,7 +6,7 @@
 //! kernel declared inside a function body next to local types.
 
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::{core_path, facade, local, local_for};
@@ -120,6 +120,9 @@ pub fn launcher(
             }
         }
     }
+    let not_fn_types: Vec<syn::Ident> = (1..params.len())
+        .map(|i| format_ident!("__A{}", i))
+        .collect();
     let nptrs = param_ptrs.len();
     let nuses = records.len();
     let sim_entry = super::device::sim_entry(attr, kernel);
@@ -176,6 +179,22 @@ pub fn launcher(
         #[allow(non_camel_case_types)]
         #vis struct #name {
             _launcher: (),
+        }
+
+        // The launcher is a braced struct, in the type namespace only; this function
+        // takes the kernel's name in the value namespace, so calling the kernel like
+        // a function fails with a message naming `launch` (the trait's
+        // `on_unimplemented`) instead of "expected function, found struct". It takes
+        // as many arguments as the kernel (at least one), so a call with the kernel's
+        // arguments gets no argument-count error besides; the first argument's bound
+        // is implemented only for `Infallible`, so it can never be called.
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[doc(hidden)]
+        #[allow(non_snake_case, dead_code, clippy::too_many_arguments)]
+        #vis fn #name<__A0: #k::__private::KernelIsNotAFunction<#name> #(, #not_fn_types)*>(
+            __a0: __A0 #(, _: #not_fn_types)*
+        ) -> ! {
+            __a0.never()
         }
 
         #[cfg(not(target_arch = "nvptx64"))]

@@ -1,0 +1,3 @@
+fn main() {
+    xlog_build::Builder::new().run();
+}
