@@ -180,6 +180,120 @@ fn empty_inputs_give_empty_outputs_without_launching() {
     assert!(xlog_kernels::fill(&s, 0, 1u32).unwrap().is_empty());
 }
 
+/// Every public function of the library takes empty inputs: a launch of zero
+/// blocks is refused (`docs/guide.md`, "Empty inputs"), so each one must skip such
+/// launches, and returns empty results, or the identity where a result has one
+/// element (a reduction), or zeros (a histogram's bins).
+#[test]
+fn every_library_function_accepts_empty_inputs() {
+    use xlog_kernels::{compact, gather, histogram, join, reduce, scan, segmented, set, sort};
+    let rt = gpu_runtime();
+    let s = rt.stream().unwrap();
+    let f = rt.upload_on::<f32>(&s, &[]).unwrap();
+    let u = rt.upload_on::<u32>(&s, &[]).unwrap();
+    let u8s = rt.upload_on::<u8>(&s, &[]).unwrap();
+    let u64s = rt.upload_on::<u64>(&s, &[]).unwrap();
+    let empty = |len: usize| assert_eq!(len, 0);
+
+    // The elementwise family and the demonstrations.
+    empty(xlog_kernels::copy(&s, &f).unwrap().len());
+    empty(xlog_kernels::cast_f32(&s, &u).unwrap().len());
+    empty(xlog_kernels::cast_f64(&s, &f).unwrap().len());
+    empty(xlog_kernels::scale(&s, &f, 2.0).unwrap().len());
+    let mut y = rt.upload_on::<f32>(&s, &[]).unwrap();
+    xlog_kernels::axpy(&s, 2.0, &f, &mut y).unwrap();
+    for op in [
+        xlog_kernels::sub::<f32>,
+        xlog_kernels::mul::<f32>,
+        xlog_kernels::min::<f32>,
+        xlog_kernels::max::<f32>,
+    ] {
+        empty(op(&s, &f, &f).unwrap().len());
+    }
+    assert_eq!(
+        xlog_kernels::histogram_u8(&s, &u8s)
+            .unwrap()
+            .download(&s)
+            .unwrap(),
+        vec![0u32; 256]
+    );
+    assert_eq!(
+        xlog_kernels::sum_f32(&s, &f).unwrap().download(&s).unwrap(),
+        [0.0]
+    );
+    empty(xlog_kernels::scan_u32(&s, &u).unwrap().len());
+    empty(xlog_kernels::max_scan_u32(&s, &u).unwrap().len());
+    empty(xlog_kernels::scan_f32(&s, &f).unwrap().len());
+    empty(
+        xlog_kernels::transpose_matrix_f32(&s, &f, 0, 0)
+            .unwrap()
+            .len(),
+    );
+
+    // The query-engine library.
+    assert_eq!(reduce::sum(&s, &u).unwrap().download(&s).unwrap(), [0]);
+    assert_eq!(
+        reduce::min(&s, &u).unwrap().download(&s).unwrap(),
+        [u32::MAX]
+    );
+    assert_eq!(reduce::max(&s, &u).unwrap().download(&s).unwrap(), [0]);
+    empty(scan::inclusive_sum(&s, &u).unwrap().len());
+    empty(scan::exclusive_sum(&s, &u).unwrap().len());
+    empty(gather::gather(&s, &f, &u).unwrap().len());
+    let mut out = rt.upload_on::<f32>(&s, &[]).unwrap();
+    gather::scatter(&s, &f, &u, &mut out).unwrap();
+    assert_eq!(
+        histogram::even(&s, &f, 0.0, 1.0, 4)
+            .unwrap()
+            .download(&s)
+            .unwrap(),
+        [0; 4]
+    );
+    assert_eq!(
+        histogram::counts(&s, &u, 4).unwrap().download(&s).unwrap(),
+        [0; 4]
+    );
+    empty(compact::select_flagged(&s, &u, &u8s).unwrap().len());
+    let mut out = rt.upload_on::<u32>(&s, &[]).unwrap();
+    let count = compact::select_flagged_into(&s, &u, &u8s, &mut out).unwrap();
+    assert_eq!(count.download(&s).unwrap(), [0]);
+    empty(
+        compact::partition_flagged(&s, &u, &u8s)
+            .unwrap()
+            .values
+            .len(),
+    );
+    empty(compact::unique_counts(&s, &u).unwrap().values.len());
+    empty(
+        segmented::segmented_reduce::<u32, segmented::Sum>(&s, &u, &u64s)
+            .unwrap()
+            .len(),
+    );
+    empty(
+        segmented::reduce_by_key::<u32, u32, segmented::Sum>(&s, &u, &u)
+            .unwrap()
+            .keys
+            .len(),
+    );
+    let mut keys = rt.upload_on::<u32>(&s, &[]).unwrap();
+    let mut values = rt.upload_on::<u32>(&s, &[]).unwrap();
+    sort::sort_keys(&s, &mut keys, sort::Order::Ascending).unwrap();
+    sort::sort_keys_low_bits(&s, &mut keys, sort::Order::Ascending, 8).unwrap();
+    sort::sort_pairs(&s, &mut keys, &mut values, sort::Order::Descending).unwrap();
+    empty(sort::sorted(&s, &u, sort::Order::Ascending).unwrap().len());
+    let (k, i) = sort::sort_with_indices::<u32, u32>(&s, &u, sort::Order::Ascending).unwrap();
+    empty(k.len() + i.len());
+    empty(set::merge(&s, &u, &u).unwrap().len());
+    empty(set::difference(&s, &u, &u).unwrap().len());
+    empty(set::intersection(&s, &u, &u).unwrap().len());
+    empty(join::inner_join(&s, &u, &u).unwrap().build_rows.len());
+    empty(join::semi_join(&s, &u, &u).unwrap().len());
+    empty(join::anti_join(&s, &u, &u).unwrap().len());
+    let table = join::JoinTable::build(&s, &u).unwrap();
+    empty(table.inner_join(&s, &u).unwrap().probe_rows.len());
+    s.synchronize().unwrap();
+}
+
 #[test]
 fn mismatched_lengths_are_refused() {
     let rt = gpu_runtime();
