@@ -3,9 +3,12 @@
 # xlog: packages every publishable crate (`cargo package`), lays the packages out as
 # a directory registry beside the third-party crates they need (`cargo vendor`), and
 # builds, tests and runs a copy of the template project (`templates/app`) against
-# that registry alone, with no path dependency on this repository. The registry is
-# made read-only first, so the device build is shown to write only under the target
-# directory. The app runs on the CPU simulator (XLOG_BACKEND=sim).
+# that registry alone, with no path dependency on this repository. The registry and
+# the kernel crate's sources are made read-only first and checked for changes after,
+# so the device build is shown to write only under the target directories. The app
+# runs on the CPU simulator (XLOG_BACKEND=sim). Its work lies in
+# <target>/registry-check (the registry is rebuilt every run; the build reuses what
+# it can).
 #
 # Needs what scripts/test.sh installs (the device toolchain; ptxas for the
 # template's ptxas test, through XLOG_PTXAS or PATH).
@@ -16,12 +19,14 @@ target=${CARGO_TARGET_DIR:-$repo/target}
 work=$target/registry-check
 registry=$work/registry
 app=$work/app
-# The crates users depend on, in dependency order.
 # The toolchain of the device build (xlog-build's PINNED_TOOLCHAIN).
 DEVICE_TOOLCHAIN=nightly-2026-05-20
+# The crates users depend on, in dependency order.
 crates=(xlog-device xlog-macros xlog-runtime xlog xlog-build xlog-kernels xlog-interop)
 
-[ -d "$registry" ] && chmod -R u+w "$registry"
+for dir in "$registry" "$app"; do
+  if [ -d "$dir" ]; then chmod -R u+w "$dir"; fi
+done
 rm -rf "$registry" "$app"
 mkdir -p "$registry"
 
@@ -65,19 +70,32 @@ replace-with = "released"
 [source.released]
 directory = "$registry"
 TOML
-chmod -R a-w "$registry"
+# Read-only: the registry, as cargo's own would be, and the kernel crate's sources.
+# Root ignores the permission bits, so the check after the build also looks for
+# anything modified there since this marker.
+chmod -R a-w "$registry" "$app/kernels"
+marker=$work/before-build
+touch "$marker"
+sleep 1
 
 # Cargo fingerprints registry crates by version: rebuild this repository's crates,
 # whose contents change under the same version.
 for dir in "$work/target" "$work/device"; do
-  [ -d "$dir" ] && find "$dir" -path '*/.fingerprint/xlog-*' -prune -exec rm -rf {} +
+  if [ -d "$dir" ]; then find "$dir" -path '*/.fingerprint/xlog-*' -prune -exec rm -rf {} +; fi
 done
 (
   cd "$app"
   export CARGO_TARGET_DIR=$work/target XLOG_DEVICE_TARGET_DIR=$work/device
   unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
   cargo test --quiet --offline --workspace
-  XLOG_BACKEND=sim cargo run --quiet --offline --release -p app
+  XLOG_BACKEND=sim cargo run --quiet --offline --release -p app | tee "$work/app.out"
 )
-chmod -R u+w "$registry"
+grep -q "ok: the simulator result matches the CPU" "$work/app.out"
+written=$(find "$registry" "$app/kernels" -newer "$marker")
+if [ -n "$written" ]; then
+  echo "the build wrote into the registry or the kernel crate's sources:" >&2
+  echo "$written" >&2
+  exit 1
+fi
+chmod -R u+w "$registry" "$app/kernels"
 echo "registry check: ok"

@@ -37,7 +37,13 @@ fn run(n: usize) -> xlog::Result<Option<(usize, f32, f32)>> {
 fn main() -> ExitCode {
     match run(1 << 20) {
         Ok(None) => {
-            println!("ok: the GPU result matches the CPU");
+            // XLOG_BACKEND=sim runs the same kernels on xlog's CPU simulator.
+            let on = if xlog::sim::is_active() {
+                "simulator"
+            } else {
+                "GPU"
+            };
+            println!("ok: the {on} result matches the CPU");
             ExitCode::SUCCESS
         }
         Ok(Some((i, gpu, cpu))) => {
