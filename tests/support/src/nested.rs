@@ -8,7 +8,9 @@ use std::process::{Command, Output};
 /// from the calling test's `CARGO_MANIFEST_DIR`, passed as `from`), in its own
 /// target directory `<tmp>/<name>`, sharing the device `core` build with this
 /// workspace's kernel crates (`<tmp>/../xlog-device`, `tmp` being the calling test's
-/// `CARGO_TARGET_TMPDIR`). The outer build's rustc flags are not passed on.
+/// `CARGO_TARGET_TMPDIR`). The outer build's rustc flags are not passed on, nor
+/// `XLOG_BUILD_VERBOSE`: the fixtures' errors are checked as a build shows them by
+/// default.
 pub fn cargo(from: &str, manifest_dir: &str, tmp: &str, name: &str, args: &[&str]) -> Output {
     let root = Path::new(from).join(manifest_dir);
     let tmp = Path::new(tmp);
@@ -23,6 +25,7 @@ pub fn cargo(from: &str, manifest_dir: &str, tmp: &str, name: &str, args: &[&str
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
+        .env_remove("XLOG_BUILD_VERBOSE")
         .output()
         .expect("cargo runs")
 }
