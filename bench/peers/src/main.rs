@@ -113,11 +113,13 @@ impl Cube {
         let blocks = len.div_ceil(BLOCK as usize) as u32;
         let (count, dim) = (CubeCount::Static(blocks, 1, 1), CubeDim::new_1d(BLOCK));
         // SAFETY: both handles hold `n` f32 (`len` vectors of `width`), and the kernels
-        // guard their index with the array's length.
+        // guard their index with the array's length, which CubeCL 0.10 takes in
+        // scalars whatever the vector width (given in vectors, the vectorised
+        // kernel's results were wrong).
         unsafe {
             let (x, y) = (
-                ArrayArg::from_raw_parts(x.clone(), len),
-                ArrayArg::from_raw_parts(y.clone(), len),
+                ArrayArg::from_raw_parts(x.clone(), n),
+                ArrayArg::from_raw_parts(y.clone(), n),
             );
             if width == 1 {
                 cube_axpy::launch_unchecked::<CudaRuntime>(&self.client, count, dim, A, x, y)
