@@ -145,6 +145,15 @@ fn read_edges(path: &Path) -> Result<Vec<(u32, u32)>, String> {
         };
         edges.push((parse(a)?, parse(b)?));
     }
+    if edges.len() > u32::MAX as usize {
+        // The edge index numbers successors in u32.
+        return Err(format!(
+            "{}: {} edges, more than the {} this example indexes",
+            path.display(),
+            edges.len(),
+            u32::MAX
+        ));
+    }
     Ok(edges)
 }
 
