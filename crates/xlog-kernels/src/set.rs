@@ -283,9 +283,10 @@ mod host {
     use crate::per_element as config;
 
     /// The sorted union of sorted runs `a` and `b`, every element kept, `a`'s
-    /// before `b`'s where equal: a new buffer of `a.len() + b.len()` elements. Two
-    /// launches, `O((|a| + |b|) · log |b|)` work of which all but one read of each
-    /// input and one write of the output hits the cache ([module docs](super)).
+    /// before `b`'s where equal: a new buffer of `a.len() + b.len()` elements.
+    /// Three launches: about one read of each input and one write of the output,
+    /// plus a binary search in `a` for each element of `b` and in the places for
+    /// each tile of 256 outputs ([module docs](super)).
     /// Does not synchronise.
     ///
     /// # Errors
@@ -307,7 +308,8 @@ mod host {
             })?;
         let rt = s.runtime()?;
         // SAFETY: the place kernel writes `place[j]` for every `j` (one grid-stride
-        // pass over its length) before the merge kernel, its only reader, runs.
+        // pass over its length) before the bounds and merge kernels, its only
+        // readers, run.
         let mut place = unsafe { rt.alloc_uninit::<u64>(s, b.len(), AllocTag("merge places")) }?;
         // SAFETY: the merge kernel writes every position of `out` (one grid-stride
         // pass over its length) before anything reads it.

@@ -129,12 +129,12 @@ fn read_edges(path: &Path) -> Result<Vec<(u32, u32)>, String> {
     let mut edges = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let mut cols = line.split_whitespace();
-        let (Some(a), Some(b)) = (cols.next(), cols.next()) else {
+        let (Some(a), Some(b), None) = (cols.next(), cols.next(), cols.next()) else {
             if line.trim().is_empty() {
                 continue;
             }
             return Err(format!(
-                "{}:{}: expected two node ids",
+                "{}:{}: expected two node ids (source and target), separated by a tab or spaces",
                 path.display(),
                 n + 1
             ));

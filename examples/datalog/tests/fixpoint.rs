@@ -158,6 +158,18 @@ fn bad_input_is_a_clear_error() {
         "{}",
         text(&o)
     );
+    // A third column, or lines ended by a bare carriage return (one line of many
+    // ids), is refused rather than read as something else.
+    for bad in ["1\t2\t9\n", "1\t2\r3\t4\r"] {
+        std::fs::write(&path, bad).unwrap();
+        let o = datalog(true, &["tc", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(
+            text(&o).contains(":1: expected two node ids"),
+            "{}",
+            text(&o)
+        );
+    }
     let o = datalog(true, &["closure", path.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("usage: datalog <tc|sg>"), "{}", text(&o));

@@ -287,6 +287,13 @@ fn run_in_portions<K: Key, V: Value>(
     portion_tiles: Option<usize>,
     sorted_passes: usize,
 ) -> Result<()> {
+    // Every pass writes the whole second buffer, and the last one's result is
+    // what the caller gets: at least one pass, at most the key's.
+    assert!(
+        (1..=K::__PASSES).contains(&sorted_passes),
+        "{sorted_passes} passes of a key of {}",
+        K::__PASSES
+    );
     let n = keys.len();
     if n == 0 {
         return Ok(());
@@ -470,10 +477,11 @@ pub fn sort_keys<K: Key>(
     run::<K, u32>(s, order, None, &mut keys.as_view_mut(), Values::None)
 }
 
-/// Sorts `keys` in place, stably, by their low `bits` bits only (CUB's
-/// `end_bit`): one pass for each 8 of them, so keys known to be below `2^bits`
-/// sort in fewer passes (31-bit keys held in `u64`s: 4 passes instead of 8).
-/// Keys that differ only above `bits` keep their input order. For signed and
+/// Sorts `keys` in place, stably, by their low bits only (like CUB's `end_bit`,
+/// in whole 8-bit digits): one pass for each 8 of the `bits` bits, rounded up, so
+/// keys known to be below `2^bits` sort in fewer passes (31-bit keys held in
+/// `u64`s: 4 passes instead of 8). The sort covers the low `8 · ⌈bits / 8⌉` bits:
+/// keys that differ only above those keep their input order. For signed and
 /// float keys the bits are those of the order-preserving unsigned form the sort
 /// works on (the sign bit flipped, and for floats the other bits of negatives
 /// too), so `bits` short of the key's width only makes sense for unsigned keys.
