@@ -89,6 +89,10 @@ fn every_program_matches_the_cpu(sim: bool) {
                 let o = datalog(sim, &args);
                 let t = text(&o);
                 assert!(o.status.success(), "{program} on {name} {piece:?}: {t}");
+                // It ran where it was asked to: the GPU test never passes on the
+                // simulator.
+                let ran_on = if sim { "(simulator)" } else { "(GPU)" };
+                assert!(t.lines().next().is_some_and(|l| l.ends_with(ran_on)), "{t}");
                 assert!(t.contains("ok: the count matches the CPU"), "{t}");
                 let tuples = t.lines().find_map(|l| l.strip_prefix("tuples ")).unwrap();
                 assert!(tuples.parse::<u64>().unwrap() > 0, "{t}");
