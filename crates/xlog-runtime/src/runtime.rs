@@ -262,8 +262,11 @@ impl Runtime {
     /// the simulator. Returns the runtime and, when it fell back, why: the error
     /// the GPU gave, for the program to say so.
     ///
-    /// The fallback is decided once, by the first runtime of the process: a process
-    /// that already uses the GPU or the simulator gets [`Runtime::get`]'s answer.
+    /// The fallback is decided once per process, by whatever first asks which
+    /// backend it runs: a process that already opened a runtime, called
+    /// `sim::is_active`, or tried `Runtime::get` (even unsuccessfully) gets
+    /// [`Runtime::get`]'s answer, and a later caller after a fallback gets the
+    /// simulator's runtime with `None`.
     ///
     /// ```no_run
     /// # use xlog_runtime::Runtime;

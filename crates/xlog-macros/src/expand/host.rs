@@ -187,7 +187,9 @@ pub fn launcher(
         // `on_unimplemented`) instead of "expected function, found struct". It takes
         // as many arguments as the kernel (at least one), so a call with the kernel's
         // arguments gets no argument-count error besides; the first argument's bound
-        // is implemented only for `Infallible`, so it can never be called.
+        // is implemented only for `Infallible`, so no value reaches it, unless a crate
+        // implements the hidden trait for a type of its own, whose `never` is then all
+        // the call runs.
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc(hidden)]
         #[allow(non_snake_case, dead_code, clippy::too_many_arguments)]
