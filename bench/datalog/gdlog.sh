@@ -12,6 +12,7 @@
 #   RESULTS  JSON lines out; GDlog's own output goes to RESULTS with .log for .jsonl
 # Environment: GRAPHS (default "fe_body CA-HepTh"), QUERIES (default "tc sg"),
 #   RUNS (default 3: processes per graph and query; the line reports the median).
+#   GRAPHS set but empty builds GDlog only.
 #
 # Input: GDlog reads `src<TAB>dst` lines (its edge.facts files have that format; CRLF
 # is fine, since fscanf skips the \r), counting edges by newlines, so the .tsv files
@@ -43,7 +44,7 @@ data=$(realpath "$2")
 results=$3
 log=${results%.jsonl}.log
 mkdir -p "$(dirname "$results")"
-graphs=${GRAPHS:-fe_body CA-HepTh}
+graphs=${GRAPHS-fe_body CA-HepTh}
 queries=${QUERIES:-tc sg}
 runs=${RUNS:-3}
 

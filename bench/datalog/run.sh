@@ -9,10 +9,20 @@
 #   mkdir -p target/datalog-bin && cp target/gpu/datalog target/datalog-bin/
 # Then on the GPU machine (carry target/gdlog-src, target/datalog-data, target/datalog-bin):
 #   bench/datalog/run.sh OUT
-# Environment: RUNS (default 3 processes per graph and query, the median reported),
+# Environment: PARTS (default "compare": what runs; "scale" adds the scale runs),
+#   RUNS (default 3 processes per graph and query, the median reported),
 #   CPU_RUNS (graph:query pairs the CPU peer also runs, e.g. "CA-HepTh:tc fe_body:sg";
 #   default none), CPU_TIMEOUT (s, 300: a run stopped there reports the timeout as a
-#   lower bound).
+#   lower bound), SCALE (node counts of the scale runs, default
+#   "20000 40000 60000 80000 90000 100000"), SCALE_GDLOG (those GDlog also runs,
+#   default "20000 40000 60000"), SCALE_TIMEOUT (s, 240), BUDGET_RUN (a budget in
+#   bytes for one run of same generation on fe_body that must be refused, default
+#   4000000000).
+#
+# The scale runs: transitive closure over bench/datalog/synthetic.py's strongly
+# connected graphs of N nodes, whose closure has exactly N*N tuples, one process each,
+# up to sizes that do not fit in the GPU's memory; OUT/scale.jsonl gets each run's
+# outcome (count, time, peak, or the error it stopped with) and summary.md a table.
 #
 # Both are timed the way GDlog times itself: from the edge list in host memory to
 # the count (xlog's `solve` line; GDlog's build + init + fixpoint timers). Cubins
@@ -26,6 +36,8 @@ runs=${RUNS:-3}
 bin=target/datalog-bin/datalog
 data=target/datalog-data
 export RUNS=$runs
+parts=" ${PARTS:-compare} "
+if [[ "$parts" == *" compare "* ]]; then
 bash bench/datalog/gdlog.sh target/gdlog-src "$data" "$out/gdlog.jsonl" || echo "gdlog.sh failed: $?"
 : >"$out/xlog.jsonl"
 for graph in fe_body CA-HepTh; do
@@ -69,6 +81,7 @@ for graph in fe_body CA-HepTh; do
     timeout 300 "$bin" "$query" "$data/$graph.tsv" --phases >"$out/phases-$graph-$query.log" 2>&1
   done
 done
+fi
 : >"$out/cpu.jsonl"
 for pair in ${CPU_RUNS:-}; do
   graph=${pair%%:*}
@@ -88,10 +101,65 @@ print(json.dumps({"tool": "ascent", "graph": graph, "query": query, "cores": int
                   "timeout_s": None if m else float(limit)}))
 PY
 done
+if [[ "$parts" == *" scale "* ]]; then
+  # GDlog's TC, built unless the compare part built it already.
+  [ -x target/gdlog-build/build/TC ] || GRAPHS= bash bench/datalog/gdlog.sh target/gdlog-src "$data" "$out/gdlog-build.jsonl" || echo "gdlog.sh failed: $?"
+  : >"$out/scale.jsonl"
+  limit=${SCALE_TIMEOUT:-240}
+  run_one() { # tool nodes log command...
+    local tool=$1 n=$2 log=$3
+    shift 3
+    local t0 t1 rc
+    t0=$(date +%s.%N)
+    timeout "$limit" "$@" >"$log" 2>&1
+    rc=$?
+    t1=$(date +%s.%N)
+    python3 - "$tool" "$n" "$log" "$rc" "$t0" "$t1" "$limit" <<'PY' >>"$out/scale.jsonl"
+import json, re, sys
+tool, n, log, rc, t0, t1, limit = sys.argv[1:8]
+n, rc = int(n), int(rc)
+text = open(log, errors="replace").read()
+def num(pat, cast=float):
+    m = re.search(pat, text, re.M)
+    return cast(m.group(1)) if m else None
+if tool == "xlog":
+    tuples, secs = num(r"^tuples (\d+)$", int), num(r"solve ([\d.]+) ms")
+    secs = secs / 1e3 if secs is not None else None
+    peak = num(r"peak device memory (\d+) bytes", int)
+else:
+    tuples = num(r"Path counts[: ]*(\d+)", int)
+    parts = [num(r"Build hash table time[: ]*([\d.e+-]+)"), num(r"TC time[: ]*([\d.e+-]+)")]
+    secs = sum(parts) if None not in parts else None
+    peak = None
+last = [l for l in text.splitlines() if l.strip()][-3:]
+print(json.dumps({"tool": tool, "nodes": n, "edges": 3 * n, "expected": n * n, "tuples": tuples,
+                  "ok": tuples == n * n, "seconds": secs, "peak_bytes": peak, "exit": rc,
+                  "wall_s": round(float(t1) - float(t0), 2), "timed_out": rc in (124, 137),
+                  "timeout_s": float(limit), "last_lines": last}))
+PY
+  }
+  for n in ${SCALE:-20000 40000 60000 80000 90000 100000}; do
+    g=$data/scc-$n.tsv
+    [ -e "$g" ] || python3 bench/datalog/synthetic.py "$n" >"$g"
+    run_one xlog "$n" "$out/scale-xlog-$n.log" "$bin" tc "$g"
+    tail -1 "$out/scale.jsonl"
+  done
+  for n in ${SCALE_GDLOG-20000 40000 60000}; do
+    g=$data/scc-$n.tsv
+    [ -e "$g" ] || python3 bench/datalog/synthetic.py "$n" >"$g"
+    LC_ALL=C run_one gdlog "$n" "$out/scale-gdlog-$n.log" target/gdlog-build/build/TC "$g" 0
+    tail -1 "$out/scale.jsonl"
+  done
+  # A budget the run cannot keep: the refusal names the step, relation and bytes.
+  timeout 120 "$bin" sg "$data/fe_body.tsv" --budget "${BUDGET_RUN:-4000000000}" >"$out/budget-refusal.log" 2>&1
+  echo "exit $?" >>"$out/budget-refusal.log"
+  tail -3 "$out/budget-refusal.log"
+fi
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
-load = lambda f: [json.loads(l) for l in open(f"{out}/{f}") if l.strip()]
+import os
+load = lambda f: [json.loads(l) for l in open(f"{out}/{f}") if l.strip()] if os.path.exists(f"{out}/{f}") else []
 g = {(r["graph"], r["query"]): r for r in load("gdlog.jsonl")}
 x = {(r["graph"], r["query"]): r for r in load("xlog.jsonl")}
 c = {(r["graph"], r["query"]): r for r in load("cpu.jsonl")}
@@ -99,7 +167,7 @@ want = {("fe_body", "tc"): 156120489, ("fe_body", "sg"): 408443204,
         ("CA-HepTh", "tc"): 74619885, ("CA-HepTh", "sg"): 74618689}
 lines = ["| graph | query | tuples (expected) | xlog s | GDlog s | GDlog / xlog | xlog peak / relation | ascent s (cores) | ascent / xlog |",
          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-for k, n in want.items():
+for k, n in want.items() if x else []:
     xr, gr, cr = x.get(k, {}), g.get(k, {}), c.get(k, {})
     xs, gs = xr.get("solve_s"), gr.get("total_s")
     ok = "✓" if xr.get("tuples") == n and gr.get("tuples") == n else f"xlog {xr.get('tuples')} GDlog {gr.get('tuples')}"
@@ -114,6 +182,28 @@ for k, n in want.items():
         cpu, cratio = "not run", "-"
     lines.append(f"| {k[0]} | {k[1]} | {n:,} {ok} | {xs:.3f} | {gs:.3f} | {ratio} | {peak} | {cpu} | {cratio} |"
                  if xs and gs else f"| {k[0]} | {k[1]} | {n:,} {ok} | {xs} | {gs} | - | {peak} | {cpu} | - |")
+if not x:
+    lines = []
+scale = load("scale.jsonl")
+if scale:
+    lines += ["", "Scale: transitive closure of synthetic.py's strongly connected graphs (exactly nodes² tuples), one process each:", "",
+              "| tool | nodes | edges | tuples (expected) | seconds | peak bytes | peak / relation | outcome |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in scale:
+        if r["ok"]:
+            outcome = "exact"
+        elif r["timed_out"]:
+            outcome = f"stopped at {r['timeout_s']:.0f} s"
+        else:
+            outcome = f"exit {r['exit']}: " + " / ".join(r["last_lines"]).replace("|", "\\|")[:300]
+        peak = r["peak_bytes"]
+        ratio = f"{peak / (r['expected'] * 8):.2f}" if peak and r["ok"] else "-"
+        secs = f"{r['seconds']:.2f}" if r["seconds"] is not None else "-"
+        tuples = f"{r['tuples']:,}" if r["tuples"] is not None else "-"
+        lines.append(f"| {r['tool']} | {r['nodes']:,} | {r['edges']:,} | {tuples} ({r['expected']:,}) | {secs} | {peak or '-'} | {ratio} | {outcome} |")
+if os.path.exists(f"{out}/budget-refusal.log"):
+    text = [l for l in open(f"{out}/budget-refusal.log", errors="replace").read().splitlines() if l.strip()]
+    lines += ["", "Same generation on fe_body under a budget it cannot keep (`--budget`):", "", "```"] + text[-4:] + ["```"]
 open(f"{out}/summary.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
