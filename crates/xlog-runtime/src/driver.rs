@@ -132,6 +132,7 @@ impl Context {
                 max_shared_per_block: 0,
                 memory_pools: false,
                 total_memory: 0,
+                free_memory: 0,
             },
         };
         this.bind()?;
@@ -175,6 +176,10 @@ impl Context {
             // SAFETY: `self.device` is a valid device handle.
             total_memory: unsafe { result::device::total_mem(self.device) }
                 .map_err(|e| Error::driver("cuDeviceTotalMem", e))?,
+            // The context is current (`open` binds it before reading the info).
+            free_memory: result::mem_get_info()
+                .map_err(|e| Error::driver("cuMemGetInfo", e))?
+                .0,
         })
     }
 

@@ -66,4 +66,7 @@ pub struct DeviceInfo {
     pub memory_pools: bool,
     /// Total device memory in bytes.
     pub total_memory: usize,
+    /// Device memory free when the device was opened, in bytes (other contexts and
+    /// processes hold the rest): the default budget.
+    pub free_memory: usize,
 }

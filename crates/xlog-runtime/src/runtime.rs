@@ -120,7 +120,7 @@ impl RuntimeBuilder {
         self
     }
 
-    /// A byte budget (default: the device's total memory).
+    /// A byte budget (default: the device memory free when the device was opened).
     pub fn budget(mut self, bytes: usize) -> Self {
         self.budget = Some(bytes);
         self
@@ -153,7 +153,9 @@ impl RuntimeBuilder {
             crate::sim::select()?;
         }
         let device = Device::open(self.ordinal)?;
-        let limit = self.budget.unwrap_or(device.info().total_memory);
+        // By default the budget is what the device had free: allocations past it
+        // fail as `BudgetExceeded`, before the driver runs out of memory.
+        let limit = self.budget.unwrap_or(device.info().free_memory);
         let stack = Stack {
             csv: self.csv,
             limit,
@@ -215,7 +217,8 @@ impl Stack {
 impl Runtime {
     /// The shared runtime of device `ordinal`, created on first use with the
     /// default stack: async backend, statistics, and a budget of
-    /// `XLOG_BUDGET_BYTES` (default: the device's memory). `XLOG_BACKEND=direct`
+    /// `XLOG_BUDGET_BYTES` (default: the device memory free when the device was
+    /// opened). `XLOG_BACKEND=direct`
     /// selects the direct backend (for compute-sanitizer).
     pub fn get(ordinal: u32) -> Result<Runtime> {
         static SHARED: OnceLock<Mutex<HashMap<u32, Runtime>>> = OnceLock::new();

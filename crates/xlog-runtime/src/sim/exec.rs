@@ -98,6 +98,7 @@ pub(crate) fn device_info(ordinal: u32) -> DeviceInfo {
         max_shared_per_block: 49_152,
         memory_pools: true,
         total_memory: 8 << 30,
+        free_memory: 8 << 30,
     }
 }
 

@@ -39,6 +39,7 @@ fn device_info_reads_the_hardware() {
     }
     assert!(info.max_threads_per_block >= 1024);
     assert!(info.total_memory > 0);
+    assert!(info.free_memory > 0 && info.free_memory <= info.total_memory);
 }
 
 #[test]
@@ -51,6 +52,11 @@ fn default_stack_tracks_streams_and_has_a_budget_and_stats() {
         "{d}"
     );
     assert!(rt.budget().unwrap().limit() > 0);
+    if std::env::var_os("XLOG_BUDGET_BYTES").is_none() {
+        // By default the budget is the memory the device had free when opened, so
+        // an allocation too large is refused by the budget before the driver fails.
+        assert_eq!(rt.budget().unwrap().limit(), rt.device().info().free_memory);
+    }
     assert!(rt.stats().is_some());
 }
 
