@@ -232,3 +232,46 @@ fn plots_are_the_same_every_time() {
         }
     }
 }
+
+#[test]
+fn the_readme_table_is_what_its_results_file_gives() {
+    // The repository's README: its table must be regenerated when the run it
+    // names changes (`xlog-bench-report --readme README.md`).
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let changed = xlog_bench_report::update_readme(&readme, true).unwrap();
+    assert!(!changed, "README.md's generated table is stale: run `cargo run -p xlog-bench-report -- --readme README.md`");
+}
+
+#[test]
+fn a_readme_table_is_spliced_between_its_lines_and_refused_without_them() {
+    use xlog_bench_report::{readme_table, splice_readme, README_BEGIN, README_END};
+    let readme = format!("intro\n{README_BEGIN}r.jsonl -->\nold table\n{README_END}\nrest\n");
+    let mut named = String::new();
+    let out = splice_readme(&readme, |source| {
+        named = source.to_owned();
+        Ok(readme_table(&compare(&parse(FIXTURE)?)))
+    })
+    .unwrap();
+    assert_eq!(named, "r.jsonl");
+    assert!(!out.contains("old table"), "{out}");
+    assert!(out.starts_with(&format!("intro\n{README_BEGIN}r.jsonl -->\n| benchmark |")));
+    assert!(out.ends_with(&format!("{README_END}\nrest\n")), "{out}");
+    assert!(out.contains("Targets met: **"), "{out}");
+    // Each comparison once, at its largest size.
+    let bw: Vec<_> = out
+        .lines()
+        .filter(|l| l.starts_with("| axpy_bandwidth | axpy f32, elements |"))
+        .collect();
+    assert!(
+        bw.len() >= 2 && bw.iter().all(|l| l.contains("| 2^28 |")),
+        "{out}"
+    );
+    for bad in [
+        "no markers\n".to_owned(),
+        format!("{README_BEGIN} -->\n{README_END}\n"),
+        format!("{README_BEGIN}r.jsonl -->\nno end\n"),
+    ] {
+        let err = splice_readme(&bad, |_| Ok(String::new())).unwrap_err();
+        assert!(err.to_string().starts_with("README: "), "{err}");
+    }
+}
