@@ -254,7 +254,7 @@ pub fn run_lengths(starts: &[u64], counts: &mut [u64]) {
 
 /// The compaction kernels of each element type: `$v` elements per vector load of a
 /// selection, `$mb` the selection's resident blocks per SM. On an H100 (run 23 of
-/// `docs/gpu-runs.md`): a 32-bit selection at three blocks uses 80 registers
+/// `bench/runs/2026-11-26-archive/log.md`): a 32-bit selection at three blocks uses 80 registers
 /// without spills and ran as fast as four blocks with its inputs loaded after the
 /// look-back (which spills); a 64-bit selection holds twice the registers for its
 /// tile, and two blocks ran 11 % faster than three, which spill.

@@ -623,7 +623,7 @@ fn four_loads_in_flight(ptx: &str, kernel: &str) -> bool {
 #[test]
 fn the_reductions_keep_four_loads_in_flight() {
     // A thread that folds each chunk as it arrives has one load in flight; on an
-    // H200 that held the sum at 0.83x CUB's (run 29 of docs/gpu-runs.md).
+    // H200 that held the sum at 0.83x CUB's (run 29 of bench/runs/2026-11-26-archive/log.md).
     for t in LIBRARY_TYPES {
         for op in ["reduce_sum", "reduce_min", "reduce_max"] {
             let kernel = format!("{op}_{t}");
