@@ -94,6 +94,13 @@ impl Stream {
         self.inner.device_ordinal()
     }
 
+    /// The device's name (`"xlog simulator (host CPU)"` under `XLOG_BACKEND=sim`).
+    #[getter]
+    fn device_name(&self) -> PyResult<String> {
+        let rt = self.inner.runtime().map_err(rt_err)?;
+        Ok(rt.device().info().name.clone())
+    }
+
     /// Block until the stream's work has finished (not needed for hand-offs).
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.inner.synchronize()).map_err(err)

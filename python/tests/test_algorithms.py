@@ -295,11 +295,10 @@ class Refusals(unittest.TestCase):
 
     def test_unsupported_element_types_on_import(self):
         for t in (torch.zeros(4, device="cuda", dtype=torch.float16),
-                  torch.zeros(4, device="cuda", dtype=torch.bool),
                   torch.zeros(4, device="cuda", dtype=torch.int8),
                   torch.zeros(4, device="cuda", dtype=torch.int16)):
             with self.subTest(dtype=t.dtype):
-                with self.assertRaisesRegex(TypeError, r"holds (float16|bool|int8|int16).*float32"):
+                with self.assertRaisesRegex(TypeError, r"holds (float16|int8|int16), which xlog does not handle.*float32"):
                     xlog.from_dlpack(t, self.s)
         # A refused import leaves nothing behind: the same memory as a type xlog
         # handles imports.
