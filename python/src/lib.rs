@@ -493,10 +493,13 @@ unsafe extern "C" fn drop_legacy(capsule: *mut pyo3::ffi::PyObject) {
 ///
 /// # Safety
 ///
-/// As [`dlpack::import`]: `ready` orders the producer's writes before `on`;
-/// nothing outside xlog uses the memory while the buffer lives except through
-/// xlog's orderings; no part of it is memory of a live xlog buffer (the
-/// registry refuses the cases it can see).
+/// [`dlpack::import`]'s obligations:
+/// 1. `ready` orders every write the producer made before work xlog queues on
+///    `on` after this call.
+/// 2. Until the buffer is dropped nothing outside xlog writes the memory, or
+///    reads it while xlog may write it, except through xlog's orderings.
+/// 3. No part of the tensor is memory of a live xlog buffer (the registry
+///    refuses the overlaps it can see).
 unsafe fn import_any<M: ManagedTensorBase + 'static>(
     t: Managed<M>,
     on: &xlog_runtime::Stream,
@@ -504,13 +507,13 @@ unsafe fn import_any<M: ManagedTensorBase + 'static>(
 ) -> PyResult<Typed> {
     /// # Safety
     ///
-    /// As [`import_any`].
+    /// [`import_any`]'s obligations 1–3.
     unsafe fn one<T: Elem, M: ManagedTensorBase + 'static>(
         t: Managed<M>,
         on: &xlog_runtime::Stream,
         ready: ReadyAfter,
     ) -> PyResult<Typed> {
-        // SAFETY: forwarded to our caller.
+        // SAFETY: obligations 1–3 are our caller's, forwarded unchanged.
         let b = unsafe { dlpack::import::<T, M>(t, on, ready) }.map_err(interop_err)?;
         Ok(T::wrap(b))
     }
@@ -536,7 +539,7 @@ unsafe fn import_any<M: ManagedTensorBase + 'static>(
             )));
         }
     };
-    // SAFETY: forwarded to our caller.
+    // SAFETY: obligations 1–3 are our caller's, forwarded unchanged.
     unsafe { import(t, on, ready) }
 }
 
@@ -601,9 +604,11 @@ fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>, stream: &Stream) -> PyRes
     // memory alive); the capsule is consumed either way.
     // SAFETY: `raw` is a live object for this call; the name checks make the
     // pointer a tensor of that ABI, whose ownership moves to us when we rename it.
-    // The producer ordered its writes before `on` (we passed its handle); the
-    // other obligations of the import are the documented contract of this
-    // function (the producer leaves the memory to xlog) and the registry's checks.
+    // The import's obligations: 1, the producer ordered its writes before `on`
+    // (we passed its handle); 2, the producer leaves the memory to xlog, this
+    // function's documented contract; 3, the module marks every buffer it exposes
+    // as held, so the registry refuses memory of a live xlog buffer reached
+    // through Python.
     let buf = unsafe {
         if pyo3::ffi::PyCapsule_IsValid(raw, VERSIONED.as_ptr()) == 1 {
             let p = pyo3::ffi::PyCapsule_GetPointer(raw, VERSIONED.as_ptr());
