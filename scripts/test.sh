@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 UI_TOOLCHAIN=1.95.0
 NVCC_WHEEL=13.5.37
-MATURIN=1.16.0
+MATURIN_VERSION=1.16.0
 
 echo "== toolchains"
 rustup component add clippy rustfmt
@@ -86,7 +86,7 @@ echo "== Python module (the wheel built, installed and run here on the simulator
 (cd python && cargo fmt -- --check && CARGO_TARGET_DIR=../target/python cargo clippy --all-targets -- -D warnings)
 # maturin builds the abi3 wheel (python/pyproject.toml); pip installs the file it
 # built, as a user would. Its import must work without a GPU.
-pip_tools "maturin==$MATURIN"
+pip_tools "maturin==$MATURIN_VERSION"
 wheel=$(bash python/build.sh "$PWD/target/wheels" | tail -1)
 pip_tools --no-deps --force-reinstall "$wheel"
 py_tools() { PYTHONPATH="$PWD/$tools/pkgs${PYTHONPATH:+:$PYTHONPATH}" "$tools_py" "$@"; }

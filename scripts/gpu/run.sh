@@ -83,7 +83,7 @@ done
 py=.gpu-bundle/python
 site=.gpu-bundle/python-site
 wheel=$(ls "$py"/xlog-*.whl 2>/dev/null | head -1)
-if has tests && [ -n "$wheel" ]; then
+if { has tests || has sanitizer; } && [ -n "$wheel" ]; then
   rm -rf "$site"
   if python3 -m pip install --quiet --disable-pip-version-check --no-deps --no-index --target "$site" "$wheel" >"$out/.pip.log" 2>&1; then
     echo "| python wheel (pip install $(basename "$wheel")) | 1 | 0 | 0 |" >>"$summary"
@@ -94,6 +94,8 @@ if has tests && [ -n "$wheel" ]; then
   fi
   { echo "===== pip install $(basename "$wheel")"; cat "$out/.pip.log"; } >>"$out/tests.log"
   rm -f "$out/.pip.log"
+fi
+if has tests && [ -d "$site" ]; then
   PYTHONPATH=$site timeout 400 python3 -m unittest discover -s "$py" -v >"$out/.py.log" 2>&1
   rc=$?
   read -r ran bad < <(python3 - "$out/.py.log" <<'PY'
