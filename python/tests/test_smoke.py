@@ -34,7 +34,9 @@ class Smoke(unittest.TestCase):
         for dtype in SORT_TYPES:
             with self.subTest(dtype=dtype):
                 v = values(dtype, N, 1)
-                self.assertEqual(xlog.sort(self.up(v, dtype)).tolist(), sorted(v))
+                x = self.up(v, dtype)
+                self.assertEqual(xlog.sort(x).tolist(), sorted(v))
+                self.assertEqual(x.tolist(), v)  # inputs are never written
                 self.assertEqual(xlog.sort(self.up(v, dtype), descending=True).tolist(),
                                  sorted(v, reverse=True))
                 perm = list(range(N))
