@@ -1,11 +1,31 @@
 #!/usr/bin/env bash
-# Build the extension module into python/build/xlog.abi3.so (one build for every
-# CPython >= 3.9 on x86_64 Linux). Needs a stable Rust toolchain; kernel crates
-# are built by xlog-build (set XLOG_PTXAS if ptxas is not on PATH).
+# Build the xlog wheel with maturin: one abi3 wheel for every CPython >= 3.9 on
+# x86_64 Linux, written to OUT_DIR (default target/wheels; an older xlog wheel
+# there is removed first) and its path printed last.
+#
+#   python/build.sh [OUT_DIR]
+#   pip install target/wheels/xlog-*.whl
+#
+# maturin: $MATURIN, else the one scripts/test.sh installs under target/xlog-tools,
+# else the one on PATH (`pip install maturin`). Cargo builds into
+# $CARGO_TARGET_DIR (default target/python). The kernel crates are compiled by
+# xlog-build (set XLOG_PTXAS if ptxas is not on PATH, XLOG_CUBIN_ARCHS=sm_90 to
+# ship machine code for one GPU). `pip install ./python` does the same through
+# pyproject.toml, in a build environment of its own.
 set -euo pipefail
-cd "$(dirname "$0")"
-cargo build --release
-target=${CARGO_TARGET_DIR:-target}
-mkdir -p build
-cp "$target/release/libxlog.so" build/xlog.abi3.so
-echo "built python/build/xlog.abi3.so"
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$root/target/wheels}
+maturin=${MATURIN:-}
+for m in "$root/target/xlog-tools/venv/bin/maturin" "$root/target/xlog-tools/pkgs/bin/maturin" \
+  "$(command -v maturin || true)"; do
+  if [ -z "$maturin" ] && [ -n "$m" ] && [ -x "$m" ]; then maturin=$m; fi
+done
+if [ -z "$maturin" ]; then
+  echo "maturin not found: pip install maturin (scripts/test.sh installs it under target/xlog-tools)" >&2
+  exit 1
+fi
+mkdir -p "$out"
+rm -f "$out"/xlog-*.whl
+CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target/python} \
+  "$maturin" build --release --manifest-path "$root/python/Cargo.toml" --out "$out" >&2
+ls "$out"/xlog-*.whl

@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 UI_TOOLCHAIN=1.95.0
 NVCC_WHEEL=13.5.37
+MATURIN_VERSION=1.16.0
 
 echo "== toolchains"
 rustup component add clippy rustfmt
@@ -27,13 +28,20 @@ if [ ! -x "$tools/venv/bin/python" ]; then
   rm -rf "$tools/venv"
   python3 -m venv "$tools/venv" 2>/dev/null || rm -rf "$tools/venv"
 fi
+# Python packages for the tools (ptxas here, maturin and the xlog wheel below):
+# into the venv, or without a venv module into a folder of our own ($tools/pkgs,
+# put on PYTHONPATH where used).
 if [ -x "$tools/venv/bin/python" ]; then
-  "$tools/venv/bin/python" -m pip install --quiet --disable-pip-version-check "nvidia-cuda-nvcc==$NVCC_WHEEL"
+  tools_py=$PWD/$tools/venv/bin/python
+  pip_tools() { "$tools_py" -m pip install --quiet --disable-pip-version-check "$@"; }
 else
-  # No venv module: unpack the wheel into a folder of our own instead.
-  python3 -m pip install --quiet --disable-pip-version-check --target "$tools/pkgs" "nvidia-cuda-nvcc==$NVCC_WHEEL" ||
-    python3 -m pip install --quiet --disable-pip-version-check --break-system-packages --target "$tools/pkgs" "nvidia-cuda-nvcc==$NVCC_WHEEL"
+  tools_py=python3
+  pip_tools() {
+    python3 -m pip install --quiet --disable-pip-version-check --upgrade --target "$tools/pkgs" "$@" ||
+      python3 -m pip install --quiet --disable-pip-version-check --upgrade --break-system-packages --target "$tools/pkgs" "$@"
+  }
 fi
+pip_tools "nvidia-cuda-nvcc==$NVCC_WHEEL"
 ptxas_path=$(find "$tools" -path '*/bin/ptxas' -type f 2>/dev/null | head -1)
 if [ -z "$ptxas_path" ]; then
   echo "ptxas not found after installing nvidia-cuda-nvcc==$NVCC_WHEEL" >&2
@@ -74,7 +82,16 @@ cargo run --profile sim -p pipeline
 unset XLOG_BACKEND XLOG_TEST_MAX_LEN
 echo "== compile-fail suite (rustc $UI_TOOLCHAIN)"
 cargo "+$UI_TOOLCHAIN" test -p xlog-macros --test compiletest -- --ignored
-echo "== Python module (built and imported here; its tests need a GPU)"
+echo "== Python module (the wheel built, installed and run here on the simulator; the GPU tests run on a GPU machine)"
 (cd python && cargo fmt -- --check && CARGO_TARGET_DIR=../target/python cargo clippy --all-targets -- -D warnings)
-CARGO_TARGET_DIR="$PWD/target/python" bash python/build.sh
-PYTHONPATH=python/build python3 -c "import xlog; print('imported', xlog.__name__, 'from', xlog.__file__)"
+# maturin builds the abi3 wheel (python/pyproject.toml); pip installs the file it
+# built, as a user would. Its import must work without a GPU.
+pip_tools "maturin==$MATURIN_VERSION"
+wheel=$(bash python/build.sh "$PWD/target/wheels" | tail -1)
+pip_tools --no-deps --force-reinstall "$wheel"
+py_tools() { PYTHONPATH="$PWD/$tools/pkgs${PYTHONPATH:+:$PYTHONPATH}" "$tools_py" "$@"; }
+py_tools -c "import xlog; print('installed', xlog.__name__, 'from', xlog.__file__)"
+# Every function and element type against plain Python, and the example, on the
+# simulator (test_algorithms and test_interop need a GPU, torch and cupy).
+XLOG_BACKEND=sim py_tools -m unittest discover -s python/tests -p test_smoke.py
+XLOG_BACKEND=sim py_tools python/example.py

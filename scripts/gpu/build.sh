@@ -72,12 +72,14 @@ for line in sys.stdin:
   done
 done
 # Example applications, run by run.sh as-is (with the test suites).
-# The Python module and its tests (run.sh runs them against PyTorch and CuPy).
+# The Python wheel (maturin: scripts/test.sh installs it under target/xlog-tools),
+# its tests and the example: run.sh installs the wheel with pip and runs them
+# against PyTorch and CuPy.
 if [[ " $modes " == *" test "* ]]; then
-  CARGO_TARGET_DIR="$PWD/target/python" bash python/build.sh
   mkdir -p "$bundle/python"
-  cp python/build/xlog.abi3.so python/tests/*.py "$bundle/python/"
-  echo "bundled python"
+  bash python/build.sh "$PWD/$bundle/python" >/dev/null
+  cp python/tests/*.py python/example.py "$bundle/python/"
+  echo "bundled python ($(basename "$bundle"/python/xlog-*.whl))"
 fi
 # The Datalog example's end-to-end test runs its binary (XLOG_DATALOG_BIN in run.sh);
 # the binary itself is bundled apart from the examples run.sh runs without arguments.
