@@ -77,7 +77,9 @@ pub use launch::{
     MAX_GRID_BLOCKS,
 };
 pub use resource::{AllocStats, AllocTag, BlockId, DeviceBlock, DeviceMemoryResource, Generation};
-pub use runtime::{Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV};
+pub use runtime::{
+    Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV, DEFAULT_CACHING, POOL_ENV,
+};
 pub use stream::{Stream, StreamId};
 pub use track::Access;
 pub use xlog_device::{DeviceCopy, ModuleImage};

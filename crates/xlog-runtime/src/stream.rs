@@ -450,6 +450,19 @@ impl Stream {
         Ok(event)
     }
 
+    /// Whether everything queued on this stream so far has run (`cuStreamQuery`;
+    /// false while the stream captures a graph, and for a borrowed stream).
+    pub(crate) fn has_drained(&self) -> bool {
+        if !self.has_device() {
+            return true;
+        }
+        if !self.shared.owned || self.bind().is_err() {
+            return false;
+        }
+        // SAFETY: an owned stream is alive while `self` is.
+        unsafe { driver::stream_query(self.raw()) }
+    }
+
     /// Block the host until `point` has completed on its stream.
     pub(crate) fn host_wait(point: &UsePoint<Stream>) -> Result<()> {
         point.stream.synchronize()

@@ -10,8 +10,10 @@ use crate::stream::Stream;
 /// The production backend: allocation and free are queued on a stream, so memory
 /// is reused in stream order without synchronising the host.
 ///
-/// Freed bytes stay counted as outstanding until [`reap_pending`] synchronises
-/// the stream the free was queued on.
+/// Freed bytes stay counted as outstanding until their stream has run the free:
+/// found out on later allocations and frees (every 32nd of a thread asks the
+/// streams of pending frees whether they have drained, `cuStreamQuery`), or by
+/// [`reap_pending`], which synchronises them.
 ///
 /// [`reap_pending`]: DeviceMemoryResource::reap_pending
 pub struct AsyncResource {
@@ -53,6 +55,7 @@ unsafe impl DeviceMemoryResource for AsyncResource {
         }
         self.check_stream(stream)?;
         self.device.bind()?;
+        self.ledger.retire_passed(Stream::has_drained);
         // SAFETY: the stream belongs to this device (`check_stream` above)
         // and is alive for the call.
         let ptr = unsafe { driver::mem_alloc_async(bytes, stream.raw()) }.map_err(|e| {
@@ -78,6 +81,7 @@ unsafe impl DeviceMemoryResource for AsyncResource {
             self.ledger.reopen_pending(&block, stream);
             return Err(stream.explain_fault(e));
         }
+        self.ledger.retire_passed(Stream::has_drained);
         Ok(())
     }
 

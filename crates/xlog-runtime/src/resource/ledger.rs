@@ -5,7 +5,15 @@
 //! and the allocation path short: a block moves from live to pending in a single
 //! step, so `outstanding` never sees it in both or in neither, and the statistics
 //! cost no atomic operation of their own.
+//!
+//! A free stops counting once its stream has run it: [`Ledger::retire_passed`],
+//! called by the stream-ordered backend on its allocations and frees, asks now and
+//! then (every [`RETIRE_EVERY`]th call of a thread) whether the streams of pending
+//! frees have drained, and retires what they held; `reap` remains for a caller
+//! that must know the frees have run. A free entered while its call is still
+//! queueing it may retire a moment early, with reap as without it.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
@@ -19,7 +27,7 @@ use crate::sync::Unpoisoned;
 /// Device addresses are already well spread; a multiplicative hash is enough and
 /// keeps the allocation path cheap.
 #[derive(Default)]
-struct AddressHasher(u64);
+pub(crate) struct AddressHasher(u64);
 
 impl Hasher for AddressHasher {
     fn finish(&self) -> u64 {
@@ -35,7 +43,11 @@ impl Hasher for AddressHasher {
     }
 }
 
-type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher>>;
+pub(crate) type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher>>;
+
+/// How often (in allocations and frees of one thread) [`Ledger::retire_passed`]
+/// asks the streams of pending frees whether they have drained.
+pub(crate) const RETIRE_EVERY: u32 = 32;
 
 #[derive(Default)]
 struct Books {
@@ -206,6 +218,55 @@ impl Ledger {
         }
     }
 
+    /// Every [`RETIRE_EVERY`]th call of this thread: retire the frees pending on
+    /// each stream `drained` says has run everything queued on it (asked outside
+    /// the lock). Only bytes pending before the question are retired. Returns the
+    /// bytes retired.
+    #[inline]
+    pub(crate) fn retire_passed(&self, drained: impl FnMut(&Stream) -> bool) -> usize {
+        thread_local! {
+            static CALLS: Cell<u32> = const { Cell::new(0) };
+        }
+        let due = CALLS.with(|c| {
+            let n = c.get().wrapping_add(1);
+            c.set(n);
+            n % RETIRE_EVERY == 0
+        });
+        if due {
+            self.retire_drained(drained)
+        } else {
+            0
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn retire_drained(&self, mut drained: impl FnMut(&Stream) -> bool) -> usize {
+        let asked: Vec<(Stream, usize)> = self.books.lock_unpoisoned().pending.clone();
+        let passed: Vec<(Stream, usize)> = asked.into_iter().filter(|(s, _)| drained(s)).collect();
+        if passed.is_empty() {
+            return 0;
+        }
+        let mut books = self.books.lock_unpoisoned();
+        let mut retired = 0;
+        for (stream, bytes) in &passed {
+            // A reap may have taken the entry meanwhile: then it retires the bytes.
+            if let Some(i) = books.pending.iter().position(|(s, _)| s == stream) {
+                let b = bytes.min(&books.pending[i].1).to_owned();
+                books.pending[i].1 -= b;
+                if books.pending[i].1 == 0 {
+                    books.pending.swap_remove(i);
+                }
+                retired += b;
+            }
+        }
+        books.pending_bytes -= retired;
+        drop(books);
+        // The streams go outside the lock.
+        drop(passed);
+        retired
+    }
+
     #[cfg(test)]
     fn add_pending(&self, stream: &Stream, bytes: usize) {
         self.books.lock_unpoisoned().add_pending(stream, bytes);
@@ -257,6 +318,30 @@ mod tests {
         drop(ledger);
         assert_eq!(std::sync::Arc::strong_count(&s.shared), 1);
         assert_eq!(stats.snapshot().total_bytes, 64);
+    }
+
+    /// Frees retire without a reap once their stream has drained, and only those
+    /// entered before the question.
+    #[test]
+    fn frees_retire_as_their_streams_drain() {
+        let p = Ledger::default();
+        let s = streams(2);
+        p.add_pending(&s[0], 100);
+        p.add_pending(&s[1], 50);
+        let mut retired = 0;
+        for _ in 0..RETIRE_EVERY {
+            retired += p.retire_passed(|st| *st == s[0]);
+        }
+        assert_eq!(retired, 100, "stream 0 drained; stream 1 did not");
+        assert_eq!(p.outstanding(), 50);
+        let later = |st: &Stream| {
+            // A free entered while the question is being asked stays pending.
+            p.books.lock_unpoisoned().add_pending(st, 7);
+            true
+        };
+        assert_eq!(p.retire_drained(later), 50);
+        assert_eq!(p.outstanding(), 7);
+        assert_eq!(p.reap_with(|_| Ok(())).unwrap(), 7);
     }
 
     #[test]

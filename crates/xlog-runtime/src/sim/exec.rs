@@ -343,6 +343,36 @@ pub(crate) unsafe fn stream_wait_event(s: RawStream, ev: RawEvent) -> Result<()>
     Ok(())
 }
 
+/// Whether `s` has run everything queued on it.
+///
+/// # Safety
+/// `s` is a live simulated stream.
+pub(crate) unsafe fn stream_query(s: RawStream) -> bool {
+    // SAFETY: the caller's obligation.
+    let s = unsafe { stream(s) };
+    let q = s.queue.lock_unpoisoned();
+    q.completed == q.submitted
+}
+
+/// Whether the last record of `ev` has completed; the host then knows what it
+/// covered has run, as after a synchronisation.
+///
+/// # Safety
+/// `ev` is a live simulated event.
+pub(crate) unsafe fn event_query(ev: RawEvent) -> bool {
+    // SAFETY: the caller's obligation.
+    let ev = unsafe { event(ev) };
+    let last = ev.last.lock_unpoisoned();
+    match &*last {
+        None => true,
+        Some(r) if r.stream.completed() >= r.position => {
+            DETECTOR.host_waits(&r.clock);
+            true
+        }
+        Some(_) => false,
+    }
+}
+
 /// # Safety
 /// `ev` is a live simulated event.
 pub(crate) unsafe fn event_synchronize(ev: RawEvent) -> Result<()> {

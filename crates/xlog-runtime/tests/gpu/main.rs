@@ -12,5 +12,6 @@ mod contexts;
 mod copies;
 mod hazards;
 mod launch;
+mod pool;
 mod runtime;
 mod simulator;
