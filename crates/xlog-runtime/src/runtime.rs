@@ -507,6 +507,12 @@ impl Runtime {
         Ok(buf)
     }
 
+    /// `len` zeroed elements of page-locked host memory, for asynchronous copies
+    /// ([`DeviceBuffer::upload_from_pinned`], [`DeviceBuffer::download_to_pinned`]).
+    pub fn alloc_pinned<T: DeviceCopy>(&self, len: usize) -> Result<crate::PinnedBuffer<T>> {
+        crate::PinnedBuffer::zeroed(&self.inner.device, len)
+    }
+
     /// Bytes held: live buffers plus frees not yet reaped.
     pub fn bytes_outstanding(&self) -> usize {
         self.inner.allocator.resource().bytes_outstanding()
