@@ -79,7 +79,10 @@ pub use launch::{
     Committed, Function, KernelHandle, LaunchConfig, Module, Preflighted, Recording, WorkRecorder,
     MAX_GRID_BLOCKS,
 };
-pub use pinned::{copy_from_pinned, copy_to_pinned, PendingDownload, PendingUpload, PinnedBuffer};
+pub use pinned::{
+    copy_from_pinned, copy_to_pinned, PendingDownload, PendingUpload, PinnedBuffer, PinnedChunk,
+    PinnedMemory,
+};
 pub use resource::{AllocStats, AllocTag, BlockId, DeviceBlock, DeviceMemoryResource, Generation};
 pub use runtime::{
     Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV, DEFAULT_CACHING, POOL_ENV,

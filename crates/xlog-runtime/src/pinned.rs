@@ -50,6 +50,16 @@ use crate::track::Access;
 struct InFlight {
     event: RawEvent,
     writes_host: bool,
+    /// The elements it touches.
+    range: (usize, usize),
+}
+
+impl InFlight {
+    /// Whether work on `range` that writes the bytes (`writes`) or only reads them
+    /// must wait for this copy.
+    fn conflicts(&self, range: (usize, usize), writes: bool) -> bool {
+        (writes || self.writes_host) && self.range.0 < range.1 && range.0 < self.range.1
+    }
 }
 
 #[derive(Default)]
@@ -185,10 +195,7 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
     /// The elements, once every pending download into the buffer has finished
     /// (waiting for them).
     pub fn as_slice(&self) -> Result<&[T]> {
-        if self.bytes() > 0 {
-            self.device.bind()?;
-            self.copies.lock_unpoisoned().host_wait(|c| c.writes_host)?;
-        }
+        self.wait_range((0, self.len), false)?;
         // SAFETY: `ptr` holds `len` initialised elements (zeroed at allocation, then
         // written only by the host through `&mut self` or by downloads of `T`
         // values); no download into them is pending, and a new one needs `&mut self`.
@@ -198,13 +205,41 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
     /// The elements, mutably, once every pending copy from or into the buffer has
     /// finished (waiting for them).
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
-        if self.bytes() > 0 {
-            self.device.bind()?;
-            self.copies.get_mut_unpoisoned().host_wait(|_| true)?;
-        }
+        self.wait_range((0, self.len), true)?;
         // SAFETY: as in `as_slice`; no copy reads or writes the bytes any more, and
         // none can start while the slice borrows `self` mutably.
         Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
+    }
+
+    /// Split into disjoint chunks of `chunk` elements (the last may be shorter), each
+    /// a source or destination of copies of its own.
+    ///
+    /// # Panics
+    /// If `chunk` is 0, as `slice::chunks_mut`.
+    pub fn chunks_mut(&mut self, chunk: usize) -> Vec<PinnedChunk<'_, T>> {
+        assert!(chunk > 0, "chunk size must be non-zero");
+        let len = self.len;
+        let this: &PinnedBuffer<T> = self;
+        (0..len)
+            .step_by(chunk)
+            .map(|start| PinnedChunk {
+                buffer: this,
+                range: (start, (start + chunk).min(len)),
+                _mut: PhantomData,
+            })
+            .collect()
+    }
+
+    /// Block the host until no pending copy that overlaps `range` would race a
+    /// host read (`writes` false) or write of it.
+    fn wait_range(&self, range: (usize, usize), writes: bool) -> Result<()> {
+        if self.bytes() == 0 {
+            return Ok(());
+        }
+        self.device.bind()?;
+        self.copies
+            .lock_unpoisoned()
+            .host_wait(|c| c.conflicts(range, writes))
     }
 
     /// Whether no copy from or into the buffer is still running (never blocks).
@@ -218,16 +253,18 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
     }
 
     /// Queue the copy `work` on `stream` behind the device waits for the pending
-    /// copies `conflicts` selects, then record an event after it. Returns the event.
+    /// copies it conflicts with, then record an event after it. Returns the event.
     ///
     /// # Safety
     /// 1. `work` queues on the raw stream it is given one copy that touches the
-    ///    buffer's bytes as `writes_host` says, and the device bytes `pre` recorded.
+    ///    buffer's elements `range` as `writes_host` says, and the device bytes `pre`
+    ///    recorded.
     unsafe fn copy(
         &self,
         stream: &Stream,
         pre: WorkRecorder<'_, crate::launch::Preflighted>,
         writes_host: bool,
+        range: (usize, usize),
         work: impl FnOnce(crate::handle::RawStream) -> Result<()>,
     ) -> Result<RawEvent> {
         let mut copies = self.copies.lock_unpoisoned();
@@ -241,7 +278,7 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
         let waits: SmallVec<[RawEvent; 4]> = copies
             .pending
             .iter()
-            .filter(|c| fence && (writes_host || c.writes_host))
+            .filter(|c| fence && c.conflicts(range, writes_host))
             .map(|c| c.event)
             .collect();
         // The event is recorded on the same stream right after the copy, inside
@@ -259,7 +296,11 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
         let queued = unsafe { pre.enqueue(queue) };
         match queued {
             Ok(_) => {
-                copies.pending.push(InFlight { event, writes_host });
+                copies.pending.push(InFlight {
+                    event,
+                    writes_host,
+                    range,
+                });
                 Ok(event)
             }
             Err(e) => {
@@ -296,9 +337,85 @@ impl<T: DeviceCopy> Drop for PinnedBuffer<T> {
     }
 }
 
-/// An upload from a [`PinnedBuffer`] that may still be running. It borrows the
-/// buffer shared, so the host cannot write it until the handle is gone (and
-/// [`PinnedBuffer::as_mut_slice`] waits for the copy even then).
+/// A disjoint part of a [`PinnedBuffer`] ([`PinnedBuffer::chunks_mut`]): borrowed
+/// from it exclusively, so the host and copies reach it as they would the buffer.
+pub struct PinnedChunk<'a, T: DeviceCopy> {
+    buffer: &'a PinnedBuffer<T>,
+    range: (usize, usize),
+    _mut: PhantomData<&'a mut [T]>,
+}
+
+impl<T: DeviceCopy> fmt::Debug for PinnedChunk<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedChunk")
+            .field("range", &(self.range.0..self.range.1))
+            .finish()
+    }
+}
+
+impl<T: DeviceCopy> PinnedChunk<'_, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.range.1 - self.range.0
+    }
+
+    /// Whether the chunk has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The elements, once every pending download into them has finished.
+    pub fn as_slice(&self) -> Result<&[T]> {
+        self.buffer.wait_range(self.range, false)?;
+        // SAFETY: the chunk's elements lie inside the buffer; no download into them
+        // is pending, and a new one needs `&mut self` (chunks are disjoint).
+        Ok(unsafe { std::slice::from_raw_parts(self.buffer.ptr.add(self.range.0), self.len()) })
+    }
+
+    /// The elements, mutably, once every pending copy from or into them has finished.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.buffer.wait_range(self.range, true)?;
+        // SAFETY: as in `as_slice`; no copy touches the elements any more and none
+        // can start while the slice borrows `self` mutably; no other chunk or
+        // borrow of the buffer reaches them.
+        Ok(
+            unsafe {
+                std::slice::from_raw_parts_mut(self.buffer.ptr.add(self.range.0), self.len())
+            },
+        )
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Page-locked memory an asynchronous copy can use: a [`PinnedBuffer`] or a
+/// [`PinnedChunk`] of one. Sealed.
+pub trait PinnedMemory<T: DeviceCopy>: sealed::Sealed {
+    /// The buffer and the element range.
+    #[doc(hidden)]
+    fn region(&self) -> (&PinnedBuffer<T>, (usize, usize));
+}
+
+impl<T: DeviceCopy> sealed::Sealed for PinnedBuffer<T> {}
+impl<T: DeviceCopy> sealed::Sealed for PinnedChunk<'_, T> {}
+
+impl<T: DeviceCopy> PinnedMemory<T> for PinnedBuffer<T> {
+    fn region(&self) -> (&PinnedBuffer<T>, (usize, usize)) {
+        (self, (0, self.len))
+    }
+}
+
+impl<T: DeviceCopy> PinnedMemory<T> for PinnedChunk<'_, T> {
+    fn region(&self) -> (&PinnedBuffer<T>, (usize, usize)) {
+        (self.buffer, self.range)
+    }
+}
+
+/// An upload from page-locked memory that may still be running. It borrows the
+/// source shared, so the host cannot write it until the handle is gone (and
+/// `as_mut_slice` waits for the copy even then).
 #[must_use = "dropping the handle is fine, but then `as_mut_slice` waits for the copy"]
 pub struct PendingUpload<'a, T: DeviceCopy> {
     buffer: &'a PinnedBuffer<T>,
@@ -320,42 +437,49 @@ impl<T: DeviceCopy> PendingUpload<'_, T> {
 
     /// Whether the copy has run (never blocks).
     pub fn is_done(&self) -> bool {
-        match self.event {
-            // SAFETY: as in `wait`.
-            Some(ev) => self.buffer.device.bind().is_ok() && unsafe { driver::event_query(ev) },
-            None => true,
-        }
+        event_done(self.buffer, self.event)
     }
 }
 
-/// A download into a [`PinnedBuffer`] that may still be running. It borrows the
-/// buffer exclusively: the bytes are reachable only through
+fn event_done<T: DeviceCopy>(buffer: &PinnedBuffer<T>, event: Option<RawEvent>) -> bool {
+    match event {
+        // SAFETY: the buffer's events live as long as it, which outlives the handle.
+        Some(ev) => buffer.device.bind().is_ok() && unsafe { driver::event_query(ev) },
+        None => true,
+    }
+}
+
+/// A download into page-locked memory that may still be running. It borrows the
+/// destination exclusively: the bytes are reachable only through
 /// [`wait`](Self::wait), which returns them once the copy has run.
 #[must_use = "the downloaded bytes are read through `wait`"]
 pub struct PendingDownload<'a, T: DeviceCopy> {
-    buffer: &'a mut PinnedBuffer<T>,
+    buffer: &'a PinnedBuffer<T>,
+    range: (usize, usize),
     event: Option<RawEvent>,
-    _t: PhantomData<&'a [T]>,
+    _mut: PhantomData<&'a mut [T]>,
 }
 
 impl<'a, T: DeviceCopy> PendingDownload<'a, T> {
     /// Block until the copy has run; the downloaded elements.
     pub fn wait(self) -> Result<&'a [T]> {
-        let buffer: &'a PinnedBuffer<T> = self.buffer;
-        buffer.as_slice()
+        self.buffer.wait_range(self.range, false)?;
+        let len = self.range.1 - self.range.0;
+        if len == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: the range lies inside the buffer, borrowed exclusively for `'a`
+        // by this handle's creator; no download into it is pending any more.
+        Ok(unsafe { std::slice::from_raw_parts(self.buffer.ptr.add(self.range.0), len) })
     }
 
     /// Whether the copy has run (never blocks).
     pub fn is_done(&self) -> bool {
-        match self.event {
-            // SAFETY: the buffer's events live as long as it, which outlives `self`.
-            Some(ev) => self.buffer.device.bind().is_ok() && unsafe { driver::event_query(ev) },
-            None => true,
-        }
+        event_done(self.buffer, self.event)
     }
 }
 
-/// Refuse a pinned buffer of another device than `stream`'s.
+/// Refuse page-locked memory of another device than `stream`'s.
 fn check_device<T: DeviceCopy>(what: &str, host: &PinnedBuffer<T>, stream: &Stream) -> Result<()> {
     if stream.device_ordinal() == host.device.ordinal() {
         return Ok(());
@@ -375,30 +499,33 @@ fn check_device<T: DeviceCopy>(what: &str, host: &PinnedBuffer<T>, stream: &Stre
 pub fn copy_from_pinned<'a, T: DeviceCopy>(
     stream: &Stream,
     dst: &mut (impl WriteBuffer<T> + ?Sized),
-    src: &'a PinnedBuffer<T>,
+    src: &'a (impl PinnedMemory<T> + ?Sized),
 ) -> Result<PendingUpload<'a, T>> {
+    let (buffer, range) = src.region();
     let arg = dst.arg_mut();
-    crate::copy::check_len("copy_from_pinned", arg.len, src.len)?;
-    check_device("copy_from_pinned", src, stream)?;
+    crate::copy::check_len("copy_from_pinned", arg.len, range.1 - range.0)?;
+    check_device("copy_from_pinned", buffer, stream)?;
     if arg.bytes == 0 {
         return Ok(PendingUpload {
-            buffer: src,
+            buffer,
             event: None,
         });
     }
-    let (ptr, bytes, host) = (arg.ptr, arg.bytes, src.ptr as *const u8);
+    // SAFETY: the range lies inside the buffer.
+    let host = unsafe { buffer.ptr.add(range.0) } as *const u8;
+    let (ptr, bytes) = (arg.ptr, arg.bytes);
     let pre = WorkRecorder::new(stream)
         .__record(arg, Access::Write)
         .preflight()?;
     let work = |raw| {
         // SAFETY: `host` is page-locked and stays alive and unwritten until the
-        // event after the copy completes (the buffer's rules 3 and 4).
+        // event after the copy completes (the module's rules 3 and 4).
         unsafe { driver::memcpy_htod_async(ptr, host, bytes, raw) }
     };
-    // SAFETY: one copy that writes the recorded range and reads the pinned bytes.
-    let event = unsafe { src.copy(stream, pre, false, work) }?;
+    // SAFETY: one copy that writes the recorded range and reads the pinned range.
+    let event = unsafe { buffer.copy(stream, pre, false, range, work) }?;
     Ok(PendingUpload {
-        buffer: src,
+        buffer,
         event: Some(event),
     })
 }
@@ -408,34 +535,35 @@ pub fn copy_from_pinned<'a, T: DeviceCopy>(
 pub fn copy_to_pinned<'a, T: DeviceCopy>(
     stream: &Stream,
     src: &(impl ReadBuffer<T> + ?Sized),
-    dst: &'a mut PinnedBuffer<T>,
+    dst: &'a mut (impl PinnedMemory<T> + ?Sized),
 ) -> Result<PendingDownload<'a, T>> {
+    let (buffer, range) = dst.region();
     let arg = src.arg();
-    crate::copy::check_len("copy_to_pinned", dst.len, arg.len)?;
-    check_device("copy_to_pinned", dst, stream)?;
+    crate::copy::check_len("copy_to_pinned", range.1 - range.0, arg.len)?;
+    check_device("copy_to_pinned", buffer, stream)?;
+    let mut pending = PendingDownload {
+        buffer,
+        range,
+        event: None,
+        _mut: PhantomData,
+    };
     if arg.bytes == 0 {
-        return Ok(PendingDownload {
-            buffer: dst,
-            event: None,
-            _t: PhantomData,
-        });
+        return Ok(pending);
     }
-    let (ptr, bytes, host) = (arg.ptr, arg.bytes, dst.ptr as *mut u8);
+    // SAFETY: the range lies inside the buffer.
+    let host = unsafe { buffer.ptr.add(range.0) } as *mut u8;
+    let (ptr, bytes) = (arg.ptr, arg.bytes);
     let pre = WorkRecorder::new(stream)
         .__record(arg, Access::Read)
         .preflight()?;
     let work = |raw| {
         // SAFETY: `host` is page-locked, and the host cannot read or write it until
-        // the event after the copy completes (the buffer's rules 3 and 4).
+        // the event after the copy completes (the module's rules 3 and 4).
         unsafe { driver::memcpy_dtoh_async(host, ptr, bytes, raw) }
     };
-    // SAFETY: one copy that reads the recorded range and writes the pinned bytes.
-    let event = unsafe { dst.copy(stream, pre, true, work) }?;
-    Ok(PendingDownload {
-        buffer: dst,
-        event: Some(event),
-        _t: PhantomData,
-    })
+    // SAFETY: one copy that reads the recorded range and writes the pinned range.
+    pending.event = Some(unsafe { buffer.copy(stream, pre, true, range, work) }?);
+    Ok(pending)
 }
 
 impl<T: DeviceCopy> crate::buffer::DeviceBuffer<T> {
@@ -443,7 +571,7 @@ impl<T: DeviceCopy> crate::buffer::DeviceBuffer<T> {
     pub fn upload_from_pinned<'a>(
         &mut self,
         stream: &Stream,
-        src: &'a PinnedBuffer<T>,
+        src: &'a (impl PinnedMemory<T> + ?Sized),
     ) -> Result<PendingUpload<'a, T>> {
         copy_from_pinned(stream, self, src)
     }
@@ -452,7 +580,7 @@ impl<T: DeviceCopy> crate::buffer::DeviceBuffer<T> {
     pub fn download_to_pinned<'a>(
         &self,
         stream: &Stream,
-        dst: &'a mut PinnedBuffer<T>,
+        dst: &'a mut (impl PinnedMemory<T> + ?Sized),
     ) -> Result<PendingDownload<'a, T>> {
         copy_to_pinned(stream, self, dst)
     }

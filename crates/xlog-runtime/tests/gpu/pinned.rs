@@ -123,6 +123,41 @@ fn a_chunked_pipeline_over_three_streams_matches_the_host() {
     assert_eq!(result, input);
 }
 
+/// One page-locked input and output split into chunks, each chunk's copies on its
+/// own stream: the output, read whole, waits for every chunk's download.
+#[test]
+fn chunks_of_one_pinned_buffer_copy_independently() {
+    let rt = rt();
+    let streams: Vec<_> = (0..3).map(|_| rt.new_stream().unwrap()).collect();
+    let (chunks, len) = (9, 1 << 13);
+    let values = random_u32(13, chunks * len);
+    let mut input = rt.alloc_pinned::<u32>(chunks * len).unwrap();
+    input.as_mut_slice().unwrap().copy_from_slice(&values);
+    let mut output = rt.alloc_pinned::<u32>(chunks * len).unwrap();
+    {
+        let ins = input.chunks_mut(len);
+        let mut outs = output.chunks_mut(len);
+        assert_eq!((ins.len(), outs.len()), (chunks, chunks));
+        for (k, (src, dst)) in ins.iter().zip(outs.iter_mut()).enumerate() {
+            let s = &streams[k % 3];
+            let mut d = rt.alloc_zeroed_on::<u32>(s, len).unwrap();
+            drop(d.upload_from_pinned(s, src).unwrap());
+            let mut e = rt.alloc_zeroed_on::<u32>(s, len).unwrap();
+            slow_copy(&rt, s, &d, &mut e, if k == 0 { SLOW / 4 } else { 0 });
+            drop(e.download_to_pinned(s, dst).unwrap());
+        }
+        // The first chunk is slow; the last one's bytes are there once it is done.
+        assert!(
+            outs[chunks - 1].as_slice().unwrap() == &values[(chunks - 1) * len..],
+            "the last chunk was read before every chunk landed"
+        );
+    }
+    assert!(
+        output.as_slice().unwrap() == &values[..],
+        "the whole output was read before every chunk landed"
+    );
+}
+
 #[test]
 fn copies_of_the_wrong_length_are_refused_and_queue_nothing() {
     let rt = rt();
@@ -148,10 +183,16 @@ fn copies_of_the_wrong_length_are_refused_and_queue_nothing() {
 #[test]
 fn pinned_tests_have_teeth() {
     let _ = crate::common::rt();
-    let mut names = vec![(
-        "a_forgotten_download_still_fences_the_hosts_reads",
-        "before the download landed",
-    )];
+    let mut names = vec![
+        (
+            "a_forgotten_download_still_fences_the_hosts_reads",
+            "before the download landed",
+        ),
+        (
+            "chunks_of_one_pinned_buffer_copy_independently",
+            "before every chunk landed",
+        ),
+    ];
     if !xlog_runtime::sim::is_active() {
         names.push((
             "writing_a_pinned_buffer_waits_for_its_upload",
