@@ -681,6 +681,11 @@ fn stress() {
         t.mismatches,
         t0.elapsed().as_secs_f64()
     );
+    println!(
+        "stress: peak device memory {} bytes held from the driver by {}",
+        rt.stats().map_or(0, |st| st.peak_bytes),
+        rt.describe_resource()
+    );
     let hazards = xlog_runtime::sim::take_hazards();
     assert!(
         hazards.is_empty(),
@@ -718,6 +723,11 @@ fn stress_through_the_caching_pool() {
         env("XLOG_STRESS_THREADS", 4),
     );
     let t = run_seeds(&rt, 100..100 + seeds, ops, threads, &SHAPE, true);
+    println!(
+        "stress: peak device memory {} bytes held from the driver by {}",
+        rt.stats().map_or(0, |st| st.peak_bytes),
+        rt.describe_resource()
+    );
     let st = rt.pool_stats().unwrap();
     println!(
         "stress through the pool: ops={} words_compared={} mismatches={} {st:?}",

@@ -11,7 +11,7 @@ use crate::stream::Stream;
 /// is reused in stream order without synchronising the host.
 ///
 /// Freed bytes stay counted as outstanding until their stream has run the free:
-/// found out on later allocations and frees (every 32nd of a thread asks the
+/// found out on later allocations and frees (every 64th of a thread asks the
 /// streams of pending frees whether they have drained, `cuStreamQuery`), or by
 /// [`reap_pending`], which synchronises them.
 ///

@@ -47,7 +47,7 @@ pub(crate) type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher
 
 /// How often (in allocations and frees of one thread) [`Ledger::retire_passed`]
 /// asks the streams of pending frees whether they have drained.
-pub(crate) const RETIRE_EVERY: u32 = 32;
+pub(crate) const RETIRE_EVERY: u32 = 64;
 
 #[derive(Default)]
 struct Books {

@@ -176,9 +176,22 @@ struct Large {
 }
 
 impl Large {
-    /// Best-fit a free piece of `size` bytes; split off the rest when it is large.
-    fn take(&mut self, size: usize) -> Option<(u64, Points)> {
-        let &(have, at) = self.free.range((size, 0)..).next()?;
+    /// Best-fit a free piece of `size` bytes, preferring among the few smallest
+    /// that fit one last freed on `stream` alone (no wait); split off the rest
+    /// when it is large.
+    fn take(&mut self, size: usize, stream: &Stream) -> Option<(u64, Points)> {
+        let own = |at: &u64| {
+            self.pieces[at]
+                .free
+                .as_ref()
+                .is_some_and(|p| p.iter().all(|p| p.stream == *stream))
+        };
+        let mut fits = self.free.range((size, 0)..).take(8);
+        let first = *fits.next()?;
+        let &(have, at) = std::iter::once(&first)
+            .chain(fits)
+            .find(|(_, at)| own(at))
+            .unwrap_or(&first);
         self.free.remove(&(have, at));
         let piece = self.pieces.get_mut(&at).expect("free pieces are pieces");
         let points = piece.free.take().expect("a free piece has points");
@@ -554,7 +567,7 @@ impl<R: DeviceMemoryResource> Shared<R> {
             len: bytes,
             elem_size: 1,
         })?;
-        let taken = self.large.lock_unpoisoned().take(size);
+        let taken = self.large.lock_unpoisoned().take(size, stream);
         if let Some((at, points)) = taken {
             if let Err(e) = self.wait_all(stream, &points) {
                 self.large.lock_unpoisoned().give_back(at, points);
@@ -886,6 +899,24 @@ mod tests {
         assert_eq!(p.handle().stats().waits - waits, 2, "one wait per stream");
         // SAFETY: as above.
         unsafe { p.deallocate(whole, &s3) }.unwrap();
+    }
+
+    #[test]
+    fn a_large_piece_freed_on_the_allocating_stream_is_preferred() {
+        let p = pool();
+        let (s1, s2) = (Stream::host_placeholder(1), Stream::host_placeholder(2));
+        let a = p.allocate(4 << 20, &s1, AllocTag::UNTAGGED).unwrap();
+        let b = p.allocate(4 << 20, &s2, AllocTag::UNTAGGED).unwrap();
+        let b_ptr = b.ptr();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(a, &s1) }.unwrap();
+        // SAFETY: as above.
+        unsafe { p.deallocate(b, &s2) }.unwrap();
+        let c = p.allocate(4 << 20, &s2, AllocTag::UNTAGGED).unwrap();
+        assert_eq!(c.ptr(), b_ptr);
+        assert_eq!(p.handle().stats().waits, 0);
+        // SAFETY: as above.
+        unsafe { p.deallocate(c, &s2) }.unwrap();
     }
 
     #[test]
