@@ -109,3 +109,33 @@ fn hot_sizes_are_served_from_the_cache_and_trim_gives_them_back() {
     assert_eq!(rt.bytes_outstanding(), 0);
     assert_eq!(rt.drop_errors(), 0);
 }
+
+/// Without the pool, frees stop counting once their stream has run them, with no
+/// reap: a loop that keeps one 1.3 MB buffer live holds a bounded number of bytes
+/// outstanding, not every free it ever queued.
+#[test]
+fn frees_retire_as_their_stream_passes_them_without_a_reap() {
+    let rt = xlog_runtime::Runtime::builder(0)
+        .backend(backend())
+        .caching(false)
+        .build()
+        .unwrap();
+    let s = rt.new_stream().unwrap();
+    let len = 1_300_000 / 4;
+    let iterations = 1000;
+    for _ in 0..iterations {
+        let mut b = rt.alloc_zeroed_on::<u32>(&s, len).unwrap();
+        b.fill(&s, 1).unwrap();
+    }
+    s.synchronize().unwrap();
+    // The next checks see the stream drained.
+    for _ in 0..2 * 64 {
+        drop(rt.alloc_zeroed_on::<u32>(&s, 1).unwrap());
+    }
+    let outstanding = rt.bytes_outstanding();
+    assert!(
+        outstanding < 200 * len * 4,
+        "{outstanding} bytes outstanding after {iterations} frees of {} bytes",
+        len * 4
+    );
+}
