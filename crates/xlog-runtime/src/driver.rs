@@ -324,25 +324,6 @@ pub(crate) unsafe fn stream_is_capturing(s: RawStream) -> bool {
     status != Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
-/// Whether everything queued on `s` has run. False while `s` captures a graph
-/// (a query would end the capture) and when the query fails.
-///
-/// # Safety
-/// 1. `s` is a live stream of the bound context.
-pub(crate) unsafe fn stream_query(s: RawStream) -> bool {
-    if sim::is_active() {
-        // SAFETY: obligation 1.
-        return unsafe { sim::stream_query(s) };
-    }
-    // SAFETY: obligation 1.
-    if unsafe { stream_is_capturing(s) } {
-        return false;
-    }
-    // SAFETY: obligation 1; a query only reads the stream's state. Relaxed, so that
-    // another thread's global-mode capture neither refuses nor ends on it.
-    relaxed_capture(|| unsafe { sys::cuStreamQuery(s) }) == sys::CUresult::CUDA_SUCCESS
-}
-
 /// Whether the most recent record of `ev` has completed (false when the query
 /// fails).
 ///

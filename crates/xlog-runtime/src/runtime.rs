@@ -46,6 +46,8 @@ struct RuntimeInner {
     id: u64,
     device: Device,
     allocator: Arc<Allocator>,
+    /// Stripes of `allocator` that allocations take by thread (see `Allocator`).
+    stripes: Box<[Arc<Allocator>]>,
     stats: Option<StatsHandle>,
     budget: Option<BudgetHandle>,
     cache: Option<PoolHandle>,
@@ -54,7 +56,20 @@ struct RuntimeInner {
     panics: Arc<PanicBoard>,
 }
 
+/// How many stripes of its allocator a runtime hands out (see `Allocator`).
+const ALLOCATOR_STRIPES: usize = 16;
+
 impl RuntimeInner {
+    /// This thread's stripe of the allocator.
+    #[inline]
+    fn stripe(&self) -> &Arc<Allocator> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        thread_local! {
+            static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+        }
+        &self.stripes[STRIPE.with(|s| *s) % self.stripes.len()]
+    }
+
     fn module(&self, image: &'static ModuleImage) -> Result<Arc<Module>> {
         let key = image as *const ModuleImage as usize;
         let mut cache = self.modules.lock_unpoisoned();
@@ -383,11 +398,15 @@ impl Runtime {
         pool_size: usize,
     ) -> Runtime {
         let id = next_runtime_id();
+        let allocator = Allocator::new(id, resource);
         Runtime {
             inner: Arc::new(RuntimeInner {
                 id,
                 device,
-                allocator: Arc::new(Allocator::new(id, resource)),
+                stripes: (0..ALLOCATOR_STRIPES)
+                    .map(|_| Arc::new(allocator.stripe()))
+                    .collect(),
+                allocator: Arc::new(allocator),
                 stats,
                 budget,
                 cache,
@@ -466,10 +485,11 @@ impl Runtime {
                 len,
                 elem_size: std::mem::size_of::<T>(),
             })?;
-        let block = self.inner.allocator.allocate(bytes, stream, tag)?;
+        let allocator = self.inner.stripe();
+        let block = allocator.allocate(bytes, stream, tag)?;
         let ready = stream.publish();
         Ok(DeviceBuffer::from_core(
-            BufferCore::new(block, self.inner.allocator.clone(), stream.clone(), ready),
+            BufferCore::new(block, allocator.clone(), stream.clone(), ready),
             len,
         ))
     }

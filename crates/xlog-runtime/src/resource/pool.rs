@@ -36,10 +36,12 @@
 //!
 //! # Locks
 //!
-//! Small bins are sharded by stream, the live set by address: threads allocating
-//! on different streams take different locks. Large pieces share one lock (their
-//! allocations are rare next to the work they feed). No lock is held across an
-//! upstream call or a wait.
+//! Small bins and large segments are sharded by stream, the live set by address,
+//! each shard on cache lines of its own: threads allocating on different streams
+//! take different locks. A segment stays in the shard of the stream that allocated
+//! it (a piece freed on another stream goes back there); a stream whose shard has
+//! nothing that fits looks in the others. No lock is held across an upstream call
+//! or a wait, and none while another is taken.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -98,12 +100,27 @@ struct Bins {
     classes: Vec<Vec<Cached>>,
 }
 
+/// The bins and large pool of the streams whose id falls in one shard.
 #[derive(Default)]
 struct StreamShard {
     bins: Vec<Bins>,
+    large: Large,
     cached_bytes: usize,
     cached_count: usize,
     hits: u64,
+}
+
+/// A value on cache lines of its own: shards locked by different threads must not
+/// share a line (two adjacent lines, for the prefetcher that fetches pairs).
+#[derive(Default)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 impl StreamShard {
@@ -140,7 +157,8 @@ impl StreamShard {
 /// piece of a large segment.
 enum Origin {
     Small(DeviceBlock),
-    Large,
+    /// A piece of a segment of this stream shard's large pool.
+    Large(usize),
 }
 
 struct Live {
@@ -315,9 +333,8 @@ struct Shared<R> {
     upstream: R,
     device: u32,
     tracks_streams: bool,
-    streams: Box<[Mutex<StreamShard>]>,
-    live: Box<[Mutex<LiveShard>]>,
-    large: Mutex<Large>,
+    streams: Box<[Padded<Mutex<StreamShard>>]>,
+    live: Box<[Padded<Mutex<LiveShard>>]>,
     held: AtomicUsize,
     peak_held: AtomicUsize,
     misses: AtomicU64,
@@ -433,9 +450,8 @@ impl<R: DeviceMemoryResource + 'static> PoolAdaptor<R> {
                 device: upstream.device_ordinal(),
                 tracks_streams: upstream.tracks_streams(),
                 upstream,
-                streams: (0..SHARDS).map(|_| Mutex::default()).collect(),
-                live: (0..SHARDS).map(|_| Mutex::default()).collect(),
-                large: Mutex::default(),
+                streams: (0..SHARDS).map(|_| Padded::default()).collect(),
+                live: (0..SHARDS).map(|_| Padded::default()).collect(),
                 held: AtomicUsize::new(0),
                 peak_held: AtomicUsize::new(0),
                 misses: AtomicU64::new(0),
@@ -460,14 +476,21 @@ impl<R: DeviceMemoryResource> PoolAdaptor<R> {
 
 impl<R: DeviceMemoryResource> Shared<R> {
     #[inline]
+    fn shard_of(stream: &Stream) -> usize {
+        stream.id().0 as usize % SHARDS
+    }
+
+    #[inline]
     fn stream_shard(&self, stream: &Stream) -> &Mutex<StreamShard> {
-        &self.streams[stream.id().0 as usize % SHARDS]
+        &self.streams[Self::shard_of(stream)]
     }
 
     #[inline]
     fn live_shard(&self, ptr: u64) -> &Mutex<LiveShard> {
-        // Blocks are at least 512-byte aligned: the bits above say where.
-        &self.live[((ptr >> 9) ^ (ptr >> 21)) as usize % SHARDS]
+        // Blocks are at least 512-byte aligned, large ones far more: mix every bit
+        // above into the top ones.
+        let h = (ptr >> 9).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        &self.live[(h >> 60) as usize % SHARDS]
     }
 
     /// Queue on `stream` a wait for every point of another stream in `points`.
@@ -533,7 +556,7 @@ impl<R: DeviceMemoryResource> Shared<R> {
             return Ok((c.block.ptr(), size, Origin::Small(c.block)));
         }
         // Another stream's block: wait for the point it was freed at.
-        for shard in self.streams.iter() {
+        for shard in self.streams.iter().map(|s| &s.0) {
             let taken = shard.lock_unpoisoned().take(class, stream, false);
             if let Some((c, from)) = taken {
                 let point = UsePoint {
@@ -567,22 +590,30 @@ impl<R: DeviceMemoryResource> Shared<R> {
             len: bytes,
             elem_size: 1,
         })?;
-        let taken = self.large.lock_unpoisoned().take(size, stream);
-        if let Some((at, points)) = taken {
-            if let Err(e) = self.wait_all(stream, &points) {
-                self.large.lock_unpoisoned().give_back(at, points);
-                return Err(e);
+        // The stream's own shard first, then the others (behind waits).
+        let home = Self::shard_of(stream);
+        for i in (0..SHARDS).map(|i| (home + i) % SHARDS) {
+            let taken = self.streams[i].lock_unpoisoned().large.take(size, stream);
+            if let Some((at, points)) = taken {
+                if let Err(e) = self.wait_all(stream, &points) {
+                    self.streams[i]
+                        .lock_unpoisoned()
+                        .large
+                        .give_back(at, points);
+                    return Err(e);
+                }
+                return Ok((at, size, Origin::Large(i)));
             }
-            return Ok((at, size, Origin::Large));
         }
         let block = self.upstream_allocate(size.max(SEGMENT), stream)?;
         let at = block.ptr();
         // The rest of a new segment is free from the allocation on.
         let epoch = stream.publish_epoch();
-        self.large
+        self.streams[home]
             .lock_unpoisoned()
+            .large
             .add_segment(block, size, stream, epoch);
-        Ok((at, size, Origin::Large))
+        Ok((at, size, Origin::Large(home)))
     }
 
     /// Give every cached block back upstream; the first failure stops it (the
@@ -592,15 +623,25 @@ impl<R: DeviceMemoryResource> Shared<R> {
         let mut given = 0;
         let mut first_error = None;
         for shard in self.streams.iter() {
-            let taken: Vec<(Stream, Vec<Cached>)> = {
+            let (taken, whole): (Vec<(Stream, Vec<Cached>)>, _) = {
                 let mut shard = shard.lock_unpoisoned();
                 shard.cached_bytes = 0;
                 shard.cached_count = 0;
-                std::mem::take(&mut shard.bins)
+                let small = std::mem::take(&mut shard.bins)
                     .into_iter()
                     .map(|b| (b.stream, b.classes.into_iter().flatten().collect()))
-                    .collect()
+                    .collect();
+                (small, shard.large.drain_whole())
             };
+            for (block, points) in whole {
+                let bytes = block.bytes();
+                match self.upstream_free(block, &points) {
+                    Ok(()) => given += bytes,
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
             for (stream, blocks) in taken {
                 for c in blocks {
                     let bytes = c.block.bytes();
@@ -614,16 +655,6 @@ impl<R: DeviceMemoryResource> Shared<R> {
                             first_error.get_or_insert(e);
                         }
                     }
-                }
-            }
-        }
-        let whole = self.large.lock_unpoisoned().drain_whole();
-        for (block, points) in whole {
-            let bytes = block.bytes();
-            match self.upstream_free(block, &points) {
-                Ok(()) => given += bytes,
-                Err(e) => {
-                    first_error.get_or_insert(e);
                 }
             }
         }
@@ -644,9 +675,11 @@ impl<R: DeviceMemoryResource> Shared<R> {
         };
         for shard in self.streams.iter() {
             let shard = shard.lock_unpoisoned();
-            s.cached_bytes += shard.cached_bytes;
+            s.cached_bytes += shard.cached_bytes + shard.large.cached_bytes;
             s.cached_small_count += shard.cached_count;
             s.hits += shard.hits;
+            s.cached_large_bytes += shard.large.cached_bytes;
+            s.largest_free_large = s.largest_free_large.max(shard.large.largest_free());
         }
         for shard in self.live.iter() {
             let shard = shard.lock_unpoisoned();
@@ -654,10 +687,6 @@ impl<R: DeviceMemoryResource> Shared<R> {
             s.requested_bytes += shard.requested_bytes;
             s.in_use_count += shard.count;
         }
-        let large = self.large.lock_unpoisoned();
-        s.cached_large_bytes = large.cached_bytes;
-        s.cached_bytes += large.cached_bytes;
-        s.largest_free_large = large.largest_free();
         s
     }
 }
@@ -737,14 +766,14 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for PoolAdaptor<R> {
         let epoch = stream.publish_epoch();
         match live.origin {
             Origin::Small(upstream) => shared.cache_small(upstream, stream, epoch),
-            Origin::Large => {
+            Origin::Large(home) => {
                 let points = smallvec::smallvec![UsePoint {
                     stream: stream.clone(),
                     epoch,
                 }];
-                shared
-                    .large
+                shared.streams[home]
                     .lock_unpoisoned()
+                    .large
                     .give_back(block.ptr(), points);
             }
         }
