@@ -59,7 +59,7 @@ use crate::track::{keep_newest, UsePoint};
 /// The largest request served from the small bins.
 pub const SMALL_MAX: usize = 1 << 20;
 /// The smallest upstream block of the large pool (a larger request gets its own
-/// size, rounded up to [`GRANULE`]).
+/// size, rounded up to 512 bytes).
 pub const SEGMENT: usize = 2 << 20;
 /// The rounding of large requests and the alignment of large pieces.
 const GRANULE: usize = 512;
