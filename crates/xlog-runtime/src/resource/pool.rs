@@ -6,7 +6,12 @@
 //!
 //! 1. **Size classes.** A request of at most [`SMALL_MAX`] bytes is rounded up to
 //!    its class (512 bytes, then four classes per power of two: at most a quarter
-//!    wasted) and served whole: one upstream block per cached block. A larger
+//!    wasted) and served whole: one upstream block per cached block. When its
+//!    class has nothing cached, a block of one of the next four classes (at most
+//!    twice its class) serves it before upstream is asked; before upstream is
+//!    asked, cached small blocks too small to serve it go back upstream while the
+//!    small cache holds more than a sixteenth of what the pool holds, so blocks of
+//!    sizes no longer asked for do not pile up. A larger
 //!    request is rounded up to 512 bytes and served from segments (upstream blocks
 //!    of at least [`SEGMENT`] bytes) by best fit: a free piece is split when the
 //!    rest is at least [`SMALL_MAX`] bytes, and a freed piece merges with its free
@@ -65,8 +70,14 @@ pub const SEGMENT: usize = 2 << 20;
 const GRANULE: usize = 512;
 /// Number of stream shards and address shards.
 const SHARDS: usize = 16;
-/// Small size classes: 512 bytes, then four per power of two up to [`SMALL_MAX`].
-const CLASSES: usize = 1 + 4 * 11;
+/// Small size classes per power of two (2^`SUB_BITS`).
+const SUB_BITS: u32 = 2;
+const SUB: usize = 1 << SUB_BITS;
+/// Small size classes: 512 bytes, then [`SUB`] per power of two up to [`SMALL_MAX`].
+const CLASSES: usize = 1 + SUB * 11;
+/// How many classes up a small request may take a cached block from ([`SUB`]: at
+/// most twice its class) before the pool asks upstream for a new one.
+const LARGER: usize = SUB;
 
 /// The class index and size of a small request (`1..=SMALL_MAX` bytes).
 fn small_class(bytes: usize) -> (usize, usize) {
@@ -75,9 +86,9 @@ fn small_class(bytes: usize) -> (usize, usize) {
     }
     let b = bytes - 1;
     let msb = (usize::BITS - 1 - b.leading_zeros()) as usize; // 2^msb <= b < 2^(msb+1)
-    let step = 1usize << (msb - 2);
-    let size = (b / step + 1) * step; // 5, 6, 7 or 8 steps
-    ((msb - 9) * 4 + (size / step - 5) + 1, size)
+    let step = 1usize << (msb - SUB_BITS as usize);
+    let size = (b / step + 1) * step; // SUB + 1 ..= 2 SUB steps
+    ((msb - 9) * SUB + (size / step - SUB - 1) + 1, size)
 }
 
 fn round_up(bytes: usize, to: usize) -> Option<usize> {
@@ -555,9 +566,90 @@ impl<R: DeviceMemoryResource> Shared<R> {
         if let Some((c, _)) = own {
             return Ok((c.block.ptr(), size, Origin::Small(c.block)));
         }
-        // Another stream's block: wait for the point it was freed at.
-        for shard in self.streams.iter().map(|s| &s.0) {
-            let taken = shard.lock_unpoisoned().take(class, stream, false);
+        // The class on another stream, then up to `LARGER` classes up on any stream
+        // (its own first): a cached block serves before the device is asked again.
+        let classes = std::iter::once((class, false)).chain(
+            (class + 1..CLASSES.min(class + 1 + LARGER)).flat_map(|c| [(c, true), (c, false)]),
+        );
+        for (c, own) in classes {
+            if let Some(got) = self.take_cached(c, stream, own)? {
+                return Ok(got);
+            }
+        }
+        self.release_smaller(class, size)?;
+        let block = self.upstream_allocate(size, stream)?;
+        Ok((block.ptr(), size, Origin::Small(block)))
+    }
+
+    /// Before a small allocation of `class` goes upstream: while the small cache
+    /// holds more than a sixteenth of what the pool holds, give back cached blocks
+    /// of smaller classes (which could not have served it), up to `size` bytes.
+    #[cold]
+    fn release_smaller(&self, class: usize, size: usize) -> Result<()> {
+        let cached: usize = self
+            .streams
+            .iter()
+            .map(|s| s.lock_unpoisoned().cached_bytes)
+            .sum();
+        let held = self.held.load(Ordering::Relaxed) + size;
+        if cached * 16 <= held {
+            return Ok(());
+        }
+        let mut released = 0;
+        for shard in self.streams.iter() {
+            let taken: Vec<(Stream, Cached)> = {
+                let mut shard = shard.lock_unpoisoned();
+                let mut taken = Vec::new();
+                let mut bytes = 0;
+                for bins in shard.bins.iter_mut() {
+                    for c in bins.classes[..class].iter_mut().rev() {
+                        while released + bytes < size {
+                            let Some(cached) = c.pop() else { break };
+                            bytes += cached.block.bytes();
+                            taken.push((bins.stream.clone(), cached));
+                        }
+                    }
+                }
+                shard.cached_bytes -= bytes;
+                shard.cached_count -= taken.len();
+                taken
+            };
+            let mut first_error = None;
+            for (stream, c) in taken {
+                released += c.block.bytes();
+                let point = UsePoint {
+                    stream,
+                    epoch: c.freed_at,
+                };
+                if let Err(e) = self.upstream_free(c.block, &[point]) {
+                    first_error.get_or_insert(e);
+                }
+            }
+            if let Some(e) = first_error {
+                return Err(e);
+            }
+            if released >= size {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// A cached block of `class` freed on `stream` (`own`) or on another stream
+    /// (behind a wait for the point it was freed at), if there is one.
+    fn take_cached(
+        &self,
+        class: usize,
+        stream: &Stream,
+        own: bool,
+    ) -> Result<Option<(u64, usize, Origin)>> {
+        let shards: &mut dyn Iterator<Item = &Mutex<StreamShard>> = if own {
+            &mut std::iter::once(self.stream_shard(stream))
+        } else {
+            &mut self.streams.iter().map(|s| &s.0)
+        };
+        for shard in shards {
+            let taken = shard.lock_unpoisoned().take(class, stream, own);
             if let Some((c, from)) = taken {
                 let point = UsePoint {
                     stream: from,
@@ -567,11 +659,11 @@ impl<R: DeviceMemoryResource> Shared<R> {
                     self.cache_small(c.block, &point.stream, point.epoch);
                     return Err(e);
                 }
-                return Ok((c.block.ptr(), size, Origin::Small(c.block)));
+                let size = c.block.bytes();
+                return Ok(Some((c.block.ptr(), size, Origin::Small(c.block))));
             }
         }
-        let block = self.upstream_allocate(size, stream)?;
-        Ok((block.ptr(), size, Origin::Small(block)))
+        Ok(None)
     }
 
     fn cache_small(&self, block: DeviceBlock, stream: &Stream, epoch: u64) {
@@ -826,7 +918,7 @@ mod tests {
         for bytes in 1..=SMALL_MAX {
             let (class, size) = small_class(bytes);
             assert!(size >= bytes && class < CLASSES, "{bytes}");
-            assert!(bytes <= GRANULE || size - bytes < size / 4 + 1, "{bytes}");
+            assert!(bytes <= GRANULE || size - bytes < size / SUB + 1, "{bytes}");
             assert!(
                 class >= last.0 && (class > last.0) == (size > last.1),
                 "{bytes}"
@@ -873,6 +965,27 @@ mod tests {
         assert_eq!(p.handle().stats().waits, 1);
         // SAFETY: as above.
         unsafe { p.deallocate(c, &s2) }.unwrap();
+    }
+
+    /// Blocks of sizes no longer asked for go back upstream when a larger request
+    /// misses and they make up more than a sixteenth of what the pool holds.
+    #[test]
+    fn a_miss_gives_back_cached_blocks_too_small_to_serve_it() {
+        let p = pool();
+        let s = Stream::host_placeholder(1);
+        let small: Vec<_> = (0..20)
+            .map(|_| p.allocate(1000, &s, AllocTag::UNTAGGED).unwrap())
+            .collect();
+        for b in small {
+            // SAFETY: host memory of this pool, unused.
+            unsafe { p.deallocate(b, &s) }.unwrap();
+        }
+        assert_eq!(p.handle().stats().cached_bytes, 20 * 1024);
+        let big = p.allocate(64 << 10, &s, AllocTag::UNTAGGED).unwrap();
+        let st = p.handle().stats();
+        assert_eq!((st.cached_bytes, st.held_bytes), (0, 64 << 10), "{st:?}");
+        // SAFETY: as above.
+        unsafe { p.deallocate(big, &s) }.unwrap();
     }
 
     #[test]
