@@ -14,7 +14,7 @@ fn byte_len<T>(len: usize) -> usize {
     len * std::mem::size_of::<T>()
 }
 
-fn check_len(what: &str, dst: usize, src: usize) -> Result<()> {
+pub(crate) fn check_len(what: &str, dst: usize, src: usize) -> Result<()> {
     if dst == src {
         Ok(())
     } else {

@@ -329,6 +329,20 @@ pub(crate) unsafe fn stream_is_capturing(s: RawStream) -> bool {
     status != Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
+/// Whether the most recent record of `ev` has completed (false when the query
+/// fails).
+///
+/// # Safety
+/// 1. `ev` is a live event of the bound context.
+pub(crate) unsafe fn event_query(ev: RawEvent) -> bool {
+    if sim::is_active() {
+        // SAFETY: obligation 1.
+        return unsafe { sim::event_query(ev) };
+    }
+    // SAFETY: obligation 1; a query only reads the event's state.
+    relaxed_capture(|| unsafe { result::event::query(ev) }).is_ok()
+}
+
 /// Whether `ev` was last recorded outside a graph capture: the driver answers a
 /// query of such an event (done or not), and refuses one recorded in a capture.
 /// True on the simulator.

@@ -31,6 +31,8 @@
 //! - `track`: access modes and the fencing rules (the protocol is documented there).
 //! - `launch`: [`LaunchConfig`], modules, [`WorkRecorder`].
 //! - `buffer` / `copy`: [`DeviceBuffer`], views, tracked copies.
+//! - `pinned`: [`PinnedBuffer`] (page-locked host memory) and asynchronous copies
+//!   to and from it, whose handles keep the host from the bytes a copy uses.
 //! - `stream`: [`Stream`], its lazily re-recorded event fence, and the stream pool.
 //! - `runtime`: [`Runtime`] and its builder.
 //! - `foreign`: memory shared with other CUDA libraries (imports with a foreign
@@ -51,6 +53,7 @@ mod foreign;
 mod handle;
 mod launch;
 mod panics;
+mod pinned;
 pub mod resource;
 mod runtime;
 pub mod sim;
@@ -76,8 +79,14 @@ pub use launch::{
     Committed, Function, KernelHandle, LaunchConfig, Module, Preflighted, Recording, WorkRecorder,
     MAX_GRID_BLOCKS,
 };
+pub use pinned::{
+    copy_from_pinned, copy_to_pinned, PendingDownload, PendingUpload, PinnedBuffer, PinnedChunk,
+    PinnedMemory,
+};
 pub use resource::{AllocStats, AllocTag, BlockId, DeviceBlock, DeviceMemoryResource, Generation};
-pub use runtime::{Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV};
+pub use runtime::{
+    Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV, DEFAULT_CACHING, POOL_ENV,
+};
 pub use stream::{Stream, StreamId};
 pub use track::Access;
 pub use xlog_device::{DeviceCopy, ModuleImage};

@@ -16,13 +16,21 @@ use crate::launch::{Function, KernelHandle, Module};
 use crate::panics::PanicBoard;
 use crate::resource::{
     AllocStats, AllocTag, Allocator, AsyncResource, BudgetAdaptor, BudgetHandle,
-    DeviceMemoryResource, DirectResource, LoggingAdaptor, StatsHandle,
+    DeviceMemoryResource, DirectResource, LoggingAdaptor, PoolAdaptor, PoolHandle, PoolStats,
+    StatsHandle,
 };
 use crate::stream::{Stream, StreamId, StreamPool};
 use crate::sync::Unpoisoned;
 
 /// Environment variable read by [`Runtime::get`]: the budget in bytes.
 pub const BUDGET_ENV: &str = "XLOG_BUDGET_BYTES";
+/// Environment variable read by [`Runtime::get`]: `1` puts the caching pool
+/// ([`PoolAdaptor`]) on top of the stack, `0` leaves it out (default:
+/// [`DEFAULT_CACHING`]).
+pub const POOL_ENV: &str = "XLOG_POOL";
+/// Whether [`Runtime::get`] and [`RuntimeBuilder`] put the caching pool on top of
+/// the stack unless told otherwise.
+pub const DEFAULT_CACHING: bool = false;
 pub use crate::sim::BACKEND_ENV;
 
 /// Which backend allocates device memory.
@@ -38,14 +46,30 @@ struct RuntimeInner {
     id: u64,
     device: Device,
     allocator: Arc<Allocator>,
+    /// Stripes of `allocator` that allocations take by thread (see `Allocator`).
+    stripes: Box<[Arc<Allocator>]>,
     stats: Option<StatsHandle>,
     budget: Option<BudgetHandle>,
+    cache: Option<PoolHandle>,
     pool: StreamPool,
     modules: Mutex<HashMap<usize, Arc<Module>>>,
     panics: Arc<PanicBoard>,
 }
 
+/// How many stripes of its allocator a runtime hands out (see `Allocator`).
+const ALLOCATOR_STRIPES: usize = 16;
+
 impl RuntimeInner {
+    /// This thread's stripe of the allocator.
+    #[inline]
+    fn stripe(&self) -> &Arc<Allocator> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        thread_local! {
+            static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+        }
+        &self.stripes[STRIPE.with(|s| *s) % self.stripes.len()]
+    }
+
     fn module(&self, image: &'static ModuleImage) -> Result<Arc<Module>> {
         let key = image as *const ModuleImage as usize;
         let mut cache = self.modules.lock_unpoisoned();
@@ -102,6 +126,7 @@ pub struct RuntimeBuilder {
     csv: Option<Box<dyn Write + Send>>,
     pool_size: usize,
     simulator: bool,
+    caching: bool,
 }
 
 impl RuntimeBuilder {
@@ -140,6 +165,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Whether to put the caching pool ([`PoolAdaptor`]) on top of the stack:
+    /// `pool(budget(backend))`, the budget then counting what the pool holds from
+    /// the device, cache included (default [`DEFAULT_CACHING`]).
+    pub fn caching(mut self, on: bool) -> Self {
+        self.caching = on;
+        self
+    }
+
     /// How many streams [`Runtime::stream`] hands out round-robin (default 16).
     pub fn pool_size(mut self, n: usize) -> Self {
         self.pool_size = n;
@@ -147,7 +180,8 @@ impl RuntimeBuilder {
     }
 
     /// Open the device and compose the stack: `budget(logging(backend))`, leaving
-    /// out the logging unless asked for; the statistics are the backend's own.
+    /// out the logging unless asked for, under `pool(..)` when caching; the
+    /// statistics are the backend's own (with the pool: what it holds).
     pub fn build(self) -> Result<Runtime> {
         if self.simulator {
             crate::sim::select()?;
@@ -159,11 +193,12 @@ impl RuntimeBuilder {
         let stack = Stack {
             csv: self.csv,
             limit,
+            caching: self.caching,
         };
         // Each backend's stack is one concrete type (no dynamic call between its
         // layers): the usual one, budget(async), is what every default allocation
         // goes through.
-        let (resource, stats, budget) = match self.backend {
+        let (resource, stats, budget, cache) = match self.backend {
             Backend::Async => {
                 let base = AsyncResource::new(&device)?;
                 stack.compose(base.stats(), base)
@@ -178,6 +213,7 @@ impl RuntimeBuilder {
             resource,
             self.stats.then_some(stats),
             Some(budget),
+            cache,
             self.pool_size,
         ))
     }
@@ -187,21 +223,32 @@ impl RuntimeBuilder {
 struct Stack {
     csv: Option<Box<dyn Write + Send>>,
     limit: usize,
+    caching: bool,
 }
 
 impl Stack {
-    /// `budget(logging(base))`, leaving out the logging unless asked for; passes
-    /// `stats`, the base's statistics, through.
+    /// `budget(logging(base))`, leaving out the logging unless asked for, under
+    /// `pool(..)` when caching; passes `stats`, the base's statistics, through.
     fn compose<R: DeviceMemoryResource + 'static>(
         self,
         stats: StatsHandle,
         base: R,
-    ) -> (Box<dyn DeviceMemoryResource>, StatsHandle, BudgetHandle) {
+    ) -> (
+        Box<dyn DeviceMemoryResource>,
+        StatsHandle,
+        BudgetHandle,
+        Option<PoolHandle>,
+    ) {
         let (top, budget) = match self.csv {
             Some(sink) => Self::limit(LoggingAdaptor::new(base, sink), self.limit),
             None => Self::limit(base, self.limit),
         };
-        (top, stats, budget)
+        if !self.caching {
+            return (top, stats, budget, None);
+        }
+        let pool = PoolAdaptor::new(top);
+        let handle = pool.handle();
+        (Box::new(pool), stats, budget, Some(handle))
     }
 
     fn limit<R: DeviceMemoryResource + 'static>(
@@ -239,6 +286,17 @@ impl Runtime {
                     ),
                 })?;
             b = b.budget(bytes);
+        }
+        match std::env::var(POOL_ENV).as_deref() {
+            Ok("1") => b = b.caching(true),
+            Ok("0") => b = b.caching(false),
+            Err(_) => {}
+            Ok(other) => {
+                return Err(Error::InvalidArgument {
+                    what: POOL_ENV.into(),
+                    reason: format!("`{other}` is not a switch; use `1` (pool on) or `0` (off)"),
+                })
+            }
         }
         match std::env::var(BACKEND_ENV).as_deref() {
             Ok("direct") => b = b.backend(Backend::Direct),
@@ -302,6 +360,7 @@ impl Runtime {
             csv: None,
             pool_size: 16,
             simulator: false,
+            caching: DEFAULT_CACHING,
         }
     }
 
@@ -328,6 +387,7 @@ impl Runtime {
             Box::new(resource),
             None,
             None,
+            None,
             16,
         ))
     }
@@ -337,16 +397,22 @@ impl Runtime {
         resource: Box<dyn DeviceMemoryResource>,
         stats: Option<StatsHandle>,
         budget: Option<BudgetHandle>,
+        cache: Option<PoolHandle>,
         pool_size: usize,
     ) -> Runtime {
         let id = next_runtime_id();
+        let allocator = Allocator::new(id, resource);
         Runtime {
             inner: Arc::new(RuntimeInner {
                 id,
                 device,
-                allocator: Arc::new(Allocator::new(id, resource)),
+                stripes: (0..ALLOCATOR_STRIPES)
+                    .map(|_| Arc::new(allocator.stripe()))
+                    .collect(),
+                allocator: Arc::new(allocator),
                 stats,
                 budget,
+                cache,
                 pool: StreamPool::new(pool_size),
                 modules: Mutex::new(HashMap::new()),
                 panics: Arc::default(),
@@ -422,10 +488,11 @@ impl Runtime {
                 len,
                 elem_size: std::mem::size_of::<T>(),
             })?;
-        let block = self.inner.allocator.allocate(bytes, stream, tag)?;
+        let allocator = self.inner.stripe();
+        let block = allocator.allocate(bytes, stream, tag)?;
         let ready = stream.publish();
         Ok(DeviceBuffer::from_core(
-            BufferCore::new(block, self.inner.allocator.clone(), stream.clone(), ready),
+            BufferCore::new(block, allocator.clone(), stream.clone(), ready),
             len,
         ))
     }
@@ -463,6 +530,12 @@ impl Runtime {
         Ok(buf)
     }
 
+    /// `len` zeroed elements of page-locked host memory, for asynchronous copies
+    /// ([`DeviceBuffer::upload_from_pinned`], [`DeviceBuffer::download_to_pinned`]).
+    pub fn alloc_pinned<T: DeviceCopy>(&self, len: usize) -> Result<crate::PinnedBuffer<T>> {
+        crate::PinnedBuffer::zeroed(&self.inner.device, len)
+    }
+
     /// Bytes held: live buffers plus frees not yet reaped.
     pub fn bytes_outstanding(&self) -> usize {
         self.inner.allocator.resource().bytes_outstanding()
@@ -490,6 +563,23 @@ impl Runtime {
     /// The budget, if the stack has one.
     pub fn budget(&self) -> Option<&BudgetHandle> {
         self.inner.budget.as_ref()
+    }
+
+    /// Give the caching pool's cache back to the device (see [`PoolHandle::trim`]);
+    /// returns the bytes given back (0 without a pool).
+    pub fn trim(&self) -> Result<usize> {
+        match &self.inner.cache {
+            Some(pool) => {
+                self.inner.device.bind()?;
+                pool.trim()
+            }
+            None => Ok(0),
+        }
+    }
+
+    /// The caching pool's statistics, for a runtime built with one.
+    pub fn pool_stats(&self) -> Option<PoolStats> {
+        self.inner.cache.as_ref().map(PoolHandle::stats)
     }
 
     /// The resource stack's description, e.g. `budget(async)`.

@@ -450,6 +450,42 @@ impl Stream {
         Ok(event)
     }
 
+    /// The newest epoch the device is known to have run on this stream (never
+    /// blocks): the one the stream's fence event captured, once that record has
+    /// completed. `None` while it has not, for a borrowed stream, and while the
+    /// stream captures a graph (a query would end the capture).
+    pub(crate) fn completed_epoch(&self) -> Option<u64> {
+        if !self.has_device() {
+            return Some(self.shared.hot.published.load(Ordering::Acquire));
+        }
+        if !self.shared.owned || self.bind().is_err() {
+            return None;
+        }
+        let fence = self.shared.fence.lock_unpoisoned();
+        let event = fence.event?;
+        // SAFETY: the stream is alive while `self` is; the event while `fence` is held.
+        let done =
+            unsafe { !driver::stream_is_capturing(self.raw()) && driver::event_query(event) };
+        done.then_some(fence.captured)
+    }
+
+    /// Publish a point covering everything queued so far and record the fence
+    /// event at it, so that a later [`completed_epoch`](Self::completed_epoch)
+    /// can tell when the device has passed it. Does nothing while the stream
+    /// captures a graph, or for a borrowed stream.
+    pub(crate) fn mark_progress(&self) {
+        if !self.has_device() || !self.shared.owned || self.bind().is_err() {
+            return;
+        }
+        // SAFETY: the stream is alive while `self` is.
+        if unsafe { driver::stream_is_capturing(self.raw()) } {
+            return;
+        }
+        let epoch = self.publish_epoch();
+        let mut fence = self.shared.fence.lock_unpoisoned();
+        let _ = self.record_fence(&mut fence, epoch);
+    }
+
     /// Block the host until `point` has completed on its stream.
     pub(crate) fn host_wait(point: &UsePoint<Stream>) -> Result<()> {
         point.stream.synchronize()

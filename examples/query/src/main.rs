@@ -269,6 +269,13 @@ fn run() -> xlog::Result<usize> {
     println!(
         "xlog: {xlog_ms:.2} ms (median of {ROUNDS}; filter, 2 gathers, join build on stream B, probe, group-by, download); CPU reference {cpu_ms:.0} ms; {bad} mismatches"
     );
+    if let Some(st) = rt.stats() {
+        println!(
+            "device memory: peak {:.1} MiB held from the driver by {}",
+            st.peak_bytes as f64 / (1 << 20) as f64,
+            rt.describe_resource()
+        );
+    }
     println!("ORDER BY total DESC on the host (1000 rows, after the download):");
     for (g, s) in result.iter().take(5) {
         println!("  group {g:>4}  total {s}");

@@ -12,6 +12,9 @@
 //! - `detector_reports_every_unfenced_pair` (simulator only): with fencing off and
 //!   one host thread, the hazard detector reports exactly the conflicting,
 //!   unordered access pairs a CPU model of the program predicts.
+//! - `stress_through_the_caching_pool`: the same programs on a runtime with the
+//!   caching pool, whose freed blocks come back on other streams behind a wait;
+//!   `the_pool_stress_has_teeth`: with fencing off, mismatches again.
 //! - `sixteen_threads_share_a_budgeted_runtime`, `injected_faults_leave_the_runtime_usable`.
 //!
 //! Scale with XLOG_STRESS_SEEDS, XLOG_STRESS_OPS, XLOG_STRESS_THREADS.
@@ -678,6 +681,11 @@ fn stress() {
         t.mismatches,
         t0.elapsed().as_secs_f64()
     );
+    println!(
+        "stress: peak device memory {} bytes held from the driver by {}",
+        rt.stats().map_or(0, |st| st.peak_bytes),
+        rt.describe_resource()
+    );
     let hazards = xlog_runtime::sim::take_hazards();
     assert!(
         hazards.is_empty(),
@@ -690,6 +698,80 @@ fn stress() {
         "the fenced stress saw hazards (seeds printed above)"
     );
     assert_eq!(rt.drop_errors(), 0);
+}
+
+/// A runtime of device 0 with the caching pool, on the backend `XLOG_BACKEND` names.
+fn pool_runtime() -> Runtime {
+    let backend = match std::env::var("XLOG_BACKEND").as_deref() {
+        Ok("direct") => xlog_runtime::Backend::Direct,
+        _ => xlog_runtime::Backend::Async,
+    };
+    Runtime::builder(0)
+        .backend(backend)
+        .caching(true)
+        .build()
+        .unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
+}
+
+#[test]
+fn stress_through_the_caching_pool() {
+    let _g = serial();
+    let rt = pool_runtime();
+    // Reports left by a teeth test that ran before are not this test's.
+    let _ = xlog_runtime::sim::take_hazards();
+    let (seeds, ops, threads) = (
+        env("XLOG_STRESS_SEEDS", 4) as u64,
+        env("XLOG_STRESS_OPS", 5_000),
+        env("XLOG_STRESS_THREADS", 4),
+    );
+    let t = run_seeds(&rt, 0..seeds, ops, threads, &SHAPE, true);
+    println!(
+        "stress: peak device memory {} bytes held from the driver by {}",
+        rt.stats().map_or(0, |st| st.peak_bytes),
+        rt.describe_resource()
+    );
+    let st = rt.pool_stats().unwrap();
+    println!(
+        "stress through the pool: ops={} words_compared={} mismatches={} {st:?}",
+        t.ops, t.words, t.mismatches
+    );
+    let hazards = xlog_runtime::sim::take_hazards();
+    assert!(
+        hazards.is_empty(),
+        "the simulator's detector found {} hazards in the pooled stress; first: {}",
+        hazards.len(),
+        hazards[0]
+    );
+    assert_eq!(
+        t.mismatches, 0,
+        "the pooled stress saw hazards (seeds printed above)"
+    );
+    assert!(st.waits > 0, "no block was reused across streams: {st:?}");
+    assert!(st.hits > 0, "no block was reused on its stream: {st:?}");
+    assert_eq!(rt.drop_errors(), 0);
+}
+
+#[test]
+fn the_pool_stress_has_teeth() {
+    let _g = serial();
+    let rt = pool_runtime();
+    let _restore = RestoreFencing;
+    // SAFETY: this test exists to observe the races fencing prevents, on plain
+    // integers it only compares; `serial()` keeps every other test out meanwhile.
+    unsafe { testing::set_fencing(false) };
+    let shape = Shape {
+        slow_percent: 40,
+        ..SHAPE
+    };
+    let t = run_seeds(&rt, 1100..1103, 1_500, 2, &shape, false);
+    // SAFETY: turning fencing back on promises nothing.
+    unsafe { testing::set_fencing(true) };
+    rt.synchronize().unwrap();
+    let _ = xlog_runtime::sim::take_hazards();
+    assert!(
+        t.mismatches > 0,
+        "with fencing disabled the pooled stress must observe hazards; it saw none"
+    );
 }
 
 /// Turns fencing back on when dropped, also when the test fails with it off.

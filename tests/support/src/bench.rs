@@ -499,6 +499,13 @@ pub mod peer {
     pub const RAW_ALLOC: &str = "raw cuMemAllocAsync/cuMemFreeAsync";
     /// xlog itself from one host thread (the baseline of the scaling case).
     pub const XLOG_ONE_THREAD: &str = "xlog, 1 thread";
+    /// xlog's stack without the caching pool (`budget(async)`), in the same process.
+    pub const XLOG_WITHOUT_POOL: &str = "xlog without the pool";
+    /// PyTorch's `tensor.to("cuda", non_blocking=True)` from pinned memory, and
+    /// `pinned.copy_(gpu_tensor, non_blocking=True)` back, each synchronised.
+    pub const TORCH_PINNED: &str = "torch non_blocking copy from/to pinned";
+    /// The same chunks on one stream with blocking copies from and to pageable memory.
+    pub const BLOCKING_COPIES: &str = "blocking copies, one stream";
     /// `cupy.sum` with CuPy's CUB accelerator (`cub::DeviceReduce`).
     pub const CUPY_SUM: &str = "CuPy sum (CUB)";
     /// `torch.cumsum` (`cub::DeviceScan`).
@@ -570,6 +577,28 @@ pub const TARGETS: &[Target] = &[
     ),
     // Allocation through the default stack.
     t("alloc_free", "", peer::RAW_ALLOC, Bound::AtMost(1.3)),
+    // Allocation through the caching pool: hot sizes from the host-side free list.
+    t(
+        "pool_alloc_free",
+        "alloc+free, bytes",
+        peer::RAW_ALLOC,
+        Bound::AtMost(0.4),
+    ),
+    t(
+        "pool_alloc_free",
+        "throughput, 8 threads on 8 streams",
+        peer::XLOG_ONE_THREAD,
+        Bound::AtLeast(4.0),
+    ),
+    // Page-locked copies, both ways, against PyTorch's non-blocking copies.
+    t("pinned_copy", "", peer::TORCH_PINNED, Bound::AtLeast(0.95)),
+    // A chunked upload-kernel-download pipeline on three streams.
+    t(
+        "chunked_pipeline",
+        "",
+        peer::BLOCKING_COPIES,
+        Bound::AtLeast(1.7),
+    ),
     // Bandwidth of the Rust axpy.
     t("axpy_bandwidth", "", peer::CUBECL, Bound::AtLeast(1.0)),
     t("axpy_bandwidth", "", peer::CUBECL_VEC4, Bound::AtLeast(1.0)),

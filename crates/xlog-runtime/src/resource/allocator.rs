@@ -1,6 +1,7 @@
 //! [`Allocator`]: one runtime's resource stack, as its buffers see it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::{AllocTag, DeviceBlock, DeviceMemoryResource};
 use crate::error::{Error, Result};
@@ -9,13 +10,19 @@ use crate::stream::Stream;
 /// The top of a runtime's resource stack, the runtime's id, and the count of
 /// frees that failed in a destructor. Every buffer holds its allocator, so a
 /// buffer outliving its `Runtime` handle still frees into the right stack.
+///
+/// A runtime hands its buffers one of several [`stripe`](Self::stripe)s of one
+/// allocator, chosen by thread, each on cache lines of its own: the reference
+/// count every buffer takes and gives back is then not one line all threads
+/// contend for.
+#[repr(align(128))]
 pub(crate) struct Allocator {
     runtime_id: u64,
-    resource: Box<dyn DeviceMemoryResource>,
+    resource: Arc<dyn DeviceMemoryResource>,
     /// The stack's answer to `tracks_streams`, asked once: a resource that answers
     /// `true` has promised the stream-ordered contract for every block it hands out.
     tracks_streams: bool,
-    drop_errors: AtomicU64,
+    drop_errors: Arc<AtomicU64>,
 }
 
 impl Allocator {
@@ -23,8 +30,18 @@ impl Allocator {
         Allocator {
             runtime_id,
             tracks_streams: resource.tracks_streams(),
-            resource,
-            drop_errors: AtomicU64::new(0),
+            resource: Arc::from(resource),
+            drop_errors: Arc::default(),
+        }
+    }
+
+    /// Another handle to the same stack, runtime and failure count.
+    pub(crate) fn stripe(&self) -> Allocator {
+        Allocator {
+            runtime_id: self.runtime_id,
+            resource: self.resource.clone(),
+            tracks_streams: self.tracks_streams,
+            drop_errors: self.drop_errors.clone(),
         }
     }
 

@@ -10,8 +10,10 @@ use crate::stream::Stream;
 /// The production backend: allocation and free are queued on a stream, so memory
 /// is reused in stream order without synchronising the host.
 ///
-/// Freed bytes stay counted as outstanding until [`reap_pending`] synchronises
-/// the stream the free was queued on.
+/// Freed bytes stay counted as outstanding until their stream has run the free:
+/// found out on later allocations and frees (every 64th of a thread queries the
+/// fence event of each stream with pending frees, and records it again where
+/// frees remain), or by [`reap_pending`], which synchronises the streams.
 ///
 /// [`reap_pending`]: DeviceMemoryResource::reap_pending
 pub struct AsyncResource {
@@ -53,6 +55,8 @@ unsafe impl DeviceMemoryResource for AsyncResource {
         }
         self.check_stream(stream)?;
         self.device.bind()?;
+        self.ledger
+            .retire_passed(Stream::completed_epoch, Stream::mark_progress);
         // SAFETY: the stream belongs to this device (`check_stream` above)
         // and is alive for the call.
         let ptr = unsafe { driver::mem_alloc_async(bytes, stream.raw()) }.map_err(|e| {
@@ -71,13 +75,18 @@ unsafe impl DeviceMemoryResource for AsyncResource {
         }
         self.check_stream(stream)?;
         self.device.bind()?;
-        self.ledger.close_pending(&block, stream)?;
+        // The free is queued after this epoch: any later one the device completes
+        // covers it.
+        let after = stream.publish_epoch();
+        self.ledger.close_pending(&block, stream, after)?;
         // SAFETY: the block was live in this resource (checked just above) and the
         // caller ordered every use before the tail of `stream`.
         if let Err(e) = unsafe { driver::mem_free_async(block.ptr(), stream.raw()) } {
             self.ledger.reopen_pending(&block, stream);
             return Err(stream.explain_fault(e));
         }
+        self.ledger
+            .retire_passed(Stream::completed_epoch, Stream::mark_progress);
         Ok(())
     }
 

@@ -78,7 +78,7 @@ unsafe impl DeviceMemoryResource for HostResource {
         if block.bytes() == 0 {
             return self.ledger.close(&block);
         }
-        self.ledger.close_pending(&block, stream)?;
+        self.ledger.close_pending(&block, stream, 0)?;
         let layout =
             Layout::from_size_align(block.bytes(), ALIGN).expect("validated at allocation");
         // SAFETY: the block was live in this resource, so it came from `alloc` with

@@ -5,8 +5,19 @@
 //! and the allocation path short: a block moves from live to pending in a single
 //! step, so `outstanding` never sees it in both or in neither, and the statistics
 //! cost no atomic operation of their own.
+//!
+//! A free stops counting once its stream has run it: each pending free remembers
+//! the epoch its stream had published before the free was queued, and
+//! [`Ledger::retire_passed`], called by the stream-ordered backend on its
+//! allocations and frees, now and then (every [`RETIRE_EVERY`]th call of a thread)
+//! retires the frees below the newest epoch the device has completed on their
+//! stream (its fence event, queried) and records the fence again for the frees that
+//! remain, so a busy stream's frees retire too, one check later. `reap` remains for
+//! a caller that must know the frees have run. A free entered while its call is
+//! still queueing it may retire a moment early, with reap as without it.
 
-use std::collections::HashMap;
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
@@ -19,7 +30,7 @@ use crate::sync::Unpoisoned;
 /// Device addresses are already well spread; a multiplicative hash is enough and
 /// keeps the allocation path cheap.
 #[derive(Default)]
-struct AddressHasher(u64);
+pub(crate) struct AddressHasher(u64);
 
 impl Hasher for AddressHasher {
     fn finish(&self) -> u64 {
@@ -35,7 +46,11 @@ impl Hasher for AddressHasher {
     }
 }
 
-type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher>>;
+pub(crate) type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher>>;
+
+/// How often (in allocations and frees of one thread) [`Ledger::retire_passed`]
+/// asks the streams of pending frees how far they have run.
+pub(crate) const RETIRE_EVERY: u32 = 64;
 
 #[derive(Default)]
 struct Books {
@@ -43,10 +58,19 @@ struct Books {
     live: AddressMap<(BlockId, usize)>,
     /// Live bytes and blocks (zero-byte blocks included), peaks and window totals.
     counts: Counts,
-    /// Bytes freed per stream, not yet retired by a reap. A handful of streams at
-    /// most: a vector beats a hash map here.
-    pending: Vec<(Stream, usize)>,
+    /// Frees per stream, not yet retired. A handful of streams at most: a vector
+    /// beats a hash map here.
+    pending: Vec<Pending>,
     pending_bytes: usize,
+}
+
+/// The frees queued on one stream that still count.
+struct Pending {
+    stream: Stream,
+    bytes: usize,
+    /// Each free's bytes, oldest first, with the epoch its stream had published
+    /// before it was queued (the free is covered by any later epoch).
+    frees: VecDeque<(u64, usize)>,
 }
 
 impl Books {
@@ -83,19 +107,34 @@ impl Books {
         }
     }
 
-    fn add_pending(&mut self, stream: &Stream, bytes: usize) {
+    fn add_pending(&mut self, stream: &Stream, bytes: usize, after: u64) {
         if bytes > 0 {
-            self.requeue(stream, bytes);
+            self.entry(stream).frees.push_back((after, bytes));
+            self.entry(stream).bytes += bytes;
             self.pending_bytes += bytes;
         }
     }
 
-    /// Queue `bytes` on `stream` without counting them (they already are).
-    fn requeue(&mut self, stream: &Stream, bytes: usize) {
-        match self.pending.iter_mut().find(|(s, _)| s == stream) {
-            Some((_, b)) => *b += bytes,
-            None => self.pending.push((stream.clone(), bytes)),
-        }
+    fn entry(&mut self, stream: &Stream) -> &mut Pending {
+        let at = match self.pending.iter().position(|p| p.stream == *stream) {
+            Some(i) => i,
+            None => {
+                self.pending.push(Pending {
+                    stream: stream.clone(),
+                    bytes: 0,
+                    frees: VecDeque::new(),
+                });
+                self.pending.len() - 1
+            }
+        };
+        &mut self.pending[at]
+    }
+
+    /// Put back an entry a failed reap took, without counting its bytes again.
+    fn requeue(&mut self, p: Pending) {
+        let e = self.entry(&p.stream);
+        e.bytes += p.bytes;
+        e.frees.extend(p.frees);
     }
 }
 
@@ -124,11 +163,17 @@ impl Ledger {
         self.books.lock_unpoisoned().close(block)
     }
 
-    /// Move `block` from live to pending on `stream`, before queuing its free there.
-    pub(crate) fn close_pending(&self, block: &DeviceBlock, stream: &Stream) -> Result<()> {
+    /// Move `block` from live to pending on `stream`, before queuing its free there
+    /// (after the stream published `after`).
+    pub(crate) fn close_pending(
+        &self,
+        block: &DeviceBlock,
+        stream: &Stream,
+        after: u64,
+    ) -> Result<()> {
         let mut books = self.books.lock_unpoisoned();
         books.close(block)?;
-        books.add_pending(stream, block.bytes());
+        books.add_pending(stream, block.bytes(), after);
         Ok(())
     }
 
@@ -144,9 +189,21 @@ impl Ledger {
         let mut books = self.books.lock_unpoisoned();
         // A reap running in between may hold the stream's entry (then the bytes
         // stay counted as pending until it retires them: conservative, never low).
-        if let Some((_, b)) = books.pending.iter_mut().find(|(s, _)| s == stream) {
-            let undone = (*b).min(block.bytes());
-            *b -= undone;
+        if let Some(p) = books.pending.iter_mut().find(|p| p.stream == *stream) {
+            let undone = p.bytes.min(block.bytes());
+            p.bytes -= undone;
+            let mut left = undone;
+            while left > 0 {
+                let Some(last) = p.frees.back_mut() else {
+                    break;
+                };
+                let take = last.1.min(left);
+                last.1 -= take;
+                left -= take;
+                if last.1 == 0 {
+                    p.frees.pop_back();
+                }
+            }
             books.pending_bytes -= undone;
         }
         books.enter(block);
@@ -183,11 +240,11 @@ impl Ledger {
         let mut retired = 0usize;
         let mut iter = drained.into_iter();
         let mut failure = None;
-        for (stream, bytes) in iter.by_ref() {
-            match sync(&stream) {
-                Ok(()) => retired += bytes,
+        for p in iter.by_ref() {
+            match sync(&p.stream) {
+                Ok(()) => retired += p.bytes,
                 Err(e) => {
-                    failure = Some((e, stream, bytes));
+                    failure = Some((e, p));
                     break;
                 }
             }
@@ -197,24 +254,104 @@ impl Ledger {
         books.pending_bytes -= retired;
         match failure {
             None => Ok(retired),
-            Some((e, stream, bytes)) => {
-                for (s, b) in std::iter::once((stream, bytes)).chain(iter) {
-                    books.requeue(&s, b);
+            Some((e, p)) => {
+                for p in std::iter::once(p).chain(iter) {
+                    books.requeue(p);
                 }
                 Err(e)
             }
         }
     }
 
+    /// Every [`RETIRE_EVERY`]th call of this thread: retire the frees below the
+    /// newest epoch `completed` says the device has run on their stream (asked
+    /// outside the lock), then `mark` each stream that still has frees pending, so
+    /// that a later call can retire them. Returns the bytes retired.
+    #[inline]
+    pub(crate) fn retire_passed(
+        &self,
+        completed: impl FnMut(&Stream) -> Option<u64>,
+        mark: impl FnMut(&Stream),
+    ) -> usize {
+        thread_local! {
+            static CALLS: Cell<u32> = const { Cell::new(0) };
+        }
+        let due = CALLS.with(|c| {
+            let n = c.get().wrapping_add(1);
+            c.set(n);
+            n % RETIRE_EVERY == 0
+        });
+        if due {
+            self.retire_completed(completed, mark)
+        } else {
+            0
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn retire_completed(
+        &self,
+        mut completed: impl FnMut(&Stream) -> Option<u64>,
+        mut mark: impl FnMut(&Stream),
+    ) -> usize {
+        let streams: Vec<Stream> = {
+            let books = self.books.lock_unpoisoned();
+            if books.pending.is_empty() {
+                return 0;
+            }
+            books.pending.iter().map(|p| p.stream.clone()).collect()
+        };
+        let passed: Vec<(Stream, Option<u64>)> = streams
+            .into_iter()
+            .map(|s| {
+                let c = completed(&s);
+                (s, c)
+            })
+            .collect();
+        let mut retired = 0;
+        let mut busy = Vec::new();
+        {
+            let mut books = self.books.lock_unpoisoned();
+            for (stream, done) in &passed {
+                // A reap may have taken the entry meanwhile: then it retires the bytes.
+                let Some(i) = books.pending.iter().position(|p| p.stream == *stream) else {
+                    continue;
+                };
+                let p = &mut books.pending[i];
+                if let Some(c) = *done {
+                    while let Some(&(after, bytes)) = p.frees.front() {
+                        if after >= c {
+                            break;
+                        }
+                        p.frees.pop_front();
+                        p.bytes -= bytes;
+                        retired += bytes;
+                    }
+                }
+                if p.frees.is_empty() {
+                    books.pending.swap_remove(i);
+                } else {
+                    busy.push(stream.clone());
+                }
+            }
+            books.pending_bytes -= retired;
+        }
+        // The streams go outside the lock.
+        busy.iter().for_each(&mut mark);
+        drop(passed);
+        retired
+    }
+
     #[cfg(test)]
     fn add_pending(&self, stream: &Stream, bytes: usize) {
-        self.books.lock_unpoisoned().add_pending(stream, bytes);
+        self.books.lock_unpoisoned().add_pending(stream, bytes, 0);
     }
 
     #[cfg(test)]
     fn per_stream_total(&self) -> usize {
         let books = self.books.lock_unpoisoned();
-        books.pending.iter().map(|(_, b)| *b).sum()
+        books.pending.iter().map(|p| p.bytes).sum()
     }
 }
 
@@ -251,12 +388,41 @@ mod tests {
         let ledger = Ledger::default();
         let block = DeviceBlock::new(0, 0x1000, 64, crate::resource::AllocTag::UNTAGGED);
         ledger.open(&block);
-        ledger.close_pending(&block, &s).unwrap();
+        ledger.close_pending(&block, &s, 0).unwrap();
         let stats = ledger.stats();
         assert_eq!(std::sync::Arc::strong_count(&s.shared), 2);
         drop(ledger);
         assert_eq!(std::sync::Arc::strong_count(&s.shared), 1);
         assert_eq!(stats.snapshot().total_bytes, 64);
+    }
+
+    /// Frees retire without a reap once their stream has run past them, and only
+    /// those: a busy stream's later frees stay until a later check, and its mark
+    /// is asked for.
+    #[test]
+    fn frees_retire_as_their_streams_pass_them() {
+        let p = Ledger::default();
+        let s = streams(2);
+        let add = |st: &Stream, bytes, after| {
+            p.books.lock_unpoisoned().add_pending(st, bytes, after);
+        };
+        add(&s[0], 100, 3);
+        add(&s[0], 20, 9);
+        add(&s[1], 50, 1);
+        let marked = std::cell::RefCell::new(Vec::new());
+        let mut retired = 0;
+        for _ in 0..RETIRE_EVERY {
+            retired += p.retire_passed(
+                |st| (*st == s[0]).then_some(5),
+                |st| marked.borrow_mut().push(st.id()),
+            );
+        }
+        assert_eq!(retired, 100, "stream 0 passed epoch 5; stream 1 is unknown");
+        assert_eq!(p.outstanding(), 70);
+        assert_eq!(marked.borrow().len(), 2, "both streams still have frees");
+        assert_eq!(p.retire_completed(|_| Some(10), |_| {}), 70);
+        assert_eq!(p.outstanding(), 0);
+        assert_eq!(p.per_stream_total(), 0);
     }
 
     #[test]

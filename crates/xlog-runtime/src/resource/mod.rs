@@ -7,7 +7,9 @@
 //! stacked in any order: [`BudgetAdaptor`] (a global byte budget),
 //! [`StatsAdaptor`] (current / peak / total bytes and counts, for resources that
 //! do not keep them: every backend here does, see [`AsyncResource::stats`]),
-//! [`LoggingAdaptor`] (CSV lines and `tracing` events). [`HostResource`] allocates host memory so the
+//! [`LoggingAdaptor`] (CSV lines and `tracing` events), [`PoolAdaptor`] (a caching
+//! pool: hot sizes served from a host-side free list, reused across streams behind
+//! the event wait their last free needs). [`HostResource`] allocates host memory so the
 //! adaptors and the accounting can be tested without a GPU; it never backs a launch.
 //!
 //! # The stream-ordered contract
@@ -32,6 +34,7 @@ mod direct;
 mod host;
 mod ledger;
 mod logging;
+mod pool;
 mod stats;
 
 pub use async_pool::AsyncResource;
@@ -39,6 +42,7 @@ pub use budget::{BudgetAdaptor, BudgetHandle};
 pub use direct::DirectResource;
 pub use host::HostResource;
 pub use logging::LoggingAdaptor;
+pub use pool::{PoolAdaptor, PoolHandle, PoolStats, SEGMENT, SMALL_MAX};
 pub use stats::{AllocStats, StatsAdaptor, StatsHandle};
 
 pub(crate) use allocator::Allocator;

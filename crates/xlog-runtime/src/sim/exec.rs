@@ -344,6 +344,24 @@ pub(crate) unsafe fn stream_wait_event(s: RawStream, ev: RawEvent) -> Result<()>
     Ok(())
 }
 
+/// Whether the last record of `ev` has completed. Not a synchronisation for the
+/// hazard detector: xlog uses queries only to retire frees from its accounting and
+/// to forget a page-locked buffer's finished copies (host memory, which the
+/// detector does not track), so its count stays the one a model of the program's
+/// fences predicts.
+///
+/// # Safety
+/// `ev` is a live simulated event.
+pub(crate) unsafe fn event_query(ev: RawEvent) -> bool {
+    // SAFETY: the caller's obligation.
+    let ev = unsafe { event(ev) };
+    let last = ev.last.lock_unpoisoned();
+    match &*last {
+        None => true,
+        Some(r) => r.stream.completed() >= r.position,
+    }
+}
+
 /// # Safety
 /// `ev` is a live simulated event.
 pub(crate) unsafe fn event_synchronize(ev: RawEvent) -> Result<()> {

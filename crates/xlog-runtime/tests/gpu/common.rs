@@ -223,3 +223,16 @@ pub fn slow_fill(
     // it writes `dst`, recorded.
     let _ = unsafe { pre.launch(&f, LaunchConfig::for_len(n as usize), &mut params) }.unwrap();
 }
+
+/// An owned runtime of device 0 with the caching pool on top (budget `budget`
+/// bytes, else the device's memory), on the suite's backend, with fencing off when
+/// [`UNFENCED_ENV`] is set. Panics (fails the test) without a device.
+pub fn pool_rt(budget: Option<usize>) -> Runtime {
+    let _ = rt();
+    let mut b = Runtime::builder(0).backend(backend()).caching(true);
+    if let Some(bytes) = budget {
+        b = b.budget(bytes);
+    }
+    b.build()
+        .unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
+}

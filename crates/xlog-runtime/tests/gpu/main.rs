@@ -12,5 +12,7 @@ mod contexts;
 mod copies;
 mod hazards;
 mod launch;
+mod pinned;
+mod pool;
 mod runtime;
 mod simulator;

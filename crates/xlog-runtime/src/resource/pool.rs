@@ -1,0 +1,1215 @@
+//! [`PoolAdaptor`]: a caching pool over a stream-ordered resource. Freed blocks
+//! stay with the pool and serve later allocations from a host-side free list,
+//! without a driver call.
+//!
+//! # Rules
+//!
+//! 1. **Size classes.** A request of at most [`SMALL_MAX`] bytes is rounded up to
+//!    its class (512 bytes, then four classes per power of two: at most a quarter
+//!    wasted) and served whole: one upstream block per cached block. When its
+//!    class has nothing cached, a block of one of the next four classes (at most
+//!    twice its class) serves it before upstream is asked; before upstream is
+//!    asked, cached small blocks too small to serve it go back upstream while the
+//!    small cache holds more than a sixteenth of what the pool holds, so blocks of
+//!    sizes no longer asked for do not pile up. A larger
+//!    request is rounded up to 512 bytes and served from segments (upstream blocks
+//!    of at least [`SEGMENT`] bytes) by best fit: a free piece is split when the
+//!    rest is at least [`SMALL_MAX`] bytes, and a freed piece merges with its free
+//!    neighbours of the same segment.
+//! 2. **Free points.** `deallocate(block, stream)` publishes a point on `stream`:
+//!    by the resource contract every use of the block is ordered before it. A
+//!    small block goes to `stream`'s bin; a large piece keeps its point (a merged
+//!    piece keeps the newest point of each stream among its parts).
+//! 3. **Reuse.** An allocation on stream `s` takes a small block from `s`'s own bin
+//!    first: ordered by the stream itself, it needs no wait. Otherwise it takes
+//!    one from another stream's bin, and a large piece from any stream, after
+//!    queueing on `s` a wait for each of the block's points on other streams (one
+//!    event wait per stream, through the stream's fence: no `record_stream`, no
+//!    host poll). Only then does it ask upstream.
+//! 4. **Pressure.** When upstream refuses an allocation for want of memory (the
+//!    budget's [`BudgetExceeded`](crate::Error::BudgetExceeded), the driver's
+//!    out-of-memory error), the pool gives its whole cache back
+//!    ([`trim`](PoolHandle::trim)) and retries once; after a driver refusal it
+//!    first reaps upstream, so the trimmed bytes are back in the driver's pool.
+//! 5. **What a budget counts.** A budget under the pool (`pool(budget(async))`,
+//!    the runtime's stack with the pool) counts what the pool holds from the
+//!    device: live blocks at their class size plus cached blocks. The cache never
+//!    makes the budget refuse anything it would accept with the cache empty (rule
+//!    4). A budget over the pool would count requested bytes of live blocks only.
+//! 6. **Accounting.** `bytes_outstanding` and `reap_pending` are upstream's: cached
+//!    blocks are held from the device, so they count, until trimmed.
+//!
+//! # Locks
+//!
+//! Small bins and large segments are sharded by stream, the live set by address,
+//! each shard on cache lines of its own: threads allocating on different streams
+//! take different locks. A segment stays in the shard of the stream that allocated
+//! it (a piece freed on another stream goes back there); a stream whose shard has
+//! nothing that fits looks in the others. No lock is held across an upstream call
+//! or a wait, and none while another is taken.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use smallvec::SmallVec;
+
+use super::ledger::AddressMap;
+use super::{AllocTag, BlockId, DeviceBlock, DeviceMemoryResource};
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+use crate::sync::Unpoisoned;
+use crate::track::{keep_newest, UsePoint};
+
+/// The largest request served from the small bins.
+pub const SMALL_MAX: usize = 1 << 20;
+/// The smallest upstream block of the large pool (a larger request gets its own
+/// size, rounded up to 512 bytes).
+pub const SEGMENT: usize = 2 << 20;
+/// The rounding of large requests and the alignment of large pieces.
+const GRANULE: usize = 512;
+/// Number of stream shards and address shards.
+const SHARDS: usize = 16;
+/// Small size classes per power of two (2^`SUB_BITS`).
+const SUB_BITS: u32 = 2;
+const SUB: usize = 1 << SUB_BITS;
+/// Small size classes: 512 bytes, then [`SUB`] per power of two up to [`SMALL_MAX`].
+const CLASSES: usize = 1 + SUB * 11;
+/// How many classes up a small request may take a cached block from ([`SUB`]: at
+/// most twice its class) before the pool asks upstream for a new one.
+const LARGER: usize = SUB;
+
+/// The class index and size of a small request (`1..=SMALL_MAX` bytes).
+fn small_class(bytes: usize) -> (usize, usize) {
+    if bytes <= GRANULE {
+        return (0, GRANULE);
+    }
+    let b = bytes - 1;
+    let msb = (usize::BITS - 1 - b.leading_zeros()) as usize; // 2^msb <= b < 2^(msb+1)
+    let step = 1usize << (msb - SUB_BITS as usize);
+    let size = (b / step + 1) * step; // SUB + 1 ..= 2 SUB steps
+    ((msb - 9) * SUB + (size / step - SUB - 1) + 1, size)
+}
+
+fn round_up(bytes: usize, to: usize) -> Option<usize> {
+    bytes.checked_add(to - 1).map(|b| b / to * to)
+}
+
+/// Points a block must be waited for: usually one.
+type Points = SmallVec<[UsePoint<Stream>; 2]>;
+
+/// A cached small block: upstream's block and the epoch it was freed at on the
+/// bin's stream.
+struct Cached {
+    block: DeviceBlock,
+    freed_at: u64,
+}
+
+/// One stream's small bins.
+struct Bins {
+    stream: Stream,
+    classes: Vec<Vec<Cached>>,
+}
+
+/// The bins and large pool of the streams whose id falls in one shard.
+#[derive(Default)]
+struct StreamShard {
+    bins: Vec<Bins>,
+    large: Large,
+    cached_bytes: usize,
+    cached_count: usize,
+    hits: u64,
+}
+
+/// A value on cache lines of its own: shards locked by different threads must not
+/// share a line (two adjacent lines, for the prefetcher that fetches pairs).
+#[derive(Default)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl StreamShard {
+    fn bins_of(&mut self, stream: &Stream) -> &mut Bins {
+        let at = match self.bins.iter().position(|b| b.stream == *stream) {
+            Some(i) => i,
+            None => {
+                self.bins.push(Bins {
+                    stream: stream.clone(),
+                    classes: (0..CLASSES).map(|_| Vec::new()).collect(),
+                });
+                self.bins.len() - 1
+            }
+        };
+        &mut self.bins[at]
+    }
+
+    /// Take a cached block of `class`, from `stream`'s bin if `own`, else from any
+    /// other stream's; with the point it was freed at.
+    fn take(&mut self, class: usize, stream: &Stream, own: bool) -> Option<(Cached, Stream)> {
+        let bins = self
+            .bins
+            .iter_mut()
+            .find(|b| (b.stream == *stream) == own && !b.classes[class].is_empty())?;
+        let cached = bins.classes[class].pop()?;
+        let from = bins.stream.clone();
+        self.cached_bytes -= cached.block.bytes();
+        self.cached_count -= 1;
+        Some((cached, from))
+    }
+}
+
+/// How a live block came to be: a small block (upstream's, given back whole) or a
+/// piece of a large segment.
+enum Origin {
+    Small(DeviceBlock),
+    /// A piece of a segment of this stream shard's large pool.
+    Large(usize),
+}
+
+struct Live {
+    id: BlockId,
+    size: usize,
+    origin: Origin,
+}
+
+#[derive(Default)]
+struct LiveShard {
+    map: AddressMap<Live>,
+    in_use_bytes: usize,
+    requested_bytes: usize,
+    count: usize,
+}
+
+struct Piece {
+    size: usize,
+    segment: u64,
+    /// `Some` while free: the points the next user must wait for.
+    free: Option<Points>,
+}
+
+#[derive(Default)]
+struct Large {
+    /// Every piece of every segment, by address.
+    pieces: BTreeMap<u64, Piece>,
+    /// Free pieces by (size, address): best fit is the first at or above a size.
+    free: BTreeSet<(usize, u64)>,
+    /// Segments by base address: upstream's blocks.
+    segments: HashMap<u64, DeviceBlock>,
+    cached_bytes: usize,
+}
+
+impl Large {
+    /// Best-fit a free piece of `size` bytes, preferring among the few smallest
+    /// that fit one last freed on `stream` alone (no wait); split off the rest
+    /// when it is large.
+    fn take(&mut self, size: usize, stream: &Stream) -> Option<(u64, Points)> {
+        let own = |at: &u64| {
+            self.pieces[at]
+                .free
+                .as_ref()
+                .is_some_and(|p| p.iter().all(|p| p.stream == *stream))
+        };
+        let mut fits = self.free.range((size, 0)..).take(8);
+        let first = *fits.next()?;
+        let &(have, at) = std::iter::once(&first)
+            .chain(fits)
+            .find(|(_, at)| own(at))
+            .unwrap_or(&first);
+        self.free.remove(&(have, at));
+        let piece = self.pieces.get_mut(&at).expect("free pieces are pieces");
+        let points = piece.free.take().expect("a free piece has points");
+        self.cached_bytes -= have;
+        if have - size >= SMALL_MAX {
+            piece.size = size;
+            let segment = piece.segment;
+            self.insert_free(at + size as u64, have - size, segment, points.clone());
+        }
+        Some((at, points))
+    }
+
+    fn insert_free(&mut self, at: u64, size: usize, segment: u64, points: Points) {
+        self.pieces.insert(
+            at,
+            Piece {
+                size,
+                segment,
+                free: Some(points),
+            },
+        );
+        self.free.insert((size, at));
+        self.cached_bytes += size;
+    }
+
+    /// A new segment from upstream: `size` bytes of it in use, the rest free.
+    fn add_segment(&mut self, block: DeviceBlock, size: usize, stream: &Stream, epoch: u64) {
+        let (base, total) = (block.ptr(), block.bytes());
+        self.segments.insert(base, block);
+        self.pieces.insert(
+            base,
+            Piece {
+                size,
+                segment: base,
+                free: None,
+            },
+        );
+        if total > size {
+            let points = smallvec::smallvec![UsePoint {
+                stream: stream.clone(),
+                epoch,
+            }];
+            self.insert_free(base + size as u64, total - size, base, points);
+        }
+    }
+
+    /// Free the piece at `at`, merging it with free neighbours of its segment.
+    fn give_back(&mut self, at: u64, mut points: Points) {
+        let piece = self
+            .pieces
+            .remove(&at)
+            .expect("a live large block is a piece");
+        let (mut start, mut size, segment) = (at, piece.size, piece.segment);
+        if let Some(next) = self.pieces.get(&(at + size as u64)) {
+            if next.segment == segment && next.free.is_some() {
+                let next_at = at + size as u64;
+                let next = self.pieces.remove(&next_at).expect("just seen");
+                self.free.remove(&(next.size, next_at));
+                self.cached_bytes -= next.size;
+                size += next.size;
+                merge_points(&mut points, next.free.expect("free"));
+            }
+        }
+        let prev = self
+            .pieces
+            .range(..at)
+            .next_back()
+            .map(|(&a, p)| (a, p.size));
+        if let Some((prev_at, prev_size)) = prev {
+            let p = &self.pieces[&prev_at];
+            if prev_at + prev_size as u64 == at && p.segment == segment && p.free.is_some() {
+                let p = self.pieces.remove(&prev_at).expect("just seen");
+                self.free.remove(&(prev_size, prev_at));
+                self.cached_bytes -= prev_size;
+                start = prev_at;
+                size += prev_size;
+                merge_points(&mut points, p.free.expect("free"));
+            }
+        }
+        self.insert_free(start, size, segment, points);
+    }
+
+    /// Take out every segment that is one free piece: upstream's blocks and the
+    /// points to wait for before giving each back.
+    fn drain_whole(&mut self) -> Vec<(DeviceBlock, Points)> {
+        let whole: Vec<u64> = self
+            .segments
+            .iter()
+            .filter(|(base, block)| {
+                self.pieces
+                    .get(base)
+                    .is_some_and(|p| p.free.is_some() && p.size == block.bytes())
+            })
+            .map(|(&base, _)| base)
+            .collect();
+        whole
+            .into_iter()
+            .map(|base| {
+                let piece = self.pieces.remove(&base).expect("checked");
+                self.free.remove(&(piece.size, base));
+                self.cached_bytes -= piece.size;
+                let block = self.segments.remove(&base).expect("checked");
+                (block, piece.free.expect("checked"))
+            })
+            .collect()
+    }
+
+    fn largest_free(&self) -> usize {
+        self.free.iter().next_back().map_or(0, |&(s, _)| s)
+    }
+}
+
+fn merge_points(into: &mut Points, from: Points) {
+    for p in from {
+        keep_newest(into, &p.stream, p.epoch);
+    }
+}
+
+/// The pool's state, shared with its [`PoolHandle`]s.
+struct Shared<R> {
+    upstream: R,
+    device: u32,
+    tracks_streams: bool,
+    streams: Box<[Padded<Mutex<StreamShard>>]>,
+    live: Box<[Padded<Mutex<LiveShard>>]>,
+    held: AtomicUsize,
+    peak_held: AtomicUsize,
+    misses: AtomicU64,
+    waits: AtomicU64,
+    trims: AtomicU64,
+}
+
+/// A caching pool over `upstream` (see the module docs for its rules).
+///
+/// ```no_run
+/// # fn main() -> xlog_runtime::Result<()> {
+/// use xlog_runtime::resource::{AsyncResource, BudgetAdaptor, PoolAdaptor};
+/// let device = xlog_runtime::Device::open(0)?;
+/// let pool = PoolAdaptor::new(BudgetAdaptor::new(AsyncResource::new(&device)?, 1 << 30));
+/// let handle = pool.handle();
+/// let rt = xlog_runtime::Runtime::with_resource(&device, pool)?;
+/// drop(rt.alloc_zeroed::<u32>(1000)?); // cached
+/// let again = rt.alloc_zeroed::<u32>(1000)?; // from the cache
+/// assert_eq!(handle.stats().misses, 1);
+/// # Ok(()) }
+/// ```
+pub struct PoolAdaptor<R: DeviceMemoryResource> {
+    shared: Arc<Shared<R>>,
+}
+
+/// A handle to a pool after it has been stacked: statistics and [`trim`](Self::trim).
+#[derive(Clone)]
+pub struct PoolHandle(Arc<dyn PoolControl>);
+
+impl std::fmt::Debug for PoolHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PoolHandle").field(&self.stats()).finish()
+    }
+}
+
+trait PoolControl: Send + Sync {
+    fn trim(&self) -> Result<usize>;
+    fn stats(&self) -> PoolStats;
+}
+
+impl PoolHandle {
+    /// Give every cached block that can go back to upstream (whole segments of the
+    /// large pool, every cached small block); returns the bytes given back.
+    pub fn trim(&self) -> Result<usize> {
+        self.0.trim()
+    }
+
+    /// The pool's statistics now.
+    pub fn stats(&self) -> PoolStats {
+        self.0.stats()
+    }
+}
+
+/// A pool's statistics. Each figure is read under its own lock: with other
+/// threads allocating, they may not all describe one instant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Bytes held from upstream: live blocks at their class size plus the cache.
+    pub held_bytes: usize,
+    /// The most ever held from upstream.
+    pub peak_held_bytes: usize,
+    /// Live blocks at their class (small) or rounded (large) size.
+    pub in_use_bytes: usize,
+    /// Bytes the live blocks asked for.
+    pub requested_bytes: usize,
+    /// Live blocks (zero-byte ones excluded).
+    pub in_use_count: usize,
+    /// Free bytes held in the cache.
+    pub cached_bytes: usize,
+    /// Cached small blocks.
+    pub cached_small_count: usize,
+    /// The largest free piece of the large pool.
+    pub largest_free_large: usize,
+    /// Free bytes of the large pool.
+    pub cached_large_bytes: usize,
+    /// Allocations served from a stream's own bin.
+    pub hits: u64,
+    /// Allocations that went to upstream.
+    pub misses: u64,
+    /// Cross-stream waits queued to reuse a block.
+    pub waits: u64,
+    /// Trims (asked for, or forced by a refusal).
+    pub trims: u64,
+}
+
+impl PoolStats {
+    /// External fragmentation of the large pool: the share of its free bytes that
+    /// lie outside its largest free piece (0 when the free memory is one piece).
+    pub fn fragmentation(&self) -> f64 {
+        if self.cached_large_bytes == 0 {
+            0.0
+        } else {
+            1.0 - self.largest_free_large as f64 / self.cached_large_bytes as f64
+        }
+    }
+}
+
+/// Whether `e` says the memory ran out (and a trimmed cache may help).
+fn out_of_memory(e: &Error) -> Option<bool> {
+    match e {
+        Error::BudgetExceeded { .. } | Error::HostOutOfMemory { .. } => Some(false),
+        // CUDA_ERROR_OUT_OF_MEMORY: the driver's pool must get the bytes back first.
+        Error::Driver { code: 2, .. } => Some(true),
+        _ => None,
+    }
+}
+
+impl<R: DeviceMemoryResource + 'static> PoolAdaptor<R> {
+    /// A pool over `upstream`, empty.
+    pub fn new(upstream: R) -> Self {
+        PoolAdaptor {
+            shared: Arc::new(Shared {
+                device: upstream.device_ordinal(),
+                tracks_streams: upstream.tracks_streams(),
+                upstream,
+                streams: (0..SHARDS).map(|_| Padded::default()).collect(),
+                live: (0..SHARDS).map(|_| Padded::default()).collect(),
+                held: AtomicUsize::new(0),
+                peak_held: AtomicUsize::new(0),
+                misses: AtomicU64::new(0),
+                waits: AtomicU64::new(0),
+                trims: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// A handle to this pool's statistics and trim.
+    pub fn handle(&self) -> PoolHandle {
+        PoolHandle(self.shared.clone())
+    }
+}
+
+impl<R: DeviceMemoryResource> PoolAdaptor<R> {
+    /// The decorated resource.
+    pub fn upstream(&self) -> &R {
+        &self.shared.upstream
+    }
+}
+
+impl<R: DeviceMemoryResource> Shared<R> {
+    #[inline]
+    fn shard_of(stream: &Stream) -> usize {
+        stream.id().0 as usize % SHARDS
+    }
+
+    #[inline]
+    fn stream_shard(&self, stream: &Stream) -> &Mutex<StreamShard> {
+        &self.streams[Self::shard_of(stream)]
+    }
+
+    #[inline]
+    fn live_shard(&self, ptr: u64) -> &Mutex<LiveShard> {
+        // Blocks are at least 512-byte aligned, large ones far more: mix every bit
+        // above into the top ones.
+        let h = (ptr >> 9).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        &self.live[(h >> 60) as usize % SHARDS]
+    }
+
+    /// Queue on `stream` a wait for every point of another stream in `points`.
+    fn wait_all(&self, stream: &Stream, points: &[UsePoint<Stream>]) -> Result<()> {
+        if !crate::testing::fencing_enabled() {
+            return Ok(());
+        }
+        let mut bound = !stream.has_device();
+        for p in points.iter().filter(|p| p.stream != *stream) {
+            if !bound {
+                stream.bind()?;
+                bound = true;
+            }
+            stream.wait_for(p)?;
+            self.waits.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn upstream_allocate(&self, bytes: usize, stream: &Stream) -> Result<DeviceBlock> {
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let tag = AllocTag("pool");
+        let block = match self.upstream.allocate(bytes, stream, tag) {
+            Ok(b) => b,
+            Err(e) => {
+                let Some(reap) = out_of_memory(&e) else {
+                    return Err(e);
+                };
+                self.trim()?;
+                if reap {
+                    self.upstream.reap_pending()?;
+                }
+                self.upstream.allocate(bytes, stream, tag)?
+            }
+        };
+        let held = self.held.fetch_add(block.bytes(), Ordering::Relaxed) + block.bytes();
+        self.peak_held.fetch_max(held, Ordering::Relaxed);
+        Ok(block)
+    }
+
+    /// Give `block` back to upstream once every point in `points` has passed.
+    fn upstream_free(&self, block: DeviceBlock, points: &[UsePoint<Stream>]) -> Result<()> {
+        let stream = &points[0].stream;
+        self.wait_all(stream, &points[1..])?;
+        let bytes = block.bytes();
+        // SAFETY: the block is upstream's and nothing uses it any more: its last
+        // user freed it at a point of `points`, each ordered before the tail of
+        // `stream` (the first point is on it, the others were waited for).
+        unsafe { self.upstream.deallocate(block, stream) }?;
+        self.held.fetch_sub(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn allocate_small(&self, bytes: usize, stream: &Stream) -> Result<(u64, usize, Origin)> {
+        let (class, size) = small_class(bytes);
+        let own = {
+            let mut shard = self.stream_shard(stream).lock_unpoisoned();
+            let got = shard.take(class, stream, true);
+            shard.hits += u64::from(got.is_some());
+            got
+        };
+        if let Some((c, _)) = own {
+            return Ok((c.block.ptr(), size, Origin::Small(c.block)));
+        }
+        // The class on another stream, then up to `LARGER` classes up on any stream
+        // (its own first): a cached block serves before the device is asked again.
+        let classes = std::iter::once((class, false)).chain(
+            (class + 1..CLASSES.min(class + 1 + LARGER)).flat_map(|c| [(c, true), (c, false)]),
+        );
+        for (c, own) in classes {
+            if let Some(got) = self.take_cached(c, stream, own)? {
+                return Ok(got);
+            }
+        }
+        self.release_smaller(class, size)?;
+        let block = self.upstream_allocate(size, stream)?;
+        Ok((block.ptr(), size, Origin::Small(block)))
+    }
+
+    /// Before a small allocation of `class` goes upstream: while the small cache
+    /// holds more than a sixteenth of what the pool holds, give back cached blocks
+    /// of smaller classes (which could not have served it), up to `size` bytes.
+    #[cold]
+    fn release_smaller(&self, class: usize, size: usize) -> Result<()> {
+        let cached: usize = self
+            .streams
+            .iter()
+            .map(|s| s.lock_unpoisoned().cached_bytes)
+            .sum();
+        let held = self.held.load(Ordering::Relaxed) + size;
+        if cached * 16 <= held {
+            return Ok(());
+        }
+        let mut released = 0;
+        for shard in self.streams.iter() {
+            let taken: Vec<(Stream, Cached)> = {
+                let mut shard = shard.lock_unpoisoned();
+                let mut taken = Vec::new();
+                let mut bytes = 0;
+                for bins in shard.bins.iter_mut() {
+                    for c in bins.classes[..class].iter_mut().rev() {
+                        while released + bytes < size {
+                            let Some(cached) = c.pop() else { break };
+                            bytes += cached.block.bytes();
+                            taken.push((bins.stream.clone(), cached));
+                        }
+                    }
+                }
+                shard.cached_bytes -= bytes;
+                shard.cached_count -= taken.len();
+                taken
+            };
+            let mut first_error = None;
+            for (stream, c) in taken {
+                released += c.block.bytes();
+                let point = UsePoint {
+                    stream,
+                    epoch: c.freed_at,
+                };
+                if let Err(e) = self.upstream_free(c.block, &[point]) {
+                    first_error.get_or_insert(e);
+                }
+            }
+            if let Some(e) = first_error {
+                return Err(e);
+            }
+            if released >= size {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// A cached block of `class` freed on `stream` (`own`) or on another stream
+    /// (behind a wait for the point it was freed at), if there is one.
+    fn take_cached(
+        &self,
+        class: usize,
+        stream: &Stream,
+        own: bool,
+    ) -> Result<Option<(u64, usize, Origin)>> {
+        let shards: &mut dyn Iterator<Item = &Mutex<StreamShard>> = if own {
+            &mut std::iter::once(self.stream_shard(stream))
+        } else {
+            &mut self.streams.iter().map(|s| &s.0)
+        };
+        for shard in shards {
+            let taken = shard.lock_unpoisoned().take(class, stream, own);
+            if let Some((c, from)) = taken {
+                let point = UsePoint {
+                    stream: from,
+                    epoch: c.freed_at,
+                };
+                if let Err(e) = self.wait_all(stream, std::slice::from_ref(&point)) {
+                    self.cache_small(c.block, &point.stream, point.epoch);
+                    return Err(e);
+                }
+                let size = c.block.bytes();
+                return Ok(Some((c.block.ptr(), size, Origin::Small(c.block))));
+            }
+        }
+        Ok(None)
+    }
+
+    fn cache_small(&self, block: DeviceBlock, stream: &Stream, epoch: u64) {
+        let (class, _) = small_class(block.bytes());
+        let mut shard = self.stream_shard(stream).lock_unpoisoned();
+        shard.cached_bytes += block.bytes();
+        shard.cached_count += 1;
+        shard.bins_of(stream).classes[class].push(Cached {
+            block,
+            freed_at: epoch,
+        });
+    }
+
+    fn allocate_large(&self, bytes: usize, stream: &Stream) -> Result<(u64, usize, Origin)> {
+        let size = round_up(bytes, GRANULE).ok_or(Error::SizeOverflow {
+            len: bytes,
+            elem_size: 1,
+        })?;
+        // The stream's own shard first, then the others (behind waits).
+        let home = Self::shard_of(stream);
+        for i in (0..SHARDS).map(|i| (home + i) % SHARDS) {
+            let taken = self.streams[i].lock_unpoisoned().large.take(size, stream);
+            if let Some((at, points)) = taken {
+                if let Err(e) = self.wait_all(stream, &points) {
+                    self.streams[i]
+                        .lock_unpoisoned()
+                        .large
+                        .give_back(at, points);
+                    return Err(e);
+                }
+                return Ok((at, size, Origin::Large(i)));
+            }
+        }
+        let block = self.upstream_allocate(size.max(SEGMENT), stream)?;
+        let at = block.ptr();
+        // The rest of a new segment is free from the allocation on.
+        let epoch = stream.publish_epoch();
+        self.streams[home]
+            .lock_unpoisoned()
+            .large
+            .add_segment(block, size, stream, epoch);
+        Ok((at, size, Origin::Large(home)))
+    }
+
+    /// Give every cached block back upstream; the first failure stops it (the
+    /// block that failed is leaked, as a destructor's failed free is).
+    fn trim(&self) -> Result<usize> {
+        self.trims.fetch_add(1, Ordering::Relaxed);
+        let mut given = 0;
+        let mut first_error = None;
+        for shard in self.streams.iter() {
+            let (taken, whole): (Vec<(Stream, Vec<Cached>)>, _) = {
+                let mut shard = shard.lock_unpoisoned();
+                shard.cached_bytes = 0;
+                shard.cached_count = 0;
+                let small = std::mem::take(&mut shard.bins)
+                    .into_iter()
+                    .map(|b| (b.stream, b.classes.into_iter().flatten().collect()))
+                    .collect();
+                (small, shard.large.drain_whole())
+            };
+            for (block, points) in whole {
+                let bytes = block.bytes();
+                match self.upstream_free(block, &points) {
+                    Ok(()) => given += bytes,
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            for (stream, blocks) in taken {
+                for c in blocks {
+                    let bytes = c.block.bytes();
+                    let point = UsePoint {
+                        stream: stream.clone(),
+                        epoch: c.freed_at,
+                    };
+                    match self.upstream_free(c.block, &[point]) {
+                        Ok(()) => given += bytes,
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+            }
+        }
+        match first_error {
+            None => Ok(given),
+            Some(e) => Err(e),
+        }
+    }
+
+    fn stats(&self) -> PoolStats {
+        let mut s = PoolStats {
+            held_bytes: self.held.load(Ordering::Relaxed),
+            peak_held_bytes: self.peak_held.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            waits: self.waits.load(Ordering::Relaxed),
+            trims: self.trims.load(Ordering::Relaxed),
+            ..PoolStats::default()
+        };
+        for shard in self.streams.iter() {
+            let shard = shard.lock_unpoisoned();
+            s.cached_bytes += shard.cached_bytes + shard.large.cached_bytes;
+            s.cached_small_count += shard.cached_count;
+            s.hits += shard.hits;
+            s.cached_large_bytes += shard.large.cached_bytes;
+            s.largest_free_large = s.largest_free_large.max(shard.large.largest_free());
+        }
+        for shard in self.live.iter() {
+            let shard = shard.lock_unpoisoned();
+            s.in_use_bytes += shard.in_use_bytes;
+            s.requested_bytes += shard.requested_bytes;
+            s.in_use_count += shard.count;
+        }
+        s
+    }
+}
+
+impl<R: DeviceMemoryResource> PoolControl for Shared<R> {
+    fn trim(&self) -> Result<usize> {
+        Shared::trim(self)
+    }
+    fn stats(&self) -> PoolStats {
+        Shared::stats(self)
+    }
+}
+
+// SAFETY: every block handed out is (part of) a block upstream handed out, which
+// keeps the contract; a block is handed out again only after the point its last
+// user freed it at (by the caller's obligation, after every use), on the same
+// stream or behind a queued wait for that point (rule 3); and upstream frees a
+// block only behind every point it was freed at (`upstream_free`). A resource that
+// does not track streams makes the pool answer `false` too.
+unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for PoolAdaptor<R> {
+    fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
+        let shared = &*self.shared;
+        if bytes == 0 {
+            return Ok(DeviceBlock::new(shared.device, 0, 0, tag));
+        }
+        if shared.tracks_streams {
+            super::require_device_stream("PoolAdaptor", shared.device, stream)?;
+        }
+        let (ptr, size, origin) = if bytes <= SMALL_MAX {
+            shared.allocate_small(bytes, stream)?
+        } else {
+            shared.allocate_large(bytes, stream)?
+        };
+        let block = DeviceBlock::new(shared.device, ptr, bytes, tag);
+        let mut live = shared.live_shard(ptr).lock_unpoisoned();
+        live.in_use_bytes += size;
+        live.requested_bytes += bytes;
+        live.count += 1;
+        live.map.insert(
+            ptr,
+            Live {
+                id: block.id(),
+                size,
+                origin,
+            },
+        );
+        Ok(block)
+    }
+
+    unsafe fn deallocate(&self, block: DeviceBlock, stream: &Stream) -> Result<()> {
+        let shared = &*self.shared;
+        if block.bytes() == 0 {
+            return Ok(());
+        }
+        let live = {
+            let mut shard = shared.live_shard(block.ptr()).lock_unpoisoned();
+            match shard.map.remove(&block.ptr()) {
+                Some(l) if l.id == block.id() => {
+                    shard.in_use_bytes -= l.size;
+                    shard.requested_bytes -= block.bytes();
+                    shard.count -= 1;
+                    l
+                }
+                other => {
+                    if let Some(l) = other {
+                        shard.map.insert(block.ptr(), l);
+                    }
+                    return Err(Error::StaleBlock {
+                        ptr: block.ptr(),
+                        generation: block.id().generation.0,
+                    });
+                }
+            }
+        };
+        // Every use is ordered before the stream's tail (the caller's obligation):
+        // the next user waits for this point.
+        let epoch = stream.publish_epoch();
+        match live.origin {
+            Origin::Small(upstream) => shared.cache_small(upstream, stream, epoch),
+            Origin::Large(home) => {
+                let points = smallvec::smallvec![UsePoint {
+                    stream: stream.clone(),
+                    epoch,
+                }];
+                shared.streams[home]
+                    .lock_unpoisoned()
+                    .large
+                    .give_back(block.ptr(), points);
+            }
+        }
+        Ok(())
+    }
+
+    fn device_ordinal(&self) -> u32 {
+        self.shared.device
+    }
+
+    fn bytes_outstanding(&self) -> usize {
+        self.shared.upstream.bytes_outstanding()
+    }
+
+    fn reap_pending(&self) -> Result<usize> {
+        self.shared.upstream.reap_pending()
+    }
+
+    fn tracks_streams(&self) -> bool {
+        self.shared.tracks_streams
+    }
+
+    fn describe(&self) -> String {
+        format!("pool({})", self.shared.upstream.describe())
+    }
+}
+
+/// The cache goes back upstream with the pool (every buffer holds the stack, so
+/// none is live by now).
+impl<R: DeviceMemoryResource> Drop for PoolAdaptor<R> {
+    fn drop(&mut self) {
+        if let Err(e) = self.shared.trim() {
+            tracing::error!(target: "xlog::alloc", "giving a dropped pool's cache back failed: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::{BudgetAdaptor, HostResource};
+
+    fn pool() -> PoolAdaptor<Arc<HostResource>> {
+        PoolAdaptor::new(Arc::new(HostResource::new(0)))
+    }
+
+    #[test]
+    fn classes_round_up_by_at_most_a_quarter() {
+        let mut last = (0, GRANULE);
+        for bytes in 1..=SMALL_MAX {
+            let (class, size) = small_class(bytes);
+            assert!(size >= bytes && class < CLASSES, "{bytes}");
+            assert!(bytes <= GRANULE || size - bytes < size / SUB + 1, "{bytes}");
+            assert!(
+                class >= last.0 && (class > last.0) == (size > last.1),
+                "{bytes}"
+            );
+            last = (class, size);
+        }
+        assert_eq!(small_class(SMALL_MAX), (CLASSES - 1, SMALL_MAX));
+    }
+
+    #[test]
+    fn a_freed_block_is_reused_on_its_stream_without_a_wait() {
+        let p = pool();
+        let s = Stream::host_placeholder(1);
+        let a = p.allocate(1000, &s, AllocTag::UNTAGGED).unwrap();
+        let ptr = a.ptr();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(a, &s) }.unwrap();
+        let b = p.allocate(900, &s, AllocTag::UNTAGGED).unwrap();
+        assert_eq!(b.ptr(), ptr);
+        let st = p.handle().stats();
+        assert_eq!((st.hits, st.misses, st.waits), (1, 1, 0));
+        assert_eq!((st.in_use_bytes, st.requested_bytes), (1024, 900));
+        // SAFETY: as above.
+        unsafe { p.deallocate(b, &s) }.unwrap();
+    }
+
+    /// The wait counter stands for the event wait a device stream gets: the host
+    /// placeholders here have no device to queue it on.
+    #[test]
+    fn reuse_on_another_stream_waits_for_the_free_point() {
+        let p = pool();
+        let (s1, s2) = (Stream::host_placeholder(1), Stream::host_placeholder(2));
+        let a = p.allocate(4096, &s1, AllocTag::UNTAGGED).unwrap();
+        let ptr = a.ptr();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(a, &s1) }.unwrap();
+        let b = p.allocate(4096, &s2, AllocTag::UNTAGGED).unwrap();
+        assert_eq!(b.ptr(), ptr);
+        assert_eq!(p.handle().stats().waits, 1);
+        // Freed on s2 now: s2 reuses it at once.
+        // SAFETY: as above.
+        unsafe { p.deallocate(b, &s2) }.unwrap();
+        let c = p.allocate(4096, &s2, AllocTag::UNTAGGED).unwrap();
+        assert_eq!(p.handle().stats().waits, 1);
+        // SAFETY: as above.
+        unsafe { p.deallocate(c, &s2) }.unwrap();
+    }
+
+    /// Blocks of sizes no longer asked for go back upstream when a larger request
+    /// misses and they make up more than a sixteenth of what the pool holds.
+    #[test]
+    fn a_miss_gives_back_cached_blocks_too_small_to_serve_it() {
+        let p = pool();
+        let s = Stream::host_placeholder(1);
+        let small: Vec<_> = (0..20)
+            .map(|_| p.allocate(1000, &s, AllocTag::UNTAGGED).unwrap())
+            .collect();
+        for b in small {
+            // SAFETY: host memory of this pool, unused.
+            unsafe { p.deallocate(b, &s) }.unwrap();
+        }
+        assert_eq!(p.handle().stats().cached_bytes, 20 * 1024);
+        let big = p.allocate(64 << 10, &s, AllocTag::UNTAGGED).unwrap();
+        let st = p.handle().stats();
+        assert_eq!((st.cached_bytes, st.held_bytes), (0, 64 << 10), "{st:?}");
+        // SAFETY: as above.
+        unsafe { p.deallocate(big, &s) }.unwrap();
+    }
+
+    #[test]
+    fn large_blocks_split_and_merge() {
+        let p = pool();
+        let s = Stream::host_placeholder(1);
+        let big = p.allocate(8 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        let base = big.ptr();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(big, &s) }.unwrap();
+        let a = p.allocate(3 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        let b = p.allocate(3 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        assert_eq!(a.ptr(), base);
+        assert_eq!(b.ptr(), base + (3 << 20));
+        let st = p.handle().stats();
+        assert_eq!(st.misses, 1, "both pieces come from the one segment");
+        assert_eq!(st.cached_large_bytes, 2 << 20);
+        // SAFETY: as above.
+        unsafe { p.deallocate(a, &s) }.unwrap();
+        let st = p.handle().stats();
+        assert_eq!(st.largest_free_large, 3 << 20);
+        assert!((st.fragmentation() - 0.4).abs() < 1e-9, "{st:?}");
+        // SAFETY: as above.
+        unsafe { p.deallocate(b, &s) }.unwrap();
+        let st = p.handle().stats();
+        assert_eq!(st.largest_free_large, 8 << 20, "the three pieces merged");
+        assert_eq!(st.fragmentation(), 0.0);
+        let again = p.allocate(8 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        assert_eq!(again.ptr(), base);
+        // SAFETY: as above.
+        unsafe { p.deallocate(again, &s) }.unwrap();
+    }
+
+    #[test]
+    fn a_merged_piece_waits_for_every_stream_that_freed_part_of_it() {
+        let p = pool();
+        let (s1, s2, s3) = (
+            Stream::host_placeholder(1),
+            Stream::host_placeholder(2),
+            Stream::host_placeholder(3),
+        );
+        let big = p.allocate(4 << 20, &s1, AllocTag::UNTAGGED).unwrap();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(big, &s1) }.unwrap();
+        let a = p.allocate(2 << 20, &s1, AllocTag::UNTAGGED).unwrap();
+        let b = p.allocate(2 << 20, &s1, AllocTag::UNTAGGED).unwrap();
+        // SAFETY: as above.
+        unsafe { p.deallocate(a, &s1) }.unwrap();
+        // SAFETY: as above.
+        unsafe { p.deallocate(b, &s2) }.unwrap();
+        let waits = p.handle().stats().waits;
+        let whole = p.allocate(4 << 20, &s3, AllocTag::UNTAGGED).unwrap();
+        assert_eq!(p.handle().stats().waits - waits, 2, "one wait per stream");
+        // SAFETY: as above.
+        unsafe { p.deallocate(whole, &s3) }.unwrap();
+    }
+
+    #[test]
+    fn a_large_piece_freed_on_the_allocating_stream_is_preferred() {
+        let p = pool();
+        let (s1, s2) = (Stream::host_placeholder(1), Stream::host_placeholder(2));
+        let a = p.allocate(4 << 20, &s1, AllocTag::UNTAGGED).unwrap();
+        let b = p.allocate(4 << 20, &s2, AllocTag::UNTAGGED).unwrap();
+        let b_ptr = b.ptr();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(a, &s1) }.unwrap();
+        // SAFETY: as above.
+        unsafe { p.deallocate(b, &s2) }.unwrap();
+        let c = p.allocate(4 << 20, &s2, AllocTag::UNTAGGED).unwrap();
+        assert_eq!(c.ptr(), b_ptr);
+        assert_eq!(p.handle().stats().waits, 0);
+        // SAFETY: as above.
+        unsafe { p.deallocate(c, &s2) }.unwrap();
+    }
+
+    #[test]
+    fn trim_gives_the_cache_back_and_stale_blocks_are_refused() {
+        let host = Arc::new(HostResource::new(0));
+        let p = PoolAdaptor::new(host.clone());
+        let s = Stream::host_placeholder(1);
+        let a = p.allocate(100, &s, AllocTag::UNTAGGED).unwrap();
+        let b = p.allocate(5 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        let (a_ptr, a_gen) = (a.ptr(), a.id().generation);
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(a, &s) }.unwrap();
+        // SAFETY: as above.
+        unsafe { p.deallocate(b, &s) }.unwrap();
+        assert_eq!(p.handle().stats().held_bytes, 512 + (5 << 20));
+        let forged = DeviceBlock {
+            id: BlockId {
+                device: 0,
+                ptr: a_ptr,
+                generation: a_gen,
+            },
+            bytes: 100,
+            tag: AllocTag::UNTAGGED,
+        };
+        // SAFETY: refused before anything is touched.
+        let err = unsafe { p.deallocate(forged, &s) }.unwrap_err();
+        assert!(matches!(err, Error::StaleBlock { .. }), "{err}");
+        assert_eq!(p.handle().trim().unwrap(), 512 + (5 << 20));
+        let st = p.handle().stats();
+        assert_eq!((st.held_bytes, st.cached_bytes), (0, 0));
+        assert_eq!(st.peak_held_bytes, 512 + (5 << 20));
+        host.reap_pending().unwrap();
+        assert_eq!(host.bytes_outstanding(), 0);
+    }
+
+    #[test]
+    fn a_budget_refusal_trims_the_cache_and_retries_once() {
+        let host = Arc::new(HostResource::new(0));
+        let p = PoolAdaptor::new(BudgetAdaptor::new(host.clone(), 4 << 20));
+        let budget = p.upstream().handle();
+        let s = Stream::host_placeholder(1);
+        let a = p.allocate(7 << 19, &s, AllocTag::UNTAGGED).unwrap();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(a, &s) }.unwrap();
+        assert_eq!(budget.used(), 7 << 19, "the budget counts the cache");
+        // A small block does not fit beside the cached segment: trim, retry.
+        let b = p.allocate(SMALL_MAX, &s, AllocTag::UNTAGGED).unwrap();
+        assert_eq!(budget.used(), SMALL_MAX);
+        assert_eq!(p.handle().stats().trims, 1);
+        // A request past the budget with nothing cached is refused unchanged.
+        let err = p.allocate(4 << 20, &s, AllocTag::UNTAGGED).unwrap_err();
+        assert!(matches!(err, Error::BudgetExceeded { .. }), "{err}");
+        assert_eq!(budget.used(), SMALL_MAX);
+        // SAFETY: as above.
+        unsafe { p.deallocate(b, &s) }.unwrap();
+    }
+
+    /// A resource that runs out of memory once, as the driver does.
+    struct OutOfMemoryOnce<R>(R, std::sync::atomic::AtomicBool);
+
+    // SAFETY: forwards to `R`, or refuses without allocating.
+    unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for OutOfMemoryOnce<R> {
+        fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
+            if self.1.swap(false, Ordering::SeqCst) {
+                return Err(Error::Driver {
+                    call: "cuMemAllocAsync",
+                    message: "CUDA_ERROR_OUT_OF_MEMORY".into(),
+                    code: 2,
+                    context: None,
+                });
+            }
+            self.0.allocate(bytes, stream, tag)
+        }
+        unsafe fn deallocate(&self, block: DeviceBlock, stream: &Stream) -> Result<()> {
+            // SAFETY: forwarded.
+            unsafe { self.0.deallocate(block, stream) }
+        }
+        fn device_ordinal(&self) -> u32 {
+            self.0.device_ordinal()
+        }
+        fn bytes_outstanding(&self) -> usize {
+            self.0.bytes_outstanding()
+        }
+        fn reap_pending(&self) -> Result<usize> {
+            self.0.reap_pending()
+        }
+        fn tracks_streams(&self) -> bool {
+            false
+        }
+        fn describe(&self) -> String {
+            "oom-once".into()
+        }
+    }
+
+    #[test]
+    fn an_out_of_memory_error_trims_reaps_and_retries_once() {
+        let host = Arc::new(HostResource::new(0));
+        let upstream = OutOfMemoryOnce(host.clone(), false.into());
+        let p = PoolAdaptor::new(upstream);
+        let s = Stream::host_placeholder(1);
+        let a = p.allocate(10_000, &s, AllocTag::UNTAGGED).unwrap();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(a, &s) }.unwrap();
+        p.upstream().1.store(true, Ordering::SeqCst);
+        let b = p.allocate(SMALL_MAX, &s, AllocTag::UNTAGGED).unwrap();
+        let st = p.handle().stats();
+        assert_eq!((st.trims, st.cached_bytes), (1, 0));
+        assert_eq!(
+            host.bytes_outstanding(),
+            SMALL_MAX,
+            "the trimmed block was reaped before the retry"
+        );
+        // SAFETY: as above.
+        unsafe { p.deallocate(b, &s) }.unwrap();
+    }
+
+    /// Threads allocating and freeing on their own streams, with a share of blocks
+    /// freed on another stream: no block is ever handed out twice at once.
+    #[test]
+    fn concurrent_threads_never_share_a_live_block() {
+        let p = Arc::new(pool());
+        let streams: Vec<Stream> = (0..4).map(Stream::host_placeholder).collect();
+        let live = Mutex::new(std::collections::HashSet::new());
+        std::thread::scope(|scope| {
+            for t in 0..8usize {
+                let (p, streams, live) = (&p, &streams, &live);
+                scope.spawn(move || {
+                    let mut held = Vec::new();
+                    for i in 0..2000usize {
+                        let bytes = [100, 5000, 70_000, 3 << 20][(i * 7 + t) % 4];
+                        let s = &streams[(t + i % 3) % 4];
+                        let b = p.allocate(bytes, s, AllocTag::UNTAGGED).unwrap();
+                        assert!(live.lock().unwrap().insert(b.ptr()), "handed out twice");
+                        held.push(b);
+                        if held.len() > 3 {
+                            let b = held.swap_remove(i % held.len());
+                            live.lock().unwrap().remove(&b.ptr());
+                            // SAFETY: host memory of this pool, unused.
+                            unsafe { p.deallocate(b, &streams[(t + i) % 4]) }.unwrap();
+                        }
+                    }
+                    for b in held {
+                        live.lock().unwrap().remove(&b.ptr());
+                        // SAFETY: as above.
+                        unsafe { p.deallocate(b, &streams[t % 4]) }.unwrap();
+                    }
+                });
+            }
+        });
+        let st = p.handle().stats();
+        assert_eq!((st.in_use_count, st.in_use_bytes), (0, 0));
+        assert_eq!(st.cached_bytes, st.held_bytes);
+    }
+}
