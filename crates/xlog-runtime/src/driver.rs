@@ -214,6 +214,21 @@ impl Context {
             .map_err(|e| Error::driver("cuMemPoolSetAttribute", e))
         }
     }
+
+    /// Give the device's default memory pool's unused memory back to the device
+    /// (`cuMemPoolTrimTo(pool, 0)`): memory of freed blocks whose frees have run.
+    pub(crate) fn trim_pool_memory(&self) -> Result<()> {
+        if self.ctx.is_null() {
+            return Ok(());
+        }
+        // SAFETY: `self.device` is valid; trimming releases only memory no
+        // allocation holds.
+        unsafe {
+            let pool = result::device::get_default_mem_pool(self.device)
+                .map_err(|e| Error::driver("cuDeviceGetDefaultMemPool", e))?;
+            result::mem_pool::trim_to(pool, 0).map_err(|e| Error::driver("cuMemPoolTrimTo", e))
+        }
+    }
 }
 
 /// Make `ctx` current on the calling thread (a cheap check when it already is); a

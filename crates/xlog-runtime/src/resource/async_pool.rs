@@ -7,6 +7,9 @@ use crate::driver;
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 
+/// `CUDA_ERROR_OUT_OF_MEMORY`.
+const OUT_OF_MEMORY: u32 = 2;
+
 /// The production backend: allocation and free are queued on a stream, so memory
 /// is reused in stream order without synchronising the host.
 ///
@@ -14,6 +17,11 @@ use crate::stream::Stream;
 /// found out on later allocations and frees (every 64th of a thread queries the
 /// fence event of each stream with pending frees, and records it again where
 /// frees remain), or by [`reap_pending`], which synchronises the streams.
+///
+/// The driver's pool keeps the memory of freed blocks (its release threshold is set
+/// to the maximum, so hot sizes never go back to the device). When the driver runs
+/// out of memory for a block, the allocation waits for the pending frees, trims the
+/// pool to what is allocated (`cuMemPoolTrimTo`) and tries once more.
 ///
 /// [`reap_pending`]: DeviceMemoryResource::reap_pending
 pub struct AsyncResource {
@@ -59,7 +67,23 @@ unsafe impl DeviceMemoryResource for AsyncResource {
             .retire_passed(Stream::completed_epoch, Stream::mark_progress);
         // SAFETY: the stream belongs to this device (`check_stream` above)
         // and is alive for the call.
-        let ptr = unsafe { driver::mem_alloc_async(bytes, stream.raw()) }.map_err(|e| {
+        let alloc = || unsafe { driver::mem_alloc_async(bytes, stream.raw()) };
+        let ptr = match alloc() {
+            // The driver's pool keeps the memory of freed blocks (its release
+            // threshold is the maximum), so a block larger than any free one
+            // needs memory those blocks may hold: wait for the pending frees, give
+            // the pool's unused memory back, and try once more.
+            Err(Error::Driver {
+                code: OUT_OF_MEMORY,
+                ..
+            }) => {
+                self.reap_pending()?;
+                self.device.ctx.trim_pool_memory()?;
+                alloc()
+            }
+            r => r,
+        }
+        .map_err(|e| {
             stream
                 .explain_fault(e)
                 .while_(|| format!("allocating {bytes} bytes tagged `{tag}`"))

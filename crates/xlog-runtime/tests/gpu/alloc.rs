@@ -1,4 +1,4 @@
-use xlog_runtime::{AllocTag, Device, Error, Runtime};
+use xlog_runtime::{AllocTag, Backend, Device, Error, Runtime};
 
 use crate::common::*;
 
@@ -120,4 +120,33 @@ fn size_overflow_is_refused_before_the_driver() {
     // SAFETY: the buffer is never created.
     let e = unsafe { rt.alloc_uninit::<u64>(&s, usize::MAX / 2, AllocTag::UNTAGGED) }.unwrap_err();
     assert!(matches!(e, Error::SizeOverflow { .. }), "{e}");
+}
+
+/// The driver's pool keeps the memory of freed blocks. A block larger than any
+/// free one, which fits only once that memory is given back, is allocated after a
+/// trim of the pool instead of failing with the driver's out-of-memory.
+#[test]
+fn a_block_the_driver_pool_cannot_place_is_allocated_after_a_trim() {
+    let name = "alloc::a_block_the_driver_pool_cannot_place_is_allocated_after_a_trim";
+    if xlog_runtime::sim::is_active() || backend() == Backend::Direct {
+        println!("{name}: the driver's memory pool only (XLOG_BACKEND=async on a GPU)");
+        return;
+    }
+    // It takes most of the device's memory: alone in a process.
+    if !in_a_process_of_its_own(name) {
+        return;
+    }
+    let rt = Runtime::builder(0).build().unwrap();
+    let s = rt.new_stream().unwrap();
+    let free = rt.device().info().free_memory;
+    let part = free / 10 * 4;
+    let a = rt.alloc_zeroed_on::<u8>(&s, part).unwrap();
+    let b = rt.alloc_zeroed_on::<u8>(&s, part).unwrap();
+    drop(a);
+    // `a`'s free has run and the budget no longer counts it; the pool still holds
+    // its memory, so a block of half the device fits only once that is given back.
+    rt.reap().unwrap();
+    let c = rt.alloc_zeroed_on::<u8>(&s, free / 2);
+    let c = c.unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!((b.len(), c.len()), (part, free / 2));
 }
