@@ -32,6 +32,8 @@
 //! - `launch`: [`LaunchConfig`], modules, [`WorkRecorder`].
 //! - `buffer` / `copy`: [`DeviceBuffer`], views, tracked copies.
 //! - `stream`: [`Stream`], its lazily re-recorded event fence, and the stream pool.
+//! - [`graph`]: typed launches, copies and fills recorded into a CUDA graph, with
+//!   edges from the access modes, replayed as one fenced operation.
 //! - `runtime`: [`Runtime`] and its builder.
 //! - `foreign`: memory shared with other CUDA libraries (imports with a foreign
 //!   owner, ordering a consumer's stream, export events); the formats are in
@@ -48,6 +50,7 @@ mod device;
 mod driver;
 mod error;
 mod foreign;
+pub mod graph;
 mod handle;
 mod launch;
 mod panics;
@@ -72,6 +75,7 @@ pub use error::{Error, Result};
 #[cfg(feature = "test-switches")]
 pub use foreign::host;
 pub use foreign::{ForeignEvent, ForeignStream, OwnedEvent, ReadyAfter};
+pub use graph::{Graph, GraphRecorder, NodeId};
 pub use launch::{
     Committed, Function, KernelHandle, LaunchConfig, Module, Preflighted, Recording, WorkRecorder,
     MAX_GRID_BLOCKS,
