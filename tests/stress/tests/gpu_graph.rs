@@ -231,6 +231,7 @@ fn a_graph_repointed_at_other_buffers_runs_on_them_fenced() {
     let _g = serial();
     let rt = gpu_runtime();
     let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
+    let before = xlog_runtime::sim::hazard_count();
     let x = upload(&rt, &a, 60);
     let (y, mut y2) = (upload(&rt, &a, 61), upload(&rt, &a, 62));
     fn record<'g>(
@@ -257,6 +258,7 @@ fn a_graph_repointed_at_other_buffers_runs_on_them_fenced() {
     model(true, &hx, &hx, &mut want, 6);
     assert_eq!(got, want, "the download on b waited for the replay on a");
     assert_eq!(y.download(&b).unwrap(), want);
+    assert_eq!(xlog_runtime::sim::hazard_count(), before, "the detector saw a hazard");
 }
 
 /// Writes `y` slowly on stream `b`, then replays on `a` a graph that reads `y`;
