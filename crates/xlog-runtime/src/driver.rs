@@ -782,6 +782,8 @@ pub(crate) enum GraphWork<'a> {
     Copy { dst: u64, src: u64, bytes: usize },
     /// A captured graph, added as a child (cloned by the driver).
     Child(RawGraph),
+    /// Nothing (a copy or fill of zero bytes): a node that only orders.
+    Empty,
 }
 
 fn kernel_node_params(
@@ -876,6 +878,10 @@ pub(crate) unsafe fn graph_add(
                 p.srcDevice = src;
                 p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
                 p.dstDevice = dst;
+                p.srcPitch = bytes;
+                p.srcHeight = 1;
+                p.dstPitch = bytes;
+                p.dstHeight = 1;
                 p.WidthInBytes = bytes;
                 p.Height = 1;
                 p.Depth = 1;
@@ -889,6 +895,10 @@ pub(crate) unsafe fn graph_add(
             GraphWork::Child(child) => (
                 sys::cuGraphAddChildGraphNode(&mut node, graph, d, n, child),
                 "cuGraphAddChildGraphNode",
+            ),
+            GraphWork::Empty => (
+                sys::cuGraphAddEmptyNode(&mut node, graph, d, n),
+                "cuGraphAddEmptyNode",
             ),
         }
     };

@@ -149,7 +149,13 @@ fn copies_and_fills_run_in_order_with_kernels() {
     let mut bytes = rt.upload_on(&s, &[0u8; 100]).unwrap();
     let wide = rt.upload_on(&s, &[0u64; 4]).unwrap();
     let tail = bytes.slice_mut(10..20);
+    let (empty, empty_too) = (
+        rt.alloc_zeroed_on::<u32>(&s, 0).unwrap(),
+        rt.alloc_zeroed_on::<u32>(&s, 0).unwrap(),
+    );
     let mut rec = GraphRecorder::new(&s);
+    rec.fill(&empty, 1u32).unwrap();
+    rec.copy(&empty, &empty_too).unwrap();
     rec.fill(&y, 7u32).unwrap();
     mix_rw::record(&mut rec, mix_rw::config(N), &x, &x, &y, 9, 0).unwrap();
     rec.copy(&y, &z).unwrap();
@@ -157,7 +163,7 @@ fn copies_and_fills_run_in_order_with_kernels() {
     let short = x.slice(..10);
     assert!(rec.fill(&wide, 1u64).is_err(), "8-byte fills are refused");
     assert!(rec.copy(&short, &z).is_err(), "copies of unequal lengths are refused");
-    assert_eq!(rec.len(), 4, "refusals add no node");
+    assert_eq!(rec.len(), 6, "refusals add no node");
     let graph = rec.instantiate().unwrap();
     graph.launch(&s).unwrap();
     drop(graph);
@@ -322,6 +328,43 @@ fn replay_fencing_has_teeth() {
     } else {
         assert!(!fenced, "without fencing the slow writers must be seen unfinished");
     }
+}
+
+/// Foreign work (here a raw `cuMemsetD32Async`, standing in for a library call)
+/// joins a graph through the `unsafe` API, ordered by the accesses it names; the
+/// simulator refuses it.
+#[test]
+fn foreign_work_joins_a_graph_with_the_accesses_it_names() {
+    let _g = serial();
+    let rt = gpu_runtime();
+    let s = rt.new_stream().unwrap();
+    let (y, z) = (upload(&rt, &s, 90), upload(&rt, &s, 91));
+    let mut rec = GraphRecorder::new(&s);
+    let yp = y.device_ptr();
+    let uses = [(y.arg(), Access::Write)];
+    // SAFETY: the closure queues one fill of `y`'s N words on the stream it is
+    // given, and `y` is named as written.
+    let foreign = unsafe {
+        rec.foreign(&uses, |stream| {
+            let r = cudarc::driver::sys::cuMemsetD32Async(yp, 5, N, stream);
+            assert_eq!(r, cudarc::driver::sys::CUresult::CUDA_SUCCESS);
+            Ok(())
+        })
+    };
+    if xlog_runtime::sim::is_active() {
+        assert!(matches!(foreign, Err(xlog::Error::Unsupported { .. })), "{foreign:?}");
+        return;
+    }
+    foreign.unwrap();
+    let reader = mix_w::record(&mut rec, mix_w::config(N), &y, &y, &z, 3, 0).unwrap();
+    assert_eq!(rec.dependencies(reader), &[0], "read after the foreign write");
+    let graph = rec.instantiate().unwrap();
+    graph.launch(&s).unwrap();
+    drop(graph);
+    let mut want = vec![0; N];
+    model(false, &[5; N], &[5; N], &mut want, 3);
+    assert_eq!(z.download(&s).unwrap(), want);
+    assert_eq!(y.download(&s).unwrap(), vec![5; N]);
 }
 
 /// The detector checks a graph's edges against what its kernels' signatures

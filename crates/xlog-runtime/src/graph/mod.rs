@@ -41,6 +41,55 @@
 //! checker cannot see a written argument overlapping another argument (both are
 //! shared borrows), so recording checks it instead and refuses such a node.
 //!
+//! ```no_run
+//! # use xlog_runtime::*;
+//! # fn main() -> Result<()> {
+//! let rt = Runtime::get(0)?;
+//! let s = rt.stream()?;
+//! let mut y = rt.alloc_zeroed::<u32>(4)?;
+//! {
+//!     let mut rec = GraphRecorder::new(&s);
+//!     rec.fill(&y, 1u32)?;
+//!     let graph = rec.instantiate()?;
+//!     graph.launch(&s)?;
+//!     assert_eq!(y.download(&s)?, vec![1; 4]); // a read, fenced against the replay
+//! }
+//! y.fill(&s, 2)?; // the graph is gone: the buffer is writable again
+//! # Ok(()) }
+//! ```
+//!
+//! While the graph lives, a buffer it touches cannot be written eagerly:
+//!
+//! ```compile_fail
+//! # use xlog_runtime::*;
+//! # fn main() -> Result<()> {
+//! # let rt = Runtime::get(0)?;
+//! # let s = rt.stream()?;
+//! let mut y = rt.alloc_zeroed::<u32>(4)?;
+//! let mut rec = GraphRecorder::new(&s);
+//! rec.fill(&y, 1u32)?;
+//! let graph = rec.instantiate()?;
+//! y.fill(&s, 2)?; // `y` is borrowed by the graph
+//! graph.launch(&s)?;
+//! # Ok(()) }
+//! ```
+//!
+//! nor dropped (freed):
+//!
+//! ```compile_fail
+//! # use xlog_runtime::*;
+//! # fn main() -> Result<()> {
+//! # let rt = Runtime::get(0)?;
+//! # let s = rt.stream()?;
+//! let y = rt.alloc_zeroed::<u32>(4)?;
+//! let mut rec = GraphRecorder::new(&s);
+//! rec.fill(&y, 1u32)?;
+//! let graph = rec.instantiate()?;
+//! drop(y); // `y` is borrowed by the graph
+//! graph.launch(&s)?;
+//! # Ok(()) }
+//! ```
+//!
 //! # On the simulator
 //!
 //! The simulator has no graph objects. A simulated graph keeps its nodes and runs

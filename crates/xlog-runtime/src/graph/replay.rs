@@ -93,6 +93,7 @@ fn build_graph(nodes: &[Node<'_>]) -> Result<(RawGraph, Vec<RawGraphNode>)> {
                     params: &mut ptrs,
                 }
             }
+            Work::Memset { count: 0, .. } | Work::Copy { bytes: 0, .. } => GraphWork::Empty,
             &Work::Memset {
                 dst,
                 value,
@@ -265,6 +266,7 @@ unsafe fn run_node(n: &Node<'_>, lane: RawStream) -> Result<()> {
                 )
             }
         }
+        Work::Memset { count: 0, .. } | Work::Copy { bytes: 0, .. } => Ok(()),
         &Work::Memset {
             dst,
             value,
