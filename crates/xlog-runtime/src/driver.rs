@@ -873,18 +873,35 @@ pub(crate) unsafe fn graph_add(
                 )
             }
             GraphWork::Copy { dst, src, bytes } => {
-                let mut p: sys::CUDA_MEMCPY3D = std::mem::zeroed();
-                p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-                p.srcDevice = src;
-                p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-                p.dstDevice = dst;
-                p.srcPitch = bytes;
-                p.srcHeight = 1;
-                p.dstPitch = bytes;
-                p.dstHeight = 1;
-                p.WidthInBytes = bytes;
-                p.Height = 1;
-                p.Depth = 1;
+                // Every field spelled out: the memory-type enums have no zero value.
+                let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+                let p = sys::CUDA_MEMCPY3D {
+                    srcXInBytes: 0,
+                    srcY: 0,
+                    srcZ: 0,
+                    srcLOD: 0,
+                    srcMemoryType: device,
+                    srcHost: std::ptr::null(),
+                    srcDevice: src,
+                    srcArray: std::ptr::null_mut(),
+                    reserved0: std::ptr::null_mut(),
+                    srcPitch: bytes,
+                    srcHeight: 1,
+                    dstXInBytes: 0,
+                    dstY: 0,
+                    dstZ: 0,
+                    dstLOD: 0,
+                    dstMemoryType: device,
+                    dstHost: std::ptr::null_mut(),
+                    dstDevice: dst,
+                    dstArray: std::ptr::null_mut(),
+                    reserved1: std::ptr::null_mut(),
+                    dstPitch: bytes,
+                    dstHeight: 1,
+                    WidthInBytes: bytes,
+                    Height: 1,
+                    Depth: 1,
+                };
                 let mut ctx = std::ptr::null_mut();
                 sys::cuCtxGetCurrent(&mut ctx);
                 (
@@ -961,8 +978,11 @@ pub(crate) unsafe fn graph_exec_set_kernel(
 /// # Safety
 /// 1. `exec` and `graph` are live, of the bound context.
 pub(crate) unsafe fn graph_exec_update(exec: RawGraphExec, graph: RawGraph) -> Result<bool> {
-    // SAFETY: all-zero is a valid result record (a result code and two null nodes).
-    let mut info: sys::CUgraphExecUpdateResultInfo = unsafe { std::mem::zeroed() };
+    let mut info = sys::CUgraphExecUpdateResultInfo {
+        result: sys::CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_SUCCESS,
+        errorNode: std::ptr::null_mut(),
+        errorFromNode: std::ptr::null_mut(),
+    };
     // SAFETY: obligation 1; writes the result record.
     let r = unsafe { sys::cuGraphExecUpdate_v2(exec, graph, &mut info) };
     match r {
