@@ -78,10 +78,22 @@ fn edges_follow_every_access_pair() {
     let n3 = mix_w::record(&mut rec, cfg, &x, &x, &y, 4, 0).unwrap(); // writes y after reads n1, n2
     let n4 = mix_rw::record(&mut rec, cfg, &x, &x, &z, 5, 0).unwrap(); // writes z after n1's write
     let n5 = mix_w::record(&mut rec, cfg, &x, &x, &w, 6, 0).unwrap(); // w written by n2, never read since
-    assert_eq!(rec.dependencies(n0), &[] as &[usize], "the first node waits for nothing");
+    assert_eq!(
+        rec.dependencies(n0),
+        &[] as &[usize],
+        "the first node waits for nothing"
+    );
     assert_eq!(rec.dependencies(n1), &[0], "read after write");
-    assert_eq!(rec.dependencies(n2), &[0], "two reads of y (n1, n2) are not ordered");
-    assert_eq!(rec.dependencies(n3), &[1, 2], "write after read, covering the write before");
+    assert_eq!(
+        rec.dependencies(n2),
+        &[0],
+        "two reads of y (n1, n2) are not ordered"
+    );
+    assert_eq!(
+        rec.dependencies(n3),
+        &[1, 2],
+        "write after read, covering the write before"
+    );
     assert_eq!(rec.dependencies(n4), &[1], "write after write (z)");
     assert_eq!(rec.dependencies(n5), &[2], "write after write (w)");
     let graph = rec.instantiate().unwrap();
@@ -127,7 +139,7 @@ fn independent_chains_are_parallel_branches_and_replays_repeat() {
     for _ in 0..replays {
         graph.launch(&s).unwrap();
     }
-    for c in 0..4 {
+    for (c, out) in outs.iter().enumerate() {
         let hin = data(10 + c as u64, N);
         let mut hout = data(20 + c as u64, N);
         for _ in 0..replays {
@@ -135,7 +147,7 @@ fn independent_chains_are_parallel_branches_and_replays_repeat() {
                 model(true, &hin, &hin, &mut hout, step);
             }
         }
-        assert_eq!(outs[c].download(&s).unwrap(), hout, "chain {c}");
+        assert_eq!(out.download(&s).unwrap(), hout, "chain {c}");
     }
 }
 
@@ -162,12 +174,14 @@ fn copies_and_fills_run_in_order_with_kernels() {
     rec.fill(&tail, 3u8).unwrap();
     let short = x.slice(..10);
     assert!(rec.fill(&wide, 1u64).is_err(), "8-byte fills are refused");
-    assert!(rec.copy(&short, &z).is_err(), "copies of unequal lengths are refused");
+    assert!(
+        rec.copy(&short, &z).is_err(),
+        "copies of unequal lengths are refused"
+    );
     assert_eq!(rec.len(), 6, "refusals add no node");
     let graph = rec.instantiate().unwrap();
     graph.launch(&s).unwrap();
     drop(graph);
-    drop(tail);
     let hx = data(30, N);
     let mut hy = vec![7u32; N];
     model(true, &hx, &hx, &mut hy, 9);
@@ -190,7 +204,10 @@ fn a_written_argument_overlapping_another_is_refused() {
     assert!(e.to_string().contains("overlaps"), "{e}");
     let head = y.slice(..10);
     let e = mix_w::record(&mut rec, cfg, &head, &x, &y, 1, 0).unwrap_err();
-    assert!(e.to_string().contains("overlaps"), "a read view inside the written buffer: {e}");
+    assert!(
+        e.to_string().contains("overlaps"),
+        "a read view inside the written buffer: {e}"
+    );
     assert_eq!(rec.len(), 0, "refusals add no node");
     drop(rec);
     // Disjoint views of one buffer, one read and one written, are one node.
@@ -211,7 +228,11 @@ fn changed_scalars_take_effect_and_other_buffers_are_refused() {
     let _g = serial();
     let rt = gpu_runtime();
     let s = rt.new_stream().unwrap();
-    let (x, y, z) = (upload(&rt, &s, 50), upload(&rt, &s, 51), upload(&rt, &s, 52));
+    let (x, y, z) = (
+        upload(&rt, &s, 50),
+        upload(&rt, &s, 51),
+        upload(&rt, &s, 52),
+    );
     let mut rec = GraphRecorder::new(&s);
     let node = mix_w::record(&mut rec, mix_w::config(N), &x, &x, &y, 1, 0).unwrap();
     let mut graph = rec.instantiate().unwrap();
@@ -229,7 +250,11 @@ fn changed_scalars_take_effect_and_other_buffers_are_refused() {
     assert!(e.to_string().contains("Graph::update"), "{e}");
     graph.launch(&s).unwrap();
     model(false, &hx, &hx, &mut want, 2);
-    assert_eq!(y.download(&s).unwrap(), want, "a refused update changed nothing");
+    assert_eq!(
+        y.download(&s).unwrap(),
+        want,
+        "a refused update changed nothing"
+    );
 }
 
 #[test]
@@ -264,7 +289,11 @@ fn a_graph_repointed_at_other_buffers_runs_on_them_fenced() {
     model(true, &hx, &hx, &mut want, 6);
     assert_eq!(got, want, "the download on b waited for the replay on a");
     assert_eq!(y.download(&b).unwrap(), want);
-    assert_eq!(xlog_runtime::sim::hazard_count(), before, "the detector saw a hazard");
+    assert_eq!(
+        xlog_runtime::sim::hazard_count(),
+        before,
+        "the detector saw a hazard"
+    );
 }
 
 /// Writes `y` slowly on stream `b`, then replays on `a` a graph that reads `y`;
@@ -306,7 +335,11 @@ fn replays_are_fenced_against_eager_work_on_other_streams() {
     let rt = gpu_runtime();
     let before = xlog_runtime::sim::hazard_count();
     assert!(fenced_around_a_replay(&rt), "a replay was not fenced");
-    assert_eq!(xlog_runtime::sim::hazard_count(), before, "the detector saw a hazard");
+    assert_eq!(
+        xlog_runtime::sim::hazard_count(),
+        before,
+        "the detector saw a hazard"
+    );
 }
 
 #[test]
@@ -326,7 +359,10 @@ fn replay_fencing_has_teeth() {
     if xlog_runtime::sim::is_active() {
         assert!(hazards > 0, "the detector must report the unfenced replay");
     } else {
-        assert!(!fenced, "without fencing the slow writers must be seen unfinished");
+        assert!(
+            !fenced,
+            "without fencing the slow writers must be seen unfinished"
+        );
     }
 }
 
@@ -352,12 +388,19 @@ fn foreign_work_joins_a_graph_with_the_accesses_it_names() {
         })
     };
     if xlog_runtime::sim::is_active() {
-        assert!(matches!(foreign, Err(xlog::Error::Unsupported { .. })), "{foreign:?}");
+        assert!(
+            matches!(foreign, Err(xlog::Error::Unsupported { .. })),
+            "{foreign:?}"
+        );
         return;
     }
     foreign.unwrap();
     let reader = mix_w::record(&mut rec, mix_w::config(N), &y, &y, &z, 3, 0).unwrap();
-    assert_eq!(rec.dependencies(reader), &[0], "read after the foreign write");
+    assert_eq!(
+        rec.dependencies(reader),
+        &[0],
+        "read after the foreign write"
+    );
     let graph = rec.instantiate().unwrap();
     graph.launch(&s).unwrap();
     drop(graph);
@@ -379,7 +422,11 @@ fn a_wrong_access_list_is_reported_by_the_detector() {
     }
     let rt = gpu_runtime();
     let s = rt.new_stream().unwrap();
-    let (x, y, z) = (upload(&rt, &s, 80), upload(&rt, &s, 81), upload(&rt, &s, 82));
+    let (x, y, z) = (
+        upload(&rt, &s, 80),
+        upload(&rt, &s, 81),
+        upload(&rt, &s, 82),
+    );
     rt.synchronize().unwrap();
     let _ = xlog_runtime::sim::take_hazards();
     let record = |declared: Access| {
@@ -413,15 +460,25 @@ fn a_wrong_access_list_is_reported_by_the_detector() {
     graph.launch(&s).unwrap();
     drop(graph);
     rt.synchronize().unwrap();
-    assert!(xlog_runtime::sim::take_hazards().is_empty(), "the right list is clean");
+    assert!(
+        xlog_runtime::sim::take_hazards().is_empty(),
+        "the right list is clean"
+    );
     let (wrong, reader) = record(Access::Read);
-    assert_eq!(wrong.dependencies(reader), &[] as &[usize], "two declared reads");
+    assert_eq!(
+        wrong.dependencies(reader),
+        &[] as &[usize],
+        "two declared reads"
+    );
     let graph = wrong.instantiate().unwrap();
     graph.launch(&s).unwrap();
     drop(graph);
     rt.synchronize().unwrap();
     let hazards = xlog_runtime::sim::take_hazards();
-    assert!(!hazards.is_empty(), "the write declared as a read must be reported");
+    assert!(
+        !hazards.is_empty(),
+        "the write declared as a read must be reported"
+    );
     println!("detector: {}", hazards[0]);
 }
 
@@ -474,7 +531,12 @@ fn graph_program(rt: &Runtime, seed: u64, phases: usize) -> usize {
     let lens = [N, N / 2, N, 3 * N / 4, N, N / 3, N, N / 5];
     let mut r = Rng::new(seed);
     let mut bufs: Vec<Option<DeviceBuffer<u32>>> = (0..SLOTS)
-        .map(|i| Some(rt.upload_on(&streams[0], &data(seed * 100 + i as u64, lens[i])).unwrap()))
+        .map(|i| {
+            Some(
+                rt.upload_on(&streams[0], &data(seed * 100 + i as u64, lens[i]))
+                    .unwrap(),
+            )
+        })
         .collect();
     let mut host: Vec<Vec<u32>> = (0..SLOTS)
         .map(|i| data(seed * 100 + i as u64, lens[i]))
@@ -490,7 +552,9 @@ fn graph_program(rt: &Runtime, seed: u64, phases: usize) -> usize {
         let nodes: Vec<Mix> = (0..6)
             .map(|_| Mix::random(&mut r, graph_set, graph_set))
             .collect();
-        let eager: Vec<Mix> = (0..6).map(|_| Mix::random(&mut r, &all, eager_set)).collect();
+        let eager: Vec<Mix> = (0..6)
+            .map(|_| Mix::random(&mut r, &all, eager_set))
+            .collect();
         // The eager outputs move out of `bufs` for the phase (they are written
         // through `&mut`); the graph borrows the rest.
         let mut taken: Vec<Option<DeviceBuffer<u32>>> = (0..SLOTS).map(|_| None).collect();
@@ -564,7 +628,11 @@ fn graph_stress() {
         let bad = graph_program(&rt, seed, 6);
         assert_eq!(bad, 0, "seed {seed}: {bad} words differ from the CPU model");
     }
-    assert_eq!(xlog_runtime::sim::hazard_count(), before, "the detector saw a hazard");
+    assert_eq!(
+        xlog_runtime::sim::hazard_count(),
+        before,
+        "the detector saw a hazard"
+    );
 }
 
 #[test]
@@ -585,6 +653,9 @@ fn graph_stress_has_teeth() {
     if xlog_runtime::sim::is_active() {
         assert!(hazards > 0, "the detector must report the unfenced replays");
     } else {
-        assert!(bad > 0, "with fencing off the graph stress must observe hazards");
+        assert!(
+            bad > 0,
+            "with fencing off the graph stress must observe hazards"
+        );
     }
 }

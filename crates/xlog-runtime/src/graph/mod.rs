@@ -60,7 +60,7 @@
 //!
 //! While the graph lives, a buffer it touches cannot be written eagerly:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0502
 //! # use xlog_runtime::*;
 //! # fn main() -> Result<()> {
 //! # let rt = Runtime::get(0)?;
@@ -76,7 +76,7 @@
 //!
 //! nor dropped (freed):
 //!
-//! ```compile_fail
+//! ```compile_fail,E0505
 //! # use xlog_runtime::*;
 //! # fn main() -> Result<()> {
 //! # let rt = Runtime::get(0)?;

@@ -116,14 +116,23 @@ struct History {
 /// Kernels record through their generated `record` function, which takes the
 /// launcher's arguments, each buffer borrowed for `'g`:
 ///
-/// ```ignore
+/// ```no_run
+/// # use xlog_runtime::*;
+/// # fn main() -> Result<()> {
+/// # let rt = Runtime::get(0)?;
+/// let stream = rt.stream()?;
+/// let (x, y, z) = (rt.upload(&[1u32; 256])?, rt.alloc_zeroed::<u32>(256)?, rt.alloc_zeroed::<u32>(256)?);
 /// let mut rec = GraphRecorder::new(&stream);
-/// scale::record(&mut rec, scale::config(n), &x, &y, 2.0)?;   // y = 2x
-/// add::record(&mut rec, add::config(n), &y, &x, &z)?;        // z = x + y, after scale
+/// // A kernel: `scale::record(&mut rec, scale::config(256), &x, &y, 2)?;`
+/// let fill = rec.fill(&z, 7u32)?;   // independent of the copy
+/// let copy = rec.copy(&x, &y)?;
+/// let read = rec.copy(&y, &z)?;     // after both: reads y, writes z
+/// assert_eq!(rec.dependencies(read), &[fill.index(), copy.index()]);
 /// let graph = rec.instantiate()?;
 /// for _ in 0..1000 {
 ///     graph.launch(&stream)?;
 /// }
+/// # Ok(()) }
 /// ```
 ///
 /// Every refusal (an invalid configuration, a buffer of another runtime, a written
@@ -216,9 +225,8 @@ impl<'g> GraphRecorder<'g> {
                 // SAFETY: `value` is a `DeviceCopy` value of `size` bytes, read as
                 // bytes (it has no padding that safe code could not write: padding
                 // bytes are copied as they are, see the soundness notes).
-                let bytes = unsafe {
-                    std::slice::from_raw_parts(&value as *const T as *const u8, size)
-                };
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(&value as *const T as *const u8, size) };
                 w[..size].copy_from_slice(bytes);
                 u32::from_le_bytes(w)
             }
@@ -462,10 +470,7 @@ impl<'g> GraphRecorder<'g> {
 }
 
 fn overlaps(a: &ArgRef<'_>, b: &ArgRef<'_>) -> bool {
-    a.bytes > 0
-        && b.bytes > 0
-        && a.ptr < b.ptr + b.bytes as u64
-        && b.ptr < a.ptr + a.bytes as u64
+    a.bytes > 0 && b.bytes > 0 && a.ptr < b.ptr + b.bytes as u64 && b.ptr < a.ptr + a.bytes as u64
 }
 
 /// Refuses a `zero` range outside every argument that its own access writes.
@@ -585,12 +590,7 @@ fn signature_touches(layout: &[Slot], params: &Params) -> Vec<Touch> {
         if let Some((kind, elem)) = s.slice {
             // SAFETY: slot `i` holds a u64 address and slot `i + 1` a usize length
             // (the layout of a slice), each at a 16-byte aligned offset of the copy.
-            let (ptr, len) = unsafe {
-                (
-                    *(ptrs[i] as *const u64),
-                    *(ptrs[i + 1] as *const usize),
-                )
-            };
+            let (ptr, len) = unsafe { (*(ptrs[i] as *const u64), *(ptrs[i + 1] as *const usize)) };
             let bytes = len.saturating_mul(elem);
             let write = kind != ParamKind::Read;
             match touches
@@ -610,9 +610,9 @@ impl Node<'_> {
     pub(crate) fn same_uses(&self, other: &[Use<'_>]) -> bool {
         self.uses.len() == other.len()
             && self.uses.iter().all(|u| {
-                other
-                    .iter()
-                    .any(|o| std::ptr::eq(o.core, u.core as *const BufferCore) && o.access == u.access)
+                other.iter().any(|o| {
+                    std::ptr::eq(o.core, u.core as *const BufferCore) && o.access == u.access
+                })
             })
     }
 }

@@ -6,7 +6,9 @@ use std::sync::{Mutex, MutexGuard};
 use super::record::{kernel_update, Node, Work};
 use super::{merge_uses, GraphRecorder, NodeId, Use};
 use crate::buffer::{ArgRef, BufferCore};
-use crate::driver::{self, GraphWork, MemsetWord, RawEvent, RawGraph, RawGraphExec, RawGraphNode, RawStream};
+use crate::driver::{
+    self, GraphWork, MemsetWord, RawEvent, RawGraph, RawGraphExec, RawGraphNode, RawStream,
+};
 use crate::error::{Error, Result};
 use crate::launch::{plan_waits, KernelHandle, LaunchConfig};
 use crate::stream::Stream;
@@ -171,21 +173,26 @@ impl SimGraph {
             sim.joins.push(driver::event_create_untimed()?);
         }
         for needs in needs_event {
-            sim.events
-                .push(if needs { Some(driver::event_create_untimed()?) } else { None });
+            sim.events.push(if needs {
+                Some(driver::event_create_untimed()?)
+            } else {
+                None
+            });
         }
         Ok(sim)
     }
 
     /// Queues one replay after the work queued on `s`, and makes `s` wait for it.
-    /// `Err((queued, e))`: whether anything was queued before the failure (the lanes
-    /// are then joined into `s` anyway, as far as the driver lets them).
-    fn launch(&self, s: RawStream, nodes: &[Node<'_>]) -> std::result::Result<(), (bool, Error)> {
-        // SAFETY (all calls below): the lanes and events are this graph's live
+    /// On a failure, `queued` tells whether anything was queued before it (the
+    /// lanes are then joined into `s` anyway, as far as the driver lets them).
+    fn launch(&self, s: RawStream, nodes: &[Node<'_>], queued: &mut bool) -> Result<()> {
+        // Every unsafe call below: the lanes and events are this graph's live
         // simulated handles, `s` is the launch stream; each node touches only
         // buffers the graph borrows, fenced against other streams on `s`, which
         // every lane waits for first.
-        unsafe { driver::event_record(self.fork, s) }.map_err(|e| (false, e))?;
+        // SAFETY: as above.
+        unsafe { driver::event_record(self.fork, s) }?;
+        *queued = true;
         let body = || -> Result<()> {
             for &lane in &self.lanes {
                 // SAFETY: as above.
@@ -219,7 +226,7 @@ impl SimGraph {
                 joined = j;
             }
         }
-        ran.and(joined).map_err(|e| (true, e))
+        ran.and(joined)
     }
 }
 
@@ -277,14 +284,18 @@ unsafe fn run_node(n: &Node<'_>, lane: RawStream) -> Result<()> {
             unsafe {
                 match elem_bytes {
                     1 => driver::memset_d8_async(dst, value as u8, count, lane),
-                    2 => driver::memset_words_async(dst, MemsetWord::W16(value as u16), count, lane),
+                    2 => {
+                        driver::memset_words_async(dst, MemsetWord::W16(value as u16), count, lane)
+                    }
                     _ => driver::memset_words_async(dst, MemsetWord::W32(value), count, lane),
                 }
             }
         }
         // SAFETY: obligation 1; both ranges were recorded from live buffers and do
         // not overlap (checked at recording).
-        &Work::Copy { dst, src, bytes } => unsafe { driver::memcpy_dtod_async(dst, src, bytes, lane) },
+        &Work::Copy { dst, src, bytes } => unsafe {
+            driver::memcpy_dtod_async(dst, src, bytes, lane)
+        },
         Work::Foreign(_) => unreachable!("refused at recording on the simulator"),
     }
 }
@@ -362,26 +373,31 @@ impl<'g> Graph<'g> {
                 state.commit(u.access, stream, epoch, planned);
             }
         };
+        let mut queued = false;
         let launched = match &self.backend {
             // SAFETY: the executable graph is live, of the stream's context (same
             // runtime, bound above); every buffer it touches was fenced on `stream`
             // just above and is borrowed for as long as the graph lives.
-            Backend::Gpu(g) => unsafe { driver::graph_launch(g.exec, stream.raw()) }
-                .map_err(|e| (false, e)),
-            Backend::Sim(sim) => sim.lock_unpoisoned().launch(stream.raw(), &self.nodes),
+            Backend::Gpu(g) => unsafe { driver::graph_launch(g.exec, stream.raw()) },
+            Backend::Sim(sim) => {
+                sim.lock_unpoisoned()
+                    .launch(stream.raw(), &self.nodes, &mut queued)
+            }
         };
         match launched {
             Ok(()) => {
                 commit(&mut states);
                 Ok(())
             }
-            Err((queued, e)) => {
+            Err(e) => {
                 if queued {
                     // Part of the replay is in flight: record the use.
                     commit(&mut states);
                 }
                 drop(states);
-                Err(stream.explain_fault(e).while_(|| "launching a graph".into()))
+                Err(stream
+                    .explain_fault(e)
+                    .while_(|| "launching a graph".into()))
             }
         }
     }
@@ -403,7 +419,11 @@ impl<'g> Graph<'g> {
         uses: &[(ArgRef<'g>, Access)],
     ) -> Result<()> {
         let refused = |reason: String| Error::InvalidArgument {
-            what: format!("an update of graph node {} (kernel `{}`)", node.index, kernel.name()),
+            what: format!(
+                "an update of graph node {} (kernel `{}`)",
+                node.index,
+                kernel.name()
+            ),
             reason,
         };
         let Some(n) = self.nodes.get(node.index).filter(|_| node.graph == self.id) else {

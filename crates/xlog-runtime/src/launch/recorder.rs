@@ -479,8 +479,12 @@ pub unsafe fn launch_typed<const N: usize>(
 
 /// Adds to `waits` the points of `state` that work with `access` on `stream` must
 /// wait for (none while a test has switched fencing off).
-pub(crate) fn plan_waits<W>(waits: &mut W, state: &UseState<Stream>, access: Access, stream: &Stream)
-where
+pub(crate) fn plan_waits<W>(
+    waits: &mut W,
+    state: &UseState<Stream>,
+    access: Access,
+    stream: &Stream,
+) where
     W: AsMut<[UsePoint<Stream>]> + Extend<UsePoint<Stream>>,
 {
     if crate::testing::fencing_enabled() {
