@@ -1,9 +1,10 @@
 //! Graph replay (bench id `graph_replay`; targets in `bench::TARGETS`): 500
 //! `axpy_f32` kernels of 256 elements in a chain, recorded once and replayed, end
 //! to end per kernel (CUDA events around a replay), against PyTorch's CUDA graph
-//! replay of 500 `y.add_(x, alpha=a)` on the same GPU (timed by
-//! `benches/graph_replay_torch.py`, run from here) and against the same 500 typed
-//! launches issued directly; host time per replay; 4 independent chains of 100
+//! replay of 500 `y.add_(x, alpha=a)` on the same GPU (timed by the script
+//! `XLOG_GRAPH_SCRIPT`, default this crate's `benches/graph_replay_torch.py`, run
+//! from here) and against the same 500 typed launches issued directly; host time
+//! per replay; 4 independent chains of 100
 //! recorded into one graph against the same 400 kernels as one chain; a replay
 //! after changing one node's scalar against an unchanged replay; record +
 //! instantiate cost per node.
@@ -121,7 +122,8 @@ fn main() {
     };
     ys.clear();
 
-    let torch = bench::cub_peers(
+    let torch = bench::python_peers(
+        "XLOG_GRAPH_SCRIPT",
         concat!(env!("CARGO_MANIFEST_DIR"), "/benches/graph_replay_torch.py"),
         &[N.to_string(), CHAIN.to_string()],
     );

@@ -173,12 +173,16 @@ fn copies_and_fills_run_in_order_with_kernels() {
     rec.copy(&y, &z).unwrap();
     rec.fill(&tail, 3u8).unwrap();
     let short = x.slice(..10);
-    assert!(rec.fill(&wide, 1u64).is_err(), "8-byte fills are refused");
+    assert!(
+        rec.fill(&wide, 1u64).is_err(),
+        "8-byte fills with unequal halves are refused"
+    );
+    rec.fill(&wide, u64::MAX).unwrap();
     assert!(
         rec.copy(&short, &z).is_err(),
         "copies of unequal lengths are refused"
     );
-    assert_eq!(rec.len(), 6, "refusals add no node");
+    assert_eq!(rec.len(), 7, "refusals add no node");
     let graph = rec.instantiate().unwrap();
     graph.launch(&s).unwrap();
     drop(graph);
@@ -186,6 +190,7 @@ fn copies_and_fills_run_in_order_with_kernels() {
     let mut hy = vec![7u32; N];
     model(true, &hx, &hx, &mut hy, 9);
     assert_eq!(z.download(&s).unwrap(), hy);
+    assert_eq!(wide.download(&s).unwrap(), vec![u64::MAX; 4]);
     let mut hb = vec![0u8; 100];
     hb[10..20].fill(3);
     assert_eq!(bytes.download(&s).unwrap(), hb);

@@ -735,7 +735,17 @@ pub fn median_event_ms(s: &xlog_runtime::Stream, f: &mut dyn FnMut()) -> f64 {
 /// becomes an entry. Panics when the script fails: a comparison without its peer
 /// is not a result.
 pub fn cub_peers(default_script: &str, args: &[String]) -> std::collections::HashMap<String, f64> {
-    let script = std::env::var("XLOG_CUB_SCRIPT").unwrap_or_else(|_| default_script.to_owned());
+    python_peers("XLOG_CUB_SCRIPT", default_script, args)
+}
+
+/// As [`cub_peers`], for a script named by the environment variable `script_env`
+/// (default `default_script`): the peer side of a bench timed by a Python script.
+pub fn python_peers(
+    script_env: &str,
+    default_script: &str,
+    args: &[String],
+) -> std::collections::HashMap<String, f64> {
+    let script = std::env::var(script_env).unwrap_or_else(|_| default_script.to_owned());
     let python = std::env::var("XLOG_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let output = std::process::Command::new(&python)
         .arg(&script)

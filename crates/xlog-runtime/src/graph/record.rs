@@ -210,42 +210,36 @@ impl<'g> GraphRecorder<'g> {
         Ok(self.push(work, &uses, declared_touches(&uses)))
     }
 
-    /// Record a fill of `dst` with `value`. The element must be 1, 2 or 4 bytes
-    /// (what a graph's memset node sets); wider fills are refused.
+    /// Record a fill of `dst` with `value`, as a graph's memset node: for 1-, 2- and
+    /// 4-byte numbers and `bool`, and 8-byte numbers whose two 32-bit halves are
+    /// equal (zero, all ones). Other values are refused (record a kernel that
+    /// writes them instead).
     pub fn fill<T: DeviceCopy>(
         &mut self,
         dst: &'g (impl WriteBuffer<T> + ?Sized),
         value: T,
     ) -> Result<NodeId> {
         let d = ReadBuffer::arg(dst);
-        let size = std::mem::size_of::<T>();
-        let word = match size {
-            1 | 2 | 4 => {
-                let mut w = [0u8; 4];
-                // SAFETY: `value` is a `DeviceCopy` value of `size` bytes, read as
-                // bytes (it has no padding that safe code could not write: padding
-                // bytes are copied as they are, see the soundness notes).
-                let bytes =
-                    unsafe { std::slice::from_raw_parts(&value as *const T as *const u8, size) };
-                w[..size].copy_from_slice(bytes);
-                u32::from_le_bytes(w)
-            }
-            _ => {
-                return Err(Error::Unsupported {
-                    what: format!("a recorded fill of {size}-byte elements"),
-                    reason: "a graph's memset node sets 1-, 2- or 4-byte elements; record a \
-                             kernel that writes the value instead"
-                        .into(),
-                })
-            }
+        let refused = || Error::Unsupported {
+            what: format!(
+                "a recorded fill of `{}` elements with this value",
+                std::any::type_name::<T>()
+            ),
+            reason: "a graph's memset node sets 1-, 2- or 4-byte numbers (and 8-byte ones \
+                     whose halves are equal); record a kernel that writes the value instead"
+                .into(),
         };
+        let (value, elem_bytes, per_element) = fill_pattern(&value).ok_or_else(refused)?;
+        if d.ptr % elem_bytes as u64 != 0 {
+            return Err(refused());
+        }
         let uses = [(d, Access::Write)];
         self.check_uses("a recorded fill", &uses)?;
         let work = Work::Memset {
             dst: d.ptr,
-            value: word,
-            elem_bytes: size as u32,
-            count: d.len,
+            value,
+            elem_bytes,
+            count: d.len * per_element,
         };
         Ok(self.push(work, &uses, declared_touches(&uses)))
     }
@@ -466,6 +460,40 @@ impl<'g> GraphRecorder<'g> {
             graph: self.id,
             index: me,
         }
+    }
+}
+
+/// The memset of a fill with `value`: the word, its size in bytes and how many
+/// words make one element; `None` for values a memset cannot set (only plain
+/// numbers qualify: a struct's padding bytes must never be read).
+fn fill_pattern<T: DeviceCopy>(value: &T) -> Option<(u32, u32, usize)> {
+    use std::any::Any;
+    let v: &dyn Any = value;
+    let halves = |x: u64| ((x >> 32) as u32 == x as u32).then_some((x as u32, 4, 2));
+    if let Some(&x) = v.downcast_ref::<u8>() {
+        Some((x as u32, 1, 1))
+    } else if let Some(&x) = v.downcast_ref::<i8>() {
+        Some((x as u8 as u32, 1, 1))
+    } else if let Some(&x) = v.downcast_ref::<bool>() {
+        Some((x as u32, 1, 1))
+    } else if let Some(&x) = v.downcast_ref::<u16>() {
+        Some((x as u32, 2, 1))
+    } else if let Some(&x) = v.downcast_ref::<i16>() {
+        Some((x as u16 as u32, 2, 1))
+    } else if let Some(&x) = v.downcast_ref::<u32>() {
+        Some((x, 4, 1))
+    } else if let Some(&x) = v.downcast_ref::<i32>() {
+        Some((x as u32, 4, 1))
+    } else if let Some(&x) = v.downcast_ref::<f32>() {
+        Some((x.to_bits(), 4, 1))
+    } else if let Some(&x) = v.downcast_ref::<u64>() {
+        halves(x)
+    } else if let Some(&x) = v.downcast_ref::<i64>() {
+        halves(x as u64)
+    } else if let Some(&x) = v.downcast_ref::<f64>() {
+        halves(x.to_bits())
+    } else {
+        None
     }
 }
 
