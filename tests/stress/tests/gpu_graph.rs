@@ -10,8 +10,8 @@
 //! - refusals: an argument written and overlapping another in one node;
 //! - the detector (simulator): a wrong access list given through the `unsafe` API is
 //!   reported;
-//! - `graph_stress`: random graphs replayed on 4 streams mixed with eager work,
-//!   against a CPU model, and its teeth.
+//! - `graph_stress`: random graphs (two alive at a time, over the same buffers)
+//!   replayed on 4 streams mixed with eager work, against a CPU model, and its teeth.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -526,10 +526,10 @@ impl Mix {
 const STREAMS: usize = 4;
 const SLOTS: usize = 8;
 
-/// Random phases: a graph of 6 nodes over half of the buffers, replayed 3 times on
-/// random streams, interleaved with eager launches on random streams that read any
-/// buffer and write the other half; the graph ends with its phase, so the next
-/// phase's eager work writes what this one's graph touched. Returns mismatched
+/// Random phases: two graphs of 6 nodes over half of the buffers, replayed 4 times
+/// in all on random streams, interleaved with eager launches on random streams that
+/// read any buffer and write the other half; the graphs end with their phase, so
+/// the next phase's eager work writes what this one's graphs touched. Returns mismatched
 /// words against the program-order CPU model.
 fn graph_program(rt: &Runtime, seed: u64, phases: usize) -> usize {
     let streams: Vec<Stream> = (0..STREAMS).map(|_| rt.new_stream().unwrap()).collect();
@@ -554,37 +554,50 @@ fn graph_program(rt: &Runtime, seed: u64, phases: usize) -> usize {
             order.swap(i, r.below(i + 1));
         }
         let (graph_set, eager_set) = order.split_at(SLOTS / 2);
-        let nodes: Vec<Mix> = (0..6)
-            .map(|_| Mix::random(&mut r, graph_set, graph_set))
+        // Two graphs over the same buffers: their replays conflict with each other
+        // as well as with the eager work.
+        let programs: Vec<Vec<Mix>> = (0..2)
+            .map(|_| {
+                (0..6)
+                    .map(|_| Mix::random(&mut r, graph_set, graph_set))
+                    .collect()
+            })
             .collect();
         let eager: Vec<Mix> = (0..6)
             .map(|_| Mix::random(&mut r, &all, eager_set))
             .collect();
         // The eager outputs move out of `bufs` for the phase (they are written
-        // through `&mut`); the graph borrows the rest.
+        // through `&mut`); the graphs borrow the rest.
         let mut taken: Vec<Option<DeviceBuffer<u32>>> = (0..SLOTS).map(|_| None).collect();
         for &i in eager_set {
             taken[i] = bufs[i].take();
         }
         {
-            let mut rec = GraphRecorder::new(&streams[r.below(STREAMS)]);
-            for m in &nodes {
-                let b = |i: usize| bufs[i].as_ref().unwrap();
-                let (a, bb, o, n) = (b(m.a), b(m.b), b(m.out), lens[m.out]);
-                if m.rw {
-                    mix_rw::record(&mut rec, mix_rw::config(n), a, bb, o, m.salt, spin(m.slow))
-                } else {
-                    mix_w::record(&mut rec, mix_w::config(n), a, bb, o, m.salt, spin(m.slow))
-                }
-                .unwrap();
-            }
-            let graph = rec.instantiate().unwrap();
-            let (mut replays, mut next_eager) = (3, 0);
+            let graphs: Vec<Graph<'_>> = programs
+                .iter()
+                .map(|nodes| {
+                    let mut rec = GraphRecorder::new(&streams[r.below(STREAMS)]);
+                    for m in nodes {
+                        let b = |i: usize| bufs[i].as_ref().unwrap();
+                        let (a, bb, o, n) = (b(m.a), b(m.b), b(m.out), lens[m.out]);
+                        let spin = spin(m.slow);
+                        if m.rw {
+                            mix_rw::record(&mut rec, mix_rw::config(n), a, bb, o, m.salt, spin)
+                        } else {
+                            mix_w::record(&mut rec, mix_w::config(n), a, bb, o, m.salt, spin)
+                        }
+                        .unwrap();
+                    }
+                    rec.instantiate().unwrap()
+                })
+                .collect();
+            let (mut replays, mut next_eager) = (4, 0);
             while replays > 0 || next_eager < eager.len() {
                 let s = &streams[r.below(STREAMS)];
                 if replays > 0 && (next_eager == eager.len() || r.below(2) == 0) {
-                    graph.launch(s).unwrap();
-                    for m in &nodes {
+                    let g = r.below(graphs.len());
+                    graphs[g].launch(s).unwrap();
+                    for m in &programs[g] {
                         m.model(&mut host);
                     }
                     replays -= 1;
