@@ -75,7 +75,7 @@ pub use error::{Error, Result};
 #[cfg(feature = "test-switches")]
 pub use foreign::host;
 pub use foreign::{ForeignEvent, ForeignStream, OwnedEvent, ReadyAfter};
-pub use graph::{Graph, GraphRecorder, NodeId};
+pub use graph::{Graph, GraphArena, GraphRecorder, NodeId};
 pub use launch::{
     Committed, Function, KernelHandle, LaunchConfig, Module, Preflighted, Recording, WorkRecorder,
     MAX_GRID_BLOCKS,

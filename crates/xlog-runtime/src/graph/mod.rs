@@ -103,9 +103,11 @@
 //! checked against what their signature touches (their ABI descriptor), not
 //! against the list the caller gave.
 
+mod arena;
 mod record;
 mod replay;
 
+pub use arena::GraphArena;
 pub use record::{GraphRecorder, NodeId};
 pub use replay::Graph;
 

@@ -166,6 +166,12 @@ impl<'g> GraphRecorder<'g> {
         }
     }
 
+    /// The stream the recording was started for (its runtime and device; library
+    /// calls that record allocate on it).
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
     /// Number of nodes recorded.
     pub fn len(&self) -> usize {
         self.nodes.len()
