@@ -28,7 +28,22 @@ use crate::buffer::DeviceBuffer;
 /// # Ok(()) }
 /// ```
 ///
-/// Dropping the arena frees its buffers, each after every use recorded on it.
+/// Dropping the arena frees its buffers, each after every use recorded on it; a
+/// buffer cannot be used after that:
+///
+/// ```compile_fail,E0597
+/// # use xlog_runtime::*;
+/// # fn main() -> Result<()> {
+/// # let rt = Runtime::get(0)?;
+/// # let s = rt.stream()?;
+/// let kept;
+/// {
+///     let arena = GraphArena::new();
+///     kept = arena.keep(rt.alloc_zeroed_on::<u32>(&s, 4)?);
+/// }
+/// kept.download(&s)?; // the arena, and its buffer, are gone
+/// # Ok(()) }
+/// ```
 #[derive(Default)]
 pub struct GraphArena {
     buffers: RefCell<Vec<Box<dyn Any>>>,
