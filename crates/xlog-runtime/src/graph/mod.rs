@@ -94,8 +94,10 @@
 //!
 //! The simulator has no graph objects. A simulated graph keeps its nodes and runs
 //! each replay on streams of its own: a node continues the lane of the
-//! predecessor it follows directly, or starts a new lane, and waits for its other
-//! predecessors through events; the lanes wait for the launch stream's point and
+//! predecessor it follows directly, or starts a new lane (up to 16; past them, new
+//! chains share lanes, which orders them and hides a missing edge between nodes of
+//! one lane from the detector), and waits for its other predecessors through
+//! events; the lanes wait for the launch stream's point and
 //! the launch stream waits for every lane at the end. Independent nodes thus run
 //! concurrently, and the hazard detector sees exactly the graph's edges: a node
 //! whose kernel touches more than its access list says (only possible through
