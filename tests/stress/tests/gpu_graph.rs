@@ -11,7 +11,9 @@
 //! - the detector (simulator): a wrong access list given through the `unsafe` API is
 //!   reported;
 //! - `graph_stress`: random graphs (two alive at a time, over the same buffers)
-//!   replayed on 4 streams mixed with eager work, against a CPU model, and its teeth.
+//!   replayed on 4 streams mixed with eager work, against a CPU model, and its teeth;
+//!   `graphs_replayed_from_four_threads`: one graph replayed from four host threads
+//!   at once, beside graphs of their own.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -676,6 +678,55 @@ fn graph_stress() {
         let bad = graph_program(&rt, seed, 6);
         assert_eq!(bad, 0, "seed {seed}: {bad} words differ from the CPU model");
     }
+    assert_eq!(
+        xlog_runtime::sim::hazard_count(),
+        before,
+        "the detector saw a hazard"
+    );
+}
+
+/// Four host threads, each on its own stream, replay one shared graph (which
+/// rewrites the same value into a shared buffer: any order gives it) and a graph of
+/// their own over their own buffers, and read the shared buffer eagerly between
+/// replays; every value must be the fenced one and nothing may deadlock.
+#[test]
+fn graphs_replayed_from_four_threads() {
+    let _g = serial();
+    let rt = gpu_runtime();
+    let before = xlog_runtime::sim::hazard_count();
+    let setup = rt.new_stream().unwrap();
+    let x = upload(&rt, &setup, 95);
+    let shared = upload(&rt, &setup, 96);
+    let mut rec = GraphRecorder::new(&setup);
+    mix_w::record(&mut rec, mix_w::config(N), &x, &x, &shared, 7, SLOW_NS / 8).unwrap();
+    let common = rec.instantiate().unwrap();
+    let hx = data(95, N);
+    let mut want_shared = vec![0; N];
+    model(false, &hx, &hx, &mut want_shared, 7);
+    std::thread::scope(|scope| {
+        for t in 0..4u32 {
+            let (rt, x, shared, common) = (&rt, &x, &shared, &common);
+            let (hx, want_shared) = (&hx, &want_shared);
+            scope.spawn(move || {
+                let s = rt.new_stream().unwrap();
+                let out = upload(rt, &s, 200 + t as u64);
+                let mut rec = GraphRecorder::new(&s);
+                mix_rw::record(&mut rec, mix_rw::config(N), x, shared, &out, t, 0).unwrap();
+                let own = rec.instantiate().unwrap();
+                let mut want = data(200 + t as u64, N);
+                for _ in 0..5 {
+                    common.launch(&s).unwrap();
+                    own.launch(&s).unwrap();
+                    model(true, hx, want_shared, &mut want, t);
+                    assert_eq!(&shared.download(&s).unwrap(), want_shared, "thread {t}");
+                }
+                drop(own);
+                assert_eq!(out.download(&s).unwrap(), want, "thread {t}");
+            });
+        }
+    });
+    drop(common);
+    rt.synchronize().unwrap();
     assert_eq!(
         xlog_runtime::sim::hazard_count(),
         before,
