@@ -302,8 +302,10 @@ impl<'g> GraphRecorder<'g> {
     /// # Safety
     /// 1. `work` only queues work on the stream it is given (no synchronisation,
     ///    no other stream), and that work touches only the buffers in `uses`, each
-    ///    with at most the access given, plus memory the foreign library owns and
-    ///    keeps alive while the graph lives.
+    ///    with at most the access given, plus memory the foreign library owns.
+    /// 2. Whatever the captured work needs when the graph runs (the library's own
+    ///    memory, the modules of the kernels it launched) stays alive while the
+    ///    graph lives.
     pub unsafe fn foreign(
         &mut self,
         uses: &[(ArgRef<'g>, Access)],
@@ -317,7 +319,8 @@ impl<'g> GraphRecorder<'g> {
         }
         self.check_uses("foreign work in a graph", uses)?;
         self.stream.bind()?;
-        // SAFETY: obligation 1 is the caller's.
+        // SAFETY: obligation 1 is the caller's (capture_graph's only one); obligation 2
+        // keeps the captured work's code and memory alive for the graph.
         let captured = OwnedGraph(unsafe { driver::capture_graph(work) }?);
         Ok(self.push(Work::Foreign(captured), uses, declared_touches(uses)))
     }
