@@ -89,7 +89,8 @@ pub use pinned::{
 };
 pub use resource::{AllocStats, AllocTag, BlockId, DeviceBlock, DeviceMemoryResource, Generation};
 pub use runtime::{
-    Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV, DEFAULT_CACHING, POOL_ENV,
+    default_budget, Backend, Runtime, RuntimeBuilder, BACKEND_ENV, BUDGET_ENV, DEFAULT_CACHING,
+    POOL_ENV,
 };
 pub use stream::{Stream, StreamId};
 pub use track::Access;

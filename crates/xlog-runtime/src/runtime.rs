@@ -24,6 +24,15 @@ use crate::sync::Unpoisoned;
 
 /// Environment variable read by [`Runtime::get`]: the budget in bytes.
 pub const BUDGET_ENV: &str = "XLOG_BUDGET_BYTES";
+
+/// The budget of a runtime built without one: the memory the device had free when
+/// it was opened, less a reserve for what the driver takes later (thread stacks at
+/// the first launch, modules, panic records): 1/64 of the device's memory, at least
+/// 1 GiB. Allocations past it fail as `BudgetExceeded` before the driver runs out.
+pub fn default_budget(info: &crate::DeviceInfo) -> usize {
+    let reserve = (info.total_memory / 64).max(1 << 30);
+    info.free_memory.saturating_sub(reserve)
+}
 /// Environment variable read by [`Runtime::get`]: `1` puts the caching pool
 /// ([`PoolAdaptor`]) on top of the stack, `0` leaves it out (default:
 /// [`DEFAULT_CACHING`]).
@@ -145,7 +154,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// A byte budget (default: the device memory free when the device was opened).
+    /// A byte budget (default: [`default_budget`], the device memory free when the
+    /// device was opened less a reserve).
     pub fn budget(mut self, bytes: usize) -> Self {
         self.budget = Some(bytes);
         self
@@ -187,9 +197,7 @@ impl RuntimeBuilder {
             crate::sim::select()?;
         }
         let device = Device::open(self.ordinal)?;
-        // By default the budget is what the device had free: allocations past it
-        // fail as `BudgetExceeded`, before the driver runs out of memory.
-        let limit = self.budget.unwrap_or(device.info().free_memory);
+        let limit = self.budget.unwrap_or_else(|| default_budget(device.info()));
         let stack = Stack {
             csv: self.csv,
             limit,
@@ -264,8 +272,8 @@ impl Stack {
 impl Runtime {
     /// The shared runtime of device `ordinal`, created on first use with the
     /// default stack: async backend, statistics, and a budget of
-    /// `XLOG_BUDGET_BYTES` (default: the device memory free when the device was
-    /// opened). `XLOG_BACKEND=direct`
+    /// `XLOG_BUDGET_BYTES` (default: [`default_budget`], the device memory free
+    /// when the device was opened less a reserve). `XLOG_BACKEND=direct`
     /// selects the direct backend (for compute-sanitizer).
     pub fn get(ordinal: u32) -> Result<Runtime> {
         static SHARED: OnceLock<Mutex<HashMap<u32, Runtime>>> = OnceLock::new();
