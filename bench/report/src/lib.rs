@@ -214,22 +214,7 @@ pub fn markdown(
         md.push_str("| case | size | xlog | peer | peer figure | ratio | target | met? |\n");
         md.push_str("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
         for r in rows.iter().filter(|r| r.bench == b) {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {:.3} | {} | {} |",
-                r.case,
-                r.size.map_or_else(|| "—".to_owned(), size_label),
-                figure(r.xlog, &r.unit),
-                r.peer,
-                figure(r.peer_value, &r.unit),
-                r.ratio,
-                r.target.map_or_else(|| "—".to_owned(), |t| t.to_string()),
-                match r.met {
-                    Some(true) => "yes",
-                    Some(false) => "**no**",
-                    None => "—",
-                }
-            );
+            let _ = writeln!(md, "{}", row(r));
         }
         for m in solo.iter().filter(|m| m.bench == b) {
             let _ = writeln!(
@@ -243,6 +228,26 @@ pub fn markdown(
         md.push('\n');
     }
     md
+}
+
+/// A comparison as a table row: case, size, xlog, peer, peer figure, ratio, target,
+/// met?
+fn row(r: &Comparison) -> String {
+    format!(
+        "| {} | {} | {} | {} | {} | {:.3} | {} | {} |",
+        r.case,
+        r.size.map_or_else(|| "—".to_owned(), size_label),
+        figure(r.xlog, &r.unit),
+        r.peer,
+        figure(r.peer_value, &r.unit),
+        r.ratio,
+        r.target.map_or_else(|| "—".to_owned(), |t| t.to_string()),
+        match r.met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "—",
+        }
+    )
 }
 
 /// `2^k` for powers of two from 1024 up, the number otherwise.
@@ -351,8 +356,8 @@ pub fn readme_table(rows: &[Comparison]) -> String {
             == Some(r.size)
     };
     let mut md = String::from(
-        "| benchmark | case | size | xlog | peer | ratio | target | met? |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| benchmark | case | size | xlog | peer | peer figure | ratio | target | met? |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     let mut shown: Vec<(&str, &str, &str)> = Vec::new();
     for r in rows.iter().filter(|r| r.target.is_some() && largest(r)) {
@@ -361,19 +366,7 @@ pub fn readme_table(rows: &[Comparison]) -> String {
             continue;
         }
         shown.push(key);
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} {} | {:.3} | {} | {} |",
-            r.bench,
-            r.case,
-            r.size.map_or_else(|| "—".to_owned(), size_label),
-            figure(r.xlog, &r.unit),
-            r.peer,
-            figure(r.peer_value, &r.unit),
-            r.ratio,
-            r.target.map_or_else(String::new, |t| t.to_string()),
-            if r.met == Some(true) { "yes" } else { "**no**" },
-        );
+        let _ = writeln!(md, "| {} {}", r.bench, row(r));
     }
     let judged: Vec<_> = rows.iter().filter_map(|r| r.met).collect();
     let met = judged.iter().filter(|m| **m).count();
