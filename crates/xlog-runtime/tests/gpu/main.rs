@@ -14,5 +14,6 @@ mod hazards;
 mod launch;
 mod pinned;
 mod pool;
+mod review;
 mod runtime;
 mod simulator;
