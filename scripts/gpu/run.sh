@@ -22,6 +22,8 @@ bin=.gpu-bundle/bin
 export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 # The kernel-library bench times CUB (through PyTorch and CuPy) with this script.
 export XLOG_CUB_SCRIPT=${XLOG_CUB_SCRIPT:-$PWD/crates/xlog-kernels/benches/library_cub.py}
+# The graph bench times PyTorch's CUDA graph replay with this one.
+export XLOG_GRAPH_SCRIPT=${XLOG_GRAPH_SCRIPT:-$PWD/crates/xlog-kernels/benches/graph_replay_torch.py}
 export PATH=/usr/local/cuda/bin:$PATH
 # The Datalog example's test (test-datalog-fixpoint) runs the bundled binary.
 export XLOG_DATALOG_BIN=$PWD/.gpu-bundle/bin/datalog

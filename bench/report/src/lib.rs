@@ -146,6 +146,7 @@ const HEADINGS: &[(&str, &str)] = &[
     ("axpy_bandwidth", "axpy bandwidth against CubeCL, cudarc, CUDA C++ via NVRTC and a device-to-device copy (one process)"),
     ("sum_peers", "sum of 10^8 f32 against CubeCL's reductions (cubek-reduce), one process"),
     ("typed_launch", "typed launch host cost, 3 buffers (add_f32; each case from the median process)"),
+    ("graph_replay", "500 axpy kernels of 256 elements recorded once and replayed, against PyTorch's CUDA graph replay timed in the same run, the same launches issued directly, 4 chains against one, a replay after a scalar update; CUDA-event timed"),
     ("launch_overhead", "recorder launch host cost and multi-thread throughput (hand-written PTX; each case from the median process)"),
     ("alloc_free", "allocation + free host cost, default stack against raw stream-ordered allocation (each case from the median process)"),
     ("elementwise_bandwidth", "axpy bandwidth, CUDA-event timed (2^26 elements)"),

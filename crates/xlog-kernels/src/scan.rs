@@ -179,7 +179,10 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use xlog::device::lookback::status_words;
-    use xlog::{AllocTag, BufferView, DeviceBuffer, LaunchConfig, ReadBuffer, Result, Stream};
+    use xlog::{
+        AllocTag, BufferView, DeviceBuffer, GraphArena, GraphRecorder, LaunchConfig, NodeId,
+        ReadBuffer, Result, Stream,
+    };
 
     use super::BLOCK;
 
@@ -245,19 +248,8 @@ mod host {
     ) -> Result<DeviceBuffer<T>> {
         let x = x.as_view();
         let rt = s.runtime()?;
-        let tiles = x.len().div_ceil(BLOCK as usize * K::ITEMS);
         // Refused before anything is allocated.
-        let grid = u32::try_from(tiles)
-            .ok()
-            .filter(|&g| g <= xlog::MAX_GRID_BLOCKS)
-            .ok_or_else(|| xlog::Error::InvalidArgument {
-                what: "xlog_kernels::scan::scan".to_owned(),
-                reason: format!(
-                    "{} elements need {tiles} tiles, more than a grid holds (2^31 - 1); \
-                     scan them in parts",
-                    x.len()
-                ),
-            })?;
+        let (tiles, grid) = tiles_and_grid(x.len(), K::ITEMS, "xlog_kernels::scan::scan")?;
         // SAFETY: `K::launch` queues work writing every element of `out` whenever
         // it returns `Ok` (the trait's obligation: one block per tile, each block
         // `b` storing every element of tile `b`); on an error `out` is dropped
@@ -278,6 +270,118 @@ mod host {
             &mut status,
         )?;
         Ok(out)
+    }
+
+    /// The tiles `len` elements of `items` a thread take, and the grid of one block
+    /// per tile; refused when a grid cannot hold them.
+    fn tiles_and_grid(len: usize, items: usize, what: &str) -> Result<(usize, u32)> {
+        let tiles = len.div_ceil(BLOCK as usize * items);
+        let grid = u32::try_from(tiles)
+            .ok()
+            .filter(|&g| g <= xlog::MAX_GRID_BLOCKS)
+            .ok_or_else(|| xlog::Error::InvalidArgument {
+                what: what.to_owned(),
+                reason: format!(
+                    "{len} elements need {tiles} tiles, more than a grid holds (2^31 - 1); \
+                     scan them in parts"
+                ),
+            })?;
+        Ok((tiles, grid))
+    }
+
+    mod sealed {
+        pub trait Sealed {}
+    }
+
+    /// A scan the library can record into a graph: the built-in operators (sealed).
+    pub trait ScanRecord<T: xlog::DeviceCopy>: ScanKernel<T> + sealed::Sealed {
+        /// Records the kernel as `ScanKernel::launch` launches it.
+        #[doc(hidden)]
+        fn record<'g, X: ReadBuffer<T> + ?Sized>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g X,
+            out: &'g DeviceBuffer<T>,
+            status: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId>;
+    }
+
+    /// Records the scan of `x` by `K` into a graph: one kernel node, as [`scan`]
+    /// launches it. The output and the look-back words are allocated now, on the
+    /// recorder's stream, zero-filled (so the output reads as zeros until a replay
+    /// writes it), and kept in `arena`, which must outlive the graph; every replay
+    /// scans `x` again into the same output. An empty `x` records nothing.
+    ///
+    /// ```no_run
+    /// # fn main() -> xlog::Result<()> {
+    /// let rt = xlog::Runtime::get(0)?;
+    /// let s = rt.stream()?;
+    /// let x = rt.upload_on(&s, &[1u32, 2, 3])?;
+    /// let arena = xlog::GraphArena::new();
+    /// let mut rec = xlog::GraphRecorder::new(&s);
+    /// let sums = xlog_kernels::scan::record_inclusive_sum(&mut rec, &arena, &x)?;
+    /// let graph = rec.instantiate()?;
+    /// graph.launch(&s)?;
+    /// assert_eq!(sums.download(&s)?, [1, 3, 6]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`scan`], and those of recording a kernel.
+    pub fn record_scan<'g, T: xlog::DeviceCopy, K: ScanRecord<T>>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g (impl ReadBuffer<T> + ?Sized),
+    ) -> Result<&'g DeviceBuffer<T>> {
+        let len = x.arg().len();
+        let (tiles, grid) = tiles_and_grid(len, K::ITEMS, "xlog_kernels::scan::record_scan")?;
+        let rt = rec.stream().runtime()?;
+        let out = arena.keep(rt.alloc_zeroed_on::<T>(rec.stream(), len)?);
+        if len == 0 {
+            return Ok(out);
+        }
+        let status = arena.keep(rt.alloc_zeroed_on::<u64>(rec.stream(), status_words(tiles))?);
+        K::record(
+            rec,
+            LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]),
+            x,
+            out,
+            status,
+        )?;
+        Ok(out)
+    }
+
+    /// [`inclusive_sum`] recorded into a graph (see [`record_scan`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`record_scan`].
+    pub fn record_inclusive_sum<'g, T: xlog::DeviceCopy>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g (impl ReadBuffer<T> + ?Sized),
+    ) -> Result<&'g DeviceBuffer<T>>
+    where
+        InclusiveSum: ScanRecord<T>,
+    {
+        record_scan::<T, InclusiveSum>(rec, arena, x)
+    }
+
+    /// [`exclusive_sum`] recorded into a graph (see [`record_scan`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`record_scan`].
+    pub fn record_exclusive_sum<'g, T: xlog::DeviceCopy>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g (impl ReadBuffer<T> + ?Sized),
+    ) -> Result<&'g DeviceBuffer<T>>
+    where
+        ExclusiveSum: ScanRecord<T>,
+    {
+        record_scan::<T, ExclusiveSum>(rec, arena, x)
     }
 
     /// The inclusive sum: `out[i] = x[0] + … + x[i]`.
@@ -310,8 +414,25 @@ mod host {
                     super::$kernel::launch(s, cfg, x, out, status)
                 }
             }
+
+            impl ScanRecord<$t> for $op {
+                fn record<'g, X: ReadBuffer<$t> + ?Sized>(
+                    rec: &mut GraphRecorder<'g>,
+                    cfg: LaunchConfig,
+                    x: &'g X,
+                    out: &'g DeviceBuffer<$t>,
+                    status: &'g DeviceBuffer<u64>,
+                ) -> Result<NodeId> {
+                    super::$kernel::record(rec, cfg, x, out, status)
+                }
+            }
         };
     }
+
+    impl sealed::Sealed for InclusiveSum {}
+    impl sealed::Sealed for ExclusiveSum {}
+    impl sealed::Sealed for InclusiveMaxU32 {}
+    impl sealed::Sealed for LastNonZeroU32 {}
 
     use super::{ITEMS_32, ITEMS_64};
     kernel!(InclusiveSum, u32, ITEMS_32, scan_inclusive_sum_u32);

@@ -429,6 +429,52 @@ mod scan {
         }
     }
 
+    /// Scans recorded into a graph: outputs read as zeros until a replay, and every
+    /// replay (look-back words zeroed by the graph's own memset node before the
+    /// kernel) writes what the eager scan gives.
+    #[test]
+    fn recorded_scans_replay_into_their_outputs() {
+        let rt = gpu_runtime();
+        let (p, c) = streams(&rt);
+        for n in [0usize, 1, 4097, 32 * 4096 + 1]
+            .into_iter()
+            .filter(|&n| within_cap(n))
+        {
+            let x = make::<u32>(Kind::Random, n, 7 + n as u64);
+            let xb = upload(&rt, &p, &x);
+            let arena = xlog::GraphArena::new();
+            let mut rec = xlog::GraphRecorder::new(&c);
+            let incl = scan::record_inclusive_sum(&mut rec, &arena, &xb).unwrap();
+            let excl = scan::record_exclusive_sum(&mut rec, &arena, &xb).unwrap();
+            assert_eq!(
+                rec.len(),
+                if n == 0 { 0 } else { 4 },
+                "a zeroing and a scan each"
+            );
+            let graph = rec.instantiate().unwrap();
+            assert_eq!(
+                incl.download(&c).unwrap(),
+                vec![0; n],
+                "zeros before a replay"
+            );
+            let want_incl = scan::inclusive_sum(&p, &xb).unwrap().download(&p).unwrap();
+            let want_excl = scan::exclusive_sum(&p, &xb).unwrap().download(&p).unwrap();
+            for replay in 0..2 {
+                graph.launch(&c).unwrap();
+                assert_eq!(
+                    incl.download(&p).unwrap(),
+                    want_incl,
+                    "{n}, replay {replay}"
+                );
+                assert_eq!(
+                    excl.download(&p).unwrap(),
+                    want_excl,
+                    "{n}, replay {replay}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn views_at_odd_offsets_scan_the_view_only() {
         let rt = gpu_runtime();

@@ -34,6 +34,8 @@
 //! - `pinned`: [`PinnedBuffer`] (page-locked host memory) and asynchronous copies
 //!   to and from it, whose handles keep the host from the bytes a copy uses.
 //! - `stream`: [`Stream`], its lazily re-recorded event fence, and the stream pool.
+//! - [`graph`]: typed launches, copies and fills recorded into a CUDA graph, with
+//!   edges from the access modes, replayed as one fenced operation.
 //! - `runtime`: [`Runtime`] and its builder.
 //! - `foreign`: memory shared with other CUDA libraries (imports with a foreign
 //!   owner, ordering a consumer's stream, export events); the formats are in
@@ -50,6 +52,7 @@ mod device;
 mod driver;
 mod error;
 mod foreign;
+pub mod graph;
 mod handle;
 mod launch;
 mod panics;
@@ -75,6 +78,7 @@ pub use error::{Error, Result};
 #[cfg(feature = "test-switches")]
 pub use foreign::host;
 pub use foreign::{ForeignEvent, ForeignStream, OwnedEvent, ReadyAfter};
+pub use graph::{Graph, GraphArena, GraphRecorder, NodeId};
 pub use launch::{
     Committed, Function, KernelHandle, LaunchConfig, Module, Preflighted, Recording, WorkRecorder,
     MAX_GRID_BLOCKS,

@@ -479,6 +479,16 @@ pub struct Target {
 pub mod peer {
     /// A raw `cuLaunchKernel` of the same entry point.
     pub const RAW_LAUNCH: &str = "raw cuLaunchKernel";
+    /// PyTorch's `CUDAGraph.replay` of the same chain, timed in the same run.
+    pub const TORCH_GRAPH: &str = "PyTorch CUDA graph replay";
+    /// PyTorch issuing the same chain kernel by kernel.
+    pub const TORCH_DIRECT: &str = "PyTorch direct launches";
+    /// The same kernels as xlog typed launches issued one by one.
+    pub const XLOG_DIRECT: &str = "xlog direct typed launches";
+    /// The same kernels recorded into one graph as a single chain.
+    pub const XLOG_ONE_CHAIN: &str = "xlog graph, one chain";
+    /// The same graph replayed without an update.
+    pub const XLOG_UNCHANGED: &str = "xlog graph, unchanged replay";
     /// cudarc's `launch_builder`.
     pub const CUDARC: &str = "cudarc launch_builder";
     /// CubeCL (CUDA runtime, JIT through NVRTC), scalar kernel.
@@ -532,11 +542,37 @@ pub mod peer {
 /// host costs must stay at or below their bound, bandwidths and rates at or above.
 pub const TARGETS: &[Target] = &[
     // Typed launch of a 3-buffer kernel (elementwise add).
+    // A regression guard since graphs took over the launch-bound workloads.
     t(
         "typed_launch",
         "same stream",
         peer::RAW_LAUNCH,
+        Bound::AtMost(1.10),
+    ),
+    // Graph replay of 500 small kernels in a chain, end to end per kernel.
+    t(
+        "graph_replay",
+        "chain of 500, end to end",
+        peer::TORCH_GRAPH,
         Bound::AtMost(1.05),
+    ),
+    t(
+        "graph_replay",
+        "chain of 500, end to end",
+        peer::XLOG_DIRECT,
+        Bound::AtMost(1.0 / 3.0),
+    ),
+    t(
+        "graph_replay",
+        "4 chains of 100",
+        peer::XLOG_ONE_CHAIN,
+        Bound::AtMost(0.4),
+    ),
+    t(
+        "graph_replay",
+        "changed scalars",
+        peer::XLOG_UNCHANGED,
+        Bound::AtMost(1.2),
     ),
     t(
         "typed_launch",
@@ -728,7 +764,17 @@ pub fn median_event_ms(s: &xlog_runtime::Stream, f: &mut dyn FnMut()) -> f64 {
 /// becomes an entry. Panics when the script fails: a comparison without its peer
 /// is not a result.
 pub fn cub_peers(default_script: &str, args: &[String]) -> std::collections::HashMap<String, f64> {
-    let script = std::env::var("XLOG_CUB_SCRIPT").unwrap_or_else(|_| default_script.to_owned());
+    python_peers("XLOG_CUB_SCRIPT", default_script, args)
+}
+
+/// As [`cub_peers`], for a script named by the environment variable `script_env`
+/// (default `default_script`): the peer side of a bench timed by a Python script.
+pub fn python_peers(
+    script_env: &str,
+    default_script: &str,
+    args: &[String],
+) -> std::collections::HashMap<String, f64> {
+    let script = std::env::var(script_env).unwrap_or_else(|_| default_script.to_owned());
     let python = std::env::var("XLOG_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let output = std::process::Command::new(&python)
         .arg(&script)
@@ -910,7 +956,7 @@ mod tests {
     #[test]
     fn targets_match_by_bench_case_prefix_and_peer() {
         let t = target("typed_launch", "same stream", peer::RAW_LAUNCH).unwrap();
-        assert_eq!(t.bound, Bound::AtMost(1.05));
+        assert_eq!(t.bound, Bound::AtMost(1.10));
         assert!(target(
             "typed_launch",
             "cross-stream (alternating)",

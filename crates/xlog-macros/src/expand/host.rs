@@ -40,11 +40,19 @@ pub fn launcher(
         local("__params"),
     );
 
+    let g = syn::Lifetime::new("'__xlog_g", proc_macro2::Span::mixed_site());
     let mut args = Vec::new();
     let mut takes = Vec::new();
     let mut records = Vec::new();
+    // The graph functions' versions: every buffer borrowed shared for the graph's
+    // lifetime, written ones still bound by `WriteBuffer` (recording checks that a
+    // written argument overlaps no other).
+    let mut graph_args = Vec::new();
+    let mut graph_takes = Vec::new();
+    let mut graph_records = Vec::new();
     let mut param_ptrs = Vec::new();
     let mut table = String::new();
+    let mut graph_table = String::new();
     let mut zero = Vec::new();
     for p in params {
         let id = &p.ident;
@@ -52,9 +60,11 @@ pub fn launcher(
             Kind::Scalar => {
                 let ty = &p.ty;
                 args.push(quote_spanned!(ty.span()=> #id: #ty));
+                graph_args.push(quote_spanned!(ty.span()=> #id: #ty));
                 // Typed: the pointer must be to a value of the declared type.
                 param_ptrs.push(quote!(&#id as *const #ty as *mut #c::ffi::c_void));
                 table.push_str(&format!("| `{id}` | value | — |\n"));
+                graph_table.push_str(&format!("| `{id}` | value |\n"));
             }
             Kind::Slice { elem, mode } => {
                 let arg = local_for(id, "arg");
@@ -81,6 +91,18 @@ pub fn launcher(
                     ),
                 };
                 args.push(quote!(#id: #ty));
+                let graph_ty = if *mode == Mode::Read {
+                    quote_spanned!(p.ty.span()=> &#g (impl #rt::ReadBuffer<#elem> + ?#c::marker::Sized))
+                } else {
+                    quote_spanned!(p.ty.span()=> &#g (impl #rt::WriteBuffer<#elem> + ?#c::marker::Sized))
+                };
+                graph_args.push(quote!(#id: #graph_ty));
+                graph_takes.push(quote! {
+                    let #arg = <_ as #rt::ReadBuffer<#elem>>::arg(#id);
+                    let #ptr: u64 = #arg.ptr();
+                    let #len: usize = #arg.len();
+                });
+                graph_records.push(quote!((#arg, #rt::Access::#access)));
                 takes.push(quote! {
                     let #arg = #trait_call;
                     let #ptr: u64 = #arg.ptr();
@@ -106,7 +128,7 @@ pub fn launcher(
                         format!("{kw} per transposed({tile}, ..)")
                     }
                 };
-
+                graph_table.push_str(&format!("| `{id}` | `{m}` |\n"));
                 table.push_str(&format!(
                     "| `{id}` | `{m}` | waits on {} |\n",
                     if *mode == Mode::Read {
@@ -168,6 +190,56 @@ pub fn launcher(
          its root, and launch them from other targets through that lib (never re-export another \
          crate's MODULE)"
     );
+    let (graph, node) = (local("__graph"), local("__node"));
+    let record_doc = format!(
+        "Record `{name_str}` into a graph instead of launching it: the node's edges come \
+         from the accesses below, and every buffer stays borrowed while the recording and \
+         its `Graph` live.\n\n\
+         | parameter | access |\n| --- | --- |\n{graph_table}\n\
+         Errors leave the recording unchanged: those of `launch`, and a written buffer \
+         argument that overlaps another argument."
+    );
+    let update_doc = format!(
+        "Give graph node `node` (recorded by `{name}::record`) new scalars and launch shape, \
+         for the graph's later launches (`cuGraphExecKernelNodeSetParams`). The buffers must \
+         be the node's own, with the same accesses (views of them may differ); other \
+         buffers take a new recording and `Graph::update`."
+    );
+    let graph_fns = quote! {
+        #[doc = #record_doc]
+        #safety_doc
+        #[allow(clippy::too_many_arguments)]
+        pub #unsafety fn record<#g>(
+            #graph: &mut #rt::GraphRecorder<#g>,
+            #config: #rt::LaunchConfig,
+            #(#graph_args),*
+        ) -> #rt::Result<#rt::NodeId> {
+            let #config = #rt::LaunchConfig::__with_kernel_settings(#config, #name_str, #required_block, #c::option::Option::Some(#shared))?;
+            #(#graph_takes)*
+            let #pre: [(#rt::ArgRef<#g>, #rt::Access); #nuses] = [#(#graph_records),*];
+            let #ptrs: [*mut #c::ffi::c_void; #nptrs] = [#(#param_ptrs),*];
+            // SAFETY: as in `launch`: `#ptrs` mirrors the entry point and every slice
+            // is listed with its declared access; the values are copied in the call.
+            unsafe { #graph.__record_typed(Self::__handle(), #config, &#ptrs, &[#(#zero),*], &#pre) }
+        }
+
+        #[doc = #update_doc]
+        #safety_doc
+        #[allow(clippy::too_many_arguments)]
+        pub #unsafety fn update<#g>(
+            #graph: &mut #rt::Graph<#g>,
+            #node: #rt::NodeId,
+            #config: #rt::LaunchConfig,
+            #(#graph_args),*
+        ) -> #rt::Result<()> {
+            let #config = #rt::LaunchConfig::__with_kernel_settings(#config, #name_str, #required_block, #c::option::Option::Some(#shared))?;
+            #(#graph_takes)*
+            let #pre: [(#rt::ArgRef<#g>, #rt::Access); #nuses] = [#(#graph_records),*];
+            let #ptrs: [*mut #c::ffi::c_void; #nptrs] = [#(#param_ptrs),*];
+            // SAFETY: as in `record`.
+            unsafe { #graph.__update_typed(#node, Self::__handle(), #config, &#ptrs, &[#(#zero),*], &#pre) }
+        }
+    };
     // Each `lookback` buffer is zeroed in the launch's own recorded use, so every
     // launch starts with no tickets and no published status.
     let launch = quote!(#rt::__private::launch_typed(#stream, &#func, #config, &mut #ptrs, &[#(#zero),*], &mut #pre));
@@ -268,6 +340,8 @@ pub fn launcher(
                 let _ = unsafe { #launch }?;
                 #c::result::Result::Ok(())
             }
+
+            #graph_fns
         }
     }
 }

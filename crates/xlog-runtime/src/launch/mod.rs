@@ -11,6 +11,7 @@ mod recorder;
 pub use config::LaunchConfig;
 pub(crate) use config::LaunchLimits;
 pub use module::{Function, KernelHandle, Module};
+pub(crate) use recorder::{check_launch, plan_waits};
 pub use recorder::{launch_typed, BufferUse, Committed, Preflighted, Recording, WorkRecorder};
 
 /// The most blocks a one-dimensional grid holds on every device xlog runs on

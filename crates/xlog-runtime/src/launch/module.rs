@@ -339,6 +339,11 @@ impl KernelHandle {
         self.name
     }
 
+    /// The launcher's ABI descriptor (see `xlog_device::abi`).
+    pub(crate) fn abi(&self) -> &'static [u64] {
+        self.abi
+    }
+
     /// Compares the launcher's ABI descriptor with the one the device build
     /// exported for this kernel. Needs no GPU.
     ///

@@ -479,8 +479,12 @@ pub unsafe fn launch_typed<const N: usize>(
 
 /// Adds to `waits` the points of `state` that work with `access` on `stream` must
 /// wait for (none while a test has switched fencing off).
-fn plan_waits<W>(waits: &mut W, state: &UseState<Stream>, access: Access, stream: &Stream)
-where
+pub(crate) fn plan_waits<W>(
+    waits: &mut W,
+    state: &UseState<Stream>,
+    access: Access,
+    stream: &Stream,
+) where
     W: AsMut<[UsePoint<Stream>]> + Extend<UsePoint<Stream>>,
 {
     if crate::testing::fencing_enabled() {
@@ -493,7 +497,7 @@ where
 /// The checks of a kernel launch on `stream` that come before anything is queued:
 /// the function's device, the configuration against the device's limits, the
 /// context, the dynamic shared memory the configuration asks for.
-fn check_launch(stream: &Stream, func: &Function, config: &LaunchConfig) -> Result<()> {
+pub(crate) fn check_launch(stream: &Stream, func: &Function, config: &LaunchConfig) -> Result<()> {
     if func.ordinal() != stream.device_ordinal() {
         return Err(Error::invalid_launch(
             func.name(),
