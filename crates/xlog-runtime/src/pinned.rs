@@ -44,6 +44,11 @@ use crate::stream::Stream;
 use crate::sync::Unpoisoned;
 use crate::track::Access;
 
+/// The alignment of page-locked memory (`cuMemHostAlloc` gives whole pages; the
+/// simulator aligns its allocations the same), and so the most a
+/// [`PinnedBuffer`]'s element type may be aligned to.
+pub(crate) const PAGE: usize = 4096;
+
 /// One copy still possibly running: the event recorded after it and whether it
 /// writes the host bytes.
 #[derive(Clone, Copy)]
@@ -156,7 +161,18 @@ impl<T: DeviceCopy> fmt::Debug for PinnedBuffer<T> {
 
 impl<T: DeviceCopy> PinnedBuffer<T> {
     /// `len` zeroed elements of page-locked memory on `device`'s context.
+    ///
+    /// An element type aligned to more than a page ([`PAGE`] bytes) is refused
+    /// when the call is compiled: page-locked memory is page-aligned, no more.
     pub(crate) fn zeroed(device: &Device, len: usize) -> Result<Self> {
+        const {
+            assert!(
+                std::mem::align_of::<T>() <= PAGE,
+                "xlog: a page-locked buffer's element type may be aligned to at most 4096 \
+                 bytes (a page), the alignment of page-locked memory; lower its \
+                 `#[repr(align(..))]`"
+            )
+        };
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or(Error::SizeOverflow {
@@ -167,7 +183,8 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
             std::ptr::NonNull::<T>::dangling().as_ptr()
         } else {
             device.bind()?;
-            // Zeroed page-locked memory; its alignment (a page) suits every `T`.
+            // Zeroed page-locked memory, aligned to a page (the driver's and the
+            // simulator's `cuMemHostAlloc`): enough for `T`, checked above.
             driver::host_alloc_mapped(bytes)?.0.cast::<T>()
         };
         Ok(PinnedBuffer {

@@ -14,6 +14,5 @@ mod hazards;
 mod launch;
 mod pinned;
 mod pool;
-mod review;
 mod runtime;
 mod simulator;
