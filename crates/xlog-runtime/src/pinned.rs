@@ -116,7 +116,8 @@ impl Copies {
 }
 
 /// Page-locked host memory holding `len` elements of `T`, zeroed when made
-/// ([`Runtime::alloc_pinned`](crate::Runtime::alloc_pinned)).
+/// ([`Runtime::alloc_pinned`](crate::Runtime::alloc_pinned)), page-aligned (so `T`
+/// may be aligned to at most 4096 bytes, checked when the allocation compiles).
 ///
 /// Copies to and from device buffers are asynchronous and fenced (see the module
 /// docs of `pinned`); the host reads the elements through
