@@ -161,19 +161,20 @@ impl<T: DeviceCopy> fmt::Debug for PinnedBuffer<T> {
 }
 
 impl<T: DeviceCopy> PinnedBuffer<T> {
+    /// Evaluated (and so checked) where it is named, when the code is compiled
+    /// for a `T`: page-locked memory is aligned to a page, no more.
+    pub(crate) const ALIGNED_TO_A_PAGE: () = assert!(
+        std::mem::align_of::<T>() <= PAGE,
+        "xlog: a page-locked buffer's element type may be aligned to at most 4096 bytes \
+         (a page), the alignment of page-locked memory; lower its `#[repr(align(..))]`"
+    );
+
     /// `len` zeroed elements of page-locked memory on `device`'s context.
     ///
     /// An element type aligned to more than a page ([`PAGE`] bytes) is refused
     /// when the call is compiled: page-locked memory is page-aligned, no more.
     pub(crate) fn zeroed(device: &Device, len: usize) -> Result<Self> {
-        const {
-            assert!(
-                std::mem::align_of::<T>() <= PAGE,
-                "xlog: a page-locked buffer's element type may be aligned to at most 4096 \
-                 bytes (a page), the alignment of page-locked memory; lower its \
-                 `#[repr(align(..))]`"
-            )
-        };
+        let () = Self::ALIGNED_TO_A_PAGE;
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or(Error::SizeOverflow {
