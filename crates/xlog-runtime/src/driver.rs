@@ -458,7 +458,12 @@ pub(crate) unsafe fn event_record(ev: RawEvent, s: RawStream) -> Result<()> {
     unsafe { result::event::record(ev, s) }.map_err(|e| Error::driver("cuEventRecord", e))
 }
 
-/// Block the host until the most recent record of `ev` has completed.
+/// Block the host until the most recent record of `ev` has completed or can never
+/// complete, as [`stream_settle`] does for a stream: the thread is in relaxed
+/// stream-capture mode meanwhile (another thread's global-mode graph capture would
+/// refuse a plain synchronisation, and be broken by it), and when the
+/// synchronisation fails anyway, the event is polled until it no longer reports
+/// work pending. Returns the synchronisation's result.
 ///
 /// # Safety
 /// 1. `ev` is a live event of the current context.
@@ -467,8 +472,20 @@ pub(crate) unsafe fn event_synchronize(ev: RawEvent) -> Result<()> {
         // SAFETY: the simulated call has the same obligations, the caller's.
         return unsafe { sim::event_synchronize(ev) };
     }
-    // SAFETY: obligation 1 is the caller's.
-    unsafe { result::event::synchronize(ev) }.map_err(|e| Error::driver("cuEventSynchronize", e))
+    let synced = relaxed_capture(|| {
+        // SAFETY: obligation 1 is the caller's.
+        let synced = unsafe { result::event::synchronize(ev) };
+        if synced.is_err() {
+            let mut pause = std::time::Duration::from_micros(10);
+            // SAFETY: as above; a query only reads the event's state.
+            while unsafe { sys::cuEventQuery(ev) } == sys::CUresult::CUDA_ERROR_NOT_READY {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(1));
+            }
+        }
+        synced
+    });
+    synced.map_err(|e| Error::driver("cuEventSynchronize", e))
 }
 
 /// # Safety

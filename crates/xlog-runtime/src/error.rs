@@ -55,16 +55,22 @@ pub enum Error {
     /// An allocation would take the runtime past its byte budget.
     #[error(
         "allocation of {requested} bytes refused by the budget: {remaining} of {limit} bytes \
-         remain; free buffers, call `reap` to retire pending frees, or raise the budget \
-         (XLOG_BUDGET_BYTES or RuntimeBuilder::budget)"
+         remain{}; free buffers, call `reap` to retire pending frees, or raise the budget \
+         (XLOG_BUDGET_BYTES or RuntimeBuilder::budget)",
+        cached_note(*.cached)
     )]
     BudgetExceeded {
-        /// Bytes the allocation asked for.
+        /// Bytes the allocation asked for (through a caching pool: the block the
+        /// pool asked upstream for, a size class or a segment).
         requested: usize,
         /// Bytes still available under the budget at the time of the refusal.
         remaining: usize,
         /// The budget's limit in bytes.
         limit: usize,
+        /// Bytes of the used budget that a caching pool holds free but could not
+        /// give back when refused: the free rest of segments that still have a
+        /// piece in use (upstream blocks go back whole). 0 without a pool.
+        cached: usize,
     },
 
     /// An element count times the element size does not fit in `usize`.
@@ -272,6 +278,16 @@ impl std::fmt::Debug for Error {
     }
 }
 
+fn cached_note(cached: usize) -> String {
+    match cached {
+        0 => String::new(),
+        n => format!(
+            " ({n} of the used bytes are a caching pool's free memory, the rest of \
+             segments still partly in use, which it gives back only once they are free)"
+        ),
+    }
+}
+
 fn context_suffix(context: &Option<String>) -> String {
     match context {
         Some(c) => format!(" (while {c})"),
@@ -412,6 +428,7 @@ mod tests {
             requested: 300,
             remaining: 100,
             limit: 1000,
+            cached: 0,
         };
         let s = e.to_string();
         assert!(s.contains("300 bytes"), "{s}");

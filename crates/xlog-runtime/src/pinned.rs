@@ -44,6 +44,11 @@ use crate::stream::Stream;
 use crate::sync::Unpoisoned;
 use crate::track::Access;
 
+/// The alignment of page-locked memory (`cuMemHostAlloc` gives whole pages; the
+/// simulator aligns its allocations the same), and so the most a
+/// [`PinnedBuffer`]'s element type may be aligned to.
+pub(crate) const PAGE: usize = 4096;
+
 /// One copy still possibly running: the event recorded after it and whether it
 /// writes the host bytes.
 #[derive(Clone, Copy)]
@@ -111,7 +116,8 @@ impl Copies {
 }
 
 /// Page-locked host memory holding `len` elements of `T`, zeroed when made
-/// ([`Runtime::alloc_pinned`](crate::Runtime::alloc_pinned)).
+/// ([`Runtime::alloc_pinned`](crate::Runtime::alloc_pinned)), page-aligned (so `T`
+/// may be aligned to at most 4096 bytes, checked when the allocation compiles).
 ///
 /// Copies to and from device buffers are asynchronous and fenced (see the module
 /// docs of `pinned`); the host reads the elements through
@@ -155,8 +161,20 @@ impl<T: DeviceCopy> fmt::Debug for PinnedBuffer<T> {
 }
 
 impl<T: DeviceCopy> PinnedBuffer<T> {
+    /// Evaluated (and so checked) where it is named, when the code is compiled
+    /// for a `T`: page-locked memory is aligned to a page, no more.
+    pub(crate) const ALIGNED_TO_A_PAGE: () = assert!(
+        std::mem::align_of::<T>() <= PAGE,
+        "xlog: a page-locked buffer's element type may be aligned to at most 4096 bytes \
+         (a page), the alignment of page-locked memory; lower its `#[repr(align(..))]`"
+    );
+
     /// `len` zeroed elements of page-locked memory on `device`'s context.
+    ///
+    /// An element type aligned to more than a page ([`PAGE`] bytes) is refused
+    /// when the call is compiled: page-locked memory is page-aligned, no more.
     pub(crate) fn zeroed(device: &Device, len: usize) -> Result<Self> {
+        let () = Self::ALIGNED_TO_A_PAGE;
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or(Error::SizeOverflow {
@@ -167,7 +185,8 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
             std::ptr::NonNull::<T>::dangling().as_ptr()
         } else {
             device.bind()?;
-            // Zeroed page-locked memory; its alignment (a page) suits every `T`.
+            // Zeroed page-locked memory, aligned to a page (the driver's and the
+            // simulator's `cuMemHostAlloc`): enough for `T`, checked above.
             driver::host_alloc_mapped(bytes)?.0.cast::<T>()
         };
         Ok(PinnedBuffer {

@@ -540,7 +540,12 @@ impl Runtime {
 
     /// `len` zeroed elements of page-locked host memory, for asynchronous copies
     /// ([`DeviceBuffer::upload_from_pinned`], [`DeviceBuffer::download_to_pinned`]).
+    ///
+    /// The memory is page-aligned (4096 bytes): an element type aligned to more is
+    /// refused when the call is compiled.
     pub fn alloc_pinned<T: DeviceCopy>(&self, len: usize) -> Result<crate::PinnedBuffer<T>> {
+        // Named here too, so that a refusal points at the caller's line.
+        let () = crate::PinnedBuffer::<T>::ALIGNED_TO_A_PAGE;
         crate::PinnedBuffer::zeroed(&self.inner.device, len)
     }
 

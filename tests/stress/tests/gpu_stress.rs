@@ -1066,6 +1066,7 @@ fn sixteen_threads_share_a_budgeted_runtime() {
                             limit,
                             remaining,
                             requested,
+                            ..
                         }) => {
                             assert_eq!((limit, requested), (LIMIT, len * 4));
                             assert!(remaining < requested);

@@ -16,7 +16,9 @@ const OUT_OF_MEMORY: u32 = 2;
 /// Freed bytes stay counted as outstanding until their stream has run the free:
 /// found out on later allocations and frees (every 64th of a thread queries the
 /// fence event of each stream with pending frees, and records it again where
-/// frees remain), or by [`reap_pending`], which synchronises the streams.
+/// frees remain), or by [`reap_pending`], which synchronises the streams (in
+/// relaxed capture mode: another thread's graph capture neither refuses the wait
+/// nor is broken by it).
 ///
 /// The driver's pool keeps the memory of freed blocks (its release threshold is set
 /// to the maximum, so hot sizes never go back to the device). When the driver runs
@@ -122,10 +124,13 @@ unsafe impl DeviceMemoryResource for AsyncResource {
         self.ledger.outstanding()
     }
 
+    /// Waits for each stream with pending frees in relaxed capture mode
+    /// (`Stream::settle`), so that a reap, the out-of-memory retry's included,
+    /// neither fails during another thread's graph capture nor breaks it.
     fn reap_pending(&self) -> Result<usize> {
         self.ledger.reap_with(|s| {
             crate::testing::fault_point!(Reap, "the stream synchronisation of a reap");
-            s.synchronize()
+            s.settle()
         })
     }
 

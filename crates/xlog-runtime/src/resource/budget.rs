@@ -84,6 +84,7 @@ impl<R: DeviceMemoryResource> BudgetAdaptor<R> {
                 requested: bytes,
                 remaining: limit.saturating_sub(used),
                 limit,
+                cached: 0,
             })
     }
 

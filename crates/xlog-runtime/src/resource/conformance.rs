@@ -168,7 +168,8 @@ fn budget_refusal_reports_numbers_and_changes_nothing() {
             requested,
             remaining,
             limit,
-        } => assert_eq!((requested, remaining, limit), (301, 300, 1000)),
+            cached,
+        } => assert_eq!((requested, remaining, limit, cached), (301, 300, 1000, 0)),
         e => panic!("unexpected {e}"),
     }
     assert_eq!(h.used(), 700);

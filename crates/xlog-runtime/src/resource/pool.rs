@@ -19,7 +19,10 @@
 //! 2. **Free points.** `deallocate(block, stream)` publishes a point on `stream`:
 //!    by the resource contract every use of the block is ordered before it. A
 //!    small block goes to `stream`'s bin; a large piece keeps its point (a merged
-//!    piece keeps the newest point of each stream among its parts).
+//!    piece keeps the newest point of each stream among its parts). A point holds
+//!    its stream (the wait of rule 3 needs the stream's fence event) for as long
+//!    as its block is cached: a stream's bin is removed when its last block is
+//!    taken, so a dropped stream is kept alive only by blocks still cached.
 //! 3. **Reuse.** An allocation on stream `s` takes a small block from `s`'s own bin
 //!    first: ordered by the stream itself, it needs no wait. Otherwise it takes
 //!    one from another stream's bin, and a large piece from any stream, after
@@ -33,9 +36,16 @@
 //!    first reaps upstream, so the trimmed bytes are back in the driver's pool.
 //! 5. **What a budget counts.** A budget under the pool (`pool(budget(async))`,
 //!    the runtime's stack with the pool) counts what the pool holds from the
-//!    device: live blocks at their class size plus cached blocks. The cache never
-//!    makes the budget refuse anything it would accept with the cache empty (rule
-//!    4). A budget over the pool would count requested bytes of live blocks only.
+//!    device: live blocks at their class or piece size plus cached blocks. A
+//!    refusal gives back every cached small block and every wholly free segment
+//!    before the retry (rule 4), but upstream blocks go back whole: the free rest
+//!    of a segment that still has a piece in use stays held, and counted, until
+//!    that piece is freed. So the cache can make the budget refuse what it would
+//!    accept with no pool, by at most those bytes (`cached_large_bytes` after a
+//!    trim); the refusal's `cached` field gives them, and its message says so.
+//!    Freeing the live pieces of those segments (or a budget with that much
+//!    headroom) makes the request fit again. A budget over the pool would count
+//!    requested bytes of live blocks only.
 //! 6. **Accounting.** `bytes_outstanding` and `reap_pending` are upstream's: cached
 //!    blocks are held from the device, so they count, until trimmed.
 //!
@@ -105,16 +115,26 @@ struct Cached {
     freed_at: u64,
 }
 
-/// One stream's small bins.
+/// One stream's small bins, while they hold a block: the last block taken out
+/// removes them, and with them the stream (a cached block needs its stream, to
+/// wait for the point it was freed at; an empty bin needs nothing).
 struct Bins {
     stream: Stream,
     classes: Vec<Vec<Cached>>,
+    /// Blocks in `classes`.
+    count: usize,
 }
+
+/// How many class tables of removed bins a shard keeps for the next bin.
+const SPARE_TABLES: usize = 4;
 
 /// The bins and large pool of the streams whose id falls in one shard.
 #[derive(Default)]
 struct StreamShard {
     bins: Vec<Bins>,
+    /// Class tables of removed bins (every class empty, capacity kept), so that a
+    /// stream whose bin empties and fills again does not allocate a new one.
+    spare: Vec<Vec<Vec<Cached>>>,
     large: Large,
     cached_bytes: usize,
     cached_count: usize,
@@ -135,32 +155,58 @@ impl<T> std::ops::Deref for Padded<T> {
 }
 
 impl StreamShard {
-    fn bins_of(&mut self, stream: &Stream) -> &mut Bins {
+    /// Cache `cached`, a block of `class` freed on `stream`.
+    fn put(&mut self, class: usize, stream: &Stream, cached: Cached) {
         let at = match self.bins.iter().position(|b| b.stream == *stream) {
             Some(i) => i,
             None => {
+                let classes = self
+                    .spare
+                    .pop()
+                    .unwrap_or_else(|| (0..CLASSES).map(|_| Vec::new()).collect());
                 self.bins.push(Bins {
                     stream: stream.clone(),
-                    classes: (0..CLASSES).map(|_| Vec::new()).collect(),
+                    classes,
+                    count: 0,
                 });
                 self.bins.len() - 1
             }
         };
-        &mut self.bins[at]
+        let bins = &mut self.bins[at];
+        self.cached_bytes += cached.block.bytes();
+        self.cached_count += 1;
+        bins.count += 1;
+        bins.classes[class].push(cached);
     }
 
     /// Take a cached block of `class`, from `stream`'s bin if `own`, else from any
-    /// other stream's; with the point it was freed at.
+    /// other stream's; with the stream it was freed on.
     fn take(&mut self, class: usize, stream: &Stream, own: bool) -> Option<(Cached, Stream)> {
-        let bins = self
+        let at = self
             .bins
-            .iter_mut()
-            .find(|b| (b.stream == *stream) == own && !b.classes[class].is_empty())?;
+            .iter()
+            .position(|b| (b.stream == *stream) == own && !b.classes[class].is_empty())?;
+        let bins = &mut self.bins[at];
         let cached = bins.classes[class].pop()?;
-        let from = bins.stream.clone();
+        bins.count -= 1;
+        let from = if bins.count == 0 {
+            self.remove_bins(at)
+        } else {
+            bins.stream.clone()
+        };
         self.cached_bytes -= cached.block.bytes();
         self.cached_count -= 1;
         Some((cached, from))
+    }
+
+    /// Remove the empty bins at `at`, keeping their class table; their stream.
+    fn remove_bins(&mut self, at: usize) -> Stream {
+        let bins = self.bins.swap_remove(at);
+        debug_assert_eq!(bins.count, 0);
+        if self.spare.len() < SPARE_TABLES {
+            self.spare.push(bins.classes);
+        }
+        bins.stream
     }
 }
 
@@ -207,8 +253,10 @@ struct Large {
 impl Large {
     /// Best-fit a free piece of `size` bytes, preferring among the few smallest
     /// that fit one last freed on `stream` alone (no wait); split off the rest
-    /// when it is large.
-    fn take(&mut self, size: usize, stream: &Stream) -> Option<(u64, Points)> {
+    /// when it is large. The piece's address, its size (`size`, or more when the
+    /// rest was too small to split off: the whole piece is in use) and the points
+    /// to wait for.
+    fn take(&mut self, size: usize, stream: &Stream) -> Option<(u64, usize, Points)> {
         let own = |at: &u64| {
             self.pieces[at]
                 .free
@@ -225,12 +273,13 @@ impl Large {
         let piece = self.pieces.get_mut(&at).expect("free pieces are pieces");
         let points = piece.free.take().expect("a free piece has points");
         self.cached_bytes -= have;
-        if have - size >= SMALL_MAX {
-            piece.size = size;
-            let segment = piece.segment;
-            self.insert_free(at + size as u64, have - size, segment, points.clone());
+        if have - size < SMALL_MAX {
+            return Some((at, have, points));
         }
-        Some((at, points))
+        piece.size = size;
+        let segment = piece.segment;
+        self.insert_free(at + size as u64, have - size, segment, points.clone());
+        Some((at, size, points))
     }
 
     fn insert_free(&mut self, at: u64, size: usize, segment: u64, points: Points) {
@@ -388,7 +437,10 @@ trait PoolControl: Send + Sync {
 
 impl PoolHandle {
     /// Give every cached block that can go back to upstream (whole segments of the
-    /// large pool, every cached small block); returns the bytes given back.
+    /// large pool, every cached small block); returns the bytes given back. The
+    /// free rest of a segment still partly in use stays (upstream blocks go back
+    /// whole). A failed free does not stop the trim: the other blocks still go
+    /// back, the one that failed is leaked, and the first failure is returned.
     pub fn trim(&self) -> Result<usize> {
         self.0.trim()
     }
@@ -403,11 +455,15 @@ impl PoolHandle {
 /// threads allocating, they may not all describe one instant.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
-    /// Bytes held from upstream: live blocks at their class size plus the cache.
+    /// Bytes held from upstream: live blocks ([`in_use_bytes`](Self::in_use_bytes))
+    /// plus the cache.
     pub held_bytes: usize,
     /// The most ever held from upstream.
     pub peak_held_bytes: usize,
-    /// Live blocks at their class (small) or rounded (large) size.
+    /// Live blocks at their class size (small) or piece size (large: the rounded
+    /// request, or the whole free piece it took when the rest was too small to
+    /// split off). `in_use_bytes + cached_bytes == held_bytes` when no allocation
+    /// or free is under way.
     pub in_use_bytes: usize,
     /// Bytes the live blocks asked for.
     pub requested_bytes: usize,
@@ -421,7 +477,8 @@ pub struct PoolStats {
     pub largest_free_large: usize,
     /// Free bytes of the large pool.
     pub cached_large_bytes: usize,
-    /// Allocations served from a stream's own bin.
+    /// Small allocations served from the stream's own bin (of their class or a
+    /// larger one): no wait, no upstream call.
     pub hits: u64,
     /// Allocations that went to upstream.
     pub misses: u64,
@@ -534,12 +591,42 @@ impl<R: DeviceMemoryResource> Shared<R> {
                 if reap {
                     self.upstream.reap_pending()?;
                 }
-                self.upstream.allocate(bytes, stream, tag)?
+                self.upstream
+                    .allocate(bytes, stream, tag)
+                    .map_err(|e| self.note_stranded(e))?
             }
         };
         let held = self.held.fetch_add(block.bytes(), Ordering::Relaxed) + block.bytes();
         self.peak_held.fetch_max(held, Ordering::Relaxed);
         Ok(block)
+    }
+
+    /// A budget refusal after a trim, with the bytes the trim could not give back
+    /// (the free rest of segments still partly in use): the budget counts them,
+    /// and the message says so (rule 5).
+    #[cold]
+    fn note_stranded(&self, e: Error) -> Error {
+        match e {
+            Error::BudgetExceeded {
+                requested,
+                remaining,
+                limit,
+                ..
+            } => Error::BudgetExceeded {
+                requested,
+                remaining,
+                limit,
+                cached: self
+                    .streams
+                    .iter()
+                    .map(|s| {
+                        let s = s.lock_unpoisoned();
+                        s.cached_bytes + s.large.cached_bytes
+                    })
+                    .sum(),
+            },
+            e => e,
+        }
     }
 
     /// Give `block` back to upstream once every point in `points` has passed.
@@ -606,12 +693,16 @@ impl<R: DeviceMemoryResource> Shared<R> {
                         while released + bytes < size {
                             let Some(cached) = c.pop() else { break };
                             bytes += cached.block.bytes();
+                            bins.count -= 1;
                             taken.push((bins.stream.clone(), cached));
                         }
                     }
                 }
                 shard.cached_bytes -= bytes;
                 shard.cached_count -= taken.len();
+                while let Some(at) = shard.bins.iter().position(|b| b.count == 0) {
+                    shard.remove_bins(at);
+                }
                 taken
             };
             let mut first_error = None;
@@ -649,7 +740,13 @@ impl<R: DeviceMemoryResource> Shared<R> {
             &mut self.streams.iter().map(|s| &s.0)
         };
         for shard in shards {
-            let taken = shard.lock_unpoisoned().take(class, stream, own);
+            let taken = {
+                let mut shard = shard.lock_unpoisoned();
+                let taken = shard.take(class, stream, own);
+                // A block of a larger class from the stream's own bin is a hit too.
+                shard.hits += u64::from(own && taken.is_some());
+                taken
+            };
             if let Some((c, from)) = taken {
                 let point = UsePoint {
                     stream: from,
@@ -668,13 +765,13 @@ impl<R: DeviceMemoryResource> Shared<R> {
 
     fn cache_small(&self, block: DeviceBlock, stream: &Stream, epoch: u64) {
         let (class, _) = small_class(block.bytes());
-        let mut shard = self.stream_shard(stream).lock_unpoisoned();
-        shard.cached_bytes += block.bytes();
-        shard.cached_count += 1;
-        shard.bins_of(stream).classes[class].push(Cached {
+        let cached = Cached {
             block,
             freed_at: epoch,
-        });
+        };
+        self.stream_shard(stream)
+            .lock_unpoisoned()
+            .put(class, stream, cached);
     }
 
     fn allocate_large(&self, bytes: usize, stream: &Stream) -> Result<(u64, usize, Origin)> {
@@ -686,7 +783,7 @@ impl<R: DeviceMemoryResource> Shared<R> {
         let home = Self::shard_of(stream);
         for i in (0..SHARDS).map(|i| (home + i) % SHARDS) {
             let taken = self.streams[i].lock_unpoisoned().large.take(size, stream);
-            if let Some((at, points)) = taken {
+            if let Some((at, size, points)) = taken {
                 if let Err(e) = self.wait_all(stream, &points) {
                     self.streams[i]
                         .lock_unpoisoned()
@@ -708,8 +805,10 @@ impl<R: DeviceMemoryResource> Shared<R> {
         Ok((at, size, Origin::Large(home)))
     }
 
-    /// Give every cached block back upstream; the first failure stops it (the
-    /// block that failed is leaked, as a destructor's failed free is).
+    /// Give every cached block that can go back upstream (see
+    /// [`PoolHandle::trim`]). A failure does not stop it: the other blocks still
+    /// go back, the block that failed is leaked (as a destructor's failed free
+    /// is), and the first failure is returned.
     fn trim(&self) -> Result<usize> {
         self.trims.fetch_add(1, Ordering::Relaxed);
         let mut given = 0;
@@ -1211,5 +1310,182 @@ mod tests {
         let st = p.handle().stats();
         assert_eq!((st.in_use_count, st.in_use_bytes), (0, 0));
         assert_eq!(st.cached_bytes, st.held_bytes);
+    }
+
+    /// Every hit is counted, a block of a larger class from the stream's own bin
+    /// too.
+    #[test]
+    fn a_hit_from_a_larger_class_of_the_own_bin_counts() {
+        let p = pool();
+        let s = Stream::host_placeholder(1);
+        let a = p.allocate(1000, &s, AllocTag::UNTAGGED).unwrap();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(a, &s) }.unwrap();
+        let b = p.allocate(700, &s, AllocTag::UNTAGGED).unwrap();
+        let st = p.handle().stats();
+        assert_eq!((st.hits, st.misses, st.waits), (1, 1, 0), "{st:?}");
+        assert_eq!(
+            st.in_use_bytes, 1024,
+            "the 1024-byte block serves the 768 class"
+        );
+        // SAFETY: as above.
+        unsafe { p.deallocate(b, &s) }.unwrap();
+    }
+
+    /// A stream's bin holds it while it caches a block (the next user waits for
+    /// the point it was freed at); once another stream takes the last one, the
+    /// pool lets go of it: a program that makes a stream per task does not keep
+    /// every task's stream alive.
+    #[test]
+    fn a_streams_empty_bin_does_not_keep_it_alive() {
+        let p = pool();
+        let keeper = Stream::host_placeholder(100);
+        let mut gone = Vec::new();
+        for i in 0..64 {
+            let s = Stream::host_placeholder(i);
+            let a = p.allocate(1000, &s, AllocTag::UNTAGGED).unwrap();
+            // SAFETY: host memory of this pool, unused.
+            unsafe { p.deallocate(a, &s) }.unwrap();
+            let cached = Arc::downgrade(&s.shared);
+            drop(s);
+            assert!(cached.strong_count() > 0, "a cached block holds its stream");
+            // Another stream takes the block: the bin of `s` is empty again.
+            let b = p.allocate(1000, &keeper, AllocTag::UNTAGGED).unwrap();
+            // SAFETY: as above.
+            unsafe { p.deallocate(b, &keeper) }.unwrap();
+            gone.push(cached);
+        }
+        let alive = gone.iter().filter(|w| w.strong_count() > 0).count();
+        assert_eq!(
+            alive, 0,
+            "{alive} of 64 dropped streams are kept alive by the pool's empty bins"
+        );
+        let st = p.handle().stats();
+        assert_eq!((st.cached_small_count, st.waits), (1, 127), "{st:?}");
+    }
+
+    /// A large piece handed out whole (its rest too small to split off) is in use
+    /// at its whole size: what the pool holds is what is in use plus the cache.
+    #[test]
+    fn held_bytes_are_in_use_plus_cached() {
+        let p = pool();
+        let s = Stream::host_placeholder(1);
+        let big = p.allocate(8 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(big, &s) }.unwrap();
+        let a = p
+            .allocate((8 << 20) - (512 << 10), &s, AllocTag::UNTAGGED)
+            .unwrap();
+        let st = p.handle().stats();
+        assert_eq!(
+            (st.in_use_bytes, st.cached_bytes, st.held_bytes),
+            (8 << 20, 0, 8 << 20),
+            "held bytes unaccounted for: {st:?}"
+        );
+        // SAFETY: as above.
+        unsafe { p.deallocate(a, &s) }.unwrap();
+        let st = p.handle().stats();
+        assert_eq!((st.in_use_bytes, st.cached_bytes), (0, 8 << 20), "{st:?}");
+    }
+
+    /// Rule 5 as it stands: a segment split by a smaller request strands its free
+    /// rest, which a trim cannot give back (upstream blocks go back whole), so the
+    /// budget refuses a request it would accept with no pool (3 MiB live + 6 MiB
+    /// asked of 10 MiB); the refusal says how much of the budget that rest is, and
+    /// freeing the live piece makes the request fit.
+    #[test]
+    fn a_refusal_names_the_free_rest_of_a_segment_in_use() {
+        let host = Arc::new(HostResource::new(0));
+        let p = PoolAdaptor::new(BudgetAdaptor::new(host, 10 << 20));
+        let s = Stream::host_placeholder(1);
+        let big = p.allocate(8 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(big, &s) }.unwrap();
+        let live = p.allocate(3 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        let err = p.allocate(6 << 20, &s, AllocTag::UNTAGGED).unwrap_err();
+        match &err {
+            Error::BudgetExceeded {
+                requested,
+                remaining,
+                limit,
+                cached,
+            } => assert_eq!(
+                (*requested, *remaining, *limit, *cached),
+                (6 << 20, 2 << 20, 10 << 20, 5 << 20),
+                "{err}"
+            ),
+            e => panic!("expected a budget refusal, got {e}"),
+        }
+        let shown = err.to_string();
+        assert!(
+            shown.contains("5242880 of the used bytes are a caching pool's free memory"),
+            "{shown}"
+        );
+        // SAFETY: as above.
+        unsafe { p.deallocate(live, &s) }.unwrap();
+        let asked = p.allocate(6 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        // SAFETY: as above.
+        unsafe { p.deallocate(asked, &s) }.unwrap();
+    }
+
+    /// A failed free does not stop a trim: every other cached block goes back.
+    #[test]
+    fn a_failed_free_does_not_stop_a_trim() {
+        let host = Arc::new(HostResource::new(0));
+        let upstream = FailingFrees(host.clone(), false.into());
+        let p = PoolAdaptor::new(upstream);
+        let (s1, s2) = (Stream::host_placeholder(1), Stream::host_placeholder(2));
+        let blocks: Vec<_> = [(&s1, 1000), (&s2, 1000), (&s1, 5 << 20)]
+            .into_iter()
+            .map(|(s, n)| (s, p.allocate(n, s, AllocTag::UNTAGGED).unwrap()))
+            .collect();
+        for (s, b) in blocks {
+            // SAFETY: host memory of this pool, unused.
+            unsafe { p.deallocate(b, s) }.unwrap();
+        }
+        p.upstream().1.store(true, Ordering::SeqCst);
+        let err = p.handle().trim().unwrap_err();
+        assert!(matches!(err, Error::InjectedFault { .. }), "{err}");
+        let st = p.handle().stats();
+        assert_eq!(st.cached_bytes, 0, "{st:?}");
+        assert!([1024, 5 << 20].contains(&st.held_bytes), "{st:?}");
+        host.reap_pending().unwrap();
+        assert_eq!(
+            host.bytes_outstanding(),
+            st.held_bytes,
+            "only the failed block stays"
+        );
+    }
+
+    /// A resource whose first free fails once armed.
+    struct FailingFrees<R>(R, std::sync::atomic::AtomicBool);
+
+    // SAFETY: forwards to `R`, or refuses a free without touching the block.
+    unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for FailingFrees<R> {
+        fn allocate(&self, bytes: usize, stream: &Stream, tag: AllocTag) -> Result<DeviceBlock> {
+            self.0.allocate(bytes, stream, tag)
+        }
+        unsafe fn deallocate(&self, block: DeviceBlock, stream: &Stream) -> Result<()> {
+            if self.1.swap(false, Ordering::SeqCst) {
+                return Err(Error::InjectedFault { site: "a free" });
+            }
+            // SAFETY: forwarded.
+            unsafe { self.0.deallocate(block, stream) }
+        }
+        fn device_ordinal(&self) -> u32 {
+            self.0.device_ordinal()
+        }
+        fn bytes_outstanding(&self) -> usize {
+            self.0.bytes_outstanding()
+        }
+        fn reap_pending(&self) -> Result<usize> {
+            self.0.reap_pending()
+        }
+        fn tracks_streams(&self) -> bool {
+            false
+        }
+        fn describe(&self) -> String {
+            "failing-frees".into()
+        }
     }
 }

@@ -558,7 +558,8 @@ pub(crate) fn mem_free(ptr: u64) -> Result<()> {
 /// Page-locked, mapped host memory: plain host memory whose device address is its
 /// host address.
 pub(crate) fn host_alloc_mapped(bytes: usize) -> Result<(*mut u8, u64)> {
-    let p = allocate("cuMemHostAlloc", bytes, 64)?;
+    // Page-aligned, as the driver's page-locked memory is.
+    let p = allocate("cuMemHostAlloc", bytes, crate::pinned::PAGE)?;
     // SAFETY: a fresh allocation of `bytes` bytes, zeroed (as on the GPU) before
     // anyone can see it.
     unsafe { std::ptr::write_bytes(p as *mut u8, 0, bytes) };

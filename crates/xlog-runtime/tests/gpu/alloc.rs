@@ -49,9 +49,10 @@ fn budget_refusal_on_device_changes_nothing() {
             requested,
             remaining,
             limit,
+            cached,
         } => assert_eq!(
-            (requested, remaining, limit),
-            (500 << 10, (1 << 20) - (600 << 10), 1 << 20)
+            (requested, remaining, limit, cached),
+            (500 << 10, (1 << 20) - (600 << 10), 1 << 20, 0)
         ),
         e => panic!("expected a budget refusal, got {e}"),
     }

@@ -182,6 +182,112 @@ fn copies_of_the_wrong_length_are_refused_and_queue_nothing() {
     assert!(empty.as_slice().unwrap().is_empty());
 }
 
+/// What `#[derive(DeviceCopy)]` generates for a `#[repr(C, align(256))]` struct of
+/// numbers: 256 bytes is the most a kernel parameter's element may be aligned to.
+/// (An element aligned past a page is refused when `alloc_pinned` is compiled:
+/// `tests/ui/soundness/pinned_over_aligned_element.rs`.)
+#[derive(Clone, Copy)]
+#[repr(C, align(256))]
+struct Aligned256([u64; 4]);
+// SAFETY: what the derive emits for this struct: numbers only, `repr(C)`.
+unsafe impl xlog_runtime::DeviceCopy for Aligned256 {}
+
+/// `as_slice` builds a `&[T]` from the allocation's pointer: page-locked memory
+/// must be aligned for `T` on every backend (the simulator's as the driver's).
+#[test]
+fn a_pinned_buffer_is_aligned_for_its_element_type() {
+    let rt = rt();
+    let mut misaligned = Vec::new();
+    for len in 1..=8 {
+        let a = rt.alloc_pinned::<Aligned256>(len).unwrap();
+        // `black_box`: a `&[T]` is aligned by definition, so without it the
+        // compiler folds the check below to "aligned".
+        let at = std::hint::black_box(a.as_slice().unwrap().as_ptr() as usize);
+        if at % 256 != 0 {
+            misaligned.push(format!("Aligned256 x {len} at {at:#x}"));
+        }
+        let page = rt.alloc_pinned::<u8>(len).unwrap();
+        let at = std::hint::black_box(page.as_slice().unwrap().as_ptr() as usize);
+        if at % 4096 != 0 {
+            misaligned.push(format!("u8 x {len} at {at:#x}, not on a page"));
+        }
+    }
+    assert!(
+        misaligned.is_empty(),
+        "page-locked slices not aligned for their element type: {misaligned:?}"
+    );
+}
+
+/// While another thread captures a CUDA graph in global mode (which refuses a
+/// plain synchronisation on every thread that has not relaxed its capture mode,
+/// and is broken by one), waiting for an upload from and a download into
+/// page-locked memory still works and leaves the capture intact. The capture
+/// would refuse the allocations of tests running beside it, so the scenario runs
+/// alone in a child process.
+#[test]
+fn a_pinned_download_is_read_while_another_thread_captures_a_graph() {
+    let name = "pinned::a_pinned_download_is_read_while_another_thread_captures_a_graph";
+    let rt = rt();
+    if xlog_runtime::sim::is_active() {
+        println!("{name}: checks the CUDA driver only (the simulator has no graphs)");
+        return;
+    }
+    if !in_a_process_of_its_own(name) {
+        return;
+    }
+    use cudarc::driver::sys;
+    let s = rt.new_stream().unwrap();
+    let mut src = rt.alloc_zeroed_on::<u32>(&s, 1 << 16).unwrap();
+    let mut host = rt.alloc_pinned::<u32>(1 << 16).unwrap();
+    host.as_mut_slice().unwrap().fill(7);
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let capturing = ctx.new_stream().unwrap();
+    let raw = capturing.cu_stream() as usize;
+    let (started, start) = std::sync::mpsc::channel();
+    let (finish, finished) = std::sync::mpsc::channel::<()>();
+    let capture = std::thread::spawn(move || {
+        ctx.bind_to_thread().unwrap();
+        let raw = raw as sys::CUstream;
+        let global = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL;
+        // SAFETY: `raw` is a live stream of the bound context; the capture ends below.
+        unsafe { sys::cuStreamBeginCapture_v2(raw, global) }
+            .result()
+            .unwrap();
+        started.send(()).unwrap();
+        let _ = finished.recv();
+        let mut graph = std::ptr::null_mut();
+        // SAFETY: ends the capture begun above; the (empty) graph is destroyed.
+        unsafe {
+            let ended = sys::cuStreamEndCapture(raw, &mut graph).result();
+            if ended.is_ok() {
+                sys::cuGraphDestroy(graph).result().unwrap();
+            }
+            ended
+        }
+    });
+    start.recv().unwrap();
+    let uploaded = src.upload_from_pinned(&s, &host).unwrap().wait();
+    let read = src
+        .download_to_pinned(&s, &mut host)
+        .unwrap()
+        .wait()
+        .map(|v| v.iter().all(|&x| x == 7));
+    finish.send(()).unwrap();
+    let ended = capture.join().unwrap();
+    assert!(
+        uploaded.is_ok(),
+        "waiting for an upload during another thread's capture: {uploaded:?}"
+    );
+    assert!(
+        matches!(read, Ok(true)),
+        "reading a finished download during another thread's capture: {read:?}"
+    );
+    assert!(
+        ended.is_ok(),
+        "the other thread's capture was broken: {ended:?}"
+    );
+}
+
 /// The fencing tests above fail with fencing off: they can see what they guard.
 /// (On the simulator an upload reads its source when queued, as the driver
 /// stages pageable memory, so only the download's order can be seen there.)
