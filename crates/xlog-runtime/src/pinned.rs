@@ -44,10 +44,13 @@ use crate::stream::Stream;
 use crate::sync::Unpoisoned;
 use crate::track::Access;
 
-/// The alignment of page-locked memory (`cuMemHostAlloc` gives whole pages; the
-/// simulator aligns its allocations the same), and so the most a
-/// [`PinnedBuffer`]'s element type may be aligned to.
+/// The alignment the simulator gives page-locked memory (a page).
 pub(crate) const PAGE: usize = 4096;
+
+/// The most a [`PinnedBuffer`]'s element type may be aligned to: 256 bytes, what
+/// CUDA allocations are aligned to at least. `cuMemHostAlloc` does not give whole
+/// pages: small allocations come 512-byte aligned on an H200 (driver 580).
+pub(crate) const MAX_ALIGN: usize = 256;
 
 /// One copy still possibly running: the event recorded after it and whether it
 /// writes the host bytes.
@@ -116,8 +119,9 @@ impl Copies {
 }
 
 /// Page-locked host memory holding `len` elements of `T`, zeroed when made
-/// ([`Runtime::alloc_pinned`](crate::Runtime::alloc_pinned)), page-aligned (so `T`
-/// may be aligned to at most 4096 bytes, checked when the allocation compiles).
+/// ([`Runtime::alloc_pinned`](crate::Runtime::alloc_pinned)), aligned to at least
+/// 256 bytes (so `T` may be aligned to at most 256 bytes, checked when the
+/// allocation compiles, and the address checked again when it is made).
 ///
 /// Copies to and from device buffers are asynchronous and fenced (see the module
 /// docs of `pinned`); the host reads the elements through
@@ -162,19 +166,20 @@ impl<T: DeviceCopy> fmt::Debug for PinnedBuffer<T> {
 
 impl<T: DeviceCopy> PinnedBuffer<T> {
     /// Evaluated (and so checked) where it is named, when the code is compiled
-    /// for a `T`: page-locked memory is aligned to a page, no more.
-    pub(crate) const ALIGNED_TO_A_PAGE: () = assert!(
-        std::mem::align_of::<T>() <= PAGE,
-        "xlog: a page-locked buffer's element type may be aligned to at most 4096 bytes \
-         (a page), the alignment of page-locked memory; lower its `#[repr(align(..))]`"
+    /// for a `T`: page-locked memory is aligned to [`MAX_ALIGN`] bytes at least.
+    pub(crate) const ALIGNMENT_FITS: () = assert!(
+        std::mem::align_of::<T>() <= MAX_ALIGN,
+        "xlog: a page-locked buffer's element type may be aligned to at most 256 bytes, \
+         the alignment CUDA gives page-locked memory; lower its `#[repr(align(..))]`"
     );
 
     /// `len` zeroed elements of page-locked memory on `device`'s context.
     ///
-    /// An element type aligned to more than a page ([`PAGE`] bytes) is refused
-    /// when the call is compiled: page-locked memory is page-aligned, no more.
+    /// An element type aligned to more than [`MAX_ALIGN`] bytes is refused when the
+    /// call is compiled; an allocation the driver aligned less than `T` needs is
+    /// freed and refused.
     pub(crate) fn zeroed(device: &Device, len: usize) -> Result<Self> {
-        let () = Self::ALIGNED_TO_A_PAGE;
+        let () = Self::ALIGNMENT_FITS;
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or(Error::SizeOverflow {
@@ -185,9 +190,21 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
             std::ptr::NonNull::<T>::dangling().as_ptr()
         } else {
             device.bind()?;
-            // Zeroed page-locked memory, aligned to a page (the driver's and the
-            // simulator's `cuMemHostAlloc`): enough for `T`, checked above.
-            driver::host_alloc_mapped(bytes)?.0.cast::<T>()
+            // Zeroed page-locked memory; its alignment is checked here, since the
+            // slices made from it must be aligned for `T`.
+            let host = driver::host_alloc_mapped(bytes)?.0;
+            if host as usize % std::mem::align_of::<T>() != 0 {
+                // SAFETY: just allocated by `host_alloc_mapped`, used by nobody.
+                unsafe { driver::host_free(host) }?;
+                return Err(Error::Unsupported {
+                    what: format!("page-locked memory for `{}`", std::any::type_name::<T>()),
+                    reason: format!(
+                        "the driver aligned it to less than the {} bytes the type needs",
+                        std::mem::align_of::<T>()
+                    ),
+                });
+            }
+            host.cast::<T>()
         };
         Ok(PinnedBuffer {
             ptr,

@@ -545,7 +545,7 @@ impl Runtime {
     /// refused when the call is compiled.
     pub fn alloc_pinned<T: DeviceCopy>(&self, len: usize) -> Result<crate::PinnedBuffer<T>> {
         // Named here too, so that a refusal points at the caller's line.
-        let () = crate::PinnedBuffer::<T>::ALIGNED_TO_A_PAGE;
+        let () = crate::PinnedBuffer::<T>::ALIGNMENT_FITS;
         crate::PinnedBuffer::zeroed(&self.inner.device, len)
     }
 
