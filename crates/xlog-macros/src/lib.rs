@@ -55,8 +55,9 @@ pub fn xlog_kernel(args: TokenStream, input: TokenStream) -> TokenStream {
     let settings = check::settings(&cx, &attr);
     let kernel = ast::parse(&cx, item.clone());
     let params = check::bind(&cx, &attr, &kernel);
+    let instances = check::instances(&cx, &attr, &kernel);
     match cx.check() {
-        Ok(()) => expand::expand(&attr, &settings, &kernel, &params).into(),
+        Ok(()) => expand::expand(&attr, &settings, &kernel, &params, &instances).into(),
         Err(e) => fallback::stub(&item, e.to_compile_error()).into(),
     }
 }
