@@ -73,10 +73,11 @@ pub fn instances(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Instance> {
                 continue;
             };
             if let Some((first, _)) = named.iter().find(|(_, n)| *n == name) {
-                let msg = if quote::quote!(#first).to_string() == quote::quote!(#ty).to_string() {
+                let (first, ty_written) = (type_string(first), type_string(ty));
+                let msg = if first == ty_written {
                     format!("`{name}` is listed twice in `for {param} in [..]`; list it once")
                 } else {
-                    format!("`{}` and `{}` both end in `{name}`, the name that tells their entry points apart (`{}__{name}`); list one of them, or give one another name with `type Name = ..;`", quote::quote!(#first), quote::quote!(#ty), symbol_base(attr, kernel))
+                    format!("`{first}` and `{ty_written}` both end in `{name}`, the name that tells their entry points apart (`{}__{name}`); list one of them, or give one another name with `type Name = ..;`", symbol_base(attr, kernel))
                 };
                 cx.error_spanned_by(ty, msg);
                 continue;
@@ -154,6 +155,14 @@ fn type_name(ty: &Type) -> Option<String> {
         return None;
     }
     p.path.segments.last().map(|s| s.ident.unraw().to_string())
+}
+
+/// A type as written, for messages (`my::Pair`, not `my :: Pair`).
+pub fn type_string(ty: &Type) -> String {
+    quote::quote!(#ty)
+        .to_string()
+        .replace(" :: ", "::")
+        .replace(":: ", "::")
 }
 
 /// The entry point's symbol before an instantiation's suffix, for diagnostics.
@@ -442,6 +451,63 @@ mod tests {
             errors[0].contains("listed twice in `write(..)`"),
             "{errors:?}"
         );
+    }
+
+    /// The instantiations of a kernel and the diagnostics.
+    fn instantiated(
+        args: proc_macro2::TokenStream,
+        item: syn::ItemFn,
+    ) -> (Vec<String>, Vec<String>) {
+        let cx = Ctxt::default();
+        let attr = crate::attr::parse(&cx, args);
+        let kernel = crate::ast::parse(&cx, item);
+        let instances = instances(&cx, &attr, &kernel);
+        let errors = cx.check().err().into_iter().flatten();
+        (
+            instances.into_iter().map(|i| i.suffix).collect(),
+            errors.map(|e| e.to_string()).collect(),
+        )
+    }
+
+    #[test]
+    fn instantiations_are_the_product_of_the_lists_first_slowest() {
+        let (got, errors) = instantiated(
+            quote!(read(x, i), for I in [u32, core::primitive::u64], for T in [f32, my::Pair]),
+            syn::parse_quote!(
+                fn k<T, I>(x: &[T], i: &[I]) {}
+            ),
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            got,
+            ["__f32__u32", "__f32__u64", "__Pair__u32", "__Pair__u64"]
+        );
+        // A plain kernel has none.
+        let (got, errors) = instantiated(
+            quote!(read(x)),
+            syn::parse_quote!(
+                fn k(x: &[f32]) {}
+            ),
+        );
+        assert!(got.is_empty() && errors.is_empty());
+    }
+
+    #[test]
+    fn a_type_parameter_is_found_wherever_a_parameter_type_names_it() {
+        let t: Ident = syn::parse_quote!(T);
+        for (ty, yes) in [
+            ("T", true),
+            ("&[T]", true),
+            ("[T; 4]", true),
+            ("&mut [(T, u32)]", true),
+            ("<T as Tr>::X", true),
+            ("u32", false),
+            ("my::T", false),
+            ("&[Tee]", false),
+        ] {
+            let parsed: Type = syn::parse_str(ty).unwrap();
+            assert_eq!(mentions(&parsed, &t), yes, "{ty}");
+        }
     }
 
     #[test]

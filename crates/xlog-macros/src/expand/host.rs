@@ -434,7 +434,7 @@ impl<'a> Generic<'a> {
                     .for_lists
                     .iter()
                     .find(|l| l.param == *t)
-                    .map(|l| l.types.iter().map(type_string).collect())
+                    .map(|l| l.types.iter().map(crate::check::type_string).collect())
                     .unwrap_or_default();
                 format!("{t} in [{}]", types.join(", "))
             })
@@ -551,13 +551,14 @@ impl<'a> Generic<'a> {
         let types = quote! {
             #[cfg(not(target_arch = "nvptx64"))]
             #[doc = #trait_doc]
-            ///
-            /// # Safety
-            /// Only `#[xlog_kernel]` implements it: `__handle` must be the handle of the
-            /// entry point compiled for these types, whose parameters the launcher's
-            /// arguments are.
+            #[doc = ""]
+            #[doc = "# Safety"]
+            #[doc = "Only `#[xlog_kernel]` implements it: `__handle` must be the handle of the \
+                     entry point compiled for these types, whose parameters the launcher's \
+                     arguments are."]
             #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
-            #[allow(non_camel_case_types)]
+            // clippy finds no `# Safety` among doc attributes a macro generated.
+            #[allow(non_camel_case_types, clippy::missing_safety_doc)]
             #vis unsafe trait #tr #trait_args: #m::Sealed #trait_args + #k::__private::device::DeviceCopy {
                 #[doc(hidden)]
                 const __NAME: &'static str;
@@ -569,12 +570,4 @@ impl<'a> Generic<'a> {
         };
         (items, types)
     }
-}
-
-/// A listed type as the user wrote it, for messages (`my::Pair`, not `my :: Pair`).
-fn type_string(ty: &syn::Type) -> String {
-    quote!(#ty)
-        .to_string()
-        .replace(" :: ", "::")
-        .replace(":: ", "::")
 }

@@ -366,7 +366,7 @@ fn body_fn(kernel: &Kernel, params: &[Checked]) -> TokenStream {
     quote! {
         #(#attrs)*
         #[inline(always)]
-        #[allow(dead_code, non_snake_case, clippy::too_many_arguments)]
+        #[allow(dead_code, non_snake_case, clippy::too_many_arguments, clippy::multiple_bound_locations)]
         #unsafety fn #name #generics (#(#params),*) #where_clause #block
     }
 }
