@@ -490,6 +490,97 @@ mod gather {
         }
     }
 
+    /// Gather with repeats and scatter by a permutation, for one element and index
+    /// type; `make` turns a number into an element.
+    fn gather_and_scatter_as<T, I>(rt: &xlog::Runtime, n: usize, make: fn(u64) -> T)
+    where
+        T: gather::Indexed<I> + PartialEq + std::fmt::Debug + Default,
+        I: gather::Index + TryFrom<u64, Error: std::fmt::Debug>,
+    {
+        let (p, c) = streams(rt);
+        let mut r = Rng::from_state(11 + n as u64);
+        let x: Vec<T> = (0..n as u64).map(make).collect();
+        let idx: Vec<I> = (0..n)
+            .map(|_| I::try_from(r.next_u64() % n as u64).unwrap())
+            .collect();
+        let mut perm: Vec<u64> = (0..n as u64).collect();
+        for i in (1..n).rev() {
+            perm.swap(i, (r.next_u64() % (i as u64 + 1)) as usize);
+        }
+        let perm: Vec<I> = perm.into_iter().map(|j| I::try_from(j).unwrap()).collect();
+        let (xb, ib, pb) = (
+            upload(rt, &p, &x),
+            upload(rt, &p, &idx),
+            upload(rt, &p, &perm),
+        );
+        let what = format!(
+            "{} by {}",
+            std::any::type_name::<T>(),
+            std::any::type_name::<I>()
+        );
+        let got = gather::gather(&c, &xb, &ib).unwrap().download(&c).unwrap();
+        let want: Vec<T> = idx.iter().map(|&j| x[j.into() as usize]).collect();
+        assert_eq!(got, want, "gather of {what}");
+        let mut out = rt.alloc_zeroed_on::<T>(&c, n).unwrap();
+        gather::scatter(&c, &xb, &pb, &mut out).unwrap();
+        let mut want = vec![T::default(); n];
+        for (i, &j) in perm.iter().enumerate() {
+            want[j.into() as usize] = x[i];
+        }
+        assert_eq!(out.download(&c).unwrap(), want, "scatter of {what}");
+    }
+
+    #[test]
+    fn every_element_and_index_type_matches_the_cpu() {
+        let rt = gpu_runtime();
+        let n = if within_cap(100_000) { 100_000 } else { 3_000 };
+        macro_rules! each_index {
+            ($($t:ty => $make:expr;)*) => {$(
+                gather_and_scatter_as::<$t, u32>(&rt, n, $make);
+                gather_and_scatter_as::<$t, u64>(&rt, n, $make);
+            )*};
+        }
+        each_index! {
+            u8 => |v| (v * 7) as u8;
+            u16 => |v| (v * 7) as u16;
+            u32 => |v| v as u32 ^ 0x5555;
+            i32 => |v| -(v as i32);
+            f32 => |v| v as f32 * 0.5;
+            u64 => |v| v << 20;
+            i64 => |v| -(v as i64) << 20;
+            f64 => |v| v as f64 * 0.25;
+        }
+    }
+
+    #[test]
+    fn narrow_scatters_with_repeated_indices_store_one_of_the_colliding_elements() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        // Four bytes of one word, each written by many threads at once: a byte store
+        // that was a read-modify-write of its word would lose its neighbours.
+        let n = 4096;
+        let x: Vec<u8> = (0..n)
+            .map(|i| (i % 4) as u8 * 10 + 1 + (i / 4 % 2) as u8)
+            .collect();
+        let idx: Vec<u32> = (0..n as u32).map(|i| i % 4).collect();
+        let (xb, ib) = (upload(&rt, &s, &x), upload(&rt, &s, &idx));
+        let mut out = rt.alloc_zeroed_on::<u8>(&s, 4).unwrap();
+        gather::scatter(&s, &xb, &ib, &mut out).unwrap();
+        let got = out.download(&s).unwrap();
+        for (k, &v) in got.iter().enumerate() {
+            let base = k as u8 * 10 + 1;
+            assert!(v == base || v == base + 1, "byte {k}: {v}");
+        }
+        let x16: Vec<u16> = x.iter().map(|&v| v as u16 * 300).collect();
+        let xb = upload(&rt, &s, &x16);
+        let mut out = rt.alloc_zeroed_on::<u16>(&s, 4).unwrap();
+        gather::scatter(&s, &xb, &ib, &mut out).unwrap();
+        for (k, &v) in out.download(&s).unwrap().iter().enumerate() {
+            let base = (k as u16 * 10 + 1) * 300;
+            assert!(v == base || v == base + 300, "half-word {k}: {v}");
+        }
+    }
+
     #[test]
     fn out_of_range_indices_are_reported_with_the_first_position() {
         let rt = gpu_runtime();

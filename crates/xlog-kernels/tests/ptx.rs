@@ -6,8 +6,7 @@
 use xlog_kernels::{sort, MODULE};
 
 const OPS: &[&str] = &[
-    "fill", "copy", "cast_f32", "cast_f64", "scale", "axpy", "axpy_vec", "add", "sub", "mul",
-    "min", "max",
+    "fill", "copy", "cast_f32", "cast_f64", "scale", "axpy", "add", "sub", "mul", "min", "max",
 ];
 const COOPERATIVE: &[&str] = &[
     "histogram_u8",
@@ -29,30 +28,42 @@ const COOPERATIVE: &[&str] = &[
     "transpose_f64",
 ];
 const TYPES: &[&str] = &["f32", "f64", "i32", "u32", "u64"];
+
+/// The elementwise kernels' entry points: every operation for every type, and the
+/// vectorised axpy of each width for its types.
+fn elementwise() -> Vec<String> {
+    OPS.iter()
+        .flat_map(|op| TYPES.iter().map(move |t| format!("{op}__{t}")))
+        .chain(["f32", "i32", "u32"].map(|t| format!("axpy_vec__{t}")))
+        .chain(["f64", "u64"].map(|t| format!("axpy_vec2__{t}")))
+        .collect()
+}
 /// The query-engine library's element types.
 const LIBRARY_TYPES: &[&str] = &["u32", "i32", "f32", "u64", "i64", "f64"];
 
-/// The library's kernels: reduce, scan, gather / scatter for every type, and the
-/// user-style operators.
+/// The library's kernels: reduce and scan for every type, gather / scatter for
+/// every type and index type, and the user-style operators.
 fn library() -> Vec<String> {
-    let mut v: Vec<String> =
-        LIBRARY_TYPES
+    let mut v: Vec<String> = LIBRARY_TYPES
+        .iter()
+        .flat_map(|t| {
+            [
+                "reduce_sum",
+                "reduce_min",
+                "reduce_max",
+                "scan_inclusive_sum",
+                "scan_exclusive_sum",
+            ]
             .iter()
-            .flat_map(|t| {
-                [
-                    "reduce_sum",
-                    "reduce_min",
-                    "reduce_max",
-                    "scan_inclusive_sum",
-                    "scan_exclusive_sum",
-                ]
-                .iter()
-                .map(move |op| format!("{op}_{t}"))
-                .chain(["u32", "u64"].iter().flat_map(move |i| {
-                    [format!("gather_{t}_by_{i}"), format!("scatter_{t}_by_{i}")]
-                }))
-            })
-            .collect();
+            .map(move |op| format!("{op}_{t}"))
+        })
+        .collect();
+    for t in ["u8", "u16", "u32", "i32", "f32", "u64", "i64", "f64"] {
+        for i in ["u32", "u64"] {
+            v.push(format!("gather_indexed__{t}__{i}"));
+            v.push(format!("scatter_indexed__{t}__{i}"));
+        }
+    }
     v.extend(
         [
             "fold_or_u32",
@@ -136,9 +147,8 @@ fn set_kernels() -> Vec<String> {
 
 #[test]
 fn module_defines_every_kernel_for_every_type() {
-    let mut want: Vec<String> = OPS
-        .iter()
-        .flat_map(|op| TYPES.iter().map(move |t| format!("{op}_{t}")))
+    let mut want: Vec<String> = elementwise()
+        .into_iter()
         .chain(COOPERATIVE.iter().map(|k| k.to_string()))
         .chain(library())
         .chain(sort_kernels())
@@ -181,31 +191,26 @@ fn ptxas_accepts_every_kernel_without_spills() {
     }
 }
 
-macro_rules! check_abi {
-    ($($t:ident),*) => {$({
-        use xlog_kernels::elementwise::$t as k;
-        for (op, check) in [
-            ("fill", k::fill::check_abi as fn() -> xlog::Result<()>),
-            ("copy", k::copy::check_abi),
-            ("cast_f32", k::cast_f32::check_abi),
-            ("cast_f64", k::cast_f64::check_abi),
-            ("scale", k::scale::check_abi),
-            ("axpy", k::axpy::check_abi),
-            ("axpy_vec", k::axpy_vec::check_abi),
-            ("add", k::add::check_abi),
-            ("sub", k::sub::check_abi),
-            ("mul", k::mul::check_abi),
-            ("min", k::min::check_abi),
-            ("max", k::max::check_abi),
-        ] {
-            check().unwrap_or_else(|e| panic!("{op}_{}: {e}", stringify!($t)));
-        }
-    })*};
-}
-
 #[test]
 fn every_launcher_agrees_with_the_device_build() {
-    check_abi!(f32, f64, i32, u32, u64);
+    use xlog_kernels::elementwise as e;
+    for check in [
+        e::fill::check_abi_all as fn() -> xlog::Result<()>,
+        e::copy::check_abi_all,
+        e::cast_f32::check_abi_all,
+        e::cast_f64::check_abi_all,
+        e::scale::check_abi_all,
+        e::axpy::check_abi_all,
+        e::axpy_vec::check_abi_all,
+        e::axpy_vec2::check_abi_all,
+        e::add::check_abi_all,
+        e::sub::check_abi_all,
+        e::mul::check_abi_all,
+        e::min::check_abi_all,
+        e::max::check_abi_all,
+    ] {
+        check().unwrap();
+    }
     use xlog_kernels::cooperative as c;
     for check in [
         c::histogram_u8::check_abi as fn() -> xlog::Result<()>,
@@ -243,8 +248,8 @@ fn every_launcher_agrees_with_the_device_build() {
         s::scan_exclusive_sum_f64::check_abi,
         s::scan_inclusive_max_u32::check_abi,
         s::scan_last_nonzero_u32::check_abi,
-        g::gather_f32_by_u64::check_abi,
-        g::scatter_i64_by_u32::check_abi,
+        g::gather_indexed::check_abi_all,
+        g::scatter_indexed::check_abi_all,
         j::join_build_u32::check_abi,
         j::join_count_u64::check_abi,
         j::join_count_u32::check_abi,
@@ -264,7 +269,7 @@ fn every_launcher_agrees_with_the_device_build() {
         check().unwrap();
     }
     assert_eq!(
-        OPS.len() * TYPES.len()
+        elementwise().len()
             + COOPERATIVE.len()
             + library().len()
             + sort_kernels().len()
