@@ -82,18 +82,31 @@ fn library() -> Vec<String> {
     v
 }
 
+/// The sort's value types.
+const SORT_VALUES: &[&str] = &["u8", "u16", "u32", "i32", "f32", "u64", "i64", "f64"];
+
+/// The keys-only pass of key type `t`: one kernel for 32-bit keys, one for 64-bit.
+fn keys_only_pass(t: &str) -> String {
+    if t.ends_with("32") {
+        format!("sort_onesweep__{t}")
+    } else {
+        format!("sort_onesweep64__{t}")
+    }
+}
+
 /// The sort's kernels: per key type a histogram, a keys-only pass and a pass with
-/// `u32` and one with `u64` values; and the offsets scan.
+/// values of each value type; and the offsets scan.
 fn sort_kernels() -> Vec<String> {
     let mut v: Vec<String> = LIBRARY_TYPES
         .iter()
         .flat_map(|t| {
-            [
-                format!("sort_histogram_{t}"),
-                format!("sort_onesweep_{t}"),
-                format!("sort_onesweep_{t}_u32"),
-                format!("sort_onesweep_{t}_u64"),
-            ]
+            [format!("sort_histogram__{t}"), keys_only_pass(t)]
+                .into_iter()
+                .chain(
+                    SORT_VALUES
+                        .iter()
+                        .map(move |v| format!("sort_onesweep_pairs__{t}__{v}")),
+                )
         })
         .collect();
     v.push("sort_offsets".to_owned());
@@ -255,11 +268,11 @@ fn every_launcher_agrees_with_the_device_build() {
         j::join_count_u32::check_abi,
         j::join_write_pairs::check_abi,
         j::join_select_rows::check_abi,
-        xlog_kernels::sort::sort_histogram_f64::check_abi,
+        xlog_kernels::sort::sort_histogram::check_abi_all,
         xlog_kernels::sort::sort_offsets::check_abi,
-        xlog_kernels::sort::sort_onesweep_u32::check_abi,
-        xlog_kernels::sort::sort_onesweep_i32_u64::check_abi,
-        xlog_kernels::sort::sort_onesweep_f64_u32::check_abi,
+        xlog_kernels::sort::sort_onesweep::check_abi_all,
+        xlog_kernels::sort::sort_onesweep64::check_abi_all,
+        xlog_kernels::sort::sort_onesweep_pairs::check_abi_all,
         xlog_kernels::set::merge_places_u64::check_abi,
         xlog_kernels::set::merge_bounds_i32::check_abi,
         xlog_kernels::set::merge_i64::check_abi,
@@ -493,7 +506,7 @@ fn min_blocks_become_launch_bounds_in_the_module() {
         )
     };
     assert_eq!(
-        bounds("sort_onesweep_u32").as_deref(),
+        bounds("sort_onesweep__u32").as_deref(),
         Some(".maxntid 256, 1, 1 .minnctapersm 2")
     );
     assert_eq!(
@@ -547,11 +560,19 @@ fn the_sort_ranks_with_constant_full_warp_masks() {
     // launches it with (`tile_len`): 24 for 32-bit keys alone, 16 otherwise.
     for t in LIBRARY_TYPES {
         let key_bytes = if t.ends_with("32") { 4 } else { 8 };
-        for (kernel, value_bytes) in [
-            (format!("sort_onesweep_{t}"), 0),
-            (format!("sort_onesweep_{t}_u32"), 4),
-            (format!("sort_onesweep_{t}_u64"), 8),
-        ] {
+        let pairs = SORT_VALUES.iter().map(|v| {
+            let bytes = if v.ends_with('8') {
+                1
+            } else if v.ends_with("16") {
+                2
+            } else if v.ends_with("32") {
+                4
+            } else {
+                8
+            };
+            (format!("sort_onesweep_pairs__{t}__{v}"), bytes)
+        });
+        for (kernel, value_bytes) in [(keys_only_pass(t), 0)].into_iter().chain(pairs) {
             let items = sort::tile_len(key_bytes, value_bytes) / sort::BLOCK as usize;
             let (n, full) = full_warp_masks(MODULE.ptx(), &kernel, "vote.sync.ballot.b32");
             assert!(
@@ -566,14 +587,14 @@ fn the_sort_ranks_with_constant_full_warp_masks() {
         }
     }
     // The check tells the masks apart: the block scan's shuffles use the live lanes'.
-    let (n, full) = full_warp_masks(MODULE.ptx(), "sort_onesweep_u32", "shfl.sync.up.b32");
+    let (n, full) = full_warp_masks(MODULE.ptx(), "sort_onesweep__u32", "shfl.sync.up.b32");
     assert!(n > 0 && full == 0, "{full} of {n} scan shuffles");
 }
 
 #[test]
 fn the_histogram_launch_wave_matches_the_kernels_min_blocks() {
     for t in LIBRARY_TYPES {
-        let kernel = format!("sort_histogram_{t}");
+        let kernel = format!("sort_histogram__{t}");
         let (_, words) = MODULE
             .kernels()
             .iter()
