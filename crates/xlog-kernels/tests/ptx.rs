@@ -77,7 +77,7 @@ fn library() -> Vec<String> {
     v.extend(
         ["u32", "u64"]
             .iter()
-            .flat_map(|k| ["join_build", "join_count"].map(|step| format!("{step}_{k}"))),
+            .flat_map(|k| ["join_build", "join_count"].map(|step| format!("{step}__{k}"))),
     );
     v
 }
@@ -141,20 +141,15 @@ fn selection_kernels() -> Vec<String> {
     v
 }
 
-/// The set operations' kernels over their four integer types.
+/// The set operations' kernels over their four integer types, and the merge's
+/// bounds kernel, the same for every type.
 fn set_kernels() -> Vec<String> {
     ["i32", "i64", "u32", "u64"]
         .iter()
         .flat_map(|t| {
-            [
-                "merge_places",
-                "merge_bounds",
-                "merge",
-                "set_windows",
-                "set_flags",
-            ]
-            .map(|k| format!("{k}_{t}"))
+            ["merge_places", "merge_runs", "set_windows", "set_flags"].map(|k| format!("{k}__{t}"))
         })
+        .chain(["merge_bounds".to_owned()])
         .collect()
 }
 
@@ -263,9 +258,8 @@ fn every_launcher_agrees_with_the_device_build() {
         s::scan_last_nonzero_u32::check_abi,
         g::gather_indexed::check_abi_all,
         g::scatter_indexed::check_abi_all,
-        j::join_build_u32::check_abi,
-        j::join_count_u64::check_abi,
-        j::join_count_u32::check_abi,
+        j::join_build::check_abi_all,
+        j::join_count::check_abi_all,
         j::join_write_pairs::check_abi,
         j::join_select_rows::check_abi,
         xlog_kernels::sort::sort_histogram::check_abi_all,
@@ -273,11 +267,11 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::sort::sort_onesweep::check_abi_all,
         xlog_kernels::sort::sort_onesweep64::check_abi_all,
         xlog_kernels::sort::sort_onesweep_pairs::check_abi_all,
-        xlog_kernels::set::merge_places_u64::check_abi,
-        xlog_kernels::set::merge_bounds_i32::check_abi,
-        xlog_kernels::set::merge_i64::check_abi,
-        xlog_kernels::set::set_windows_u32::check_abi,
-        xlog_kernels::set::set_flags_u64::check_abi,
+        xlog_kernels::set::merge_places::check_abi_all,
+        xlog_kernels::set::merge_bounds::check_abi,
+        xlog_kernels::set::merge_runs::check_abi_all,
+        xlog_kernels::set::set_windows::check_abi_all,
+        xlog_kernels::set::set_flags::check_abi_all,
     ] {
         check().unwrap();
     }
