@@ -165,7 +165,7 @@ pub fn launcher(
          another runtime, a module that fails to load, a device build whose parameter \
          list differs from this launcher's (`KernelAbiMismatch`).",
         generic.as_ref().map_or(String::new(), |g| format!(
-            " Compiled for {}: the types pick the entry point.",
+            " Compiled for `{}`: the types pick the entry point.",
             g.lists
         ))
     );
@@ -514,7 +514,7 @@ impl<'a> Generic<'a> {
         let label = format!("`{name}::launch` takes {lists}");
         let note = "each listed type gets an entry point of its own: add the type to its `for .. in [..]` list in the kernel's #[xlog_kernel(..)] to compile one for it".to_string();
         let trait_doc = format!(
-            "The types kernel [`{name}`] is compiled for, {}: `{name}::launch` and \
+            "The types kernel [`{name}`] is compiled for, `{}`: `{name}::launch` and \
              `{name}::record` take exactly these. Implemented by `#[xlog_kernel]`, once per \
              instantiation, mapping its types to the entry point compiled for them.",
             self.lists
