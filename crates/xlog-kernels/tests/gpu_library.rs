@@ -275,6 +275,50 @@ mod reduce {
         }
     }
 
+    /// A generic operator kernel through the safe `Fold`: one implementation for
+    /// both of its types, empty inputs giving the zeroed result.
+    #[test]
+    fn a_generic_user_operator_runs_through_the_safe_fold() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        for n in sizes() {
+            let x: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+            let want = x.iter().fold(0, |a, b| a ^ b);
+            let xb = upload(&rt, &s, &x);
+            let got = reduce::fold_safely::<u32, reduce::Xor>(&s, &xb).unwrap();
+            assert_eq!(got.download(&s).unwrap(), [want], "u32 xor of {n}");
+            let y: Vec<u64> = x.iter().map(|&v| (v as u64) << 17 | v as u64).collect();
+            let want = y.iter().fold(0, |a, b| a ^ b);
+            let yb = upload(&rt, &s, &y);
+            let got = reduce::fold_safely::<u64, reduce::Xor>(&s, &yb).unwrap();
+            assert_eq!(got.download(&s).unwrap(), [want], "u64 xor of {n}");
+        }
+    }
+
+    /// A safe `Fold` whose launch writes nothing hands back the zeroed result, not
+    /// unwritten memory.
+    #[test]
+    fn a_safe_fold_that_writes_nothing_returns_zeros() {
+        struct Lazy;
+        impl reduce::Fold<u64> for Lazy {
+            fn launch(
+                _: &xlog::Stream,
+                _: xlog::LaunchConfig,
+                _: &xlog::BufferView<'_, u64>,
+                _: &mut DeviceBuffer<u64>,
+            ) -> xlog::Result<()> {
+                Ok(())
+            }
+        }
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        for n in [10, 100_000] {
+            let xb = upload(&rt, &s, &vec![u64::MAX; n]);
+            let got = reduce::fold_safely::<u64, Lazy>(&s, &xb).unwrap();
+            assert_eq!(got.download(&s).unwrap(), [0], "{n} elements");
+        }
+    }
+
     #[test]
     fn views_at_odd_offsets_reduce_the_view_only() {
         let rt = gpu_runtime();

@@ -67,6 +67,8 @@ fn library() -> Vec<String> {
     v.extend(
         [
             "fold_or_u32",
+            "fold_xor__u32",
+            "fold_xor__u64",
             "scan_inclusive_max_u32",
             "scan_last_nonzero_u32",
             "join_select_rows",
@@ -252,6 +254,7 @@ fn every_launcher_agrees_with_the_device_build() {
         r::reduce_min_i64::check_abi,
         r::reduce_max_u64::check_abi,
         r::fold_or_u32::check_abi,
+        r::fold_xor::check_abi_all,
         s::scan_inclusive_sum_i32::check_abi,
         s::scan_exclusive_sum_f64::check_abi,
         s::scan_inclusive_max_u32::check_abi,
