@@ -473,6 +473,35 @@ mod scan {
         }
     }
 
+    /// A scan kernel generic over its element type through the safe `Scan`: one
+    /// implementation for `u32` and `i32`.
+    #[test]
+    fn a_generic_user_operator_runs_through_the_safe_scan() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        for n in sizes() {
+            let x: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+            let xb = upload(&rt, &s, &x);
+            let got = scan::scan_safely::<u32, scan::InclusiveXor>(&s, &xb)
+                .unwrap()
+                .download(&s)
+                .unwrap();
+            let y: Vec<i32> = x.iter().map(|&v| v as i32).collect();
+            let yb = upload(&rt, &s, &y);
+            let got_i = scan::scan_safely::<i32, scan::InclusiveXor>(&s, &yb)
+                .unwrap()
+                .download(&s)
+                .unwrap();
+            let (mut a, mut b) = (0u32, 0i32);
+            for i in 0..n {
+                a ^= x[i];
+                b ^= y[i];
+                assert_eq!(got[i], a, "u32 xor scan of {n} at {i}");
+                assert_eq!(got_i[i], b, "i32 xor scan of {n} at {i}");
+            }
+        }
+    }
+
     #[test]
     fn views_at_odd_offsets_scan_the_view_only() {
         let rt = gpu_runtime();

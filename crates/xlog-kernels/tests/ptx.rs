@@ -71,6 +71,8 @@ fn library() -> Vec<String> {
             "fold_xor__u64",
             "scan_inclusive_max_u32",
             "scan_last_nonzero_u32",
+            "scan_inclusive_xor__u32",
+            "scan_inclusive_xor__i32",
             "join_select_rows",
             "join_write_pairs",
         ]
@@ -259,6 +261,7 @@ fn every_launcher_agrees_with_the_device_build() {
         s::scan_exclusive_sum_f64::check_abi,
         s::scan_inclusive_max_u32::check_abi,
         s::scan_last_nonzero_u32::check_abi,
+        s::scan_inclusive_xor::check_abi_all,
         g::gather_indexed::check_abi_all,
         g::scatter_indexed::check_abi_all,
         j::join_build::check_abi_all,
