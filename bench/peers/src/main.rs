@@ -33,7 +33,7 @@ use cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig as CuConfig, PushKernelArg,
 };
 use xlog::{DeviceBuffer, LaunchConfig, Stream};
-use xlog_kernels::elementwise::f32 as k;
+use xlog_kernels::elementwise as k;
 use xlog_test_support::bench::{self, peer, XLOG};
 
 /// `y = a·x + y` in CubeCL, one f32 a thread.
@@ -195,7 +195,7 @@ impl Cudarc {
         let f = ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(xlog_kernels::MODULE.ptx()))
             .unwrap()
-            .load_function("axpy_f32")
+            .load_function("axpy__f32")
             .unwrap();
         Cudarc {
             f,
@@ -415,7 +415,7 @@ fn launch_peers(rt: &xlog::Runtime, s: &Stream, cube: &Cube, ctx: &std::sync::Ar
         let module = ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(xlog_kernels::MODULE.ptx()))
             .unwrap();
-        let f = module.load_function("add_f32").unwrap();
+        let f = module.load_function("add__f32").unwrap();
         let cs = ctx.new_stream().unwrap();
         let cx = cs.clone_htod(&[1.0f32; N]).unwrap();
         let cy = cs.clone_htod(&[2.0f32; N]).unwrap();

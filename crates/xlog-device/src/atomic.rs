@@ -2,7 +2,8 @@
 //!
 //! The equivalents of CUDA's `atomicAdd`, `atomicMin`, `atomicMax`, `atomicExch` and
 //! `atomicCAS`: relaxed ordering, at least device (GPU) scope, on 32- and 64-bit integers;
-//! `fetch_add` and `swap` also on `f32` and `f64`
+//! `fetch_add` and `swap` also on `f32` and `f64`; `load` and `store` also on `u8`
+//! and `u16`
 //! ([PTX `atom`](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-atom)).
 //! Pointers may be generic addresses of global or shared memory. Combine with
 //! [`crate::barrier`] fences when other memory must be ordered around them.
@@ -29,22 +30,32 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Types with atomic add, exchange, load and store: `u32`, `i32`, `u64`, `i64`,
-/// `f32`, `f64`.
+/// Types with atomic loads and stores (`ld` / `st` `.relaxed.gpu`): `u8`, `u16`,
+/// `u32`, `i32`, `u64`, `i64`, `f32`, `f64`. The element types of atomic views.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no device atomics",
-    label = "not one of `u32`, `i32`, `u64`, `i64`, `f32`, `f64`",
-    note = "atomic views and `xlog::device::atomic` work on 32- and 64-bit integers and floats"
+    label = "not one of `u8`, `u16`, `u32`, `i32`, `u64`, `i64`, `f32`, `f64`",
+    note = "atomic views and `xlog::device::atomic` work on 32- and 64-bit integers and floats, and load and store `u8` and `u16`"
 )]
-pub trait AtomicAdd: Copy + sealed::Sealed {
-    #[doc(hidden)]
-    unsafe fn __fetch_add(ptr: *mut Self, v: Self) -> Self;
-    #[doc(hidden)]
-    unsafe fn __swap(ptr: *mut Self, v: Self) -> Self;
+pub trait AtomicStore: Copy + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn __load(ptr: *mut Self) -> Self;
     #[doc(hidden)]
     unsafe fn __store(ptr: *mut Self, v: Self);
+}
+
+/// Types with atomic add and exchange besides loads and stores: `u32`, `i32`,
+/// `u64`, `i64`, `f32`, `f64`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no device atomic add or exchange",
+    label = "not one of `u32`, `i32`, `u64`, `i64`, `f32`, `f64`",
+    note = "`fetch_add` and `swap` work on 32- and 64-bit integers and floats; `u8` and `u16` have atomic `load` and `store` only"
+)]
+pub trait AtomicAdd: AtomicStore {
+    #[doc(hidden)]
+    unsafe fn __fetch_add(ptr: *mut Self, v: Self) -> Self;
+    #[doc(hidden)]
+    unsafe fn __swap(ptr: *mut Self, v: Self) -> Self;
 }
 
 /// Integers with the full set of atomics: `u32`, `i32`, `u64`, `i64`.
@@ -118,6 +129,23 @@ mod gpu_scope {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     use core::sync::atomic::Ordering::Relaxed;
+    // A byte or half-word lives in a 16-bit register; `st.b8` stores its low byte.
+    width!(
+        w8,
+        u8,
+        AtomicU8,
+        reg16,
+        "ld.relaxed.gpu.b8 {r}, [{p}];",
+        "st.relaxed.gpu.b8 [{p}], {v};"
+    );
+    width!(
+        w16,
+        u16,
+        AtomicU16,
+        reg16,
+        "ld.relaxed.gpu.b16 {r}, [{p}];",
+        "st.relaxed.gpu.b16 [{p}], {v};"
+    );
     width!(
         w32,
         u32,
@@ -136,9 +164,31 @@ mod gpu_scope {
     );
 }
 
+/// `AtomicStore` for an integer: GPU-scoped loads and stores of its width.
+macro_rules! atomic_store {
+    ($($t:ty => $bits:ident),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl AtomicStore for $t {
+            #[inline(always)]
+            unsafe fn __load(ptr: *mut Self) -> Self {
+                // SAFETY: the caller upholds the module's obligations; the same bytes
+                // as the unsigned integer of their width.
+                unsafe { gpu_scope::$bits::load(ptr.cast()) as $t }
+            }
+            #[inline(always)]
+            unsafe fn __store(ptr: *mut Self, v: Self) {
+                // SAFETY: as in `__load`.
+                unsafe { gpu_scope::$bits::store(ptr.cast(), v as _) }
+            }
+        }
+    )*};
+}
+
+atomic_store!(u8 => w8, u16 => w16);
+
 macro_rules! atomic_int {
     ($($t:ty => $atomic:ident, $bits:ident),*) => {$(
-        impl sealed::Sealed for $t {}
+        atomic_store!($t => $bits);
         impl AtomicAdd for $t {
             #[inline(always)]
             unsafe fn __fetch_add(ptr: *mut Self, v: Self) -> Self {
@@ -150,17 +200,6 @@ macro_rules! atomic_int {
             unsafe fn __swap(ptr: *mut Self, v: Self) -> Self {
                 // SAFETY: as in `__fetch_add`.
                 unsafe { core::sync::atomic::$atomic::from_ptr(ptr) }.swap(v, Relaxed)
-            }
-            #[inline(always)]
-            unsafe fn __load(ptr: *mut Self) -> Self {
-                // SAFETY: as in `__fetch_add`; the same bytes as the unsigned integer
-                // of their width.
-                unsafe { gpu_scope::$bits::load(ptr.cast()) as $t }
-            }
-            #[inline(always)]
-            unsafe fn __store(ptr: *mut Self, v: Self) {
-                // SAFETY: as in `__load`.
-                unsafe { gpu_scope::$bits::store(ptr.cast(), v as _) }
             }
         }
         impl AtomicInt for $t {
@@ -240,14 +279,17 @@ macro_rules! atomic_float {
                     .swap(v.to_bits(), Relaxed);
                 <$t>::from_bits(old)
             }
+        }
+        impl AtomicStore for $t {
             #[inline(always)]
             unsafe fn __load(ptr: *mut Self) -> Self {
-                // SAFETY: as in `__swap`.
+                // SAFETY: the caller upholds the module's obligations; the bits as
+                // the unsigned integer of their width.
                 <$t>::from_bits(unsafe { gpu_scope::$w::load(ptr.cast::<$bits>()) })
             }
             #[inline(always)]
             unsafe fn __store(ptr: *mut Self, v: Self) {
-                // SAFETY: as in `__swap`.
+                // SAFETY: as in `__load`.
                 unsafe { gpu_scope::$w::store(ptr.cast::<$bits>(), v.to_bits()) }
             }
         }
@@ -287,7 +329,7 @@ pub unsafe fn swap<T: AtomicAdd>(ptr: *mut T, v: T) -> T {
 ///
 /// See the module docs.
 #[inline(always)]
-pub unsafe fn load<T: AtomicAdd>(ptr: *mut T) -> T {
+pub unsafe fn load<T: AtomicStore>(ptr: *mut T) -> T {
     // SAFETY: forwarded obligations.
     unsafe { T::__load(ptr) }
 }
@@ -298,7 +340,7 @@ pub unsafe fn load<T: AtomicAdd>(ptr: *mut T) -> T {
 ///
 /// See the module docs.
 #[inline(always)]
-pub unsafe fn store<T: AtomicAdd>(ptr: *mut T, v: T) {
+pub unsafe fn store<T: AtomicStore>(ptr: *mut T, v: T) {
     // SAFETY: forwarded obligations.
     unsafe { T::__store(ptr, v) }
 }

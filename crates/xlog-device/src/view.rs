@@ -41,7 +41,7 @@
 use core::marker::PhantomData;
 use core::ops::{Index, IndexMut};
 
-use crate::atomic::{AtomicAdd, AtomicInt};
+use crate::atomic::{AtomicAdd, AtomicInt, AtomicStore};
 use crate::thread::{BlockIndex, ThreadIndex, WarpIndex};
 use crate::vector::Vector;
 
@@ -531,13 +531,13 @@ write_view!(
 /// addresses it; every access through the view is an atomic instruction on an
 /// in-bounds, aligned element; and atomics never race. The view is `!Send`/`!Sync`
 /// like every view, but that is not needed for soundness here.
-pub struct AtomicView<'a, T: AtomicAdd> {
+pub struct AtomicView<'a, T: AtomicStore> {
     ptr: *mut T,
     len: usize,
     _buffer: PhantomData<&'a mut [T]>,
 }
 
-impl<T: AtomicAdd> AtomicView<'_, T> {
+impl<T: AtomicStore> AtomicView<'_, T> {
     /// Builds the view from a kernel's pointer and length parameters.
     ///
     /// # Safety
@@ -602,6 +602,19 @@ impl<T: AtomicAdd> AtomicView<'_, T> {
         unsafe { crate::atomic::store(p, v) }
     }
 
+    /// The raw pointer to the first element, for `unsafe fn` kernels.
+    ///
+    /// # Safety
+    ///
+    /// Every access through it to an element another thread may access concurrently
+    /// must be atomic ([`crate::atomic`]), and within `0..len()`.
+    #[inline(always)]
+    pub unsafe fn as_ptr(&self) -> *mut T {
+        self.ptr
+    }
+}
+
+impl<T: AtomicAdd> AtomicView<'_, T> {
     /// `atomicAdd`: adds `v` to element `i` (integers wrap), returning the old value.
     #[inline(always)]
     #[track_caller]
@@ -618,17 +631,6 @@ impl<T: AtomicAdd> AtomicView<'_, T> {
         let p = self.at(i);
         // SAFETY: as in `load`.
         unsafe { crate::atomic::swap(p, v) }
-    }
-
-    /// The raw pointer to the first element, for `unsafe fn` kernels.
-    ///
-    /// # Safety
-    ///
-    /// Every access through it to an element another thread may access concurrently
-    /// must be atomic ([`crate::atomic`]), and within `0..len()`.
-    #[inline(always)]
-    pub unsafe fn as_ptr(&self) -> *mut T {
-        self.ptr
     }
 }
 
@@ -672,7 +674,7 @@ impl<T: AtomicInt> AtomicView<'_, T> {
     }
 }
 
-impl<T: AtomicAdd> core::fmt::Debug for AtomicView<'_, T> {
+impl<T: AtomicStore> core::fmt::Debug for AtomicView<'_, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         debug_ptr_len(f, "AtomicView", self.ptr, self.len)
     }

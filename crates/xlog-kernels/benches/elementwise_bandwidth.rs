@@ -1,5 +1,5 @@
 //! Bandwidth of the typed-launched Rust axpy (y = a·x + y, f32), scalar
-//! (`axpy_f32`, one element per thread) and vectorised (`axpy_vec_f32`, a chunk of
+//! (`axpy__f32`, one element per thread) and vectorised (`axpy_vec__f32`, a chunk of
 //! four per thread, one 128-bit load and store), vs the same kernels in CUDA C++
 //! compiled by NVRTC, and vs a device-to-device copy, timed with CUDA events on one
 //! stream (bench id `elementwise_bandwidth`; targets in `bench::TARGETS`). The size
@@ -75,7 +75,7 @@ fn main() {
 
     let (xp, yp, nn, a) = (x.device_ptr(), y.device_ptr(), n as u64, 1.0001f32);
     let mut rust_f = || {
-        xlog_kernels::elementwise::f32::axpy::launch(&s, cfg, 1.0001, &x, &mut y).unwrap();
+        xlog_kernels::elementwise::axpy::launch(&s, cfg, 1.0001, &x, &mut y).unwrap();
     };
 
     let ctx = CudaContext::new(0).unwrap();
@@ -144,7 +144,7 @@ fn main() {
     let raw_s = s.raw();
     let mut y2 = rt.upload_on(&s, &vec![0.5f32; n]).unwrap();
     let mut rust4_f = || {
-        xlog_kernels::elementwise::f32::axpy_vec::launch(&s, cfg4, 1.0001, &x, &mut y2).unwrap();
+        xlog_kernels::elementwise::axpy_vec::launch(&s, cfg4, 1.0001, &x, &mut y2).unwrap();
     };
     let [rust, cuda, cuda_unfused, rust4, cuda4, copy] = bench::interleaved(
         5,

@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use xlog::{DeviceBuffer, GraphRecorder, Stream};
-use xlog_kernels::elementwise::f32 as k;
+use xlog_kernels::elementwise as k;
 use xlog_test_support::bench::{self, peer};
 
 const N: usize = 256;

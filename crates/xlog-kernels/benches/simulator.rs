@@ -13,7 +13,7 @@
 //! recorded as xlog's figures alone and the report shows them without a ratio.
 
 use xlog::{LaunchConfig, Runtime};
-use xlog_kernels::elementwise::f32::axpy;
+use xlog_kernels::elementwise::axpy;
 use xlog_kernels::reduce::reduce_sum_f32;
 use xlog_test_support::bench::{self, Case, XLOG};
 

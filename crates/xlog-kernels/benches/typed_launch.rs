@@ -1,4 +1,4 @@
-//! Host cost of a typed launch with 3 buffers (`elementwise::f32::add::launch`)
+//! Host cost of a typed launch with 3 buffers (`elementwise::add::launch`)
 //! vs a raw `cuLaunchKernel` of the same entry point and vs cudarc's
 //! `launch_builder`, on one stream and alternating two streams (bench id
 //! `typed_launch`; targets in `bench::TARGETS`).
@@ -7,7 +7,7 @@ use std::ffi::c_void;
 
 use cudarc::driver::{sys, CudaContext, LaunchConfig as CuConfig, PushKernelArg};
 use xlog::LaunchConfig;
-use xlog_kernels::elementwise::f32 as k;
+use xlog_kernels::elementwise as k;
 use xlog_test_support::bench::{self, peer};
 
 const N: usize = 256;
@@ -47,7 +47,7 @@ fn main() {
         let module = ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(xlog_kernels::MODULE.ptx()))
             .unwrap();
-        let f = module.load_function("add_f32").unwrap();
+        let f = module.load_function("add__f32").unwrap();
         let (cs1, cs2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
         let cx = cs1.clone_htod(&[1.0f32; N]).unwrap();
         let cy = cs1.clone_htod(&[2.0f32; N]).unwrap();

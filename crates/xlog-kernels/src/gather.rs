@@ -4,14 +4,15 @@
 //! - [`gather`]: `out[i] = x[idx[i]]`, a new buffer as long as `idx`.
 //! - [`scatter`]: `out[idx[i]] = x[i]` into a buffer you pass.
 //!
-//! Element types `u32`, `i32`, `f32`, `u64`, `i64`, `f64`; index types `u32` and
-//! `u64`.
+//! Element types `u8`, `u16`, `u32`, `i32`, `f32`, `u64`, `i64`, `f64`; index types
+//! `u32` and `u64`. Each kernel is generic over both, one entry point per pair
+//! (`gather_indexed__u8__u32`).
 //!
 //! # Algorithm and cost
 //!
 //! One launch, one thread per element (a grid-stride loop): `O(n)` work, each index
 //! read once and each element moved once, in random order on the indexed side (the
-//! speed of random 4- or 8-byte accesses, not of a copy). Every index is compared
+//! speed of random 1- to 8-byte accesses, not of a copy). Every index is compared
 //! with the indexed buffer's length on the device; a thread that finds one out of
 //! range leaves its element alone (a gather writes 0 there) and records its
 //! position with an atomic minimum in an 8-byte error word. The host function then
@@ -23,62 +24,54 @@
 //! | duplicates | a gather may repeat indices freely; a scatter with repeated indices leaves one of the colliding elements (which is unspecified), each write atomic, never torn |
 //! | errors | `InvalidArgument` naming the first (lowest) position with a bad index, its value and the bound; the valid elements are written even then |
 
+use xlog::device::atomic::AtomicStore;
 use xlog::prelude::*;
 
-macro_rules! kernels {
-    ($($t:ty, $i:ty, $gather:ident, $scatter:ident;)*) => {$(
-        #[doc = concat!("`out[i] = x[idx[i]]` for `", stringify!($t), "` by `", stringify!($i), "` indices: `out[i] = 0` and `bad[0] = min(bad[0], i)` where `idx[i]` is out of range. The kernel of [`gather`].")]
-        #[xlog_kernel(read(x, idx), write(out), atomic(bad))]
-        pub fn $gather(x: &[$t], idx: &[$i], out: &mut [$t], bad: &mut [u64]) {
-            for i in thread::grid_stride(out.len()) {
-                let j = idx.get(i.get()).map_or(usize::MAX, |&j| j as usize);
-                out[i] = match x.get(j) {
-                    Some(&v) => v,
-                    None => {
-                        bad.fetch_min(0, i.get() as u64);
-                        0 as $t
-                    }
-                };
+/// `out[i] = x[idx[i]]`: `out[i] = 0` and `bad[0] = min(bad[0], i)` where `idx[i]`
+/// is out of range. The kernel of [`gather`].
+#[xlog_kernel(
+    read(x, idx), write(out), atomic(bad),
+    for T in [u8, u16, u32, i32, f32, u64, i64, f64], for I in [u32, u64]
+)]
+pub fn gather_indexed<T: Default, I: Into<u64>>(
+    x: &[T],
+    idx: &[I],
+    out: &mut [T],
+    bad: &mut [u64],
+) {
+    for i in thread::grid_stride(out.len()) {
+        let j = idx.get(i.get()).map_or(usize::MAX, |&j| j.into() as usize);
+        out[i] = match x.get(j) {
+            Some(&v) => v,
+            None => {
+                bad.fetch_min(0, i.get() as u64);
+                T::default()
             }
-        }
-
-        #[doc = concat!("`out[idx[i]] = x[i]` for `", stringify!($t), "` by `", stringify!($i), "` indices (atomic stores): `bad[0] = min(bad[0], i)` where `idx[i]` is out of range. The kernel of [`scatter`].")]
-        #[xlog_kernel(read(x, idx), atomic(out, bad))]
-        pub fn $scatter(x: &[$t], idx: &[$i], out: &mut [$t], bad: &mut [u64]) {
-            for i in thread::grid_stride(x.len()) {
-                let j = idx.get(i.get()).map_or(usize::MAX, |&j| j as usize);
-                if j < out.len() {
-                    out.store(j, x[i]);
-                } else {
-                    bad.fetch_min(0, i.get() as u64);
-                }
-            }
-        }
-    )*};
+        };
+    }
 }
 
-/// Feeds the table of (element type, index type, gather kernel, scatter kernel)
-/// to `$m`: the kernels and their host impls are made from the one list.
-macro_rules! each_pair {
-    ($m:ident) => {
-        $m! {
-            u32, u32, gather_u32_by_u32, scatter_u32_by_u32;
-            i32, u32, gather_i32_by_u32, scatter_i32_by_u32;
-            f32, u32, gather_f32_by_u32, scatter_f32_by_u32;
-            u64, u32, gather_u64_by_u32, scatter_u64_by_u32;
-            i64, u32, gather_i64_by_u32, scatter_i64_by_u32;
-            f64, u32, gather_f64_by_u32, scatter_f64_by_u32;
-            u32, u64, gather_u32_by_u64, scatter_u32_by_u64;
-            i32, u64, gather_i32_by_u64, scatter_i32_by_u64;
-            f32, u64, gather_f32_by_u64, scatter_f32_by_u64;
-            u64, u64, gather_u64_by_u64, scatter_u64_by_u64;
-            i64, u64, gather_i64_by_u64, scatter_i64_by_u64;
-            f64, u64, gather_f64_by_u64, scatter_f64_by_u64;
+/// `out[idx[i]] = x[i]` (atomic stores): `bad[0] = min(bad[0], i)` where `idx[i]`
+/// is out of range. The kernel of [`scatter`].
+#[xlog_kernel(
+    read(x, idx), atomic(out, bad),
+    for T in [u8, u16, u32, i32, f32, u64, i64, f64], for I in [u32, u64]
+)]
+pub fn scatter_indexed<T: AtomicStore, I: Into<u64>>(
+    x: &[T],
+    idx: &[I],
+    out: &mut [T],
+    bad: &mut [u64],
+) {
+    for i in thread::grid_stride(x.len()) {
+        let j = idx.get(i.get()).map_or(usize::MAX, |&j| j.into() as usize);
+        if j < out.len() {
+            out.store(j, x[i]);
+        } else {
+            bad.fetch_min(0, i.get() as u64);
         }
-    };
+    }
 }
-
-each_pair!(kernels);
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -86,8 +79,7 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use xlog::{
-        AllocTag, BufferView, BufferViewMut, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result,
-        Stream, WriteBuffer,
+        AllocTag, BufferView, DeviceBuffer, Error, ReadBuffer, Result, Stream, WriteBuffer,
     };
 
     /// Index types: `u32` and `u64`.
@@ -95,77 +87,28 @@ mod host {
     impl Index for u32 {}
     impl Index for u64 {}
 
-    mod sealed {
-        pub trait Indexed<I> {}
-    }
-
-    /// Element types gathered and scattered by index type `I`: the library's
-    /// numbers, each pair with its own kernels. Sealed: [`gather`] returns an
-    /// output it allocated uninitialised, which only its own kernels are trusted
-    /// to write in full.
+    /// Element types gathered and scattered by index type `I`: `u8`, `u16`, `u32`,
+    /// `i32`, `f32`, `u64`, `i64`, `f64`, the types both kernels are compiled for
+    /// ([`gather_indexed`](super::gather_indexed),
+    /// [`scatter_indexed`](super::scatter_indexed)). Implemented for exactly those:
+    /// [`gather`] returns an output it allocated uninitialised, which only its own
+    /// kernels are trusted to write in full.
     ///
-    /// ```compile_fail,E0277
-    /// use xlog::{BufferView, BufferViewMut, DeviceBuffer, LaunchConfig, Result, Stream};
+    /// ```compile_fail,E0119
     /// #[derive(Clone, Copy, xlog::DeviceCopy)]
     /// #[repr(C)]
-    /// struct Flag(bool);
-    /// impl xlog_kernels::gather::Indexed<u32> for Flag {
-    ///     fn __gather(_: &Stream, _: LaunchConfig, _: &BufferView<'_, Self>, _: &BufferView<'_, u32>,
-    ///                 _: &mut DeviceBuffer<Self>, _: &mut DeviceBuffer<u64>) -> Result<()> { Ok(()) }
-    ///     fn __scatter(_: &Stream, _: LaunchConfig, _: &BufferView<'_, Self>, _: &BufferView<'_, u32>,
-    ///                  _: &mut BufferViewMut<'_, Self>, _: &mut DeviceBuffer<u64>) -> Result<()> { Ok(()) }
-    /// }
+    /// struct Flag(u32);
+    /// impl xlog_kernels::gather::Indexed<u32> for Flag {}
     /// ```
-    pub trait Indexed<I: Index>: xlog::DeviceCopy + sealed::Indexed<I> {
-        #[doc(hidden)]
-        fn __gather(
-            s: &Stream,
-            cfg: LaunchConfig,
-            x: &BufferView<'_, Self>,
-            idx: &BufferView<'_, I>,
-            out: &mut DeviceBuffer<Self>,
-            bad: &mut DeviceBuffer<u64>,
-        ) -> Result<()>;
-        #[doc(hidden)]
-        fn __scatter(
-            s: &Stream,
-            cfg: LaunchConfig,
-            x: &BufferView<'_, Self>,
-            idx: &BufferView<'_, I>,
-            out: &mut BufferViewMut<'_, Self>,
-            bad: &mut DeviceBuffer<u64>,
-        ) -> Result<()>;
+    pub trait Indexed<I: Index>:
+        xlog::DeviceCopy + super::GatherIndexedType<I> + super::ScatterIndexedType<I>
+    {
     }
 
-    macro_rules! indexed {
-        ($($t:ty, $i:ty, $gather:ident, $scatter:ident;)*) => {$(
-            impl sealed::Indexed<$i> for $t {}
-            impl Indexed<$i> for $t {
-                fn __gather(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    x: &BufferView<'_, Self>,
-                    idx: &BufferView<'_, $i>,
-                    out: &mut DeviceBuffer<Self>,
-                    bad: &mut DeviceBuffer<u64>,
-                ) -> Result<()> {
-                    super::$gather::launch(s, cfg, x, idx, out, bad)
-                }
-                fn __scatter(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    x: &BufferView<'_, Self>,
-                    idx: &BufferView<'_, $i>,
-                    out: &mut BufferViewMut<'_, Self>,
-                    bad: &mut DeviceBuffer<u64>,
-                ) -> Result<()> {
-                    super::$scatter::launch(s, cfg, x, idx, out, bad)
-                }
-            }
-        )*};
+    impl<T, I: Index> Indexed<I> for T where
+        T: super::GatherIndexedType<I> + super::ScatterIndexedType<I>
+    {
     }
-
-    each_pair!(indexed);
 
     use crate::per_element as config;
 
@@ -233,7 +176,7 @@ mod host {
             return Ok(out);
         }
         let mut bad = error_word(s)?;
-        T::__gather(s, config(idx.len()), &x, &idx, &mut out, &mut bad)?;
+        super::gather_indexed::launch(s, config(idx.len()), &x, &idx, &mut out, &mut bad)?;
         check(s, "gather", &bad, &idx, x.len())?;
         Ok(out)
     }
@@ -270,7 +213,7 @@ mod host {
         }
         let mut out = out.as_view_mut();
         let mut bad = error_word(s)?;
-        T::__scatter(s, config(x.len()), &x, &idx, &mut out, &mut bad)?;
+        super::scatter_indexed::launch(s, config(x.len()), &x, &idx, &mut out, &mut bad)?;
         check(s, "scatter", &bad, &idx, out.len())
     }
 }

@@ -5,6 +5,8 @@ use xlog::{
     Stream, WriteBuffer,
 };
 
+use crate::elementwise;
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -25,124 +27,55 @@ pub enum Binary {
 }
 
 /// Element types the elementwise family is compiled for: `f32`, `f64`, `i32`,
-/// `u32`, `u64`.
-pub trait Element: xlog::DeviceCopy + sealed::Sealed {
+/// `u32`, `u64` (each kernel of [`elementwise`](crate::elementwise) lists them).
+pub trait Element:
+    xlog::DeviceCopy
+    + sealed::Sealed
+    + elementwise::FillType
+    + elementwise::CopyType
+    + elementwise::CastF32Type
+    + elementwise::CastF64Type
+    + elementwise::ScaleType
+    + elementwise::AxpyType
+    + elementwise::AddType
+    + elementwise::SubType
+    + elementwise::MulType
+    + elementwise::MinType
+    + elementwise::MaxType
+{
+    /// `y = a * x + y` by the vectorised kernel of this width: [`axpy_vec`]
+    /// (4 lanes) for 32-bit types, [`axpy_vec2`] (2 lanes) for 64-bit ones.
+    ///
+    /// [`axpy_vec`]: crate::elementwise::axpy_vec
+    /// [`axpy_vec2`]: crate::elementwise::axpy_vec2
     #[doc(hidden)]
-    fn __fill(s: &Stream, out: &mut BufferViewMut<'_, Self>, value: Self) -> Result<()>;
-    #[doc(hidden)]
-    fn __copy(
-        s: &Stream,
-        x: &BufferView<'_, Self>,
-        out: &mut BufferViewMut<'_, Self>,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    fn __cast_f32(
-        s: &Stream,
-        x: &BufferView<'_, Self>,
-        out: &mut BufferViewMut<'_, f32>,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    fn __cast_f64(
-        s: &Stream,
-        x: &BufferView<'_, Self>,
-        out: &mut BufferViewMut<'_, f64>,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    fn __scale(
-        s: &Stream,
-        x: &BufferView<'_, Self>,
-        out: &mut BufferViewMut<'_, Self>,
-        a: Self,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    fn __axpy(
+    fn __axpy_vec(
         s: &Stream,
         a: Self,
         x: &BufferView<'_, Self>,
         y: &mut BufferViewMut<'_, Self>,
     ) -> Result<()>;
-    #[doc(hidden)]
-    fn __binary(
-        s: &Stream,
-        op: Binary,
-        x: &BufferView<'_, Self>,
-        y: &BufferView<'_, Self>,
-        out: &mut BufferViewMut<'_, Self>,
-    ) -> Result<()>;
 }
 
 macro_rules! element {
-    ($m:ident, $t:ty) => {
+    ($kernel:ident, $lanes:literal: $($t:ty),*) => {$(
         impl sealed::Sealed for $t {}
         impl Element for $t {
-            fn __fill(s: &Stream, out: &mut BufferViewMut<'_, Self>, value: Self) -> Result<()> {
-                crate::elementwise::$m::fill::launch(s, cfg(out.len()), out, value)
-            }
-            fn __copy(
-                s: &Stream,
-                x: &BufferView<'_, Self>,
-                out: &mut BufferViewMut<'_, Self>,
-            ) -> Result<()> {
-                crate::elementwise::$m::copy::launch(s, cfg(x.len()), x, out)
-            }
-            fn __cast_f32(
-                s: &Stream,
-                x: &BufferView<'_, Self>,
-                out: &mut BufferViewMut<'_, f32>,
-            ) -> Result<()> {
-                crate::elementwise::$m::cast_f32::launch(s, cfg(x.len()), x, out)
-            }
-            fn __cast_f64(
-                s: &Stream,
-                x: &BufferView<'_, Self>,
-                out: &mut BufferViewMut<'_, f64>,
-            ) -> Result<()> {
-                crate::elementwise::$m::cast_f64::launch(s, cfg(x.len()), x, out)
-            }
-            fn __scale(
-                s: &Stream,
-                x: &BufferView<'_, Self>,
-                out: &mut BufferViewMut<'_, Self>,
-                a: Self,
-            ) -> Result<()> {
-                crate::elementwise::$m::scale::launch(s, cfg(x.len()), x, out, a)
-            }
-            fn __axpy(
+            fn __axpy_vec(
                 s: &Stream,
                 a: Self,
                 x: &BufferView<'_, Self>,
                 y: &mut BufferViewMut<'_, Self>,
             ) -> Result<()> {
-                // One thread per chunk of the vectorised kernel.
-                let lanes = 16 / std::mem::size_of::<$t>();
-                crate::elementwise::$m::axpy_vec::launch(s, cfg(x.len().div_ceil(lanes)), a, x, y)
-            }
-            fn __binary(
-                s: &Stream,
-                op: Binary,
-                x: &BufferView<'_, Self>,
-                y: &BufferView<'_, Self>,
-                out: &mut BufferViewMut<'_, Self>,
-            ) -> Result<()> {
-                use crate::elementwise::$m as k;
-                let c = cfg(x.len());
-                match op {
-                    Binary::Add => k::add::launch(s, c, x, y, out),
-                    Binary::Sub => k::sub::launch(s, c, x, y, out),
-                    Binary::Mul => k::mul::launch(s, c, x, y, out),
-                    Binary::Min => k::min::launch(s, c, x, y, out),
-                    Binary::Max => k::max::launch(s, c, x, y, out),
-                }
+                // One thread per chunk.
+                elementwise::$kernel::launch(s, cfg(x.len().div_ceil($lanes)), a, x, y)
             }
         }
-    };
+    )*};
 }
 
-element!(f32, f32);
-element!(f64, f64);
-element!(i32, i32);
-element!(u32, u32);
-element!(u64, u64);
+element!(axpy_vec, 4: f32, i32, u32);
+element!(axpy_vec2, 2: f64, u64);
 
 fn cfg(n: usize) -> LaunchConfig {
     LaunchConfig::for_len(n)
@@ -179,13 +112,17 @@ fn output<U: xlog::DeviceCopy>(
 
 /// A new buffer of `len` copies of `value`.
 pub fn fill<T: Element>(s: &Stream, len: usize, value: T) -> Result<DeviceBuffer<T>> {
-    output(s, len, "xlog-kernels::fill", |o| T::__fill(s, o, value))
+    output(s, len, "xlog-kernels::fill", |o| {
+        elementwise::fill::launch(s, cfg(len), o, value)
+    })
 }
 
 /// A copy of `x`.
 pub fn copy<T: Element>(s: &Stream, x: &(impl ReadBuffer<T> + ?Sized)) -> Result<DeviceBuffer<T>> {
     let x = x.as_view();
-    output(s, x.len(), "xlog-kernels::copy", |o| T::__copy(s, &x, o))
+    output(s, x.len(), "xlog-kernels::copy", |o| {
+        elementwise::copy::launch(s, cfg(x.len()), &x, o)
+    })
 }
 
 /// `x` converted to `f32` with `as`.
@@ -195,7 +132,7 @@ pub fn cast_f32<T: Element>(
 ) -> Result<DeviceBuffer<f32>> {
     let x = x.as_view();
     output(s, x.len(), "xlog-kernels::cast", |o| {
-        T::__cast_f32(s, &x, o)
+        elementwise::cast_f32::launch(s, cfg(x.len()), &x, o)
     })
 }
 
@@ -206,7 +143,7 @@ pub fn cast_f64<T: Element>(
 ) -> Result<DeviceBuffer<f64>> {
     let x = x.as_view();
     output(s, x.len(), "xlog-kernels::cast", |o| {
-        T::__cast_f64(s, &x, o)
+        elementwise::cast_f64::launch(s, cfg(x.len()), &x, o)
     })
 }
 
@@ -218,7 +155,7 @@ pub fn scale<T: Element>(
 ) -> Result<DeviceBuffer<T>> {
     let x = x.as_view();
     output(s, x.len(), "xlog-kernels::scale", |o| {
-        T::__scale(s, &x, o, a)
+        elementwise::scale::launch(s, cfg(x.len()), &x, o, a)
     })
 }
 
@@ -234,7 +171,7 @@ pub fn axpy<T: Element>(
     if x.is_empty() {
         return Ok(());
     }
-    T::__axpy(s, a, &x, &mut y)
+    T::__axpy_vec(s, a, &x, &mut y)
 }
 
 /// `op(x, y)` elementwise into a new buffer.
@@ -247,7 +184,14 @@ pub fn binary<T: Element>(
     let (x, y) = (x.as_view(), y.as_view());
     same_len("xlog_kernels::binary", x.len(), y.len())?;
     output(s, x.len(), "xlog-kernels::binary", |o| {
-        T::__binary(s, op, &x, &y, o)
+        let c = cfg(x.len());
+        match op {
+            Binary::Add => elementwise::add::launch(s, c, &x, &y, o),
+            Binary::Sub => elementwise::sub::launch(s, c, &x, &y, o),
+            Binary::Mul => elementwise::mul::launch(s, c, &x, &y, o),
+            Binary::Min => elementwise::min::launch(s, c, &x, &y, o),
+            Binary::Max => elementwise::max::launch(s, c, &x, &y, o),
+        }
     })
 }
 

@@ -447,32 +447,30 @@ fn write_pairs(
     }
 }
 
-macro_rules! join_kernels {
-    ($($k:ty, $build:ident, $count:ident;)*) => {$(
-        #[doc = concat!("The build step over `", stringify!($k), "` keys: every row of `keys` into the zeroed `table`, `next[row]` its chain link ([module docs](self)).")]
-        #[xlog_kernel(read(keys), atomic(table), write(next))]
-        pub fn $build(keys: &[$k], table: &mut [$k], next: &mut [u32]) {
-            build_rows::<$k>(keys, table, next);
-        }
-
-        #[doc = concat!("The count step over `", stringify!($k), "` keys: each probe row's output rows under `mode` (0 inner, 1 semi, 2 anti), its chain's head (when `firsts` is not empty) and each tile's total.")]
-        #[xlog_kernel(read(keys, table), write(counts per chunk(4), firsts per chunk(4), totals per block), block = 256)]
-        pub fn $count(
-            keys: &[$k],
-            table: &[$k],
-            counts: &mut [u32],
-            firsts: &mut [u32],
-            totals: &mut [u64],
-            mode: u32,
-        ) {
-            count_rows::<$k>(keys, table, counts, firsts, totals, mode);
-        }
-    )*};
+/// The build step: every row of `keys` into the zeroed `table`, `next[row]` its
+/// chain link ([module docs](self)).
+#[xlog_kernel(read(keys), atomic(table), write(next), for K in [u32, u64])]
+pub fn join_build<K: Key>(keys: &[K], table: &mut [K], next: &mut [u32]) {
+    build_rows::<K>(keys, table, next);
 }
 
-join_kernels! {
-    u32, join_build_u32, join_count_u32;
-    u64, join_build_u64, join_count_u64;
+/// The count step: each probe row's output rows under `mode` (0 inner, 1 semi, 2
+/// anti), its chain's head (when `firsts` is not empty) and each tile's total.
+#[xlog_kernel(
+    read(keys, table), write(counts per chunk(4), firsts per chunk(4), totals per block), block = 256,
+    for K in [u32, u64]
+)]
+pub fn join_count<K: Key>(
+    keys: &[K],
+    table: &[K],
+    counts: &mut [u32],
+    firsts: &mut [u32],
+    totals: &mut [u64],
+    mode: u32,
+) where
+    [K; 2]: Vector,
+{
+    count_rows::<K>(keys, table, counts, firsts, totals, mode);
 }
 
 /// The write step of an inner join: each probe row's `(build row, probe row)`
@@ -523,62 +521,15 @@ mod host {
     /// The count pass's mode of an inner join: a probe row's number of matches.
     const INNER: u32 = 0;
 
-    /// Key types a [`JoinTable`] is built over: `u32` and `u64`.
-    pub trait JoinKey: Key + xlog::DeviceCopy {
-        #[doc(hidden)]
-        fn __build(
-            s: &Stream,
-            cfg: LaunchConfig,
-            keys: &BufferView<'_, Self>,
-            table: &mut DeviceBuffer<Self>,
-            next: &mut DeviceBuffer<u32>,
-        ) -> Result<()>;
-        #[doc(hidden)]
-        #[allow(clippy::too_many_arguments)]
-        fn __count(
-            s: &Stream,
-            cfg: LaunchConfig,
-            keys: &BufferView<'_, Self>,
-            table: &DeviceBuffer<Self>,
-            counts: &mut DeviceBuffer<u32>,
-            firsts: &mut DeviceBuffer<u32>,
-            totals: &mut DeviceBuffer<u64>,
-            mode: u32,
-        ) -> Result<()>;
+    /// Key types a [`JoinTable`] is built over: `u32` and `u64`, the types the
+    /// join's kernels are compiled for.
+    pub trait JoinKey:
+        Key + xlog::DeviceCopy + super::JoinBuildType + super::JoinCountType
+    {
     }
 
-    macro_rules! join_key {
-        ($($k:ty, $build:ident, $count:ident;)*) => {$(
-            impl JoinKey for $k {
-                fn __build(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    keys: &BufferView<'_, Self>,
-                    table: &mut DeviceBuffer<Self>,
-                    next: &mut DeviceBuffer<u32>,
-                ) -> Result<()> {
-                    super::$build::launch(s, cfg, keys, table, next)
-                }
-                fn __count(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    keys: &BufferView<'_, Self>,
-                    table: &DeviceBuffer<Self>,
-                    counts: &mut DeviceBuffer<u32>,
-                    firsts: &mut DeviceBuffer<u32>,
-                    totals: &mut DeviceBuffer<u64>,
-                    mode: u32,
-                ) -> Result<()> {
-                    super::$count::launch(s, cfg, keys, table, counts, firsts, totals, mode)
-                }
-            }
-        )*};
-    }
-
-    join_key! {
-        u32, join_build_u32, join_count_u32;
-        u64, join_build_u64, join_count_u64;
-    }
+    impl JoinKey for u32 {}
+    impl JoinKey for u64 {}
 
     /// The result of an inner join: `(build_rows[k], probe_rows[k])` is the `k`-th
     /// matching pair of row ids, ordered by probe row ([module docs](super)).
@@ -678,7 +629,7 @@ mod host {
             if rows > 0 {
                 let blocks = rows.div_ceil(BLOCK as usize).min(1 << 20) as u32;
                 let cfg = LaunchConfig::new([blocks, 1, 1], [BLOCK, 1, 1]);
-                K::__build(s, cfg, &keys, &mut table, &mut next)?;
+                super::join_build::launch(s, cfg, &keys, &mut table, &mut next)?;
             }
             Ok(JoinTable { table, next, rows })
         }
@@ -730,7 +681,7 @@ mod host {
             // SAFETY: every block's leader writes its tile's total.
             let mut totals =
                 unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("join tile totals")) }?;
-            K::__count(
+            super::join_count::launch(
                 s,
                 tile_grid(n),
                 probe,

@@ -5,8 +5,9 @@
 //! [`fill`], [`copy`], [`cast_f32`] / [`cast_f64`], [`scale`], [`axpy`], and the binary [`add`],
 //! [`sub`], [`mul`], [`min`], [`max`]. Each host function launches on the stream it
 //! is given; xlog fences its inputs against work on other streams. The typed
-//! launchers themselves are in [`elementwise`] (`elementwise::f32::add::launch`).
-//! [`axpy`] runs the vectorised kernel (`elementwise::f32::axpy_vec`: each thread owns
+//! launchers themselves are in [`elementwise`], one generic kernel per operation
+//! (`elementwise::add::launch::<f32>`, the type inferred from the buffers).
+//! [`axpy`] runs the vectorised kernel (`elementwise::axpy_vec`: each thread owns
 //! a chunk of four `f32`s and moves it with one 128-bit load and store).
 //!
 //! The second family, [`cooperative`], has threads working together without `unsafe`:

@@ -49,6 +49,12 @@
 //! let x_xor = xlog_kernels::reduce::fold::<u64, Xor>(&s, &x)?;
 //! ```
 //!
+//! Without `unsafe`: implement the safe [`Fold`] instead and call [`fold_safely`],
+//! which starts the partials and the result zeroed (a memset more). A kernel
+//! generic over its element type folds with [`fold_block_chunked`], and one
+//! `impl<T: KernelType> Fold<T>` covers every type it lists ([`fold_safely`]'s docs
+//! show [`Xor`], the library's own example).
+//!
 //! The operator must be associative and commutative: threads and blocks are
 //! combined in an order fixed by the launch shape, not the elements' order.
 
@@ -172,6 +178,72 @@ reductions! {
     f64, 2, reduce_sum_f64 = |a: f64, b: f64| a + b, reduce_min_f64 = f64::min, reduce_max_f64 = f64::max, f64::NEG_INFINITY, f64::INFINITY;
 }
 
+/// The elements whose 16-byte chunks the reductions load: one [`fold_block`] over
+/// each type's chunk, so a kernel generic over the element type folds with
+/// [`fold_block_chunked`] (`K` is 4 for 32-bit types, 2 for 64-bit ones).
+pub trait Chunked: Shuffle + sealed::Chunked {
+    /// Elements per 16-byte chunk.
+    const CHUNK: usize;
+    /// [`fold_block`] with this type's chunk.
+    fn fold_block(
+        x: &[Self],
+        partials: &mut Out<'_, Self, PerBlock>,
+        identity: Self,
+        op: impl Fn(Self, Self) -> Self + Copy,
+    );
+}
+
+mod sealed {
+    pub trait Chunked {}
+}
+
+// Each type's chunk: four 32-bit or two 64-bit elements.
+macro_rules! chunked {
+    ($($k:literal: $($t:ty),*;)*) => {$($(
+        impl sealed::Chunked for $t {}
+        impl Chunked for $t {
+            const CHUNK: usize = $k;
+            #[inline(always)]
+            fn fold_block(
+                x: &[$t],
+                partials: &mut Out<'_, $t, PerBlock>,
+                identity: $t,
+                op: impl Fn($t, $t) -> $t + Copy,
+            ) {
+                fold_block::<$t, $k>(x, partials, identity, op)
+            }
+        }
+    )*)*};
+}
+
+chunked! {
+    4: u32, i32, f32;
+    2: u64, i64, f64;
+}
+
+/// [`fold_block`] for any [`Chunked`] element type: the body of a reduction kernel
+/// generic over its element type (see the [module docs](self)).
+#[inline(always)]
+pub fn fold_block_chunked<T: Chunked>(
+    x: &[T],
+    partials: &mut Out<'_, T, PerBlock>,
+    identity: T,
+    op: impl Fn(T, T) -> T + Copy,
+) {
+    T::fold_block(x, partials, identity, op)
+}
+
+/// Per-block bitwise exclusive ors of `u32`s or `u64`s: an operator outside the
+/// built-in ones, written the way a generic kernel of your own is (the [`Xor`] of
+/// [`fold_safely`]).
+#[xlog_kernel(read(x), write(partials per block), block = 256, for T in [u32, u64])]
+pub fn fold_xor<T>(x: &[T], partials: &mut [T])
+where
+    T: Chunked + core::ops::BitXor<Output = T> + Default,
+{
+    fold_block_chunked(x, partials, T::default(), |a, b| a ^ b);
+}
+
 /// Per-block bitwise ors of `u32`s: an operator outside the built-in ones, written
 /// the way a kernel of your own is (the [`BitOr`] of [`fold`]).
 #[xlog_kernel(read(x), write(partials per block), block = 256)]
@@ -269,6 +341,95 @@ mod host {
         )?;
         K::launch(s, one_block(), &partials.as_view(), &mut out)?;
         Ok(out)
+    }
+
+    /// A reduction kernel of your own, for [`fold_safely`]: safe to implement,
+    /// since [`fold_safely`] hands it zeroed memory. Its body is
+    /// [`fold_block_chunked`](super::fold_block_chunked) or
+    /// [`fold_block`](super::fold_block) (every block's leader writes
+    /// `partials[blockIdx.x]`, the fold of what its block read); a kernel that
+    /// keeps no such contract gives a wrong result, never undefined behaviour.
+    pub trait Fold<T: xlog::DeviceCopy> {
+        /// Elements per 16-byte chunk (`K` of `fold_block::<T, K>`).
+        const CHUNK: usize = 16 / core::mem::size_of::<T>();
+
+        /// Launches the kernel over `x`, writing one value per block into `partials`.
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            partials: &mut DeviceBuffer<T>,
+        ) -> Result<()>;
+    }
+
+    /// The fold of `x` under kernel `K`'s operator, as [`fold`] computes it, for a
+    /// kernel implementing the safe [`Fold`]: the partials and the result start
+    /// zeroed (two memsets of at most [`MAX_BLOCKS`](super::MAX_BLOCKS) elements
+    /// and one), so no implementation can hand out unwritten memory.
+    ///
+    /// With a generic kernel, one implementation serves every listed type:
+    ///
+    /// ```ignore
+    /// #[xlog_kernel(read(x), write(partials per block), block = 256, for T in [u32, u64])]
+    /// pub fn fold_xor<T>(x: &[T], partials: &mut [T])
+    /// where
+    ///     T: Chunked + core::ops::BitXor<Output = T> + Default,
+    /// {
+    ///     fold_block_chunked(x, partials, T::default(), |a, b| a ^ b);
+    /// }
+    /// pub struct Xor;
+    /// impl<T: FoldXorType> Fold<T> for Xor {
+    ///     fn launch(s: &Stream, cfg: LaunchConfig, x: &BufferView<'_, T>, partials: &mut DeviceBuffer<T>) -> Result<()> {
+    ///         fold_xor::launch(s, cfg, x, partials)
+    ///     }
+    /// }
+    /// let x_xor = xlog_kernels::reduce::fold_safely::<u64, Xor>(&s, &x)?;
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`fold`].
+    pub fn fold_safely<T: xlog::DeviceCopy, K: Fold<T>>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>> {
+        let x = x.as_view();
+        let rt = s.runtime()?;
+        let per_block = BLOCK as usize * K::CHUNK;
+        let blocks = x
+            .len()
+            .div_ceil(per_block * UNROLL)
+            .clamp(1, MAX_BLOCKS as usize);
+        let mut out = rt.alloc_zeroed_on::<T>(s, 1)?;
+        if x.len() <= per_block {
+            K::launch(s, one_block(), &x, &mut out)?;
+            return Ok(out);
+        }
+        let mut partials = rt.alloc_zeroed_on::<T>(s, blocks)?;
+        K::launch(
+            s,
+            LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1]),
+            &x,
+            &mut partials,
+        )?;
+        K::launch(s, one_block(), &partials.as_view(), &mut out)?;
+        Ok(out)
+    }
+
+    /// Bitwise exclusive or of `u32`s or `u64`s, through the generic kernel
+    /// [`fold_xor`](super::fold_xor): an operator written the way a user's is.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Xor;
+
+    impl<T: super::FoldXorType> Fold<T> for Xor {
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            partials: &mut DeviceBuffer<T>,
+        ) -> Result<()> {
+            super::fold_xor::launch(s, cfg, x, partials)
+        }
     }
 
     fn one_block() -> LaunchConfig {

@@ -37,7 +37,10 @@
 //! Write a kernel whose body is [`scan_tile`] with your operator (associative;
 //! it need not be commutative: elements are combined in order) and identity, and
 //! name it in an (`unsafe`) [`ScanKernel`] implementation; [`scan`] runs it. [`InclusiveMaxU32`]
-//! is one, written the way yours would be.
+//! is one, written the way yours would be. Without `unsafe`: implement the safe
+//! [`Scan`] and call [`scan_safely`], which zeroes the output first (one more write
+//! of it); a kernel generic over its element type needs one implementation,
+//! `impl<T: KernelType> Scan<T>`, as [`InclusiveXor`] shows.
 
 use xlog::device::lookback::{self, LookBack};
 use xlog::device::vector::Vector;
@@ -164,6 +167,22 @@ sums! {
 #[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 5)]
 pub fn scan_last_nonzero_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
     scan_tile::<u32, 16, 4, true>(x, out, status, 0, |a, b| if b == 0 { a } else { b });
+}
+
+/// `out[i] = x[0] ^ … ^ x[i]` over the 32-bit integers: a scan kernel generic over
+/// its element type, written the way a user's is (the [`InclusiveXor`] of
+/// [`scan_safely`]).
+#[doc = launch_rule!(16)]
+#[xlog_kernel(
+    read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 5,
+    for T in [u32, i32]
+)]
+pub fn scan_inclusive_xor<T>(x: &[T], out: &mut [T], status: &mut [u64])
+where
+    T: Shuffle + core::ops::BitXor<Output = T> + Default,
+    [T; 4]: Vector,
+{
+    scan_tile::<T, 16, 4, true>(x, out, status, T::default(), |a, b| a ^ b);
 }
 
 /// `out[i] = max(x[0], …, x[i])` over `u32`s: the kernel of [`InclusiveMaxU32`].
@@ -352,6 +371,56 @@ mod host {
         Ok(out)
     }
 
+    /// A scan kernel of your own, for [`scan_safely`]: safe to implement, since
+    /// [`scan_safely`] hands it a zeroed output and zeroed look-back words. Its
+    /// body is [`scan_tile`](super::scan_tile) with `K = ITEMS` (one tile of
+    /// `BLOCK · ITEMS` elements per block); a kernel that keeps no such contract
+    /// gives a wrong result, never undefined behaviour.
+    pub trait Scan<T: xlog::DeviceCopy> {
+        /// Elements per thread (`K` of `scan_tile`).
+        const ITEMS: usize;
+
+        /// Launches the kernel: `x` in, `out` (as long as `x`) out, `status` its
+        /// look-back words (its `lookback` parameter).
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            out: &mut DeviceBuffer<T>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()>;
+    }
+
+    /// The scan of `x` by kernel `K`, as [`scan`] runs it, for a kernel
+    /// implementing the safe [`Scan`]: the output and the look-back words start
+    /// zeroed (a memset of the output more than [`scan`], one more write of its
+    /// bytes), so no implementation can hand out unwritten memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`scan`].
+    pub fn scan_safely<T: xlog::DeviceCopy, K: Scan<T>>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T>> {
+        let x = x.as_view();
+        let rt = s.runtime()?;
+        let (tiles, grid) = tiles_and_grid(x.len(), K::ITEMS, "xlog_kernels::scan::scan_safely")?;
+        let mut out = rt.alloc_zeroed_on::<T>(s, x.len())?;
+        if x.is_empty() {
+            return Ok(out);
+        }
+        let mut status = rt.alloc_zeroed_on::<u64>(s, status_words(tiles))?;
+        K::launch(
+            s,
+            LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]),
+            &x,
+            &mut out,
+            &mut status,
+        )?;
+        Ok(out)
+    }
+
     /// [`inclusive_sum`] recorded into a graph (see [`record_scan`]).
     ///
     /// # Errors
@@ -382,6 +451,25 @@ mod host {
         ExclusiveSum: ScanRecord<T>,
     {
         record_scan::<T, ExclusiveSum>(rec, arena, x)
+    }
+
+    /// The running exclusive or of `u32`s or `i32`s, through the generic kernel
+    /// [`scan_inclusive_xor`](super::scan_inclusive_xor): one safe [`Scan`]
+    /// implementation for every type the kernel lists.
+    #[derive(Clone, Copy, Debug)]
+    pub struct InclusiveXor;
+
+    impl<T: super::ScanInclusiveXorType> Scan<T> for InclusiveXor {
+        const ITEMS: usize = 16;
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            out: &mut DeviceBuffer<T>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()> {
+            super::scan_inclusive_xor::launch(s, cfg, x, out, status)
+        }
     }
 
     /// The inclusive sum: `out[i] = x[0] + … + x[i]`.

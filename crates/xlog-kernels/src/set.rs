@@ -7,7 +7,8 @@
 //!   `b`, in order (`a ∖ b`, deduplicated on the way).
 //! - [`intersection`]: the distinct elements of sorted `a` that occur in sorted `b`.
 //!
-//! Element types `u32`, `i32`, `u64`, `i64`: integers, whose order is total. The
+//! Element types `u32`, `i32`, `u64`, `i64`: integers, whose order is total; each
+//! kernel is generic over them (one entry point per type, `merge_runs__u64`). The
 //! inputs must be sorted ascending (`xlog_kernels::sort`); an unsorted input gives
 //! a result of unspecified order and content, or a device panic (a search window
 //! out of order, reported as `KernelPanic`), never an out-of-range access.
@@ -78,93 +79,83 @@ fn holds<T: PartialOrd + Copy>(x: &[T], v: T) -> bool {
     at < x.len() && x[at] == v
 }
 
-macro_rules! kernels {
-    ($($t:ty: $places:ident, $bounds:ident, $merge:ident, $windows:ident, $flags:ident;)*) => {$(
-        #[doc = concat!("`place[j] = j + |{a ≤ b[j]}|` for sorted `", stringify!($t), "` runs: where `b[j]` lands in the merge. The first kernel of [`merge`].")]
-        #[xlog_kernel(read(a, b), write(place))]
-        pub fn $places(a: &[$t], b: &[$t], place: &mut [u64]) {
-            for j in thread::grid_stride(place.len()) {
-                let at = bound(a, b[j.get()], false);
-                place[j] = (j.get() + at) as u64;
-            }
-        }
-
-        #[doc = concat!("`bounds[g] = |{place < g · TILE}|` for the places of a `", stringify!($t), "` merge: which of `b`'s elements land before each tile of the output. The second kernel of [`merge`].")]
-        #[xlog_kernel(read(place), write(bounds))]
-        pub fn $bounds(place: &[u64], bounds: &mut [u64]) {
-            for g in thread::grid_stride(bounds.len()) {
-                bounds[g] = bound(place, (g.get() * TILE) as u64, true) as u64;
-            }
-        }
-
-        #[doc = concat!("`out[k]`: the `k`-th element of the merge of sorted `", stringify!($t), "` runs `a` and `b`, given `b`'s places and the tiles' bounds. The third kernel of [`merge`].")]
-        #[xlog_kernel(read(a, b, place, bounds), write(out))]
-        pub fn $merge(a: &[$t], b: &[$t], place: &[u64], bounds: &[u64], out: &mut [$t]) {
-            for k in thread::grid_stride(out.len()) {
-                let at = k.get() as u64;
-                let g = k.get() / TILE;
-                let (lo, hi) = (bounds[g] as usize, bounds[g + 1] as usize);
-                // The number of `b`'s elements at or before position `k`: those
-                // before this tile, and those of the tile's window up to `k`.
-                let r = lo + bound(&place[lo..hi], at, false);
-                out[k] = if r > 0 && place[r - 1] == at {
-                    b[r - 1]
-                } else {
-                    a[k.get() - r]
-                };
-            }
-        }
-
-        #[doc = concat!("`bounds[g] = |{b < a[g · TILE]}|` (`|b|` past the end of `a`) for sorted `", stringify!($t), "` runs: where each tile of `a` starts in `b`. The first kernel of [`difference`] and [`intersection`].")]
-        #[xlog_kernel(read(a, b), write(bounds))]
-        pub fn $windows(a: &[$t], b: &[$t], bounds: &mut [u64]) {
-            for g in thread::grid_stride(bounds.len()) {
-                let at = g.get() * TILE;
-                bounds[g] = if at < a.len() { bound(b, a[at], true) } else { b.len() } as u64;
-            }
-        }
-
-        #[doc = concat!("`flags[i] = 1` where `a[i]` starts a run of equals in sorted `", stringify!($t), "` run `a` and its presence in sorted `b` is `present != 0`, searched for in its tile's window of `b`. The second kernel of [`difference`] and [`intersection`].")]
-        #[xlog_kernel(read(a, b, bounds), write(flags))]
-        pub fn $flags(a: &[$t], b: &[$t], bounds: &[u64], present: u32, flags: &mut [u8]) {
-            for i in thread::grid_stride(flags.len()) {
-                let v = a[i.get()];
-                let first = i.get() == 0 || a[i.get() - 1] != v;
-                // `v` lies between its tile's first element and the next tile's,
-                // so its place in `b` lies between theirs.
-                let g = i.get() / TILE;
-                let lo = bounds[g] as usize;
-                let hi = (bounds[g + 1] as usize + 1).min(b.len());
-                flags[i] = (first && holds(&b[lo..hi], v) == (present != 0)) as u8;
-            }
-        }
-    )*};
+/// `place[j] = j + |{a ≤ b[j]}|` for sorted runs: where `b[j]` lands in the merge.
+/// The first kernel of [`merge`].
+#[xlog_kernel(read(a, b), write(place), for T in [u32, i32, u64, i64])]
+pub fn merge_places<T: PartialOrd>(a: &[T], b: &[T], place: &mut [u64]) {
+    for j in thread::grid_stride(place.len()) {
+        let at = bound(a, b[j.get()], false);
+        place[j] = (j.get() + at) as u64;
+    }
 }
 
-/// Feeds the table of (element type, place, bound, merge, window and flag kernels) to
-/// `$m`: the kernels and their host impls are made from the one list.
-macro_rules! each_type {
-    ($m:ident) => {
-        $m! {
-            u32: merge_places_u32, merge_bounds_u32, merge_u32, set_windows_u32, set_flags_u32;
-            i32: merge_places_i32, merge_bounds_i32, merge_i32, set_windows_i32, set_flags_i32;
-            u64: merge_places_u64, merge_bounds_u64, merge_u64, set_windows_u64, set_flags_u64;
-            i64: merge_places_i64, merge_bounds_i64, merge_i64, set_windows_i64, set_flags_i64;
-        }
-    };
+/// `bounds[g] = |{place < g · TILE}|` for the places of a merge: which of `b`'s
+/// elements land before each tile of the output. The second kernel of [`merge`],
+/// the same for every element type.
+#[xlog_kernel(read(place), write(bounds))]
+pub fn merge_bounds(place: &[u64], bounds: &mut [u64]) {
+    for g in thread::grid_stride(bounds.len()) {
+        bounds[g] = bound(place, (g.get() * TILE) as u64, true) as u64;
+    }
 }
 
-each_type!(kernels);
+/// `out[k]`: the `k`-th element of the merge of sorted runs `a` and `b`, given
+/// `b`'s places and the tiles' bounds. The third kernel of [`merge`].
+#[xlog_kernel(read(a, b, place, bounds), write(out), for T in [u32, i32, u64, i64])]
+pub fn merge_runs<T>(a: &[T], b: &[T], place: &[u64], bounds: &[u64], out: &mut [T]) {
+    for k in thread::grid_stride(out.len()) {
+        let at = k.get() as u64;
+        let g = k.get() / TILE;
+        let (lo, hi) = (bounds[g] as usize, bounds[g + 1] as usize);
+        // The number of `b`'s elements at or before position `k`: those before
+        // this tile, and those of the tile's window up to `k`.
+        let r = lo + bound(&place[lo..hi], at, false);
+        out[k] = if r > 0 && place[r - 1] == at {
+            b[r - 1]
+        } else {
+            a[k.get() - r]
+        };
+    }
+}
+
+/// `bounds[g] = |{b < a[g · TILE]}|` (`|b|` past the end of `a`) for sorted runs:
+/// where each tile of `a` starts in `b`. The first kernel of [`difference`] and
+/// [`intersection`].
+#[xlog_kernel(read(a, b), write(bounds), for T in [u32, i32, u64, i64])]
+pub fn set_windows<T: PartialOrd>(a: &[T], b: &[T], bounds: &mut [u64]) {
+    for g in thread::grid_stride(bounds.len()) {
+        let at = g.get() * TILE;
+        bounds[g] = if at < a.len() {
+            bound(b, a[at], true)
+        } else {
+            b.len()
+        } as u64;
+    }
+}
+
+/// `flags[i] = 1` where `a[i]` starts a run of equals in sorted run `a` and its
+/// presence in sorted `b` is `present != 0`, searched for in its tile's window of
+/// `b`. The second kernel of [`difference`] and [`intersection`].
+#[xlog_kernel(read(a, b, bounds), write(flags), for T in [u32, i32, u64, i64])]
+pub fn set_flags<T: PartialOrd>(a: &[T], b: &[T], bounds: &[u64], present: u32, flags: &mut [u8]) {
+    for i in thread::grid_stride(flags.len()) {
+        let v = a[i.get()];
+        let first = i.get() == 0 || a[i.get() - 1] != v;
+        // `v` lies between its tile's first element and the next tile's, so its
+        // place in `b` lies between theirs.
+        let g = i.get() / TILE;
+        let lo = bounds[g] as usize;
+        let hi = (bounds[g + 1] as usize + 1).min(b.len());
+        flags[i] = (first && holds(&b[lo..hi], v) == (present != 0)) as u8;
+    }
+}
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
-    use xlog::{
-        AllocTag, BufferView, BufferViewMut, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result,
-        Stream, WriteBuffer,
-    };
+    use xlog::{AllocTag, DeviceBuffer, Error, ReadBuffer, Result, Stream, WriteBuffer};
 
     use crate::compact::{select_flagged, Compactable};
 
@@ -172,113 +163,28 @@ mod host {
         pub trait Ordered {}
     }
 
-    /// Element types of the set operations: integers, whose order is total. Sealed:
+    /// Element types of the set operations: `u32`, `i32`, `u64`, `i64`, integers,
+    /// whose order is total; the types the set kernels are compiled for. Sealed:
     /// [`merge`] returns an output it allocated uninitialised, which only its own
     /// kernels are trusted to write in full.
-    pub trait Ordered: Compactable + sealed::Ordered {
-        #[doc(hidden)]
-        fn __places(
-            s: &Stream,
-            cfg: LaunchConfig,
-            a: &BufferView<'_, Self>,
-            b: &BufferView<'_, Self>,
-            place: &mut DeviceBuffer<u64>,
-        ) -> Result<()>;
-        #[doc(hidden)]
-        fn __bounds(
-            s: &Stream,
-            cfg: LaunchConfig,
-            place: &DeviceBuffer<u64>,
-            bounds: &mut DeviceBuffer<u64>,
-        ) -> Result<()>;
-        #[doc(hidden)]
-        fn __merge(
-            s: &Stream,
-            cfg: LaunchConfig,
-            a: &BufferView<'_, Self>,
-            b: &BufferView<'_, Self>,
-            place: &DeviceBuffer<u64>,
-            bounds: &DeviceBuffer<u64>,
-            out: &mut DeviceBuffer<Self>,
-        ) -> Result<()>;
-        #[doc(hidden)]
-        fn __windows(
-            s: &Stream,
-            cfg: LaunchConfig,
-            a: &BufferView<'_, Self>,
-            b: &BufferView<'_, Self>,
-            bounds: &mut DeviceBuffer<u64>,
-        ) -> Result<()>;
-        #[doc(hidden)]
-        #[allow(clippy::too_many_arguments)]
-        fn __flags(
-            s: &Stream,
-            cfg: LaunchConfig,
-            a: &BufferView<'_, Self>,
-            b: &BufferView<'_, Self>,
-            bounds: &DeviceBuffer<u64>,
-            present: u32,
-            flags: &mut BufferViewMut<'_, u8>,
-        ) -> Result<()>;
+    pub trait Ordered:
+        Compactable
+        + sealed::Ordered
+        + super::MergePlacesType
+        + super::MergeRunsType
+        + super::SetWindowsType
+        + super::SetFlagsType
+    {
     }
 
-    macro_rules! ordered {
-        ($($t:ty: $places:ident, $bounds:ident, $merge:ident, $windows:ident, $flags:ident;)*) => {$(
-            impl sealed::Ordered for $t {}
-            impl Ordered for $t {
-                fn __places(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    a: &BufferView<'_, Self>,
-                    b: &BufferView<'_, Self>,
-                    place: &mut DeviceBuffer<u64>,
-                ) -> Result<()> {
-                    super::$places::launch(s, cfg, a, b, place)
-                }
-                fn __bounds(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    place: &DeviceBuffer<u64>,
-                    bounds: &mut DeviceBuffer<u64>,
-                ) -> Result<()> {
-                    super::$bounds::launch(s, cfg, place, bounds)
-                }
-                fn __merge(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    a: &BufferView<'_, Self>,
-                    b: &BufferView<'_, Self>,
-                    place: &DeviceBuffer<u64>,
-                    bounds: &DeviceBuffer<u64>,
-                    out: &mut DeviceBuffer<Self>,
-                ) -> Result<()> {
-                    super::$merge::launch(s, cfg, a, b, place, bounds, out)
-                }
-                fn __windows(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    a: &BufferView<'_, Self>,
-                    b: &BufferView<'_, Self>,
-                    bounds: &mut DeviceBuffer<u64>,
-                ) -> Result<()> {
-                    super::$windows::launch(s, cfg, a, b, bounds)
-                }
-                fn __flags(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    a: &BufferView<'_, Self>,
-                    b: &BufferView<'_, Self>,
-                    bounds: &DeviceBuffer<u64>,
-                    present: u32,
-                    flags: &mut BufferViewMut<'_, u8>,
-                ) -> Result<()> {
-                    super::$flags::launch(s, cfg, a, b, bounds, present, flags)
-                }
-            }
-        )*};
-    }
-
-    each_type!(ordered);
+    impl sealed::Ordered for u32 {}
+    impl Ordered for u32 {}
+    impl sealed::Ordered for i32 {}
+    impl Ordered for i32 {}
+    impl sealed::Ordered for u64 {}
+    impl Ordered for u64 {}
+    impl sealed::Ordered for i64 {}
+    impl Ordered for i64 {}
 
     use crate::per_element as config;
 
@@ -322,10 +228,10 @@ mod host {
         // their length) before the merge kernel, their only reader, runs.
         let mut bounds = unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("merge bounds")) }?;
         if !b.is_empty() {
-            T::__places(s, config(b.len()), &a, &b, &mut place)?;
+            super::merge_places::launch(s, config(b.len()), &a, &b, &mut place)?;
         }
-        T::__bounds(s, config(tiles), &place, &mut bounds)?;
-        T::__merge(s, config(n), &a, &b, &place, &bounds, &mut out)?;
+        super::merge_bounds::launch(s, config(tiles), &place, &mut bounds)?;
+        super::merge_runs::launch(s, config(n), &a, &b, &place, &bounds, &mut out)?;
         Ok(out)
     }
 
@@ -349,8 +255,8 @@ mod host {
         // SAFETY: the flag kernel writes every flag (one grid-stride pass over
         // their length) before the selection, their only reader, runs.
         let mut flags = unsafe { rt.alloc_uninit::<u8>(s, a.len(), AllocTag("set flags")) }?;
-        T::__windows(s, config(tiles), &a, &b, &mut bounds)?;
-        T::__flags(
+        super::set_windows::launch(s, config(tiles), &a, &b, &mut bounds)?;
+        super::set_flags::launch(
             s,
             config(a.len()),
             &a,

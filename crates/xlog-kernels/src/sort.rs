@@ -1,5 +1,6 @@
 //! Radix sort: keys alone or key–value pairs, ascending or descending, stable, for
-//! keys `u32`, `i32`, `u64`, `i64`, `f32`, `f64` and values `u32`, `u64`.
+//! keys `u32`, `i32`, `u64`, `i64`, `f32`, `f64` and values `u8`, `u16`, `u32`,
+//! `i32`, `f32`, `u64`, `i64`, `f64`.
 //!
 //! - [`sort_keys`], [`sort_pairs`]: in place, in the caller's buffers;
 //! - [`sorted`]: a sorted copy, the input left alone;
@@ -68,7 +69,7 @@
 //! look-back have 30 bits), and count each pass's digits again on that pass's
 //! input, portion by portion: one more read of the keys per pass.
 
-use xlog::device::atomic::AtomicAdd;
+use xlog::device::atomic::{AtomicAdd, AtomicStore};
 use xlog::device::exchange::{self, SharedWords};
 use xlog::device::view::AtomicView;
 use xlog::device::warp::Shuffle;
@@ -225,25 +226,53 @@ radix_key! {
     }, k.to_bits(), f64::from_bits;
 }
 
-/// Value types of the sort: what a permutation is made of.
-pub trait RadixValue: AtomicAdd + Shuffle {
-    /// Index `i` as a value (wrapping past the type's range; the host refuses
-    /// inputs whose indices would).
+/// Value types of the sort: moved with the keys, through the shared tile in a slot
+/// of 32 or 64 bits.
+pub trait RadixValue: AtomicStore {
+    /// The shared tile's slot a value travels in: `u32` for values of up to 4
+    /// bytes, `u64` for 8-byte ones.
+    type Slot: Shuffle;
+    /// The value in its slot.
+    fn to_slot(self) -> Self::Slot;
+    /// The value of slot `s`.
+    fn from_slot(s: Self::Slot) -> Self;
+    /// Index `i` as a value, `i as V` (the first pass of an argsort). The host asks
+    /// this only of `u32` and `u64` values, and refuses inputs whose positions they
+    /// cannot hold.
     fn from_index(i: u64) -> Self;
 }
 
-impl RadixValue for u32 {
-    #[inline(always)]
-    fn from_index(i: u64) -> Self {
-        i as u32
-    }
+// Integers widen into their slot; floats travel as their bits.
+macro_rules! radix_value {
+    ($($v:ty: $slot:ty, |$x:ident| $to:expr, |$b:ident| $from:expr;)*) => {$(
+        impl RadixValue for $v {
+            type Slot = $slot;
+            #[inline(always)]
+            fn to_slot(self) -> $slot {
+                let $x = self;
+                $to
+            }
+            #[inline(always)]
+            fn from_slot($b: $slot) -> Self {
+                $from
+            }
+            #[inline(always)]
+            fn from_index(i: u64) -> Self {
+                i as $v
+            }
+        }
+    )*};
 }
 
-impl RadixValue for u64 {
-    #[inline(always)]
-    fn from_index(i: u64) -> Self {
-        i
-    }
+radix_value! {
+    u8: u32, |v| v as u32, |b| b as u8;
+    u16: u32, |v| v as u32, |b| b as u16;
+    u32: u32, |v| v, |b| b;
+    i32: u32, |v| v as u32, |b| b as i32;
+    f32: u32, |v| v.to_bits(), |b| f32::from_bits(b);
+    u64: u64, |v| v, |b| b;
+    i64: u64, |v| v as u64, |b| b as i64;
+    f64: u64, |v| v.to_bits(), |b| f64::from_bits(b);
 }
 
 /// The block's shared memory of the scatter kernels: the per-warp digit counters
@@ -366,7 +395,7 @@ fn look_back(status: &AtomicView<'_, u32>, tile: usize, d: usize, count: u32) ->
 }
 
 /// Values moved with the keys: the input values, or the keys' input positions.
-pub enum Values<'a, 'v, V: AtomicAdd> {
+pub enum Values<'a, 'v, V: AtomicStore> {
     /// Keys only.
     None,
     /// `vals_in[i]` moves with key `i`.
@@ -451,7 +480,7 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         const {
             assert!(
                 BLOCK as usize * ITEMS * core::mem::size_of::<K::Bits>() <= TILE_BYTES
-                    && BLOCK as usize * ITEMS * core::mem::size_of::<V>() <= TILE_BYTES,
+                    && BLOCK as usize * ITEMS * core::mem::size_of::<V::Slot>() <= TILE_BYTES,
                 "a tile's keys and values fit the shared tile"
             )
         };
@@ -613,10 +642,10 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
             return;
         };
         barrier::sync_threads();
-        let slots = words.cast::<V>();
+        let slots = words.cast::<V::Slot>();
         each_item!(j < ITEMS => {
             if FULL || first + 32 * j < valid {
-                slots.store(slot(j), vals[j]);
+                slots.store(slot(j), vals[j].to_slot());
             }
         });
         barrier::sync_threads();
@@ -625,7 +654,7 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
             if FULL || i < valid {
                 vals_out.store(
                     base.get(digits[k] as usize).wrapping_add(i as u64) as usize,
-                    slots.load(i),
+                    V::from_slot(slots.load(i)),
                 );
             }
         });
@@ -655,87 +684,102 @@ pub fn sort_offsets(hist: &[u32], offsets: &mut [u64], passes: u32) {
     }
 }
 
-macro_rules! key_kernels {
-    ($($k:ty: $hist:ident, $keys:ident, $pairs32:ident, $pairs64:ident;)*) => {$(
-        #[doc = concat!("Adds the per-pass digit histograms of `", stringify!($k), "` keys into `hist` (`passes · 256` counts): the first step of a sort.")]
-        // `min_blocks` is HISTOGRAM_BLOCKS_PER_SM.
-        #[xlog_kernel(read(keys), atomic(hist), block = 256, min_blocks = 6)]
-        pub fn $hist(keys: &[$k], hist: &mut [u32], descending: u32) {
-            histogram::<$k>(keys, hist, descending != 0);
-        }
-
-        #[doc = concat!("One onesweep pass over `", stringify!($k), "` keys: one block per tile, see [`onesweep`].")]
-        #[xlog_kernel(read(keys_in, offsets), atomic(keys_out, status), block = 256, min_blocks = 2)]
-        pub fn $keys(
-            keys_in: &[$k],
-            offsets: &[u64],
-            keys_out: &mut [$k],
-            status: &mut [u32],
-            shift: u32,
-            descending: u32,
-        ) {
-            const ITEMS: usize = tile_items(core::mem::size_of::<$k>(), 0);
-            onesweep::<$k, u32, ITEMS>(keys_in, offsets, keys_out, status, Values::None, shift, descending != 0);
-        }
-
-        #[doc = concat!("One onesweep pass over `", stringify!($k), "` keys with `u32` values (their input positions, counted from `index_base`, when `indices` is 1): see [`onesweep`].")]
-        #[xlog_kernel(read(keys_in, vals_in, offsets), atomic(keys_out, vals_out, status), block = 256, min_blocks = 2)]
-        #[allow(clippy::too_many_arguments)]
-        pub fn $pairs32(
-            keys_in: &[$k],
-            vals_in: &[u32],
-            offsets: &[u64],
-            keys_out: &mut [$k],
-            vals_out: &mut [u32],
-            status: &mut [u32],
-            shift: u32,
-            descending: u32,
-            indices: u32,
-            index_base: u64,
-        ) {
-            let values = if indices != 0 { Values::Indices(index_base, vals_out) } else { Values::Given(vals_in, vals_out) };
-            const ITEMS: usize = tile_items(core::mem::size_of::<$k>(), 4);
-            onesweep::<$k, u32, ITEMS>(keys_in, offsets, keys_out, status, values, shift, descending != 0);
-        }
-
-        #[doc = concat!("One onesweep pass over `", stringify!($k), "` keys with `u64` values: see [`onesweep`].")]
-        #[xlog_kernel(read(keys_in, vals_in, offsets), atomic(keys_out, vals_out, status), block = 256, min_blocks = 2)]
-        #[allow(clippy::too_many_arguments)]
-        pub fn $pairs64(
-            keys_in: &[$k],
-            vals_in: &[u64],
-            offsets: &[u64],
-            keys_out: &mut [$k],
-            vals_out: &mut [u64],
-            status: &mut [u32],
-            shift: u32,
-            descending: u32,
-            indices: u32,
-            index_base: u64,
-        ) {
-            let values = if indices != 0 { Values::Indices(index_base, vals_out) } else { Values::Given(vals_in, vals_out) };
-            const ITEMS: usize = tile_items(core::mem::size_of::<$k>(), 8);
-            onesweep::<$k, u64, ITEMS>(keys_in, offsets, keys_out, status, values, shift, descending != 0);
-        }
-    )*};
+/// Adds the per-pass digit histograms of `keys` into `hist` (`passes · 256`
+/// counts): the first step of a sort.
+// `min_blocks` is HISTOGRAM_BLOCKS_PER_SM.
+#[xlog_kernel(
+    read(keys), atomic(hist), block = 256, min_blocks = 6,
+    for K in [u32, i32, f32, u64, i64, f64]
+)]
+pub fn sort_histogram<K: RadixKey>(keys: &[K], hist: &mut [u32], descending: u32) {
+    histogram::<K>(keys, hist, descending != 0);
 }
 
-/// The table of (key type, histogram kernel, keys kernel, pairs kernels), fed to
-/// `$m`: the kernels and their host impls are made from one list.
-macro_rules! each_key {
-    ($m:ident) => {
-        $m! {
-            u32: sort_histogram_u32, sort_onesweep_u32, sort_onesweep_u32_u32, sort_onesweep_u32_u64;
-            i32: sort_histogram_i32, sort_onesweep_i32, sort_onesweep_i32_u32, sort_onesweep_i32_u64;
-            f32: sort_histogram_f32, sort_onesweep_f32, sort_onesweep_f32_u32, sort_onesweep_f32_u64;
-            u64: sort_histogram_u64, sort_onesweep_u64, sort_onesweep_u64_u32, sort_onesweep_u64_u64;
-            i64: sort_histogram_i64, sort_onesweep_i64, sort_onesweep_i64_u32, sort_onesweep_i64_u64;
-            f64: sort_histogram_f64, sort_onesweep_f64, sort_onesweep_f64_u32, sort_onesweep_f64_u64;
-        }
+/// One onesweep pass over 32-bit keys alone, in tiles of [`WIDE_TILE`] keys: one
+/// block per tile, see [`onesweep`].
+#[xlog_kernel(
+    read(keys_in, offsets), atomic(keys_out, status), block = 256, min_blocks = 2,
+    for K in [u32, i32, f32]
+)]
+pub fn sort_onesweep<K: RadixKey>(
+    keys_in: &[K],
+    offsets: &[u64],
+    keys_out: &mut [K],
+    status: &mut [u32],
+    shift: u32,
+    descending: u32,
+) {
+    onesweep::<K, u32, WIDE_ITEMS>(
+        keys_in,
+        offsets,
+        keys_out,
+        status,
+        Values::None,
+        shift,
+        descending != 0,
+    );
+}
+
+/// One onesweep pass over 64-bit keys alone, in tiles of [`TILE`] keys: one block
+/// per tile, see [`onesweep`].
+#[xlog_kernel(
+    read(keys_in, offsets), atomic(keys_out, status), block = 256, min_blocks = 2,
+    for K in [u64, i64, f64]
+)]
+pub fn sort_onesweep64<K: RadixKey>(
+    keys_in: &[K],
+    offsets: &[u64],
+    keys_out: &mut [K],
+    status: &mut [u32],
+    shift: u32,
+    descending: u32,
+) {
+    onesweep::<K, u32, ITEMS>(
+        keys_in,
+        offsets,
+        keys_out,
+        status,
+        Values::None,
+        shift,
+        descending != 0,
+    );
+}
+
+/// One onesweep pass over keys with values, in tiles of [`TILE`] keys: `vals_in`
+/// move with their keys, or (`indices` = 1) the keys' input positions counted
+/// from `index_base`; see [`onesweep`].
+#[xlog_kernel(
+    read(keys_in, vals_in, offsets), atomic(keys_out, vals_out, status), block = 256, min_blocks = 2,
+    for K in [u32, i32, f32, u64, i64, f64], for V in [u8, u16, u32, i32, f32, u64, i64, f64]
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn sort_onesweep_pairs<K: RadixKey, V: RadixValue>(
+    keys_in: &[K],
+    vals_in: &[V],
+    offsets: &[u64],
+    keys_out: &mut [K],
+    vals_out: &mut [V],
+    status: &mut [u32],
+    shift: u32,
+    descending: u32,
+    indices: u32,
+    index_base: u64,
+) {
+    let values = if indices != 0 {
+        Values::Indices(index_base, vals_out)
+    } else {
+        Values::Given(vals_in, vals_out)
     };
+    onesweep::<K, V, ITEMS>(
+        keys_in,
+        offsets,
+        keys_out,
+        status,
+        values,
+        shift,
+        descending != 0,
+    );
 }
-
-each_key!(key_kernels);
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;
@@ -798,6 +842,25 @@ mod tests {
             assert!(portion as u32 <= COUNT);
             assert!(portion + tile > COUNT as usize);
         }
+    }
+
+    #[test]
+    fn every_value_travels_through_its_slot_unchanged() {
+        fn round_trip<V: RadixValue + PartialEq + core::fmt::Debug>(v: V) {
+            assert_eq!(V::from_slot(v.to_slot()), v);
+        }
+        round_trip(0xabu8);
+        round_trip(0xabcdu16);
+        round_trip(-5i32);
+        round_trip(-0.0f32);
+        // A NaN keeps its payload.
+        let nan = f32::from_bits(0x7fc0_1234);
+        assert_eq!(f32::from_slot(nan.to_slot()).to_bits(), 0x7fc0_1234);
+        round_trip(u64::MAX - 3);
+        round_trip(i64::MIN);
+        round_trip(-1.5f64);
+        assert_eq!(u32::from_index(7), 7);
+        assert_eq!(u64::from_index(1 << 40), 1 << 40);
     }
 
     #[test]

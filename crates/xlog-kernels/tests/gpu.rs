@@ -308,7 +308,7 @@ fn mismatched_lengths_are_refused() {
 #[test]
 fn typed_launch_takes_views_of_one_buffer_and_fences_across_streams() {
     use xlog::LaunchConfig;
-    use xlog_kernels::elementwise::f32 as k;
+    use xlog_kernels::elementwise as k;
     let rt = gpu_runtime();
     let (p, c) = streams(&rt);
     let host = data::<f32>(9, 2_000);
@@ -337,7 +337,7 @@ fn typed_launch_refuses_invalid_configurations_by_kernel_name() {
     let s = rt.stream().unwrap();
     let x = rt.upload_on(&s, &[1.0f32; 8]).unwrap();
     let mut out = rt.alloc_zeroed_on::<f32>(&s, 8).unwrap();
-    let e = xlog_kernels::elementwise::f32::copy::launch(
+    let e = xlog_kernels::elementwise::copy::launch(
         &s,
         LaunchConfig::new([1, 1, 1], [2048, 1, 1]),
         &x,
@@ -345,12 +345,11 @@ fn typed_launch_refuses_invalid_configurations_by_kernel_name() {
     )
     .unwrap_err();
     assert!(
-        matches!(e, Error::InvalidLaunch { ref kernel, .. } if kernel == "copy_f32"),
+        matches!(e, Error::InvalidLaunch { ref kernel, .. } if kernel == "copy__f32"),
         "{e}"
     );
-    let e =
-        xlog_kernels::elementwise::f32::copy::launch(&s, LaunchConfig::for_len(0), &x, &mut out)
-            .unwrap_err();
+    let e = xlog_kernels::elementwise::copy::launch(&s, LaunchConfig::for_len(0), &x, &mut out)
+        .unwrap_err();
     assert!(e.to_string().contains("grid dimension x is 0"), "{e}");
     assert!(
         out.download(&s).unwrap().iter().all(|&v| v == 0.0),
@@ -773,7 +772,7 @@ mod cooperative {
     fn vectorised_axpy_matches_the_cpu_on_awkward_sizes_and_offsets() {
         let rt = gpu_runtime();
         let s = rt.stream().unwrap();
-        use xlog_kernels::elementwise::{f32 as kf, f64 as kd};
+        use xlog_kernels::elementwise::{axpy_vec, axpy_vec2};
         for n in [0usize, 1, 3, 4, 5, 255, 256, 257, 100_003, (1 << 24) + 7]
             .into_iter()
             .filter(|&n| within_cap(n))
@@ -788,7 +787,7 @@ mod cooperative {
                 let mut yb = rt.upload_on(&s, &y).unwrap();
                 let a = 1.5f32;
                 if n > 0 {
-                    kf::axpy_vec::launch(
+                    axpy_vec::launch(
                         &s,
                         LaunchConfig::for_len(n.div_ceil(4)),
                         a,
@@ -808,7 +807,7 @@ mod cooperative {
             let xb = rt.upload_on(&s, &x).unwrap();
             let mut yb = rt.upload_on(&s, &y).unwrap();
             if n > 0 {
-                kd::axpy_vec::launch(&s, LaunchConfig::for_len(n.div_ceil(2)), -0.5, &xb, &mut yb)
+                axpy_vec2::launch(&s, LaunchConfig::for_len(n.div_ceil(2)), -0.5, &xb, &mut yb)
                     .unwrap();
             }
             let got = yb.download(&s).unwrap();

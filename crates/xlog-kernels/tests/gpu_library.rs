@@ -275,6 +275,50 @@ mod reduce {
         }
     }
 
+    /// A generic operator kernel through the safe `Fold`: one implementation for
+    /// both of its types, empty inputs giving the zeroed result.
+    #[test]
+    fn a_generic_user_operator_runs_through_the_safe_fold() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        for n in sizes() {
+            let x: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+            let want = x.iter().fold(0, |a, b| a ^ b);
+            let xb = upload(&rt, &s, &x);
+            let got = reduce::fold_safely::<u32, reduce::Xor>(&s, &xb).unwrap();
+            assert_eq!(got.download(&s).unwrap(), [want], "u32 xor of {n}");
+            let y: Vec<u64> = x.iter().map(|&v| (v as u64) << 17 | v as u64).collect();
+            let want = y.iter().fold(0, |a, b| a ^ b);
+            let yb = upload(&rt, &s, &y);
+            let got = reduce::fold_safely::<u64, reduce::Xor>(&s, &yb).unwrap();
+            assert_eq!(got.download(&s).unwrap(), [want], "u64 xor of {n}");
+        }
+    }
+
+    /// A safe `Fold` whose launch writes nothing hands back the zeroed result, not
+    /// unwritten memory.
+    #[test]
+    fn a_safe_fold_that_writes_nothing_returns_zeros() {
+        struct Lazy;
+        impl reduce::Fold<u64> for Lazy {
+            fn launch(
+                _: &xlog::Stream,
+                _: xlog::LaunchConfig,
+                _: &xlog::BufferView<'_, u64>,
+                _: &mut DeviceBuffer<u64>,
+            ) -> xlog::Result<()> {
+                Ok(())
+            }
+        }
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        for n in [10, 100_000] {
+            let xb = upload(&rt, &s, &vec![u64::MAX; n]);
+            let got = reduce::fold_safely::<u64, Lazy>(&s, &xb).unwrap();
+            assert_eq!(got.download(&s).unwrap(), [0], "{n} elements");
+        }
+    }
+
     #[test]
     fn views_at_odd_offsets_reduce_the_view_only() {
         let rt = gpu_runtime();
@@ -475,6 +519,35 @@ mod scan {
         }
     }
 
+    /// A scan kernel generic over its element type through the safe `Scan`: one
+    /// implementation for `u32` and `i32`.
+    #[test]
+    fn a_generic_user_operator_runs_through_the_safe_scan() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        for n in sizes() {
+            let x: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+            let xb = upload(&rt, &s, &x);
+            let got = scan::scan_safely::<u32, scan::InclusiveXor>(&s, &xb)
+                .unwrap()
+                .download(&s)
+                .unwrap();
+            let y: Vec<i32> = x.iter().map(|&v| v as i32).collect();
+            let yb = upload(&rt, &s, &y);
+            let got_i = scan::scan_safely::<i32, scan::InclusiveXor>(&s, &yb)
+                .unwrap()
+                .download(&s)
+                .unwrap();
+            let (mut a, mut b) = (0u32, 0i32);
+            for i in 0..n {
+                a ^= x[i];
+                b ^= y[i];
+                assert_eq!(got[i], a, "u32 xor scan of {n} at {i}");
+                assert_eq!(got_i[i], b, "i32 xor scan of {n} at {i}");
+            }
+        }
+    }
+
     #[test]
     fn views_at_odd_offsets_scan_the_view_only() {
         let rt = gpu_runtime();
@@ -533,6 +606,97 @@ mod gather {
                 got,
                 perm.iter().map(|&j| xi[j as usize]).collect::<Vec<_>>()
             );
+        }
+    }
+
+    /// Gather with repeats and scatter by a permutation, for one element and index
+    /// type; `make` turns a number into an element.
+    fn gather_and_scatter_as<T, I>(rt: &xlog::Runtime, n: usize, make: fn(u64) -> T)
+    where
+        T: gather::Indexed<I> + PartialEq + std::fmt::Debug + Default,
+        I: gather::Index + TryFrom<u64, Error: std::fmt::Debug>,
+    {
+        let (p, c) = streams(rt);
+        let mut r = Rng::from_state(11 + n as u64);
+        let x: Vec<T> = (0..n as u64).map(make).collect();
+        let idx: Vec<I> = (0..n)
+            .map(|_| I::try_from(r.next_u64() % n as u64).unwrap())
+            .collect();
+        let mut perm: Vec<u64> = (0..n as u64).collect();
+        for i in (1..n).rev() {
+            perm.swap(i, (r.next_u64() % (i as u64 + 1)) as usize);
+        }
+        let perm: Vec<I> = perm.into_iter().map(|j| I::try_from(j).unwrap()).collect();
+        let (xb, ib, pb) = (
+            upload(rt, &p, &x),
+            upload(rt, &p, &idx),
+            upload(rt, &p, &perm),
+        );
+        let what = format!(
+            "{} by {}",
+            std::any::type_name::<T>(),
+            std::any::type_name::<I>()
+        );
+        let got = gather::gather(&c, &xb, &ib).unwrap().download(&c).unwrap();
+        let want: Vec<T> = idx.iter().map(|&j| x[j.into() as usize]).collect();
+        assert_eq!(got, want, "gather of {what}");
+        let mut out = rt.alloc_zeroed_on::<T>(&c, n).unwrap();
+        gather::scatter(&c, &xb, &pb, &mut out).unwrap();
+        let mut want = vec![T::default(); n];
+        for (i, &j) in perm.iter().enumerate() {
+            want[j.into() as usize] = x[i];
+        }
+        assert_eq!(out.download(&c).unwrap(), want, "scatter of {what}");
+    }
+
+    #[test]
+    fn every_element_and_index_type_matches_the_cpu() {
+        let rt = gpu_runtime();
+        let n = if within_cap(100_000) { 100_000 } else { 3_000 };
+        macro_rules! each_index {
+            ($($t:ty => $make:expr;)*) => {$(
+                gather_and_scatter_as::<$t, u32>(&rt, n, $make);
+                gather_and_scatter_as::<$t, u64>(&rt, n, $make);
+            )*};
+        }
+        each_index! {
+            u8 => |v| (v * 7) as u8;
+            u16 => |v| (v * 7) as u16;
+            u32 => |v| v as u32 ^ 0x5555;
+            i32 => |v| -(v as i32);
+            f32 => |v| v as f32 * 0.5;
+            u64 => |v| v << 20;
+            i64 => |v| -(v as i64) << 20;
+            f64 => |v| v as f64 * 0.25;
+        }
+    }
+
+    #[test]
+    fn narrow_scatters_with_repeated_indices_store_one_of_the_colliding_elements() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        // Four bytes of one word, each written by many threads at once: a byte store
+        // that was a read-modify-write of its word would lose its neighbours.
+        let n = 4096;
+        let x: Vec<u8> = (0..n)
+            .map(|i| (i % 4) as u8 * 10 + 1 + (i / 4 % 2) as u8)
+            .collect();
+        let idx: Vec<u32> = (0..n as u32).map(|i| i % 4).collect();
+        let (xb, ib) = (upload(&rt, &s, &x), upload(&rt, &s, &idx));
+        let mut out = rt.alloc_zeroed_on::<u8>(&s, 4).unwrap();
+        gather::scatter(&s, &xb, &ib, &mut out).unwrap();
+        let got = out.download(&s).unwrap();
+        for (k, &v) in got.iter().enumerate() {
+            let base = k as u8 * 10 + 1;
+            assert!(v == base || v == base + 1, "byte {k}: {v}");
+        }
+        let x16: Vec<u16> = x.iter().map(|&v| v as u16 * 300).collect();
+        let xb = upload(&rt, &s, &x16);
+        let mut out = rt.alloc_zeroed_on::<u16>(&s, 4).unwrap();
+        gather::scatter(&s, &xb, &ib, &mut out).unwrap();
+        for (k, &v) in out.download(&s).unwrap().iter().enumerate() {
+            let base = (k as u16 * 10 + 1) * 300;
+            assert!(v == base || v == base + 300, "half-word {k}: {v}");
         }
     }
 

@@ -295,6 +295,64 @@ fn pairs_in_place_carry_their_values() {
     }
 }
 
+/// Every value type moves with every key type: values made from the input
+/// position, so a value that moved with the wrong key, or was torn by its narrow
+/// stores, shows as a wrong value; both orders and a partial last tile.
+#[test]
+fn pairs_carry_values_of_every_type_with_every_key_type() {
+    fn case<K: TestKey, V>(rt: &Runtime, n: usize, make_value: fn(usize) -> V)
+    where
+        V: sort::Value + PartialEq + std::fmt::Debug,
+    {
+        let (p, s) = streams(rt);
+        let x = make::<K>(Kind::FewDistinct, n, 5);
+        let v: Vec<V> = (0..n).map(make_value).collect();
+        for order in [Order::Ascending, Order::Descending] {
+            let perm = cpu_perm(&x, order);
+            let mut kb = rt.upload_on(&p, &x).unwrap();
+            let mut vb = rt.upload_on(&p, &v).unwrap();
+            sort::sort_pairs(&s, &mut kb, &mut vb, order).unwrap();
+            let want: Vec<V> = perm.iter().map(|&i| make_value(i)).collect();
+            let what = format!(
+                "{} keys, {} values, n={n} {order:?}",
+                std::any::type_name::<K>(),
+                std::any::type_name::<V>()
+            );
+            assert_eq!(vb.download(&s).unwrap(), want, "{what}");
+            let want: Vec<u64> = perm.iter().map(|&i| x[i].bits()).collect();
+            let got: Vec<u64> = kb
+                .download(&s)
+                .unwrap()
+                .into_iter()
+                .map(TestKey::bits)
+                .collect();
+            assert_eq!(got, want, "{what}");
+        }
+    }
+    fn values<K: TestKey>(rt: &Runtime, n: usize) {
+        case::<K, u8>(rt, n, |i| (i * 7) as u8);
+        case::<K, u16>(rt, n, |i| (i * 7) as u16);
+        case::<K, u32>(rt, n, |i| i as u32 ^ 0xdead);
+        case::<K, i32>(rt, n, |i| -(i as i32));
+        case::<K, f32>(rt, n, |i| i as f32 * -0.5);
+        case::<K, u64>(rt, n, |i| (i as u64) << 33);
+        case::<K, i64>(rt, n, |i| -((i as i64) << 33));
+        case::<K, f64>(rt, n, |i| i as f64 * 0.25);
+    }
+    let rt = gpu_runtime();
+    let n = if within_cap(3 * TILE + 17) {
+        3 * TILE + 17
+    } else {
+        300
+    };
+    values::<u32>(&rt, n);
+    values::<i32>(&rt, n);
+    values::<f32>(&rt, n);
+    values::<u64>(&rt, n);
+    values::<i64>(&rt, n);
+    values::<f64>(&rt, n);
+}
+
 /// An input longer than one launch handles (about 2^30 keys) runs each pass as
 /// one launch per portion; forced here to portions of one or two tiles, on keys
 /// alone (the wide tiles of 32-bit keys) and with their permutation (`u32` and

@@ -6,8 +6,7 @@
 use xlog_kernels::{sort, MODULE};
 
 const OPS: &[&str] = &[
-    "fill", "copy", "cast_f32", "cast_f64", "scale", "axpy", "axpy_vec", "add", "sub", "mul",
-    "min", "max",
+    "fill", "copy", "cast_f32", "cast_f64", "scale", "axpy", "add", "sub", "mul", "min", "max",
 ];
 const COOPERATIVE: &[&str] = &[
     "histogram_u8",
@@ -29,35 +28,51 @@ const COOPERATIVE: &[&str] = &[
     "transpose_f64",
 ];
 const TYPES: &[&str] = &["f32", "f64", "i32", "u32", "u64"];
+
+/// The elementwise kernels' entry points: every operation for every type, and the
+/// vectorised axpy of each width for its types.
+fn elementwise() -> Vec<String> {
+    OPS.iter()
+        .flat_map(|op| TYPES.iter().map(move |t| format!("{op}__{t}")))
+        .chain(["f32", "i32", "u32"].map(|t| format!("axpy_vec__{t}")))
+        .chain(["f64", "u64"].map(|t| format!("axpy_vec2__{t}")))
+        .collect()
+}
 /// The query-engine library's element types.
 const LIBRARY_TYPES: &[&str] = &["u32", "i32", "f32", "u64", "i64", "f64"];
 
-/// The library's kernels: reduce, scan, gather / scatter for every type, and the
-/// user-style operators.
+/// The library's kernels: reduce and scan for every type, gather / scatter for
+/// every type and index type, and the user-style operators.
 fn library() -> Vec<String> {
-    let mut v: Vec<String> =
-        LIBRARY_TYPES
+    let mut v: Vec<String> = LIBRARY_TYPES
+        .iter()
+        .flat_map(|t| {
+            [
+                "reduce_sum",
+                "reduce_min",
+                "reduce_max",
+                "scan_inclusive_sum",
+                "scan_exclusive_sum",
+            ]
             .iter()
-            .flat_map(|t| {
-                [
-                    "reduce_sum",
-                    "reduce_min",
-                    "reduce_max",
-                    "scan_inclusive_sum",
-                    "scan_exclusive_sum",
-                ]
-                .iter()
-                .map(move |op| format!("{op}_{t}"))
-                .chain(["u32", "u64"].iter().flat_map(move |i| {
-                    [format!("gather_{t}_by_{i}"), format!("scatter_{t}_by_{i}")]
-                }))
-            })
-            .collect();
+            .map(move |op| format!("{op}_{t}"))
+        })
+        .collect();
+    for t in ["u8", "u16", "u32", "i32", "f32", "u64", "i64", "f64"] {
+        for i in ["u32", "u64"] {
+            v.push(format!("gather_indexed__{t}__{i}"));
+            v.push(format!("scatter_indexed__{t}__{i}"));
+        }
+    }
     v.extend(
         [
             "fold_or_u32",
+            "fold_xor__u32",
+            "fold_xor__u64",
             "scan_inclusive_max_u32",
             "scan_last_nonzero_u32",
+            "scan_inclusive_xor__u32",
+            "scan_inclusive_xor__i32",
             "join_select_rows",
             "join_write_pairs",
         ]
@@ -66,23 +81,36 @@ fn library() -> Vec<String> {
     v.extend(
         ["u32", "u64"]
             .iter()
-            .flat_map(|k| ["join_build", "join_count"].map(|step| format!("{step}_{k}"))),
+            .flat_map(|k| ["join_build", "join_count"].map(|step| format!("{step}__{k}"))),
     );
     v
 }
 
+/// The sort's value types.
+const SORT_VALUES: &[&str] = &["u8", "u16", "u32", "i32", "f32", "u64", "i64", "f64"];
+
+/// The keys-only pass of key type `t`: one kernel for 32-bit keys, one for 64-bit.
+fn keys_only_pass(t: &str) -> String {
+    if t.ends_with("32") {
+        format!("sort_onesweep__{t}")
+    } else {
+        format!("sort_onesweep64__{t}")
+    }
+}
+
 /// The sort's kernels: per key type a histogram, a keys-only pass and a pass with
-/// `u32` and one with `u64` values; and the offsets scan.
+/// values of each value type; and the offsets scan.
 fn sort_kernels() -> Vec<String> {
     let mut v: Vec<String> = LIBRARY_TYPES
         .iter()
         .flat_map(|t| {
-            [
-                format!("sort_histogram_{t}"),
-                format!("sort_onesweep_{t}"),
-                format!("sort_onesweep_{t}_u32"),
-                format!("sort_onesweep_{t}_u64"),
-            ]
+            [format!("sort_histogram__{t}"), keys_only_pass(t)]
+                .into_iter()
+                .chain(
+                    SORT_VALUES
+                        .iter()
+                        .map(move |v| format!("sort_onesweep_pairs__{t}__{v}")),
+                )
         })
         .collect();
     v.push("sort_offsets".to_owned());
@@ -117,28 +145,22 @@ fn selection_kernels() -> Vec<String> {
     v
 }
 
-/// The set operations' kernels over their four integer types.
+/// The set operations' kernels over their four integer types, and the merge's
+/// bounds kernel, the same for every type.
 fn set_kernels() -> Vec<String> {
     ["i32", "i64", "u32", "u64"]
         .iter()
         .flat_map(|t| {
-            [
-                "merge_places",
-                "merge_bounds",
-                "merge",
-                "set_windows",
-                "set_flags",
-            ]
-            .map(|k| format!("{k}_{t}"))
+            ["merge_places", "merge_runs", "set_windows", "set_flags"].map(|k| format!("{k}__{t}"))
         })
+        .chain(["merge_bounds".to_owned()])
         .collect()
 }
 
 #[test]
 fn module_defines_every_kernel_for_every_type() {
-    let mut want: Vec<String> = OPS
-        .iter()
-        .flat_map(|op| TYPES.iter().map(move |t| format!("{op}_{t}")))
+    let mut want: Vec<String> = elementwise()
+        .into_iter()
         .chain(COOPERATIVE.iter().map(|k| k.to_string()))
         .chain(library())
         .chain(sort_kernels())
@@ -181,31 +203,26 @@ fn ptxas_accepts_every_kernel_without_spills() {
     }
 }
 
-macro_rules! check_abi {
-    ($($t:ident),*) => {$({
-        use xlog_kernels::elementwise::$t as k;
-        for (op, check) in [
-            ("fill", k::fill::check_abi as fn() -> xlog::Result<()>),
-            ("copy", k::copy::check_abi),
-            ("cast_f32", k::cast_f32::check_abi),
-            ("cast_f64", k::cast_f64::check_abi),
-            ("scale", k::scale::check_abi),
-            ("axpy", k::axpy::check_abi),
-            ("axpy_vec", k::axpy_vec::check_abi),
-            ("add", k::add::check_abi),
-            ("sub", k::sub::check_abi),
-            ("mul", k::mul::check_abi),
-            ("min", k::min::check_abi),
-            ("max", k::max::check_abi),
-        ] {
-            check().unwrap_or_else(|e| panic!("{op}_{}: {e}", stringify!($t)));
-        }
-    })*};
-}
-
 #[test]
 fn every_launcher_agrees_with_the_device_build() {
-    check_abi!(f32, f64, i32, u32, u64);
+    use xlog_kernels::elementwise as e;
+    for check in [
+        e::fill::check_abi_all as fn() -> xlog::Result<()>,
+        e::copy::check_abi_all,
+        e::cast_f32::check_abi_all,
+        e::cast_f64::check_abi_all,
+        e::scale::check_abi_all,
+        e::axpy::check_abi_all,
+        e::axpy_vec::check_abi_all,
+        e::axpy_vec2::check_abi_all,
+        e::add::check_abi_all,
+        e::sub::check_abi_all,
+        e::mul::check_abi_all,
+        e::min::check_abi_all,
+        e::max::check_abi_all,
+    ] {
+        check().unwrap();
+    }
     use xlog_kernels::cooperative as c;
     for check in [
         c::histogram_u8::check_abi as fn() -> xlog::Result<()>,
@@ -239,32 +256,33 @@ fn every_launcher_agrees_with_the_device_build() {
         r::reduce_min_i64::check_abi,
         r::reduce_max_u64::check_abi,
         r::fold_or_u32::check_abi,
+        r::fold_xor::check_abi_all,
         s::scan_inclusive_sum_i32::check_abi,
         s::scan_exclusive_sum_f64::check_abi,
         s::scan_inclusive_max_u32::check_abi,
         s::scan_last_nonzero_u32::check_abi,
-        g::gather_f32_by_u64::check_abi,
-        g::scatter_i64_by_u32::check_abi,
-        j::join_build_u32::check_abi,
-        j::join_count_u64::check_abi,
-        j::join_count_u32::check_abi,
+        s::scan_inclusive_xor::check_abi_all,
+        g::gather_indexed::check_abi_all,
+        g::scatter_indexed::check_abi_all,
+        j::join_build::check_abi_all,
+        j::join_count::check_abi_all,
         j::join_write_pairs::check_abi,
         j::join_select_rows::check_abi,
-        xlog_kernels::sort::sort_histogram_f64::check_abi,
+        xlog_kernels::sort::sort_histogram::check_abi_all,
         xlog_kernels::sort::sort_offsets::check_abi,
-        xlog_kernels::sort::sort_onesweep_u32::check_abi,
-        xlog_kernels::sort::sort_onesweep_i32_u64::check_abi,
-        xlog_kernels::sort::sort_onesweep_f64_u32::check_abi,
-        xlog_kernels::set::merge_places_u64::check_abi,
-        xlog_kernels::set::merge_bounds_i32::check_abi,
-        xlog_kernels::set::merge_i64::check_abi,
-        xlog_kernels::set::set_windows_u32::check_abi,
-        xlog_kernels::set::set_flags_u64::check_abi,
+        xlog_kernels::sort::sort_onesweep::check_abi_all,
+        xlog_kernels::sort::sort_onesweep64::check_abi_all,
+        xlog_kernels::sort::sort_onesweep_pairs::check_abi_all,
+        xlog_kernels::set::merge_places::check_abi_all,
+        xlog_kernels::set::merge_bounds::check_abi,
+        xlog_kernels::set::merge_runs::check_abi_all,
+        xlog_kernels::set::set_windows::check_abi_all,
+        xlog_kernels::set::set_flags::check_abi_all,
     ] {
         check().unwrap();
     }
     assert_eq!(
-        OPS.len() * TYPES.len()
+        elementwise().len()
             + COOPERATIVE.len()
             + library().len()
             + sort_kernels().len()
@@ -488,7 +506,7 @@ fn min_blocks_become_launch_bounds_in_the_module() {
         )
     };
     assert_eq!(
-        bounds("sort_onesweep_u32").as_deref(),
+        bounds("sort_onesweep__u32").as_deref(),
         Some(".maxntid 256, 1, 1 .minnctapersm 2")
     );
     assert_eq!(
@@ -542,11 +560,19 @@ fn the_sort_ranks_with_constant_full_warp_masks() {
     // launches it with (`tile_len`): 24 for 32-bit keys alone, 16 otherwise.
     for t in LIBRARY_TYPES {
         let key_bytes = if t.ends_with("32") { 4 } else { 8 };
-        for (kernel, value_bytes) in [
-            (format!("sort_onesweep_{t}"), 0),
-            (format!("sort_onesweep_{t}_u32"), 4),
-            (format!("sort_onesweep_{t}_u64"), 8),
-        ] {
+        let pairs = SORT_VALUES.iter().map(|v| {
+            let bytes = if v.ends_with('8') {
+                1
+            } else if v.ends_with("16") {
+                2
+            } else if v.ends_with("32") {
+                4
+            } else {
+                8
+            };
+            (format!("sort_onesweep_pairs__{t}__{v}"), bytes)
+        });
+        for (kernel, value_bytes) in [(keys_only_pass(t), 0)].into_iter().chain(pairs) {
             let items = sort::tile_len(key_bytes, value_bytes) / sort::BLOCK as usize;
             let (n, full) = full_warp_masks(MODULE.ptx(), &kernel, "vote.sync.ballot.b32");
             assert!(
@@ -561,14 +587,14 @@ fn the_sort_ranks_with_constant_full_warp_masks() {
         }
     }
     // The check tells the masks apart: the block scan's shuffles use the live lanes'.
-    let (n, full) = full_warp_masks(MODULE.ptx(), "sort_onesweep_u32", "shfl.sync.up.b32");
+    let (n, full) = full_warp_masks(MODULE.ptx(), "sort_onesweep__u32", "shfl.sync.up.b32");
     assert!(n > 0 && full == 0, "{full} of {n} scan shuffles");
 }
 
 #[test]
 fn the_histogram_launch_wave_matches_the_kernels_min_blocks() {
     for t in LIBRARY_TYPES {
-        let kernel = format!("sort_histogram_{t}");
+        let kernel = format!("sort_histogram__{t}");
         let (_, words) = MODULE
             .kernels()
             .iter()

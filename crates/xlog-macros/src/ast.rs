@@ -1,6 +1,6 @@
 //! The kernel function, parsed into what expansion needs.
 
-use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
+use syn::{FnArg, GenericParam, Ident, ItemFn, Pat, ReturnType, Type};
 
 use crate::attr::Mode;
 use crate::ctxt::Ctxt;
@@ -75,9 +75,21 @@ impl Checked {
     }
 }
 
+/// One instantiation of a generic kernel: a listed type for each type parameter.
+#[derive(Clone, Debug)]
+pub struct Instance {
+    /// `(parameter, type)`, in the order of the kernel's type parameters.
+    pub args: Vec<(Ident, Type)>,
+    /// What the entry point's symbol ends with: `__f32`, or `__f32__u32` for two
+    /// type parameters (each type's last path segment).
+    pub suffix: String,
+}
+
 pub struct Kernel {
     pub item: ItemFn,
     pub params: Vec<Param>,
+    /// The type parameters, in order (empty for a kernel that is not generic).
+    pub type_params: Vec<Ident>,
     pub is_unsafe: bool,
 }
 
@@ -92,11 +104,21 @@ const FIX_SIG: &str = "a kernel is a plain `fn name(params) { .. }`";
 /// Parse the signature, reporting everything a kernel cannot be.
 pub fn parse(cx: &Ctxt, item: ItemFn) -> Kernel {
     let sig = &item.sig;
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        cx.error_spanned_by(
-            &sig.generics,
-            format!("kernels cannot be generic: one entry point is compiled per kernel; {FIX_SIG} with concrete types (write one kernel per element type)"),
-        );
+    // Type parameters are what `for T in [..]` lists (`check::instances`); a
+    // lifetime or a const parameter has no list to be compiled from.
+    let mut type_params = Vec::new();
+    for param in &sig.generics.params {
+        match param {
+            GenericParam::Type(t) => type_params.push(t.ident.clone()),
+            GenericParam::Lifetime(l) => cx.error_spanned_by(
+                l,
+                "kernels take no lifetime parameters: kernel slices borrow for the whole launch",
+            ),
+            GenericParam::Const(c) => cx.error_spanned_by(
+                c,
+                "kernels take no const parameters: a generic kernel is generic over types, each listed in the attribute as `for T in [f32, u32, ..]`",
+            ),
+        }
     }
     if let Some(a) = &sig.asyncness {
         cx.error_spanned_by(a, format!("kernels cannot be `async`; {FIX_SIG}"));
@@ -154,6 +176,7 @@ pub fn parse(cx: &Ctxt, item: ItemFn) -> Kernel {
     Kernel {
         is_unsafe: sig.unsafety.is_some(),
         params,
+        type_params,
         item,
     }
 }

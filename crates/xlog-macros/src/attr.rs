@@ -2,12 +2,14 @@
 //! `atomic(..)`, `lookback(..)`, each entry `name` or (written modes)
 //! `name per block|warp|thread|chunk(K)|tile(K)|transposed(TILE, rows)`, and the
 //! launch settings `block`, `shared`, `min_blocks` and `suffix` as written
-//! (`check::settings` gives them their meaning).
+//! (`check::settings` gives them their meaning), and the type lists of a generic
+//! kernel, `for T in [f32, u32, ..]` (`check::instances` binds them to the
+//! kernel's type parameters).
 
 use proc_macro2::TokenStream;
 use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
-use syn::{Ident, Meta, MetaNameValue, Token};
+use syn::{Ident, Meta, MetaNameValue, Token, Type};
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
@@ -236,11 +238,64 @@ fn parse_entry(input: ParseStream) -> syn::Result<Entry> {
     Ok((ident, Some((per, clause))))
 }
 
+/// `for T in [f32, u32, ..]`: the types a generic kernel is compiled for.
+#[derive(Clone, Debug)]
+pub struct ForList {
+    /// The `for` keyword, for diagnostics about the clause as a whole.
+    pub for_token: Token![for],
+    /// The kernel's type parameter the list is for.
+    pub param: Ident,
+    /// The bracketed list, for diagnostics about its contents.
+    pub bracket: syn::token::Bracket,
+    pub types: Vec<Type>,
+}
+
+impl syn::parse::Parse for ForList {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let shape = "a generic kernel lists its types as `for T in [f32, u32, ..]`";
+        let for_token: Token![for] = input.parse()?;
+        let param: Ident = input
+            .parse()
+            .map_err(|e| syn::Error::new(e.span(), shape))?;
+        let _: Token![in] = input
+            .parse()
+            .map_err(|e| syn::Error::new(e.span(), shape))?;
+        let content;
+        let bracket = syn::bracketed!(content in input);
+        let types = Punctuated::<Type, Token![,]>::parse_terminated(&content)
+            .map_err(|e| syn::Error::new(e.span(), format!("{e}; {shape}")))?;
+        Ok(ForList {
+            for_token,
+            param,
+            bracket,
+            types: types.into_iter().collect(),
+        })
+    }
+}
+
+/// One comma-separated argument of the attribute.
+enum Arg {
+    Meta(Meta),
+    For(ForList),
+}
+
+impl syn::parse::Parse for Arg {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(Token![for]) {
+            input.parse().map(Arg::For)
+        } else {
+            input.parse().map(Arg::Meta)
+        }
+    }
+}
+
 /// The attribute as written. Each launch setting is `None` when absent;
 /// `check::settings` resolves them into what expansion uses.
 #[derive(Debug)]
 pub struct Attr {
     pub decls: Vec<Decl>,
+    /// The `for T in [..]` lists, in the order written.
+    pub for_lists: Vec<ForList>,
     /// Appended to the exported entry-point symbol (`suffix = f32` exports
     /// `add_f32` for `fn add`), so kernels of one name in several modules do not
     /// clash in the PTX module.
@@ -257,19 +312,27 @@ pub struct Attr {
 pub fn parse(cx: &Ctxt, args: TokenStream) -> Attr {
     let mut attr = Attr {
         decls: Vec::new(),
+        for_lists: Vec::new(),
         suffix: None,
         block: None,
         shared: None,
         min_blocks: None,
     };
-    let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
+    let args = match Punctuated::<Arg, Token![,]>::parse_terminated.parse2(args) {
         Ok(m) => m,
         Err(e) => {
             cx.syn_error(syn::Error::new(e.span(), format!("{e}; expected {SYNTAX}")));
             return attr;
         }
     };
-    for meta in metas {
+    for arg in args {
+        let meta = match arg {
+            Arg::Meta(meta) => meta,
+            Arg::For(list) => {
+                attr.for_lists.push(list);
+                continue;
+            }
+        };
         match &meta {
             Meta::List(list) => {
                 let kind = match list.path.get_ident().map(Ident::to_string).as_deref() {

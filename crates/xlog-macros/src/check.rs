@@ -2,9 +2,10 @@
 
 use std::collections::HashMap;
 
-use syn::Type;
+use syn::visit::Visit;
+use syn::{Ident, Type};
 
-use crate::ast::{ungroup, Block, Checked, Kernel, Kind, Settings, Shape};
+use crate::ast::{ungroup, Block, Checked, Instance, Kernel, Kind, Settings, Shape};
 use crate::attr::{Attr, Mode};
 use crate::ctxt::Ctxt;
 
@@ -30,6 +31,176 @@ pub fn settings(cx: &Ctxt, attr: &Attr) -> Settings {
         block,
         shared: attr.shared.unwrap_or(0),
     }
+}
+
+/// The most instantiations one kernel may have: each is an entry point in the
+/// module, compiled and checked by `ptxas`.
+const MAX_INSTANCES: usize = 256;
+
+/// Bind the `for T in [..]` lists to the kernel's type parameters and return every
+/// instantiation (the product of the lists, the first parameter's type varying
+/// slowest); empty for a kernel that is not generic.
+pub fn instances(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Instance> {
+    let mut lists: Vec<Vec<(Type, String)>> = Vec::new();
+    for param in &kernel.type_params {
+        let mut matching = attr.for_lists.iter().filter(|l| l.param == *param);
+        let Some(list) = matching.next() else {
+            cx.error_spanned_by(
+                param,
+                format!("type parameter `{param}` needs the list of types to compile the kernel for: add `for {param} in [f32, u32, ..]` to #[xlog_kernel(..)] (one entry point is compiled per listed type)"),
+            );
+            continue;
+        };
+        for again in matching {
+            cx.error_spanned_by(
+                again.for_token,
+                format!("`{param}` has two `for {param} in [..]` lists; merge them into one"),
+            );
+        }
+        if list.types.is_empty() {
+            cx.syn_error(syn::Error::new(
+                list.bracket.span.join(),
+                format!("`for {param} in []` lists no type, so no entry point would be compiled: list the types, e.g. `for {param} in [f32, u32]`"),
+            ));
+        }
+        let mut named: Vec<(Type, String)> = Vec::new();
+        for ty in &list.types {
+            let Some(name) = type_name(ty) else {
+                cx.error_spanned_by(
+                    ty,
+                    format!("list each type of `for {param} in [..]` by its name (`f32`, `Pair`, `my::Pair`): the name ends its entry point's symbol (`{}__f32`); name other types with `type Name = ..;`", symbol_base(attr, kernel)),
+                );
+                continue;
+            };
+            if let Some((first, _)) = named.iter().find(|(_, n)| *n == name) {
+                let (first, ty_written) = (type_string(first), type_string(ty));
+                let msg = if first == ty_written {
+                    format!("`{name}` is listed twice in `for {param} in [..]`; list it once")
+                } else {
+                    format!("`{first}` and `{ty_written}` both end in `{name}`, the name that tells their entry points apart (`{}__{name}`); list one of them, or give one another name with `type Name = ..;`", symbol_base(attr, kernel))
+                };
+                cx.error_spanned_by(ty, msg);
+                continue;
+            }
+            named.push((ty.clone(), name));
+        }
+        if !kernel.params.iter().any(|p| mentions(&p.ty, param)) {
+            cx.error_spanned_by(
+                param,
+                format!("type parameter `{param}` appears in no parameter's type: the launcher tells the kernel's instantiations apart by its arguments; take `{param}` values through a parameter (`&[{param}]`, `&mut [{param}]` or `{param}`)"),
+            );
+        }
+        lists.push(named);
+    }
+    for list in &attr.for_lists {
+        if !kernel.type_params.contains(&list.param) {
+            let known = if kernel.type_params.is_empty() {
+                format!(
+                    "the kernel has none: declare it, `fn {}<{}>(..)`",
+                    kernel.name(),
+                    list.param
+                )
+            } else {
+                let names: Vec<String> = kernel.type_params.iter().map(Ident::to_string).collect();
+                format!("the kernel's are: {}", names.join(", "))
+            };
+            cx.error_spanned_by(
+                &list.param,
+                format!(
+                    "`for {} in [..]` names no type parameter of the kernel; {known}",
+                    list.param
+                ),
+            );
+        }
+    }
+    let count = lists.iter().map(Vec::len).product::<usize>();
+    if kernel.type_params.is_empty() || lists.len() != kernel.type_params.len() || count == 0 {
+        return Vec::new();
+    }
+    if count > MAX_INSTANCES {
+        cx.error_spanned_by(
+            &kernel.item.sig.generics,
+            format!("the lists make {count} instantiations of the kernel, more than {MAX_INSTANCES}: each is an entry point of its own; list fewer types"),
+        );
+        return Vec::new();
+    }
+    let mut all = vec![Instance {
+        args: Vec::new(),
+        suffix: String::new(),
+    }];
+    for (param, list) in kernel.type_params.iter().zip(&lists) {
+        all = all
+            .into_iter()
+            .flat_map(|inst| {
+                list.iter().map(move |(ty, name)| {
+                    let mut next = inst.clone();
+                    next.args.push((param.clone(), ty.clone()));
+                    next.suffix.push_str(&format!("__{name}"));
+                    next
+                })
+            })
+            .collect();
+    }
+    all
+}
+
+/// The name a listed type contributes to its entry point's symbol: the last
+/// segment of a plain path (`f32`, `Pair` for `my::Pair`); `None` for any other type.
+fn type_name(ty: &Type) -> Option<String> {
+    use syn::ext::IdentExt;
+    let Type::Path(p) = ungroup(ty) else {
+        return None;
+    };
+    if p.qself.is_some() || p.path.segments.iter().any(|s| !s.arguments.is_empty()) {
+        return None;
+    }
+    p.path.segments.last().map(|s| s.ident.unraw().to_string())
+}
+
+/// A type as written, for messages (`my::Pair`, not `my :: Pair`).
+pub fn type_string(ty: &Type) -> String {
+    quote::quote!(#ty)
+        .to_string()
+        .replace(" :: ", "::")
+        .replace(":: ", "::")
+}
+
+/// The entry point's symbol before an instantiation's suffix, for diagnostics.
+fn symbol_base(attr: &Attr, kernel: &Kernel) -> String {
+    use syn::ext::IdentExt;
+    let name = kernel.name().unraw();
+    match &attr.suffix {
+        Some(s) => format!("{name}_{s}"),
+        None => name.to_string(),
+    }
+}
+
+/// Whether `ty` names the type parameter `param` anywhere (`T`, `&[T]`, `[T; 4]`,
+/// `<T as Trait>::Assoc`).
+pub fn mentions(ty: &Type, param: &Ident) -> bool {
+    struct Finder<'a> {
+        param: &'a Ident,
+        found: bool,
+    }
+    impl<'ast> Visit<'ast> for Finder<'_> {
+        fn visit_type_path(&mut self, p: &'ast syn::TypePath) {
+            if p.qself.is_none()
+                && p.path
+                    .segments
+                    .first()
+                    .is_some_and(|s| s.ident == *self.param)
+            {
+                self.found = true;
+            }
+            syn::visit::visit_type_path(self, p);
+        }
+    }
+    let mut f = Finder {
+        param,
+        found: false,
+    };
+    f.visit_type(ty);
+    f.found
 }
 
 /// Bind every access declaration to its parameter and check modes against types.
@@ -280,6 +451,63 @@ mod tests {
             errors[0].contains("listed twice in `write(..)`"),
             "{errors:?}"
         );
+    }
+
+    /// The instantiations of a kernel and the diagnostics.
+    fn instantiated(
+        args: proc_macro2::TokenStream,
+        item: syn::ItemFn,
+    ) -> (Vec<String>, Vec<String>) {
+        let cx = Ctxt::default();
+        let attr = crate::attr::parse(&cx, args);
+        let kernel = crate::ast::parse(&cx, item);
+        let instances = instances(&cx, &attr, &kernel);
+        let errors = cx.check().err().into_iter().flatten();
+        (
+            instances.into_iter().map(|i| i.suffix).collect(),
+            errors.map(|e| e.to_string()).collect(),
+        )
+    }
+
+    #[test]
+    fn instantiations_are_the_product_of_the_lists_first_slowest() {
+        let (got, errors) = instantiated(
+            quote!(read(x, i), for I in [u32, core::primitive::u64], for T in [f32, my::Pair]),
+            syn::parse_quote!(
+                fn k<T, I>(x: &[T], i: &[I]) {}
+            ),
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            got,
+            ["__f32__u32", "__f32__u64", "__Pair__u32", "__Pair__u64"]
+        );
+        // A plain kernel has none.
+        let (got, errors) = instantiated(
+            quote!(read(x)),
+            syn::parse_quote!(
+                fn k(x: &[f32]) {}
+            ),
+        );
+        assert!(got.is_empty() && errors.is_empty());
+    }
+
+    #[test]
+    fn a_type_parameter_is_found_wherever_a_parameter_type_names_it() {
+        let t: Ident = syn::parse_quote!(T);
+        for (ty, yes) in [
+            ("T", true),
+            ("&[T]", true),
+            ("[T; 4]", true),
+            ("&mut [(T, u32)]", true),
+            ("<T as Tr>::X", true),
+            ("u32", false),
+            ("my::T", false),
+            ("&[Tee]", false),
+        ] {
+            let parsed: Type = syn::parse_str(ty).unwrap();
+            assert_eq!(mentions(&parsed, &t), yes, "{ty}");
+        }
     }
 
     #[test]

@@ -37,6 +37,16 @@ use proc_macro::TokenStream;
 /// or `read_write` (`&mut [T]`, which the body sees as a per-thread write handle
 /// indexed by `ThreadIndex`). Scalars are `DeviceCopy` values. `unsafe fn`
 /// kernels get `unsafe` launchers.
+///
+/// A kernel may be generic over types listed in the attribute, one entry point
+/// per instantiation (`copy__f32`) and one launcher generic over them, through the
+/// sealed trait `CopyType` the listed types implement:
+///
+/// ```ignore
+/// #[xlog_kernel(read(x), write(out), for T in [u8, f32, u64])]
+/// pub fn copy<T>(x: &[T], out: &mut [T]) { .. }
+/// // host: copy::launch(&stream, copy::config(n), &x, &mut out)?;   // T from the buffers
+/// ```
 #[proc_macro_attribute]
 pub fn xlog_kernel(args: TokenStream, input: TokenStream) -> TokenStream {
     let item = match syn::parse::<syn::ItemFn>(input) {
@@ -55,8 +65,9 @@ pub fn xlog_kernel(args: TokenStream, input: TokenStream) -> TokenStream {
     let settings = check::settings(&cx, &attr);
     let kernel = ast::parse(&cx, item.clone());
     let params = check::bind(&cx, &attr, &kernel);
+    let instances = check::instances(&cx, &attr, &kernel);
     match cx.check() {
-        Ok(()) => expand::expand(&attr, &settings, &kernel, &params).into(),
+        Ok(()) => expand::expand(&attr, &settings, &kernel, &params, &instances).into(),
         Err(e) => fallback::stub(&item, e.to_compile_error()).into(),
     }
 }

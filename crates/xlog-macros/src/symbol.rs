@@ -18,7 +18,7 @@ pub const SHARED: &str = "shared";
 pub const MIN_BLOCKS: &str = "min_blocks";
 
 /// The accepted syntax, quoted in diagnostics.
-pub const SYNTAX: &str = "#[xlog_kernel(read(a, ..), write(b, ..), read_write(c, ..), atomic(d, ..), lookback(status), block = 256, shared = 4096, min_blocks = 2, suffix = f32)], \
+pub const SYNTAX: &str = "#[xlog_kernel(read(a, ..), write(b, ..), read_write(c, ..), atomic(d, ..), lookback(status), block = 256, shared = 4096, min_blocks = 2, suffix = f32, for T in [f32, u32])], \
      where a written parameter may name its ownership: `b per block`, `b per warp`, `b per chunk(4)`, \
      `b per tile(4)` (the tiles of the `lookback` parameter) or `b per transposed(32, rows)` (write only)";
 

@@ -34,5 +34,6 @@ fn ui() {
     t.compile_fail("../../tests/ui/soundness/*.rs");
     t.compile_fail("../../tests/ui/shared/*.rs");
     t.compile_fail("../../tests/ui/single_pass/*.rs");
+    t.compile_fail("../../tests/ui/generic/*.rs");
     t.pass("../../tests/ui/pass/*.rs");
 }

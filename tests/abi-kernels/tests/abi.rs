@@ -2,7 +2,9 @@
 //! build exported, and the PTX through ptxas.
 
 use xlog::device::abi::HeaderAbi;
-use xlog_abi_kernels::{divergent, inner, names, r#loop, scale, scale_u32, settings, Elem, MODULE};
+use xlog_abi_kernels::{
+    divergent, generic, inner, names, r#loop, scale, scale_u32, settings, Elem, MODULE,
+};
 
 #[test]
 fn launchers_agree_with_the_device_build() {
@@ -15,7 +17,74 @@ fn launchers_agree_with_the_device_build() {
     r#loop::check_abi().unwrap();
     assert!(MODULE.has_kernel("loop"));
     // Every kernel in the module is checked here or below.
-    assert_eq!(MODULE.kernels().len(), 7);
+    assert_eq!(MODULE.kernels().len(), 7 + GENERIC_ENTRIES.len());
+}
+
+/// The entry points of the generic kernels: one per instantiation, named after the
+/// kernel, its suffix and its types.
+const GENERIC_ENTRIES: &[&str] = &[
+    "copy__u8",
+    "copy__u16",
+    "copy__u32",
+    "copy__u64",
+    "copy__i32",
+    "copy__i64",
+    "copy__f32",
+    "copy__f64",
+    "copy__Rgb",
+    "affine__i32",
+    "affine__u32",
+    "affine__f32",
+    "affine__f64",
+    "pick__u8__u16",
+    "pick__u8__u32",
+    "pick__u8__u64",
+    "pick__f64__u16",
+    "pick__f64__u32",
+    "pick__f64__u64",
+    "pick__i64__u16",
+    "pick__i64__u32",
+    "pick__i64__u64",
+    "count__u32",
+    "count__u64",
+    "count__f32",
+    "block_sums_blocks__u32",
+    "block_sums_blocks__u64",
+    "block_sums_blocks__f64",
+];
+
+#[test]
+fn every_instantiation_of_a_generic_kernel_agrees_with_the_device_build() {
+    for entry in GENERIC_ENTRIES {
+        assert!(MODULE.has_kernel(entry), "{entry}");
+    }
+    generic::copy::check_abi_all().unwrap();
+    generic::affine::check_abi_all().unwrap();
+    generic::pick::check_abi_all().unwrap();
+    generic::count::check_abi_all().unwrap();
+    generic::block_sums::check_abi_all().unwrap();
+    // One instantiation at a time, named by its types.
+    generic::copy::check_abi::<u16>().unwrap();
+    generic::pick::check_abi::<f64, u16>().unwrap();
+}
+
+#[test]
+fn each_instantiation_has_its_own_descriptor() {
+    // `x`'s element size (parameter 1) differs per instantiation of `copy`.
+    for (entry, size) in [
+        ("copy__u8", 1),
+        ("copy__u16", 2),
+        ("copy__f64", 8),
+        ("copy__Rgb", 3),
+    ] {
+        let device = MODULE.kernel_abi(entry).unwrap();
+        assert_eq!(device[1] & 0xff_ffff_ffff, size, "{entry}");
+    }
+    // The launch settings are every instantiation's.
+    for entry in ["block_sums_blocks__u32", "block_sums_blocks__f64"] {
+        let header = HeaderAbi::decode(MODULE.kernel_abi(entry).unwrap()[0]);
+        assert_eq!((header.block, header.params), (128, 3), "{entry}");
+    }
 }
 
 #[test]

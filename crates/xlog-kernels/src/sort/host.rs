@@ -23,21 +23,31 @@ pub enum Order {
 mod sealed {
     pub trait Key {}
     pub trait Value {}
+    pub trait Position {}
 }
 
 /// Key types of the sort: `u32`, `i32`, `f32` (4 passes), `u64`, `i64`, `f64` (8
 /// passes). See the [module docs](super) for the order of signed and float keys.
-pub trait Key: xlog::DeviceCopy + sealed::Key {
+///
+/// Each key type's kernels: the histogram, the keys-only pass of its width, and
+/// the pass with values of every [`Value`] type.
+pub trait Key:
+    xlog::DeviceCopy
+    + sealed::Key
+    + super::SortHistogramType
+    + super::SortOnesweepPairsType<u8>
+    + super::SortOnesweepPairsType<u16>
+    + super::SortOnesweepPairsType<u32>
+    + super::SortOnesweepPairsType<i32>
+    + super::SortOnesweepPairsType<f32>
+    + super::SortOnesweepPairsType<u64>
+    + super::SortOnesweepPairsType<i64>
+    + super::SortOnesweepPairsType<f64>
+{
     #[doc(hidden)]
     const __PASSES: usize;
-    #[doc(hidden)]
-    fn __histogram(
-        s: &Stream,
-        cfg: LaunchConfig,
-        keys: &BufferView<'_, Self>,
-        hist: &mut BufferViewMut<'_, u32>,
-        descending: u32,
-    ) -> Result<()>;
+    /// The keys-only pass: tiles of 32-bit keys are wider, so each width has its
+    /// own kernel.
     #[doc(hidden)]
     #[allow(clippy::too_many_arguments)]
     fn __onesweep(
@@ -50,38 +60,12 @@ pub trait Key: xlog::DeviceCopy + sealed::Key {
         shift: u32,
         descending: u32,
     ) -> Result<()>;
-    #[doc(hidden)]
-    #[allow(clippy::too_many_arguments)]
-    fn __onesweep_u32(
-        s: &Stream,
-        cfg: LaunchConfig,
-        keys_in: &BufferView<'_, Self>,
-        vals_in: &BufferView<'_, u32>,
-        offsets: &BufferView<'_, u64>,
-        keys_out: &mut BufferViewMut<'_, Self>,
-        vals_out: &mut BufferViewMut<'_, u32>,
-        status: &mut BufferViewMut<'_, u32>,
-        pass: Pass,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    #[allow(clippy::too_many_arguments)]
-    fn __onesweep_u64(
-        s: &Stream,
-        cfg: LaunchConfig,
-        keys_in: &BufferView<'_, Self>,
-        vals_in: &BufferView<'_, u64>,
-        offsets: &BufferView<'_, u64>,
-        keys_out: &mut BufferViewMut<'_, Self>,
-        vals_out: &mut BufferViewMut<'_, u64>,
-        status: &mut BufferViewMut<'_, u32>,
-        pass: Pass,
-    ) -> Result<()>;
 }
 
-/// Value types of the sort: `u32` and `u64` (a permutation, or a row id).
+/// Value types of the sort, moved with the keys: `u8`, `u16`, `u32`, `i32`,
+/// `f32`, `u64`, `i64`, `f64`.
 pub trait Value: xlog::DeviceCopy + sealed::Value {
-    #[doc(hidden)]
-    const __POSITIONS: u64;
+    /// The pass with values of this type, for any key type.
     #[doc(hidden)]
     #[allow(clippy::too_many_arguments)]
     fn __onesweep<K: Key>(
@@ -97,6 +81,13 @@ pub trait Value: xlog::DeviceCopy + sealed::Value {
     ) -> Result<()>;
 }
 
+/// Value types that can number the keys of a [`sort_with_indices`]: `u32` (up to
+/// 2^32 keys) and `u64`.
+pub trait Position: Value + sealed::Position {
+    #[doc(hidden)]
+    const __POSITIONS: u64;
+}
+
 /// The scalar arguments of one scatter launch.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug)]
@@ -107,20 +98,12 @@ pub struct Pass {
     index_base: u64,
 }
 
+// Each key width's keys-only kernel.
 macro_rules! keys {
-    ($($k:ty: $hist:ident, $keys:ident, $pairs32:ident, $pairs64:ident;)*) => {$(
+    ($($kernel:ident: $($k:ty),*;)*) => {$($(
         impl sealed::Key for $k {}
         impl Key for $k {
             const __PASSES: usize = 8 * std::mem::size_of::<$k>() / RADIX_BITS as usize;
-            fn __histogram(
-                s: &Stream,
-                cfg: LaunchConfig,
-                keys: &BufferView<'_, Self>,
-                hist: &mut BufferViewMut<'_, u32>,
-                descending: u32,
-            ) -> Result<()> {
-                super::$hist::launch(s, cfg, keys, hist, descending)
-            }
             fn __onesweep(
                 s: &Stream,
                 cfg: LaunchConfig,
@@ -131,51 +114,21 @@ macro_rules! keys {
                 shift: u32,
                 descending: u32,
             ) -> Result<()> {
-                super::$keys::launch(s, cfg, keys_in, offsets, keys_out, status, shift, descending)
-            }
-            fn __onesweep_u32(
-                s: &Stream,
-                cfg: LaunchConfig,
-                keys_in: &BufferView<'_, Self>,
-                vals_in: &BufferView<'_, u32>,
-                offsets: &BufferView<'_, u64>,
-                keys_out: &mut BufferViewMut<'_, Self>,
-                vals_out: &mut BufferViewMut<'_, u32>,
-                status: &mut BufferViewMut<'_, u32>,
-                p: Pass,
-            ) -> Result<()> {
-                super::$pairs32::launch(
-                    s, cfg, keys_in, vals_in, offsets, keys_out, vals_out, status,
-                    p.shift, p.descending, p.indices, p.index_base,
-                )
-            }
-            fn __onesweep_u64(
-                s: &Stream,
-                cfg: LaunchConfig,
-                keys_in: &BufferView<'_, Self>,
-                vals_in: &BufferView<'_, u64>,
-                offsets: &BufferView<'_, u64>,
-                keys_out: &mut BufferViewMut<'_, Self>,
-                vals_out: &mut BufferViewMut<'_, u64>,
-                status: &mut BufferViewMut<'_, u32>,
-                p: Pass,
-            ) -> Result<()> {
-                super::$pairs64::launch(
-                    s, cfg, keys_in, vals_in, offsets, keys_out, vals_out, status,
-                    p.shift, p.descending, p.indices, p.index_base,
-                )
+                super::$kernel::launch(s, cfg, keys_in, offsets, keys_out, status, shift, descending)
             }
         }
-    )*};
+    )*)*};
 }
 
-each_key!(keys);
+keys! {
+    sort_onesweep: u32, i32, f32;
+    sort_onesweep64: u64, i64, f64;
+}
 
 macro_rules! values {
-    ($($v:ty, $method:ident;)*) => {$(
+    ($($v:ty),*) => {$(
         impl sealed::Value for $v {}
         impl Value for $v {
-            const __POSITIONS: u64 = <$v>::MAX as u64;
             fn __onesweep<K: Key>(
                 s: &Stream,
                 cfg: LaunchConfig,
@@ -185,17 +138,26 @@ macro_rules! values {
                 keys_out: &mut BufferViewMut<'_, K>,
                 vals_out: &mut BufferViewMut<'_, Self>,
                 status: &mut BufferViewMut<'_, u32>,
-                pass: Pass,
+                p: Pass,
             ) -> Result<()> {
-                K::$method(s, cfg, keys_in, vals_in, offsets, keys_out, vals_out, status, pass)
+                super::sort_onesweep_pairs::launch(
+                    s, cfg, keys_in, vals_in, offsets, keys_out, vals_out, status,
+                    p.shift, p.descending, p.indices, p.index_base,
+                )
             }
         }
     )*};
 }
 
-values! {
-    u32, __onesweep_u32;
-    u64, __onesweep_u64;
+values!(u8, u16, u32, i32, f32, u64, i64, f64);
+
+impl sealed::Position for u32 {}
+impl Position for u32 {
+    const __POSITIONS: u64 = u32::MAX as u64;
+}
+impl sealed::Position for u64 {}
+impl Position for u64 {
+    const __POSITIONS: u64 = u64::MAX;
 }
 
 /// What travels with the keys.
@@ -250,7 +212,7 @@ impl Digits {
             let r = portion(q, self.n, self.portion_len);
             let cfg = histogram_config(r.len(), self.sms);
             let mut h = self.hist.slice_mut(q * block..(q + 1) * block);
-            K::__histogram(s, cfg, &src.slice(r), &mut h, self.descending)?;
+            super::sort_histogram::launch(s, cfg, &src.slice(r), &mut h, self.descending)?;
         }
         let one_per_pass = LaunchConfig::new([self.passes as u32, 1, 1], [BLOCK, 1, 1]);
         super::sort_offsets::launch(
@@ -576,7 +538,7 @@ pub fn sorted<K: Key>(
 
 /// A sorted copy of `keys` (stable) and the permutation that sorts them:
 /// `sorted[i] = keys[perm[i]]`, equal keys in increasing `perm` order. `keys` is
-/// left alone. `I` is `u32` (inputs of up to 2^32 keys) or `u64`. As
+/// left alone. `I` is a [`Position`]: `u32` (inputs of up to 2^32 keys) or `u64`. As
 /// [`sort_pairs`] otherwise: the permutation costs no extra pass (the first pass
 /// makes the indices as it reads the keys).
 ///
@@ -596,7 +558,7 @@ pub fn sorted<K: Key>(
 ///
 /// `InvalidArgument` when `I` cannot number every key (`u32` and more than 2^32
 /// keys); otherwise as [`sort_keys`].
-pub fn sort_with_indices<K: Key, I: Value>(
+pub fn sort_with_indices<K: Key, I: Position>(
     s: &Stream,
     keys: &(impl ReadBuffer<K> + ?Sized),
     order: Order,
@@ -629,7 +591,7 @@ pub fn __sort_keys_in_portions<K: Key>(
 /// [`sort_with_indices`] in portions of `portion_tiles` tiles, as
 /// [`__sort_keys_in_portions`]. Not part of the API.
 #[doc(hidden)]
-pub fn __sort_with_indices_in_portions<K: Key, I: Value>(
+pub fn __sort_with_indices_in_portions<K: Key, I: Position>(
     s: &Stream,
     keys: &(impl ReadBuffer<K> + ?Sized),
     order: Order,
@@ -638,7 +600,7 @@ pub fn __sort_with_indices_in_portions<K: Key, I: Value>(
     with_indices(s, keys.as_view(), order, Some(portion_tiles))
 }
 
-fn with_indices<K: Key, I: Value>(
+fn with_indices<K: Key, I: Position>(
     s: &Stream,
     input: BufferView<'_, K>,
     order: Order,

@@ -24,7 +24,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Block, Checked, Kernel, Kind, Settings};
+use crate::ast::{Block, Checked, Instance, Kernel, Kind, Settings};
 use crate::attr::{Attr, Mode, Owner};
 
 /// The facade every generated path goes through: the kernel's own `extern crate`
@@ -38,7 +38,7 @@ pub fn facade(kernel: &Kernel) -> TokenStream {
 /// The hidden module holding the kernel's `extern crate xlog`. A module rather than
 /// an `extern crate .. as` alias at the kernel's scope, so diagnostics keep naming
 /// types `xlog::..`.
-fn facade_module(kernel: &Kernel) -> syn::Ident {
+pub fn facade_module(kernel: &Kernel) -> syn::Ident {
     format_ident!("__xlog_{}", kernel.name())
 }
 
@@ -76,22 +76,63 @@ pub fn local_for(id: &syn::Ident, suffix: &str) -> syn::Ident {
     format_ident!("__{}_{}", id, suffix, span = Span::mixed_site())
 }
 
+/// One instantiation of a generic kernel with its parameters, every type
+/// parameter replaced by the instantiation's type.
+pub struct Instantiated<'a> {
+    pub instance: &'a Instance,
+    pub params: Vec<Checked>,
+}
+
 pub fn expand(
     attr: &Attr,
     settings: &Settings,
     kernel: &Kernel,
     params: &[Checked],
+    instances: &[Instance],
 ) -> TokenStream {
     let m = facade_module(kernel);
     let body = body_fn(kernel, params);
-    let checks = type_checks(kernel, params);
-    let device = device::entry(attr, settings, kernel, params);
-    let host = host::launcher(attr, settings, kernel, params);
+    let (checks, device);
+    let host;
+    if instances.is_empty() {
+        checks = type_checks(kernel, params);
+        device = device::entry(attr, settings, kernel, params, None);
+        host = host::launcher(attr, settings, kernel, params, &[]);
+    } else {
+        // A generic kernel: the body stays generic, and each instantiation gets its
+        // own entry point, descriptor, checks and simulator entry from the
+        // parameters with its types substituted.
+        let each: Vec<Instantiated> = instances
+            .iter()
+            .map(|instance| Instantiated {
+                instance,
+                params: params.iter().map(|p| substitute(p, instance)).collect(),
+            })
+            .collect();
+        checks = each
+            .iter()
+            .map(|i| type_checks(kernel, &i.params))
+            .collect();
+        device = each
+            .iter()
+            .map(|i| device::entry(attr, settings, kernel, &i.params, Some(i.instance)))
+            .collect();
+        host = host::launcher(attr, settings, kernel, params, &each);
+    }
+    // A generic kernel's types trait is sealed by a trait of this module, which
+    // other crates cannot name.
+    let sealed = kernel.type_params.split_first().map(|(_, rest)| {
+        quote! {
+            #[cfg(not(target_arch = "nvptx64"))]
+            pub trait Sealed<#(#rest),*> {}
+        }
+    });
     quote! {
         #[doc(hidden)]
         #[allow(unused_extern_crates, non_snake_case)]
         mod #m {
             pub extern crate xlog;
+            #sealed
         }
         #body
         #checks
@@ -100,18 +141,75 @@ pub fn expand(
     }
 }
 
-/// The exported entry-point symbol: the function's name, plus `_suffix` if given.
-pub fn symbol(attr: &Attr, kernel: &Kernel) -> syn::Ident {
-    match &attr.suffix {
+/// `p` with every type parameter replaced by the instantiation's type (spanned
+/// where the type is listed, so an error about it points at the list).
+fn substitute(p: &Checked, instance: &Instance) -> Checked {
+    use syn::visit_mut::VisitMut;
+    struct Subst<'a>(&'a Instance);
+    impl VisitMut for Subst<'_> {
+        fn visit_type_mut(&mut self, ty: &mut syn::Type) {
+            if let syn::Type::Path(tp) = ty {
+                if tp.qself.is_none() {
+                    if let Some(id) = tp.path.get_ident() {
+                        if let Some((_, concrete)) =
+                            self.0.args.iter().find(|(param, _)| param == id)
+                        {
+                            *ty = concrete.clone();
+                            return;
+                        }
+                    }
+                }
+            }
+            syn::visit_mut::visit_type_mut(self, ty);
+        }
+    }
+    let mut p = p.clone();
+    let mut subst = Subst(instance);
+    subst.visit_type_mut(&mut p.ty);
+    if let Kind::Slice { elem, .. } = &mut p.kind {
+        subst.visit_type_mut(elem);
+    }
+    p
+}
+
+/// The exported entry-point symbol: the function's name, plus `_suffix` if given,
+/// plus an instantiation's type names (`copy__f32`).
+pub fn symbol(attr: &Attr, kernel: &Kernel, instance: Option<&Instance>) -> syn::Ident {
+    let base = match &attr.suffix {
         Some(s) => format_ident!("{}_{}", kernel.name(), s),
         None => kernel.name().clone(),
+    };
+    match instance {
+        Some(i) => format_ident!("{}{}", base, i.suffix),
+        None => base,
     }
 }
 
 /// The entry point's name as the PTX spells it (`loop` for `fn r#loop`).
-pub fn symbol_name(attr: &Attr, kernel: &Kernel) -> String {
+pub fn symbol_name(attr: &Attr, kernel: &Kernel, instance: Option<&Instance>) -> String {
     use syn::ext::IdentExt;
-    symbol(attr, kernel).unraw().to_string()
+    symbol(attr, kernel, instance).unraw().to_string()
+}
+
+/// The trait a generic kernel's listed types implement: the kernel's name in
+/// camel case followed by `Type` (`CopyType` for `copy`, `SortPairsType` for
+/// `sort_pairs`).
+pub fn types_trait(kernel: &Kernel) -> syn::Ident {
+    use syn::ext::IdentExt;
+    let camel: String = kernel
+        .name()
+        .unraw()
+        .to_string()
+        .split('_')
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_uppercase().chain(c).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect();
+    syn::Ident::new(&format!("{camel}Type"), kernel.name().span())
 }
 
 pub fn body_ident(kernel: &Kernel) -> syn::Ident {
@@ -252,11 +350,24 @@ fn body_fn(kernel: &Kernel, params: &[Checked]) -> TokenStream {
         let ty = device_param_type(kernel, p);
         quote_spanned!(p.ty.span()=> #id: #ty)
     });
+    // A generic kernel's body keeps the user's bounds; every type parameter is also
+    // `DeviceCopy` (so `Copy`), which its values are as kernel parameters anyway.
+    let mut generics = kernel.item.sig.generics.clone();
+    if !kernel.type_params.is_empty() {
+        let k = facade(kernel);
+        let where_clause = generics.make_where_clause();
+        for t in &kernel.type_params {
+            where_clause
+                .predicates
+                .push(syn::parse_quote!(#t: #k::__private::device::DeviceCopy));
+        }
+    }
+    let (generics, _, where_clause) = generics.split_for_impl();
     quote! {
         #(#attrs)*
         #[inline(always)]
-        #[allow(dead_code, non_snake_case, clippy::too_many_arguments)]
-        #unsafety fn #name(#(#params),*) #block
+        #[allow(dead_code, non_snake_case, clippy::too_many_arguments, clippy::multiple_bound_locations)]
+        #unsafety fn #name #generics (#(#params),*) #where_clause #block
     }
 }
 

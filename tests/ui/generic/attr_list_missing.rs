@@ -1,4 +1,4 @@
-//! A generic kernel.
+//! A type parameter without its list of types.
 #![allow(dead_code, unused_variables)]
 use xlog::prelude::*;
 
