@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Proof that a project outside this repository can depend on released versions of
-# xlog: packages every publishable crate (`cargo package`), lays the packages out as
+# xlog: checks that every publishable crate would publish (`cargo publish --dry-run`),
+# packages them (`cargo package`), lays the packages out as
 # a directory registry beside the third-party crates they need (`cargo vendor`), and
 # builds, tests and runs a copy of the template project (`templates/app`) against
 # that registry alone, with no path dependency on this repository. The registry and
@@ -33,6 +34,42 @@ mkdir -p "$registry"
 echo "-- the template project, on the released versions"
 cp -r templates/app "$app"
 rm -rf "$app/target" "$app/Cargo.lock"
+# Beside it, an application of the kernel library (xlog-kernels, whose device
+# build then runs from the read-only registry too): sorts, sums and checks.
+sed -i -E 's|^members = \["kernels", "app"\]|members = ["kernels", "app", "library"]|' "$app/Cargo.toml"
+grep -q '"library"' "$app/Cargo.toml"
+sed -i -E "s|^(xlog-build = .*)$|\1\nxlog-kernels = { version = \"0.1.0\", path = \"../../crates/xlog-kernels\" }|" "$app/Cargo.toml"
+mkdir -p "$app/library/src"
+cat >"$app/library/Cargo.toml" <<'TOML'
+[package]
+name = "library"
+version.workspace = true
+edition.workspace = true
+publish.workspace = true
+
+[dependencies]
+xlog.workspace = true
+xlog-kernels.workspace = true
+TOML
+cat >"$app/library/src/main.rs" <<'RUST'
+//! The kernel library from the registry: a sort and a sum, checked on the CPU.
+use xlog_kernels::{reduce, sort};
+
+fn main() -> xlog::Result<()> {
+    let rt = xlog::Runtime::get(0)?;
+    let s = rt.stream()?;
+    let keys: Vec<u32> = (0..5000u32).map(|i| i.wrapping_mul(2_654_435_761) >> 7).collect();
+    let x = rt.upload_on(&s, &keys)?;
+    let got = sort::sorted(&s, &x, sort::Order::Ascending)?.download(&s)?;
+    let mut want = keys.clone();
+    want.sort_unstable();
+    assert_eq!(got, want, "the sort");
+    let sum = reduce::sum(&s, &x)?.download(&s)?;
+    assert_eq!(sum, [keys.iter().fold(0u32, |a, &k| a.wrapping_add(k))], "the sum");
+    println!("ok: the kernel library from the registry sorts and sums");
+    Ok(())
+}
+RUST
 # The third-party crates the template needs, resolved while the xlog crates are
 # still paths (absolute here), vendored into the same directory.
 sed -i -E "s|path = \"\.\./\.\./crates/|path = \"$repo/crates/|" "$app/Cargo.toml"
@@ -44,6 +81,13 @@ library=$(rustc "+$DEVICE_TOOLCHAIN" --print sysroot)/lib/rustlib/src/rust/libra
 cargo "+$DEVICE_TOOLCHAIN" vendor --quiet --locked --no-delete --versioned-dirs \
   --manifest-path "$library/Cargo.toml" "$registry" >/dev/null
 rm -f "$app/Cargo.lock"
+echo "-- cargo publish --dry-run: every crate but xlog-kernels, each built from its package"
+# Each crate is verified against the packages of the ones before it. xlog-kernels
+# is left to the template build below: its build script runs a nested cargo (the
+# device build) that resolves the crate's dependencies from the registry, which
+# does not hold the unpublished xlog crates during a dry run (a release publishes
+# it last, after xlog-build and the crates it depends on are on the registry).
+cargo publish --quiet --dry-run --allow-dirty --workspace --exclude xlog-kernels
 echo "-- cargo package, into the same directory"
 # --allow-dirty: this checks the working tree as it is; a release is packaged from
 # a clean checkout. --no-verify: building the template below is the verification.
@@ -89,8 +133,10 @@ done
   unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
   cargo test --quiet --offline --workspace
   XLOG_BACKEND=sim cargo run --quiet --offline --release -p app | tee "$work/app.out"
+  XLOG_BACKEND=sim cargo run --quiet --offline --release -p library | tee -a "$work/app.out"
 )
 grep -q "ok: the simulator result matches the CPU" "$work/app.out"
+grep -q "ok: the kernel library from the registry sorts and sums" "$work/app.out"
 written=$(find "$registry" "$app/kernels" -newer "$marker")
 if [ -n "$written" ]; then
   echo "the build wrote into the registry or the kernel crate's sources:" >&2

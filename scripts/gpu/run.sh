@@ -9,7 +9,10 @@
 #                benches' own tables at its end
 #   bandwidth.svg, launch.svg, alloc.svg  the report's plots
 # XLOG_PHASES (default "tests sanitizer bench") selects what runs, so a long run can
-# be split across calls. Exit status: non-zero if any suite or sanitizer pass failed.
+# be split across calls; XLOG_SANITIZER_TOOLS, XLOG_SANITIZER_SUITES and
+# XLOG_SANITIZER_PYTHON (0: not the Python round trips) split the sanitizer phase, and
+# XLOG_PYTHON_SITE gives runs side by side a wheel install each. Exit status:
+# non-zero if any suite or sanitizer pass failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:-gpu-out}}
@@ -83,7 +86,8 @@ done
 # (unittest; counts from its summary). A wheel pip refuses is a failure; its
 # module is then unpacked so that the tests still run.
 py=.gpu-bundle/python
-site=.gpu-bundle/python-site
+# XLOG_PYTHON_SITE: where the wheel is installed (runs side by side need their own).
+site=${XLOG_PYTHON_SITE:-.gpu-bundle/python-site}
 wheel=$(ls "$py"/xlog-*.whl 2>/dev/null | head -1)
 if { has tests || has sanitizer; } && [ -n "$wheel" ]; then
   rm -rf "$site"
@@ -122,7 +126,11 @@ fi
 if has sanitizer; then
   { echo; echo "| sanitizer (direct backend) | suite | errors | exit |"; echo "| --- | --- | --- | --- |"; } >>"$summary"
   for tool in ${XLOG_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}; do
-    for t in "$bin"/test-${XLOG_SANITIZER_SUITES:-}*; do
+    # XLOG_SANITIZER_SUITES: the suites, as globs after `test-` (default: every one).
+    set -f
+    globs=(${XLOG_SANITIZER_SUITES:-*})
+    set +f
+    for t in $(for g in "${globs[@]}"; do echo "$bin"/test-$g; done); do
       [ -e "$t" ] || continue
       name=$(basename "$t")
       log=$out/.san.log
@@ -136,7 +144,14 @@ if has sanitizer; then
       # process started under a sanitizer sees the GPU whatever CUDA_VISIBLE_DEVICES
       # says, so the test that hides every device from its child cannot run there.
       skips=(--skip missing_kernel_names_kernel_and_module --skip panic --skip teeth --skip inside_a_graph_capture --skip sees_no_gpu)
+      # The lock-ordering test launches 40,000 empty kernels against a 120 s
+      # watchdog, which a sanitizer's slowdown trips; it touches no memory.
+      skips+=(--skip opposite_orders_never_deadlock)
       [ "$tool" = racecheck ] && skips+=(--skip threads_allocate_and_launch_on_shared_buffers --skip sixteen_threads)
+      # initcheck loses track of blocks that 16 threads free and reallocate from the
+      # driver's pool at once: it reported one of about 3,200 downloads there as
+      # uninitialised while the test checked the value the kernel wrote into it.
+      [ "$tool" = initcheck ] && skips+=(--skip sixteen_threads)
       # racecheck also loses track of launches from several host threads: one there.
       threads=$([ "$tool" = racecheck ] && echo 1 || echo 4)
       XLOG_STRESS_THREADS=$threads XLOG_STRESS_SEEDS=${XLOG_SANITIZER_STRESS_SEEDS:-1} XLOG_STRESS_OPS=${XLOG_SANITIZER_STRESS_OPS:-2000} \
@@ -152,7 +167,8 @@ if has sanitizer; then
       [ "$rc" -eq 0 ] || status=1
     done
   done
-  if [ -d "$site" ]; then
+  if [ -d "$site" ] && [[ " ${XLOG_SANITIZER_TOOLS:-memcheck} " == *" memcheck "* ]] &&
+    [ "${XLOG_SANITIZER_PYTHON:-1}" = 1 ]; then
     # The round trips (the refusal tests fail on purpose inside torch/cupy calls).
     PYTHONPATH=$site:$py timeout 300 compute-sanitizer --tool memcheck --error-exitcode 99 \
       python3 -m unittest test_interop.RoundTrip >"$out/.san.log" 2>&1

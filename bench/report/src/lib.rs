@@ -154,6 +154,7 @@ const HEADINGS: &[(&str, &str)] = &[
     ("sort", "radix sort against CUB's through CuPy / PyTorch (n = 10^8 random keys), CUDA-event timed, one run"),
     ("join", "hash join probe against xlog's random gather of the same length, CUDA-event timed"),
     ("single_pass", "decoupled look-back scan and tiled transpose against a device-to-device copy of the same bytes, CUDA-event timed; no targets yet"),
+    ("first_use", "the first library call in a fresh process (the module loaded then), wall clock, median of 5 processes; absolute target, no peer"),
     ("simulator", "the CPU simulator's speed on the bench machine's host CPU (no GPU; not GPU coverage), thread executions per second per worker; no peer"),
 ];
 
