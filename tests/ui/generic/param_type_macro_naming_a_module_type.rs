@@ -1,0 +1,20 @@
+//! A parameter type written through a macro that names `T`: in the generic body it
+//! is the type parameter, at the entry point's scope the module's `T`.
+#![allow(dead_code, unused_variables, non_camel_case_types)]
+use xlog::prelude::*;
+
+// SAFETY: never launched.
+static MODULE: xlog::ModuleImage = unsafe { xlog::ModuleImage::from_ptx("ui", "") };
+
+type T = u64;
+
+macro_rules! tee {
+    () => {
+        T
+    };
+}
+
+#[xlog_kernel(read(x), write(out), for T in [u32])]
+pub fn k<T>(x: &[tee!()], out: &mut [T]) {}
+
+fn main() {}
