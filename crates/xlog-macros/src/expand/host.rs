@@ -523,8 +523,10 @@ impl<'a> Generic<'a> {
         let trait_doc = format!(
             "The types kernel [`{name}`] is compiled for, `{}`: `{name}::launch` and \
              `{name}::record` take exactly these. Implemented by `#[xlog_kernel]`, once per \
-             instantiation, mapping its types to the entry point compiled for them.",
-            self.lists
+             instantiation, mapping its types to the entry point compiled for them. The \
+             kernel's bounds on `{first}` are supertraits, so `{first}: {tr}` implies them.",
+            self.lists,
+            first = kernel.type_params[0],
         );
         let impls = self.each.iter().map(|i| {
             let (_, first_ty) = &i.instance.args[0];
