@@ -951,3 +951,56 @@ fn a_forgotten_graph_still_fences_the_free_and_reuse_of_its_buffers() {
         "the detector saw a hazard"
     );
 }
+
+/// `Graph::update` to a recording over a shorter buffer (a fill and a kernel, the
+/// same topology): the replays then write the shorter buffer only, at its length,
+/// and leave the first one as the last replay on it left it.
+#[test]
+fn a_graph_repointed_at_a_shorter_buffer_writes_only_it() {
+    let _g = serial();
+    let rt = gpu_runtime();
+    let s = rt.new_stream().unwrap();
+    let before = xlog_runtime::sim::hazard_count();
+    let x = upload(&rt, &s, 150);
+    let long = upload(&rt, &s, 151);
+    let short = rt.upload_on(&s, &data(152, N / 2)).unwrap();
+    let (z_long, z_short) = (
+        upload(&rt, &s, 153),
+        rt.upload_on(&s, &data(154, N / 2)).unwrap(),
+    );
+    fn record<'g>(
+        s: &Stream,
+        x: &'g DeviceBuffer<u32>,
+        out: &'g DeviceBuffer<u32>,
+        z: &'g DeviceBuffer<u32>,
+        salt: u32,
+    ) -> GraphRecorder<'g> {
+        let mut rec = GraphRecorder::new(s);
+        rec.fill(z, salt).unwrap();
+        mix_w::record(&mut rec, mix_w::config(out.len()), x, x, out, salt, 0).unwrap();
+        rec
+    }
+    let graph = record(&s, &x, &long, &z_long, 1).instantiate().unwrap();
+    graph.launch(&s).unwrap();
+    let graph = graph.update(record(&s, &x, &short, &z_short, 2)).unwrap();
+    graph.launch(&s).unwrap();
+    graph.launch(&s).unwrap();
+    let hx = data(150, N);
+    let (mut want_long, mut want_short) = (vec![0; N], vec![0; N / 2]);
+    model(false, &hx, &hx, &mut want_long, 1);
+    model(false, &hx, &hx, &mut want_short, 2);
+    assert_eq!(short.download(&s).unwrap(), want_short);
+    assert_eq!(z_short.download(&s).unwrap(), vec![2; N / 2]);
+    assert_eq!(
+        long.download(&s).unwrap(),
+        want_long,
+        "the first buffer kept the first replay's values"
+    );
+    assert_eq!(z_long.download(&s).unwrap(), vec![1; N]);
+    drop(graph);
+    assert_eq!(
+        xlog_runtime::sim::hazard_count(),
+        before,
+        "the detector saw a hazard"
+    );
+}
