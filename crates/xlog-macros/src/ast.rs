@@ -163,6 +163,12 @@ pub fn parse(cx: &Ctxt, item: ItemFn) -> Kernel {
                         continue;
                     }
                 };
+                if let Some(mac) = macro_in(&pt.ty) {
+                    cx.error_spanned_by(
+                        mac,
+                        format!("`{ident}`: a kernel parameter's type cannot invoke a macro: the launcher, the entry point and the ABI descriptor each expand it, and a macro need not expand the same way twice; declare the type once, `type Name = ..;`, and write `Name`"),
+                    );
+                }
                 if let Some(shape) = shape_of(cx, &ident, &pt.ty) {
                     params.push(Param {
                         ident,
@@ -179,6 +185,20 @@ pub fn parse(cx: &Ctxt, item: ItemFn) -> Kernel {
         type_params,
         item,
     }
+}
+
+/// The first macro invoked anywhere in `ty` (as a type, or in an array length).
+fn macro_in(ty: &Type) -> Option<&syn::Macro> {
+    use syn::visit::Visit;
+    struct Finder<'a>(Option<&'a syn::Macro>);
+    impl<'a> Visit<'a> for Finder<'a> {
+        fn visit_macro(&mut self, m: &'a syn::Macro) {
+            self.0.get_or_insert(m);
+        }
+    }
+    let mut f = Finder(None);
+    f.visit_type(ty);
+    f.0
 }
 
 /// `ty` without the invisible groups `macro_rules!` wraps around a `$t:ty`, and

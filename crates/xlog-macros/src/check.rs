@@ -84,6 +84,19 @@ pub fn instances(cx: &Ctxt, attr: &Attr, kernel: &Kernel) -> Vec<Instance> {
             }
             named.push((ty.clone(), name));
         }
+        for p in &kernel.params {
+            if let Some(path) = shorthand_path(&p.ty, param) {
+                let written = quote::quote!(#path).to_string().replace(" :: ", "::");
+                let rest = written
+                    .strip_prefix(&format!("{param}::"))
+                    .unwrap_or(&written)
+                    .to_owned();
+                cx.error_spanned_by(
+                    path,
+                    format!("`{}`: write `{written}` with its trait, `<{param} as Trait>::{rest}`: each instantiation's entry point names the type with the listed type in place of `{param}` (`<f32 as Trait>::{rest}`), which the shorthand cannot", p.ident),
+                );
+            }
+        }
         if !kernel.params.iter().any(|p| mentions(&p.ty, param)) {
             cx.error_spanned_by(
                 param,
@@ -199,6 +212,31 @@ pub fn mentions(ty: &Type, param: &Ident) -> bool {
         param,
         found: false,
     };
+    f.visit_type(ty);
+    f.found
+}
+
+/// The first path in `ty` that reaches into the type parameter `param` without
+/// naming a trait (`T::Assoc`), if any.
+fn shorthand_path<'a>(ty: &'a Type, param: &Ident) -> Option<&'a syn::Path> {
+    struct Finder<'a, 'p> {
+        param: &'p Ident,
+        found: Option<&'a syn::Path>,
+    }
+    impl<'a> Visit<'a> for Finder<'a, '_> {
+        fn visit_type_path(&mut self, p: &'a syn::TypePath) {
+            if self.found.is_none()
+                && p.qself.is_none()
+                && p.path.leading_colon.is_none()
+                && p.path.segments.len() > 1
+                && p.path.segments[0].ident == *self.param
+            {
+                self.found = Some(&p.path);
+            }
+            syn::visit::visit_type_path(self, p);
+        }
+    }
+    let mut f = Finder { param, found: None };
     f.visit_type(ty);
     f.found
 }

@@ -758,3 +758,249 @@ fn graph_stress_has_teeth() {
         );
     }
 }
+
+/// A recording and its graph belong to the recording stream's runtime: a buffer of
+/// another runtime is refused when recorded (leaving the recording as it was), the
+/// graph is refused on another runtime's stream before anything is queued, and a
+/// graph re-pointed at another runtime's recording belongs to that runtime.
+#[test]
+fn buffers_and_streams_of_another_runtime_are_refused() {
+    let _g = serial();
+    let rt = gpu_runtime();
+    let other = Runtime::builder(0).build().unwrap();
+    assert_ne!(rt.id(), other.id());
+    let (s, t) = (rt.new_stream().unwrap(), other.new_stream().unwrap());
+    let (x, y) = (upload(&rt, &s, 100), upload(&rt, &s, 101));
+    let (theirs, theirs_out) = (upload(&other, &t, 102), upload(&other, &t, 103));
+    let cfg = mix_w::config(N);
+    let wrong = |e: xlog::Error| matches!(e, xlog::Error::WrongRuntime { .. });
+    let mut rec = GraphRecorder::new(&s);
+    let e = mix_w::record(&mut rec, cfg, &x, &x, &theirs, 1, 0).unwrap_err();
+    assert!(wrong(e), "a written buffer of another runtime");
+    let e = mix_w::record(&mut rec, cfg, &theirs, &x, &y, 1, 0).unwrap_err();
+    assert!(wrong(e), "a read buffer of another runtime");
+    assert!(wrong(rec.copy(&theirs, &y).unwrap_err()), "a copy's source");
+    assert!(wrong(rec.fill(&theirs, 1u32).unwrap_err()), "a fill");
+    assert_eq!(rec.len(), 0, "refusals add no node");
+    mix_w::record(&mut rec, cfg, &x, &x, &y, 1, 0).unwrap();
+    let graph = rec.instantiate().unwrap();
+    assert!(
+        wrong(graph.launch(&t).unwrap_err()),
+        "a stream of another runtime"
+    );
+    assert_eq!(y.download(&s).unwrap(), data(101, N), "nothing ran");
+    graph.launch(&s).unwrap();
+    let hx = data(100, N);
+    let mut want = vec![0; N];
+    model(false, &hx, &hx, &mut want, 1);
+    assert_eq!(y.download(&s).unwrap(), want);
+    let mut rec = GraphRecorder::new(&t);
+    mix_w::record(&mut rec, cfg, &theirs, &theirs, &theirs_out, 2, 0).unwrap();
+    let graph = graph.update(rec).unwrap();
+    assert!(
+        wrong(graph.launch(&s).unwrap_err()),
+        "now the other runtime's"
+    );
+    graph.launch(&t).unwrap();
+    let h = data(102, N);
+    model(false, &h, &h, &mut want, 2);
+    assert_eq!(theirs_out.download(&t).unwrap(), want);
+}
+
+/// An update in place names a kernel node of this very graph (not of another
+/// recording, not of the recording a `Graph::update` replaced) and runs the same
+/// kernel; every refusal leaves the graph as it was.
+#[test]
+fn updates_name_a_kernel_node_of_this_graph_running_that_kernel() {
+    let _g = serial();
+    let rt = gpu_runtime();
+    let s = rt.new_stream().unwrap();
+    let (x, y, z) = (
+        upload(&rt, &s, 110),
+        upload(&rt, &s, 111),
+        upload(&rt, &s, 112),
+    );
+    let cfg = mix_w::config(N);
+    let mut other = GraphRecorder::new(&s);
+    other.fill(&z, 1u32).unwrap();
+    let others = mix_w::record(&mut other, cfg, &x, &x, &y, 1, 0).unwrap();
+    let mut rec = GraphRecorder::new(&s);
+    let fill = rec.fill(&z, 3u32).unwrap();
+    let node = mix_w::record(&mut rec, cfg, &x, &x, &y, 1, 0).unwrap();
+    assert_eq!(others.index(), node.index());
+    let mut graph = rec.instantiate().unwrap();
+    let refused = |e: xlog::Error, why: &str| {
+        let m = e.to_string();
+        assert!(m.contains(why), "{m}");
+    };
+    refused(
+        mix_w::update(&mut graph, others, cfg, &x, &x, &y, 2, 0).unwrap_err(),
+        "not one of this graph's",
+    );
+    refused(
+        mix_w::update(&mut graph, fill, cfg, &x, &x, &y, 2, 0).unwrap_err(),
+        "not a kernel",
+    );
+    refused(
+        mix_rw::update(&mut graph, node, mix_rw::config(N), &x, &x, &y, 2, 0).unwrap_err(),
+        "runs `mix_w`",
+    );
+    graph.launch(&s).unwrap();
+    let hx = data(110, N);
+    let mut want = vec![0; N];
+    model(false, &hx, &hx, &mut want, 1);
+    assert_eq!(
+        y.download(&s).unwrap(),
+        want,
+        "the refusals changed nothing"
+    );
+    assert_eq!(z.download(&s).unwrap(), vec![3; N]);
+    drop(other);
+    // The same positions in a new recording are new nodes: the old ids are refused.
+    let mut rec = GraphRecorder::new(&s);
+    rec.fill(&z, 4u32).unwrap();
+    let renewed = mix_w::record(&mut rec, cfg, &x, &x, &y, 5, 0).unwrap();
+    let mut graph = graph.update(rec).unwrap();
+    refused(
+        mix_w::update(&mut graph, node, cfg, &x, &x, &y, 6, 0).unwrap_err(),
+        "not one of this graph's",
+    );
+    mix_w::update(&mut graph, renewed, cfg, &x, &x, &y, 6, 0).unwrap();
+    graph.launch(&s).unwrap();
+    model(false, &hx, &hx, &mut want, 6);
+    assert_eq!(y.download(&s).unwrap(), want);
+    assert_eq!(z.download(&s).unwrap(), vec![4; N]);
+}
+
+/// An update in place may hand a node other views of its buffers, of another
+/// length: the node then writes the new view only, and the replay stays fenced
+/// against other streams (on the simulator the detector checks the new ranges).
+#[test]
+fn an_update_to_a_view_of_another_length_writes_that_view_only() {
+    let _g = serial();
+    let rt = gpu_runtime();
+    let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
+    let before = xlog_runtime::sim::hazard_count();
+    let x = upload(&rt, &a, 130);
+    let mut y = upload(&rt, &a, 131);
+    let (lo, hi) = y.slice_mut(..).split_at_mut(N / 4);
+    let mut rec = GraphRecorder::new(&a);
+    let node = mix_w::record(&mut rec, mix_w::config(N / 4), &x, &x, &lo, 1, 0).unwrap();
+    let mut graph = rec.instantiate().unwrap();
+    graph.launch(&a).unwrap();
+    mix_w::update(&mut graph, node, mix_w::config(N), &x, &x, &hi, 2, SLOW_NS).unwrap();
+    graph.launch(&a).unwrap();
+    // Read on b right after the slow replay on a: fenced.
+    let got_hi = hi.as_view().download(&b).unwrap();
+    let got_lo = lo.as_view().download(&b).unwrap();
+    drop(graph);
+    let hx = data(130, N);
+    let mut want = data(131, N);
+    let (wlo, whi) = want.split_at_mut(N / 4);
+    model(false, &hx, &hx, wlo, 1);
+    model(false, &hx, &hx, whi, 2);
+    assert_eq!(
+        got_lo, wlo,
+        "the first view keeps the first replay's values"
+    );
+    assert_eq!(got_hi, whi, "the second replay wrote the new, longer view");
+    assert_eq!(
+        xlog_runtime::sim::hazard_count(),
+        before,
+        "the detector saw a hazard"
+    );
+}
+
+/// A replay's use is committed when `launch` returns, not when the graph drops: a
+/// graph forgotten right after a slow replay on stream `b` still makes the free of
+/// its buffer (allocated on `a`) wait for that replay, so the caching pool's next
+/// block on `a`, the same memory, is not written under it.
+#[test]
+fn a_forgotten_graph_still_fences_the_free_and_reuse_of_its_buffers() {
+    let _g = serial();
+    let rt = Runtime::builder(0).caching(true).build().unwrap();
+    let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
+    let before = xlog_runtime::sim::hazard_count();
+    let x = upload(&rt, &a, 140);
+    let y = upload(&rt, &a, 141);
+    let at = y.device_ptr();
+    {
+        let mut rec = GraphRecorder::new(&a);
+        mix_w::record(&mut rec, mix_w::config(N), &x, &x, &y, 1, SLOW_NS).unwrap();
+        let graph = rec.instantiate().unwrap();
+        graph.launch(&b).unwrap();
+        std::mem::forget(graph);
+    }
+    drop(y);
+    let mut z = rt.alloc_zeroed_on::<u32>(&a, N).unwrap();
+    assert_eq!(
+        z.device_ptr(),
+        at,
+        "the pool hands the freed block out again"
+    );
+    z.fill(&a, 9).unwrap();
+    rt.synchronize().unwrap();
+    assert_eq!(
+        z.download(&a).unwrap(),
+        vec![9; N],
+        "the replay wrote the new buffer"
+    );
+    assert_eq!(
+        xlog_runtime::sim::hazard_count(),
+        before,
+        "the detector saw a hazard"
+    );
+}
+
+/// `Graph::update` to a recording over a shorter buffer (a fill and a kernel, the
+/// same topology): the replays then write the shorter buffer only, at its length,
+/// and leave the first one as the last replay on it left it.
+#[test]
+fn a_graph_repointed_at_a_shorter_buffer_writes_only_it() {
+    let _g = serial();
+    let rt = gpu_runtime();
+    let s = rt.new_stream().unwrap();
+    let before = xlog_runtime::sim::hazard_count();
+    let x = upload(&rt, &s, 150);
+    let long = upload(&rt, &s, 151);
+    let short = rt.upload_on(&s, &data(152, N / 2)).unwrap();
+    let (z_long, z_short) = (
+        upload(&rt, &s, 153),
+        rt.upload_on(&s, &data(154, N / 2)).unwrap(),
+    );
+    fn record<'g>(
+        s: &Stream,
+        x: &'g DeviceBuffer<u32>,
+        out: &'g DeviceBuffer<u32>,
+        z: &'g DeviceBuffer<u32>,
+        salt: u32,
+    ) -> GraphRecorder<'g> {
+        let mut rec = GraphRecorder::new(s);
+        rec.fill(z, salt).unwrap();
+        mix_w::record(&mut rec, mix_w::config(out.len()), x, x, out, salt, 0).unwrap();
+        rec
+    }
+    let graph = record(&s, &x, &long, &z_long, 1).instantiate().unwrap();
+    graph.launch(&s).unwrap();
+    let graph = graph.update(record(&s, &x, &short, &z_short, 2)).unwrap();
+    graph.launch(&s).unwrap();
+    graph.launch(&s).unwrap();
+    let hx = data(150, N);
+    let (mut want_long, mut want_short) = (vec![0; N], vec![0; N / 2]);
+    model(false, &hx, &hx, &mut want_long, 1);
+    model(false, &hx, &hx, &mut want_short, 2);
+    assert_eq!(short.download(&s).unwrap(), want_short);
+    assert_eq!(z_short.download(&s).unwrap(), vec![2; N / 2]);
+    assert_eq!(
+        long.download(&s).unwrap(),
+        want_long,
+        "the first buffer kept the first replay's values"
+    );
+    assert_eq!(z_long.download(&s).unwrap(), vec![1; N]);
+    drop(graph);
+    assert_eq!(
+        xlog_runtime::sim::hazard_count(),
+        before,
+        "the detector saw a hazard"
+    );
+}

@@ -403,6 +403,10 @@ struct Generic<'a> {
     trait_args: TokenStream,
     /// The lists as written, for messages: "T in [f32, u32] and I in [u32, u64]".
     lists: String,
+    /// The kernel's bounds on its first type parameter, with `Self` for it: the
+    /// types trait's supertraits, so `T: CopyType` implies them wherever it is
+    /// written (the launcher's parameter types may need them: `<T as Widen>::Wide`).
+    supers: Vec<TokenStream>,
 }
 
 impl<'a> Generic<'a> {
@@ -440,6 +444,7 @@ impl<'a> Generic<'a> {
             })
             .collect::<Vec<_>>()
             .join(" and ");
+        let supers = first_bounds(kernel, first);
         Some(Generic {
             attr,
             settings,
@@ -449,6 +454,7 @@ impl<'a> Generic<'a> {
             instance,
             trait_args,
             lists,
+            supers,
         })
     }
 
@@ -464,11 +470,12 @@ impl<'a> Generic<'a> {
         let rt = quote!(#k::__private::rt);
         let name = kernel.name();
         let name_str = super::symbol_name(self.attr, kernel, None);
-        let (gens, instance, tr, trait_args) = (
+        let (gens, instance, tr, trait_args, supers) = (
             &self.params,
             &self.instance,
             &self.types_trait,
             &self.trait_args,
+            &self.supers,
         );
         let vis = &kernel.item.vis;
         let m = super::facade_module(kernel);
@@ -516,8 +523,10 @@ impl<'a> Generic<'a> {
         let trait_doc = format!(
             "The types kernel [`{name}`] is compiled for, `{}`: `{name}::launch` and \
              `{name}::record` take exactly these. Implemented by `#[xlog_kernel]`, once per \
-             instantiation, mapping its types to the entry point compiled for them.",
-            self.lists
+             instantiation, mapping its types to the entry point compiled for them. The \
+             kernel's bounds on `{first}` are supertraits, so `{first}: {tr}` implies them.",
+            self.lists,
+            first = kernel.type_params[0],
         );
         let impls = self.each.iter().map(|i| {
             let (_, first_ty) = &i.instance.args[0];
@@ -559,7 +568,7 @@ impl<'a> Generic<'a> {
             #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
             // clippy finds no `# Safety` among doc attributes a macro generated.
             #[allow(non_camel_case_types, clippy::missing_safety_doc)]
-            #vis unsafe trait #tr #trait_args: #m::Sealed #trait_args + #k::__private::device::DeviceCopy {
+            #vis unsafe trait #tr #trait_args: #m::Sealed #trait_args + #k::__private::device::DeviceCopy #(+ #supers)* {
                 #[doc(hidden)]
                 const __NAME: &'static str;
                 #[doc(hidden)]
@@ -570,4 +579,73 @@ impl<'a> Generic<'a> {
         };
         (items, types)
     }
+}
+
+/// The kernel's own bounds on its first type parameter (inline, or in `where` as
+/// `T: ..`), with `Self` for it: the types trait's supertraits. Without them a
+/// parameter type that needs a bound (`<T as Widen>::Wide`) would not be
+/// well-formed in the launcher, whose `T` is bounded by the types trait alone; as
+/// supertraits they are implied wherever `T: CopyType` is written, so generic host
+/// code naming the trait needs no more than before. (Bounds on the other type
+/// parameters, or on other types, `[T; 4]: Vector`, cannot be implied that way,
+/// and as bounds of the launcher every generic caller would have to repeat them:
+/// they stay the body's.)
+fn first_bounds(kernel: &Kernel, first: &syn::Ident) -> Vec<TokenStream> {
+    use syn::visit_mut::VisitMut;
+    use syn::{GenericParam, TraitBoundModifier, TypeParamBound, WherePredicate};
+    /// `first` replaced by `Self`, as a whole type or as a path's first segment.
+    struct ToSelf<'a>(&'a syn::Ident);
+    impl VisitMut for ToSelf<'_> {
+        fn visit_path_mut(&mut self, p: &mut syn::Path) {
+            if p.leading_colon.is_none() {
+                if let Some(seg) = p.segments.first_mut() {
+                    if seg.ident == *self.0 {
+                        seg.ident = syn::Ident::new("Self", seg.ident.span());
+                    }
+                }
+            }
+            syn::visit_mut::visit_path_mut(self, p);
+        }
+    }
+    let types_trait = super::types_trait(kernel);
+    // `?Sized` is no supertrait (and every listed type is `DeviceCopy`, so sized);
+    // the types trait itself would be a cycle.
+    let keep = |b: &&TypeParamBound| match b {
+        TypeParamBound::Trait(t) => {
+            !matches!(t.modifier, TraitBoundModifier::Maybe(_))
+                && t.path
+                    .segments
+                    .last()
+                    .is_none_or(|s| s.ident != types_trait)
+        }
+        _ => true,
+    };
+    let generics = &kernel.item.sig.generics;
+    let inline = generics.params.iter().flat_map(|p| match p {
+        GenericParam::Type(t) if t.ident == *first => t.bounds.iter().collect(),
+        _ => Vec::new(),
+    });
+    let in_where = generics
+        .where_clause
+        .iter()
+        .flat_map(|w| &w.predicates)
+        .flat_map(|pred| match pred {
+            WherePredicate::Type(pt)
+                if pt.lifetimes.is_none()
+                    && matches!(crate::ast::ungroup(&pt.bounded_ty), syn::Type::Path(p)
+                        if p.qself.is_none() && p.path.is_ident(first)) =>
+            {
+                pt.bounds.iter().collect()
+            }
+            _ => Vec::new(),
+        });
+    inline
+        .chain(in_where)
+        .filter(keep)
+        .map(|b| {
+            let mut b = b.clone();
+            ToSelf(first).visit_type_param_bound_mut(&mut b);
+            quote!(#b)
+        })
+        .collect()
 }

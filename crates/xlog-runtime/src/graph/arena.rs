@@ -3,6 +3,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
+use std::ptr::NonNull;
 
 use xlog_device::DeviceCopy;
 
@@ -46,7 +47,10 @@ use crate::buffer::DeviceBuffer;
 /// ```
 #[derive(Default)]
 pub struct GraphArena {
-    buffers: RefCell<Vec<Box<dyn Any>>>,
+    /// Each from `Box::into_raw`, freed in `Drop`: kept as raw pointers, never as
+    /// `Box`es, since moving a `Box` asserts unique access to what it points to,
+    /// which the borrows `keep` lends out would contradict.
+    buffers: RefCell<Vec<NonNull<dyn Any>>>,
 }
 
 impl std::fmt::Debug for GraphArena {
@@ -66,14 +70,14 @@ impl GraphArena {
     /// Keeps `buffer` until the arena drops; returns it, borrowed for the arena's
     /// life.
     pub fn keep<T: DeviceCopy>(&self, buffer: DeviceBuffer<T>) -> &DeviceBuffer<T> {
-        let boxed = Box::new(buffer);
-        let at: *const DeviceBuffer<T> = &*boxed;
-        self.buffers.borrow_mut().push(boxed);
-        // SAFETY: the buffer lives in its own heap allocation, which does not move
-        // when the vector does and is dropped only with the arena (no method removes
-        // one); the returned borrow of `self` keeps the arena alive, and nothing
-        // hands out a mutable reference to a kept buffer.
-        unsafe { &*at }
+        let at = NonNull::from(Box::leak(Box::new(buffer)));
+        self.buffers.borrow_mut().push(at);
+        // SAFETY: the buffer lives in its own heap allocation, which no `Box` owns
+        // any more, so nothing asserts unique access to it; it does not move, and is
+        // freed only in `Drop` (no method removes one); the returned borrow of `self`
+        // keeps the arena alive, and nothing hands out a mutable reference to a kept
+        // buffer.
+        unsafe { at.as_ref() }
     }
 
     /// Number of buffers kept.
@@ -84,5 +88,15 @@ impl GraphArena {
     /// Whether no buffer is kept.
     pub fn is_empty(&self) -> bool {
         self.buffers.borrow().is_empty()
+    }
+}
+
+impl Drop for GraphArena {
+    fn drop(&mut self) {
+        for at in self.buffers.get_mut().drain(..) {
+            // SAFETY: `at` came from `Box::leak` in `keep` and is freed only here,
+            // once; the borrows `keep` lent out ended with the arena's.
+            drop(unsafe { Box::from_raw(at.as_ptr()) });
+        }
     }
 }

@@ -44,8 +44,8 @@ impl std::fmt::Debug for Graph<'_> {
 // binds the stream's context first); the simulated lanes are behind a mutex; the
 // borrowed buffer cores are `Sync`; updates take `&mut self`.
 unsafe impl Send for Graph<'_> {}
-// SAFETY: as above: `launch` (`&self`) only reads the nodes and calls the driver,
-// or locks the simulated lanes.
+// SAFETY: as above: `launch` (`&self`) only reads the nodes, and launches the
+// executable graph or queues the simulated lanes under a lock of the graph's.
 unsafe impl Sync for Graph<'_> {}
 
 enum Backend {
@@ -59,6 +59,11 @@ struct GpuGraph {
     graph: RawGraph,
     exec: RawGraphExec,
     handles: Vec<RawGraphNode>,
+    /// Held around `cuGraphLaunch`: the driver's graph objects are not internally
+    /// synchronised (no two threads may call it on one executable graph at once),
+    /// and `launch` takes `&self`. The buffers' use-state locks serialise the
+    /// launches of a graph that touches a buffer, but not of one that touches none.
+    launching: Mutex<()>,
 }
 
 impl Drop for GpuGraph {
@@ -382,10 +387,14 @@ impl<'g> Graph<'g> {
         };
         let mut queued = false;
         let launched = match &self.backend {
-            // SAFETY: the executable graph is live, of the stream's context (same
-            // runtime, bound above); every buffer it touches was fenced on `stream`
-            // just above and is borrowed for as long as the graph lives.
-            Backend::Gpu(g) => unsafe { driver::graph_launch(g.exec, stream.raw()) },
+            Backend::Gpu(g) => {
+                let _one_at_a_time = g.launching.lock_unpoisoned();
+                // SAFETY: the executable graph is live, of the stream's context (same
+                // runtime, bound above), and no other thread is launching it (the
+                // lock); every buffer it touches was fenced on `stream` just above
+                // and is borrowed for as long as the graph lives.
+                unsafe { driver::graph_launch(g.exec, stream.raw()) }
+            }
             Backend::Sim(sim) => {
                 sim.lock_unpoisoned()
                     .launch(stream.raw(), &self.nodes, &mut queued)
@@ -519,6 +528,7 @@ impl<'g> Graph<'g> {
                                 graph,
                                 exec,
                                 handles,
+                                launching: Mutex::new(()),
                             }),
                             Err(e) => {
                                 destroy(graph);
@@ -556,6 +566,7 @@ fn make_backend(stream: &Stream, nodes: &[Node<'_>]) -> Result<Backend> {
             graph,
             exec,
             handles,
+            launching: Mutex::new(()),
         })),
         Err(e) => {
             // SAFETY: ours, used by nothing else.
