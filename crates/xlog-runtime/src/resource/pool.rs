@@ -5,9 +5,9 @@
 //! # Rules
 //!
 //! 1. **Size classes.** A request of at most [`SMALL_MAX`] bytes is rounded up to
-//!    its class (512 bytes, then four classes per power of two: at most a quarter
+//!    its class (512 bytes, then eight classes per power of two: at most an eighth
 //!    wasted) and served whole: one upstream block per cached block. When its
-//!    class has nothing cached, a block of one of the next four classes (at most
+//!    class has nothing cached, a block of one of the next eight classes (at most
 //!    twice its class) serves it before upstream is asked; before upstream is
 //!    asked, cached small blocks too small to serve it go back upstream while the
 //!    small cache holds more than a sixteenth of what the pool holds, so blocks of
@@ -92,7 +92,7 @@ const SHARDS: usize = 16;
 /// that rare.
 const LIVE_SHARDS: usize = 128;
 /// Small size classes per power of two (2^`SUB_BITS`).
-const SUB_BITS: u32 = 2;
+const SUB_BITS: u32 = 3;
 const SUB: usize = 1 << SUB_BITS;
 /// Small size classes: 512 bytes, then [`SUB`] per power of two up to [`SMALL_MAX`].
 const CLASSES: usize = 1 + SUB * 11;
@@ -1104,7 +1104,7 @@ mod tests {
     }
 
     #[test]
-    fn classes_round_up_by_at_most_a_quarter() {
+    fn classes_round_up_by_at_most_an_eighth() {
         let mut last = (0, GRANULE);
         for bytes in 1..=SMALL_MAX {
             let (class, size) = small_class(bytes);
@@ -1519,7 +1519,7 @@ mod tests {
         assert_eq!((st.hits, st.misses, st.waits), (1, 1, 0), "{st:?}");
         assert_eq!(
             st.in_use_bytes, 1024,
-            "the 1024-byte block serves the 768 class"
+            "the 1024-byte block serves the 704 class"
         );
         // SAFETY: as above.
         unsafe { p.deallocate(b, &s) }.unwrap();

@@ -180,9 +180,9 @@ fn a_driver_out_of_memory_gives_the_pool_cache_back_and_retries() {
         .unwrap();
     let s = rt.new_stream().unwrap();
     let free = rt.device().info().free_memory;
-    let part = free / 10 * 4;
+    let part = (free / 10 * 4) >> 20 << 20; // whole MiB: the pool's size exactly
     drop(rt.alloc_zeroed_on::<u8>(&s, part).unwrap()); // cached
-    // Larger than the cached block: from the device.
+                                                       // Larger than the cached block: from the device.
     let b = rt.alloc_zeroed_on::<u8>(&s, part + (64 << 20)).unwrap();
     assert_eq!(rt.pool_stats().unwrap().cached_bytes, part);
     let c = rt.alloc_zeroed_on::<u8>(&s, free / 2);
