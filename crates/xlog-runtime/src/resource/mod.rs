@@ -85,7 +85,7 @@ pub struct Generation(pub u64);
 
 /// Generations a thread takes from the process-wide counter at a time, so that an
 /// allocation costs no atomic read-modify-write (one per batch instead).
-const GENERATION_BATCH: u64 = 256;
+pub(crate) const GENERATION_BATCH: u64 = 256;
 
 impl Generation {
     /// A fresh generation, distinct from every other in the process.

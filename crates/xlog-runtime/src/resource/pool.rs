@@ -55,7 +55,8 @@
 //!
 //! # Locks
 //!
-//! Small bins and large segments are sharded by stream, the live set by address,
+//! Small bins and large segments are sharded by stream, the live set by the
+//! generation batch of the block (each thread draws its own batches),
 //! each shard on cache lines of its own: threads allocating on different streams
 //! take different locks. A whole segment is cached in the shard of the stream that
 //! freed it, so a thread that frees and allocates one size on its stream finds its
@@ -71,7 +72,7 @@ use std::sync::{Arc, Mutex};
 use smallvec::SmallVec;
 
 use super::ledger::AddressMap;
-use super::{AllocTag, BlockId, DeviceBlock, DeviceMemoryResource};
+use super::{AllocTag, BlockId, DeviceBlock, DeviceMemoryResource, GENERATION_BATCH};
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 use crate::sync::Unpoisoned;
@@ -86,11 +87,9 @@ pub const SEGMENT: usize = 2 << 20;
 const GRANULE: usize = 512;
 /// Number of stream shards.
 const SHARDS: usize = 16;
-/// Number of address shards of the live set (a power of two). Each thread's hot
-/// block sits at one address for as long as it is reused, so two threads whose
-/// blocks hash to one shard share its lock for the whole run: many shards keep
-/// that rare.
-const LIVE_SHARDS: usize = 128;
+/// Number of shards of the live set, chosen by a block's generation batch (see
+/// `Shared::live_shard`).
+const LIVE_SHARDS: usize = 64;
 /// Small size classes per power of two (2^`SUB_BITS`).
 const SUB_BITS: u32 = 3;
 const SUB: usize = 1 << SUB_BITS;
@@ -616,12 +615,13 @@ impl<R: DeviceMemoryResource> Shared<R> {
         &self.streams[Self::shard_of(stream)]
     }
 
+    /// The live shard of the block `id`, by its generation's batch: a thread
+    /// draws generations in batches of its own, so threads allocating at once
+    /// hold consecutive batches and use different shards, whatever addresses
+    /// their blocks have.
     #[inline]
-    fn live_shard(&self, ptr: u64) -> &Mutex<LiveShard> {
-        // Blocks are at least 512-byte aligned, large ones far more: mix every bit
-        // above into the top ones.
-        let h = (ptr >> 9).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        &self.live[(h >> (64 - LIVE_SHARDS.trailing_zeros())) as usize]
+    fn live_shard(&self, id: &BlockId) -> &Mutex<LiveShard> {
+        &self.live[(id.generation.0 / GENERATION_BATCH) as usize % LIVE_SHARDS]
     }
 
     /// Queue on `stream` a wait for every point of another stream in `points`.
@@ -993,7 +993,7 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for PoolAdaptor<R> {
             shared.allocate_large(bytes, stream)?
         };
         let block = DeviceBlock::new(shared.device, ptr, bytes, tag);
-        let mut live = shared.live_shard(ptr).lock_unpoisoned();
+        let mut live = shared.live_shard(&block.id()).lock_unpoisoned();
         live.in_use_bytes += size;
         live.requested_bytes += bytes;
         live.count += 1;
@@ -1014,7 +1014,7 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for PoolAdaptor<R> {
             return Ok(());
         }
         let live = {
-            let mut shard = shared.live_shard(block.ptr()).lock_unpoisoned();
+            let mut shard = shared.live_shard(&block.id()).lock_unpoisoned();
             match shard.map.remove(&block.ptr()) {
                 Some(l) if l.id == block.id() => {
                     shard.in_use_bytes -= l.size;
