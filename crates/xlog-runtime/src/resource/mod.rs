@@ -223,7 +223,7 @@ pub unsafe trait DeviceMemoryResource: Send + Sync {
     fn tracks_streams(&self) -> bool;
 
     /// A short description of the stack, e.g. `budget(stats(async))` (the default
-    /// stack is `budget(async)`: its statistics are the backend's own).
+    /// stack is `pool(budget(async))`: its statistics are the backend's own).
     fn describe(&self) -> String;
 }
 

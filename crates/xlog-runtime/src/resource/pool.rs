@@ -220,13 +220,12 @@ impl StreamShard {
     }
 }
 
-/// How a live block came to be: a small block (upstream's, given back whole) or a
-/// piece of a large segment.
+/// How a live block came to be: a small block or a whole segment (upstream's
+/// block, cached whole when freed) or a piece of a split segment.
 enum Origin {
     Small(DeviceBlock),
-    /// A whole segment: upstream's block, cached whole when freed.
     Segment(DeviceBlock),
-    /// A piece of a segment of this stream shard's large pool.
+    /// A piece of a split segment of this stream shard's large pool.
     Large(usize),
 }
 
