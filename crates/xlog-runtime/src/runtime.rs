@@ -551,15 +551,23 @@ impl Runtime {
         crate::PinnedBuffer::zeroed(&self.inner.device, len)
     }
 
-    /// Bytes held: live buffers plus frees not yet reaped.
+    /// Bytes held from the device: live buffers, the caching pool's cache, and
+    /// frees not yet reaped.
     pub fn bytes_outstanding(&self) -> usize {
         self.inner.allocator.resource().bytes_outstanding()
     }
 
-    /// Synchronise the streams with pending frees; returns the bytes retired.
+    /// Give the caching pool's cache back (as [`trim`](Self::trim) does) and
+    /// synchronise the streams with pending frees: afterwards
+    /// [`bytes_outstanding`](Self::bytes_outstanding) counts live buffers only.
+    /// Returns the bytes retired. A failed trim does not stop the reap; the first
+    /// failure is returned.
     pub fn reap(&self) -> Result<usize> {
         self.inner.device.bind()?;
-        self.inner.allocator.resource().reap_pending()
+        let trimmed = self.inner.cache.as_ref().map_or(Ok(0), PoolHandle::trim);
+        let reaped = self.inner.allocator.resource().reap_pending();
+        trimmed?;
+        reaped
     }
 
     /// Allocation statistics: the backend's, for a runtime made by [`Runtime::get`]
