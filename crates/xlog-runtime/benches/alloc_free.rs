@@ -1,5 +1,5 @@
-//! Allocation + free through the default stack (budget(async), statistics kept by
-//! the backend) vs raw
+//! Allocation + free through the stack without the caching pool (budget(async),
+//! statistics kept by the backend) vs raw
 //! `cuMemAllocAsync` / `cuMemFreeAsync` on the same stream (bench id `alloc_free`;
 //! target in `bench::TARGETS`).
 
@@ -12,7 +12,11 @@ fn main() {
         "allocation + free, host cost per pair (median of 60 alternating batches of 2000)",
     );
     bench::in_processes(bench::PROCESSES, || {
-        let rt = bench::runtime_or_exit();
+        let _ = bench::runtime_or_exit();
+        let rt = xlog_runtime::Runtime::builder(0)
+            .caching(false)
+            .build()
+            .unwrap();
         let s = rt.new_stream().unwrap();
         for &bytes in &[256usize, 64 << 10, 16 << 20] {
             let (xlog, raw) = bench::compare(

@@ -33,13 +33,13 @@ pub fn default_budget(info: &crate::DeviceInfo) -> usize {
     let reserve = (info.total_memory / 64).max(1 << 30);
     info.free_memory.saturating_sub(reserve)
 }
-/// Environment variable read by [`Runtime::get`]: `1` puts the caching pool
-/// ([`PoolAdaptor`]) on top of the stack, `0` leaves it out (default:
-/// [`DEFAULT_CACHING`]).
+/// Environment variable read by [`Runtime::get`]: `0` leaves the caching pool
+/// ([`PoolAdaptor`]) out of the stack, `1` puts it on top (default:
+/// [`DEFAULT_CACHING`]: on).
 pub const POOL_ENV: &str = "XLOG_POOL";
 /// Whether [`Runtime::get`] and [`RuntimeBuilder`] put the caching pool on top of
 /// the stack unless told otherwise.
-pub const DEFAULT_CACHING: bool = false;
+pub const DEFAULT_CACHING: bool = true;
 pub use crate::sim::BACKEND_ENV;
 
 /// Which backend allocates device memory.
@@ -177,7 +177,8 @@ impl RuntimeBuilder {
 
     /// Whether to put the caching pool ([`PoolAdaptor`]) on top of the stack:
     /// `pool(budget(backend))`, the budget then counting what the pool holds from
-    /// the device, cache included (default [`DEFAULT_CACHING`]).
+    /// the device, cache included (default [`DEFAULT_CACHING`]: on). Off, the
+    /// stack is `budget(backend)` and every free goes to the driver.
     pub fn caching(mut self, on: bool) -> Self {
         self.caching = on;
         self
@@ -204,8 +205,8 @@ impl RuntimeBuilder {
             caching: self.caching,
         };
         // Each backend's stack is one concrete type (no dynamic call between its
-        // layers): the usual one, budget(async), is what every default allocation
-        // goes through.
+        // layers): the usual one, pool(budget(async)), is what every default
+        // allocation goes through.
         let (resource, stats, budget, cache) = match self.backend {
             Backend::Async => {
                 let base = AsyncResource::new(&device)?;
@@ -271,7 +272,8 @@ impl Stack {
 
 impl Runtime {
     /// The shared runtime of device `ordinal`, created on first use with the
-    /// default stack: async backend, statistics, and a budget of
+    /// default stack: async backend, statistics, the caching pool on top
+    /// (`XLOG_POOL=0` leaves it out), and a budget of
     /// `XLOG_BUDGET_BYTES` (default: [`default_budget`], the device memory free
     /// when the device was opened less a reserve). `XLOG_BACKEND=direct`
     /// selects the direct backend (for compute-sanitizer).
@@ -549,15 +551,23 @@ impl Runtime {
         crate::PinnedBuffer::zeroed(&self.inner.device, len)
     }
 
-    /// Bytes held: live buffers plus frees not yet reaped.
+    /// Bytes held from the device: live buffers, the caching pool's cache, and
+    /// frees not yet reaped.
     pub fn bytes_outstanding(&self) -> usize {
         self.inner.allocator.resource().bytes_outstanding()
     }
 
-    /// Synchronise the streams with pending frees; returns the bytes retired.
+    /// Give the caching pool's cache back (as [`trim`](Self::trim) does) and
+    /// synchronise the streams with pending frees: afterwards
+    /// [`bytes_outstanding`](Self::bytes_outstanding) counts live buffers only.
+    /// Returns the bytes retired. A failed trim does not stop the reap; the first
+    /// failure is returned.
     pub fn reap(&self) -> Result<usize> {
         self.inner.device.bind()?;
-        self.inner.allocator.resource().reap_pending()
+        let trimmed = self.inner.cache.as_ref().map_or(Ok(0), PoolHandle::trim);
+        let reaped = self.inner.allocator.resource().reap_pending();
+        trimmed?;
+        reaped
     }
 
     /// Allocation statistics: the backend's, for a runtime made by [`Runtime::get`]
@@ -595,7 +605,7 @@ impl Runtime {
         self.inner.cache.as_ref().map(PoolHandle::stats)
     }
 
-    /// The resource stack's description, e.g. `budget(async)`.
+    /// The resource stack's description, e.g. `pool(budget(async))`.
     pub fn describe_resource(&self) -> String {
         self.inner.allocator.resource().describe()
     }

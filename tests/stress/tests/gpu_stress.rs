@@ -15,7 +15,12 @@
 //! - `stress_through_the_caching_pool`: the same programs on a runtime with the
 //!   caching pool, whose freed blocks come back on other streams behind a wait;
 //!   `the_pool_stress_has_teeth`: with fencing off, mismatches again.
-//! - `sixteen_threads_share_a_budgeted_runtime`, `injected_faults_leave_the_runtime_usable`.
+//!   `stress` itself runs on the default stack, which has the pool (`XLOG_POOL=0`
+//!   takes it out).
+//! - `stress_peak_memory_with_the_pool_against_without`: the same programs with the
+//!   pool and without; prints both peaks of device memory and their ratio.
+//! - `sixteen_threads_share_a_budgeted_runtime` (with the pool and without),
+//!   `injected_faults_leave_the_runtime_usable`.
 //!
 //! Scale with XLOG_STRESS_SEEDS, XLOG_STRESS_OPS, XLOG_STRESS_THREADS.
 
@@ -700,17 +705,54 @@ fn stress() {
     assert_eq!(rt.drop_errors(), 0);
 }
 
-/// A runtime of device 0 with the caching pool, on the backend `XLOG_BACKEND` names.
-fn pool_runtime() -> Runtime {
+/// A runtime of device 0 with the caching pool or without, on the backend
+/// `XLOG_BACKEND` names.
+fn runtime_with(caching: bool) -> Runtime {
+    let _ = gpu_runtime();
     let backend = match std::env::var("XLOG_BACKEND").as_deref() {
         Ok("direct") => xlog_runtime::Backend::Direct,
         _ => xlog_runtime::Backend::Async,
     };
     Runtime::builder(0)
         .backend(backend)
-        .caching(true)
+        .caching(caching)
         .build()
         .unwrap_or_else(|e| panic!("the GPU suite was requested but device 0 cannot be used: {e}"))
+}
+
+fn pool_runtime() -> Runtime {
+    runtime_with(true)
+}
+
+/// Peak device memory (held from the driver) of the same stress programs with
+/// the caching pool and without: the pool's cache costs at most half as much
+/// again. Both runs must match the CPU model.
+#[test]
+fn stress_peak_memory_with_the_pool_against_without() {
+    let _g = serial();
+    let (seeds, ops, threads) = (
+        env("XLOG_STRESS_SEEDS", 4) as u64,
+        env("XLOG_STRESS_OPS", 5_000),
+        env("XLOG_STRESS_THREADS", 4),
+    );
+    let mut peaks = [0usize; 2];
+    for (i, caching) in [false, true].into_iter().enumerate() {
+        let rt = runtime_with(caching);
+        let _ = xlog_runtime::sim::take_hazards();
+        let t = run_seeds(&rt, 200..200 + seeds, ops, threads, &SHAPE, true);
+        assert_eq!(t.mismatches, 0, "{} saw hazards", rt.describe_resource());
+        assert!(xlog_runtime::sim::take_hazards().is_empty());
+        peaks[i] = rt.stats().map_or(0, |st| st.peak_bytes);
+    }
+    let ratio = peaks[1] as f64 / peaks[0] as f64;
+    println!(
+        "stress peak: {} bytes with the pool, {} without ({ratio:.3}x), seeds={seeds} ops={ops} threads={threads}",
+        peaks[1], peaks[0]
+    );
+    assert!(
+        peaks[0] > 0 && ratio <= 1.5,
+        "the pool's peak is {ratio:.3}x the plain stack's"
+    );
 }
 
 #[test]
@@ -969,7 +1011,9 @@ fn detector_reports_every_unfenced_pair() {
         println!("detector: the hazard detector runs on the simulator only (XLOG_BACKEND=sim)");
         return;
     }
-    let rt = gpu_runtime();
+    // The model frees each block on its allocation stream and never reuses it: no
+    // caching pool (with fencing off, its reuse adds hazards of its own).
+    let rt = runtime_with(false);
     let _restore = RestoreFencing;
     let streams: Vec<Stream> = (0..SHAPE.streams)
         .map(|_| rt.new_stream().unwrap())
@@ -1029,11 +1073,24 @@ fn stress_has_teeth() {
     );
 }
 
+/// Sixteen threads allocate past a small budget: clean refusals, the budget never
+/// exceeded, every byte back at the end; without the caching pool and with it
+/// (whose refusals first give its cache back and retry).
 #[test]
 fn sixteen_threads_share_a_budgeted_runtime() {
     let _g = serial();
+    for caching in [false, true] {
+        sixteen_threads_share_a_budget(caching);
+    }
+}
+
+fn sixteen_threads_share_a_budget(caching: bool) {
     const LIMIT: usize = 8 << 20;
-    let rt = Runtime::builder(0).budget(LIMIT).build().unwrap();
+    let rt = Runtime::builder(0)
+        .caching(caching)
+        .budget(LIMIT)
+        .build()
+        .unwrap();
     let shared = rt.upload(&host_data(1, 1 << 16)).unwrap();
     let want_first = mix(at(&host_data(1, 1 << 16), 0), 0, 9);
     let refusals = AtomicUsize::new(0);
@@ -1068,7 +1125,9 @@ fn sixteen_threads_share_a_budgeted_runtime() {
                             requested,
                             ..
                         }) => {
-                            assert_eq!((limit, requested), (LIMIT, len * 4));
+                            // Through the pool: the block of the request's size class.
+                            assert_eq!(limit, LIMIT);
+                            assert!(requested == len * 4 || caching && requested >= len * 4);
                             assert!(remaining < requested);
                             refusals.fetch_add(1, Ordering::Relaxed);
                         }
@@ -1089,20 +1148,27 @@ fn sixteen_threads_share_a_budgeted_runtime() {
         "the test must reach the limit"
     );
     drop(shared);
+    rt.trim().unwrap();
     rt.reap().unwrap();
     assert_eq!(rt.bytes_outstanding(), 0);
     assert_eq!(rt.budget().unwrap().used(), 0);
     assert_eq!(rt.drop_errors(), 0);
+    let trims = rt.pool_stats().map_or(0, |st| st.trims);
     println!(
-        "contention: 16 threads, limit {LIMIT} B, {} clean refusals",
+        "contention: 16 threads on {}, limit {LIMIT} B, {} clean refusals, {trims} trims",
+        rt.describe_resource(),
         refusals.load(Ordering::Relaxed)
     );
+    if caching {
+        assert!(trims > 1, "no refusal gave the pool's cache back");
+    }
 }
 
 #[test]
 fn injected_faults_leave_the_runtime_usable() {
     let _g = serial();
-    let rt = Runtime::builder(0).build().unwrap();
+    // The faults are the backend's (its frees, reaps): no caching pool in front.
+    let rt = Runtime::builder(0).caching(false).build().unwrap();
     let (a, b) = (rt.new_stream().unwrap(), rt.new_stream().unwrap());
     let x = rt.upload_on(&a, &host_data(2, 4096)).unwrap();
     let empty = rt.upload_on::<u32>(&a, &[]).unwrap();

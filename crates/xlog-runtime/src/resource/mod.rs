@@ -85,7 +85,7 @@ pub struct Generation(pub u64);
 
 /// Generations a thread takes from the process-wide counter at a time, so that an
 /// allocation costs no atomic read-modify-write (one per batch instead).
-const GENERATION_BATCH: u64 = 256;
+pub(crate) const GENERATION_BATCH: u64 = 256;
 
 impl Generation {
     /// A fresh generation, distinct from every other in the process.
@@ -223,7 +223,7 @@ pub unsafe trait DeviceMemoryResource: Send + Sync {
     fn tracks_streams(&self) -> bool;
 
     /// A short description of the stack, e.g. `budget(stats(async))` (the default
-    /// stack is `budget(async)`: its statistics are the backend's own).
+    /// stack is `pool(budget(async))`: its statistics are the backend's own).
     fn describe(&self) -> String;
 }
 

@@ -5,20 +5,24 @@
 //! # Rules
 //!
 //! 1. **Size classes.** A request of at most [`SMALL_MAX`] bytes is rounded up to
-//!    its class (512 bytes, then four classes per power of two: at most a quarter
+//!    its class (512 bytes, then eight classes per power of two: at most an eighth
 //!    wasted) and served whole: one upstream block per cached block. When its
-//!    class has nothing cached, a block of one of the next four classes (at most
+//!    class has nothing cached, a block of one of the next eight classes (at most
 //!    twice its class) serves it before upstream is asked; before upstream is
 //!    asked, cached small blocks too small to serve it go back upstream while the
 //!    small cache holds more than a sixteenth of what the pool holds, so blocks of
 //!    sizes no longer asked for do not pile up. A larger
 //!    request is rounded up to 512 bytes and served from segments (upstream blocks
-//!    of at least [`SEGMENT`] bytes) by best fit: a free piece is split when the
-//!    rest is at least [`SMALL_MAX`] bytes, and a freed piece merges with its free
-//!    neighbours of the same segment.
+//!    of at least [`SEGMENT`] bytes): first a wholly free segment that fits with
+//!    less than [`SMALL_MAX`] bytes to spare, handed out whole; then a free piece
+//!    of a split segment by best fit; then the smallest wholly free segment that
+//!    fits, split. A free piece is split when the rest is at least [`SMALL_MAX`]
+//!    bytes, a freed piece merges with its free neighbours of the same segment,
+//!    and a segment whose pieces are all free is whole again.
 //! 2. **Free points.** `deallocate(block, stream)` publishes a point on `stream`:
 //!    by the resource contract every use of the block is ordered before it. A
-//!    small block goes to `stream`'s bin; a large piece keeps its point (a merged
+//!    small block goes to `stream`'s bin, and so does a whole segment (to
+//!    `stream`'s shard); a piece of a split segment keeps its point (a merged
 //!    piece keeps the newest point of each stream among its parts). A point holds
 //!    its stream (the wait of rule 3 needs the stream's fence event) for as long
 //!    as its block is cached: a stream's bin is removed when its last block is
@@ -51,12 +55,15 @@
 //!
 //! # Locks
 //!
-//! Small bins and large segments are sharded by stream, the live set by address,
+//! Small bins and large segments are sharded by stream, the live set by the
+//! generation batch of the block (each thread draws its own batches),
 //! each shard on cache lines of its own: threads allocating on different streams
-//! take different locks. A segment stays in the shard of the stream that allocated
-//! it (a piece freed on another stream goes back there); a stream whose shard has
-//! nothing that fits looks in the others. No lock is held across an upstream call
-//! or a wait, and none while another is taken.
+//! take different locks. A whole segment is cached in the shard of the stream that
+//! freed it, so a thread that frees and allocates one size on its stream finds its
+//! block in its own shard, with no wait; a split segment stays in the shard it was
+//! split in (a piece freed on another stream goes back there). A stream whose
+//! shard has nothing that fits looks in the others. No lock is held across an
+//! upstream call or a wait, and none while another is taken.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -65,7 +72,7 @@ use std::sync::{Arc, Mutex};
 use smallvec::SmallVec;
 
 use super::ledger::AddressMap;
-use super::{AllocTag, BlockId, DeviceBlock, DeviceMemoryResource};
+use super::{AllocTag, BlockId, DeviceBlock, DeviceMemoryResource, GENERATION_BATCH};
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 use crate::sync::Unpoisoned;
@@ -78,10 +85,13 @@ pub const SMALL_MAX: usize = 1 << 20;
 pub const SEGMENT: usize = 2 << 20;
 /// The rounding of large requests and the alignment of large pieces.
 const GRANULE: usize = 512;
-/// Number of stream shards and address shards.
+/// Number of stream shards.
 const SHARDS: usize = 16;
+/// Number of shards of the live set, chosen by a block's generation batch (see
+/// `Shared::live_shard`).
+const LIVE_SHARDS: usize = 64;
 /// Small size classes per power of two (2^`SUB_BITS`).
-const SUB_BITS: u32 = 2;
+const SUB_BITS: u32 = 3;
 const SUB: usize = 1 << SUB_BITS;
 /// Small size classes: 512 bytes, then [`SUB`] per power of two up to [`SMALL_MAX`].
 const CLASSES: usize = 1 + SUB * 11;
@@ -210,11 +220,12 @@ impl StreamShard {
     }
 }
 
-/// How a live block came to be: a small block (upstream's, given back whole) or a
-/// piece of a large segment.
+/// How a live block came to be: a small block or a whole segment (upstream's
+/// block, cached whole when freed) or a piece of a split segment.
 enum Origin {
     Small(DeviceBlock),
-    /// A piece of a segment of this stream shard's large pool.
+    Segment(DeviceBlock),
+    /// A piece of a split segment of this stream shard's large pool.
     Large(usize),
 }
 
@@ -239,24 +250,87 @@ struct Piece {
     free: Option<Points>,
 }
 
+/// A wholly free segment: upstream's block and the points its next user waits for.
+struct WholeFree {
+    block: DeviceBlock,
+    points: Points,
+}
+
+/// What [`Large::take`] found.
+enum Taken {
+    /// A wholly free segment, handed out whole.
+    Whole(WholeFree),
+    /// A piece of a split segment: its address, size and points.
+    Piece(u64, usize, Points),
+}
+
+/// One stream shard's large pool. A segment is either whole (in use whole, or
+/// cached whole in `whole`; neither in `pieces` nor `segments`) or split (every
+/// piece in `pieces`, the block in `segments`). A split segment whose pieces are
+/// all free again becomes whole.
 #[derive(Default)]
 struct Large {
-    /// Every piece of every segment, by address.
+    /// Wholly free segments, by size (ascending): served without a split, and
+    /// cached in the shard of the stream that freed them.
+    whole: Vec<WholeFree>,
+    /// Every piece of every split segment, by address.
     pieces: BTreeMap<u64, Piece>,
     /// Free pieces by (size, address): best fit is the first at or above a size.
     free: BTreeSet<(usize, u64)>,
-    /// Segments by base address: upstream's blocks.
+    /// Split segments by base address: upstream's blocks.
     segments: HashMap<u64, DeviceBlock>,
     cached_bytes: usize,
 }
 
 impl Large {
-    /// Best-fit a free piece of `size` bytes, preferring among the few smallest
-    /// that fit one last freed on `stream` alone (no wait); split off the rest
-    /// when it is large. The piece's address, its size (`size`, or more when the
-    /// rest was too small to split off: the whole piece is in use) and the points
-    /// to wait for.
-    fn take(&mut self, size: usize, stream: &Stream) -> Option<(u64, usize, Points)> {
+    /// Serve `size` bytes: a wholly free segment that needs no split (rest under
+    /// [`SMALL_MAX`]), else a free piece of a split segment by best fit, else a
+    /// wholly free segment split. Among the few smallest that fit, one last freed
+    /// on `stream` alone (no wait) is preferred.
+    fn take(&mut self, size: usize, stream: &Stream) -> Option<Taken> {
+        let from = self.whole.partition_point(|w| w.block.bytes() < size);
+        let unsplit = self.whole[from..]
+            .iter()
+            .take(8)
+            .take_while(|w| w.block.bytes() - size < SMALL_MAX)
+            .count();
+        if unsplit > 0 {
+            let own = self.whole[from..from + unsplit]
+                .iter()
+                .position(|w| w.points.iter().all(|p| p.stream == *stream))
+                .unwrap_or(0);
+            let w = self.whole.remove(from + own);
+            self.cached_bytes -= w.block.bytes();
+            return Some(Taken::Whole(w));
+        }
+        if let Some((at, size, points)) = self.take_piece(size, stream) {
+            return Some(Taken::Piece(at, size, points));
+        }
+        if from == self.whole.len() {
+            return None;
+        }
+        // The smallest wholly free segment that fits, split.
+        let w = self.whole.remove(from);
+        self.cached_bytes -= w.block.bytes();
+        let at = w.block.ptr();
+        self.add_segment(w.block, size, w.points.clone());
+        Some(Taken::Piece(at, size, w.points))
+    }
+
+    /// Cache a wholly free segment.
+    fn put_whole(&mut self, w: WholeFree) {
+        let bytes = w.block.bytes();
+        self.cached_bytes += bytes;
+        let at = self.whole.partition_point(|x| x.block.bytes() <= bytes);
+        self.whole.insert(at, w);
+    }
+
+    /// Best-fit a free piece of a split segment, preferring among the few
+    /// smallest that fit one last freed on `stream` alone (no wait); split off the
+    /// rest when it is large. The piece's address, its size (`size`, or more when
+    /// the rest was too small to split off: the whole piece is in use) and the
+    /// points to wait for.
+    fn take_piece(&mut self, size: usize, stream: &Stream) -> Option<(u64, usize, Points)> {
         let own = |at: &u64| {
             self.pieces[at]
                 .free
@@ -295,9 +369,11 @@ impl Large {
         self.cached_bytes += size;
     }
 
-    /// A new segment from upstream: `size` bytes of it in use, the rest free.
-    fn add_segment(&mut self, block: DeviceBlock, size: usize, stream: &Stream, epoch: u64) {
+    /// Split a segment: `size` bytes of it in use, the rest (less than the whole)
+    /// free behind `points`.
+    fn add_segment(&mut self, block: DeviceBlock, size: usize, points: Points) {
         let (base, total) = (block.ptr(), block.bytes());
+        debug_assert!(size < total);
         self.segments.insert(base, block);
         self.pieces.insert(
             base,
@@ -307,13 +383,7 @@ impl Large {
                 free: None,
             },
         );
-        if total > size {
-            let points = smallvec::smallvec![UsePoint {
-                stream: stream.clone(),
-                epoch,
-            }];
-            self.insert_free(base + size as u64, total - size, base, points);
-        }
+        self.insert_free(base + size as u64, total - size, base, points);
     }
 
     /// Free the piece at `at`, merging it with free neighbours of its segment.
@@ -349,36 +419,27 @@ impl Large {
                 merge_points(&mut points, p.free.expect("free"));
             }
         }
+        if start == segment && size == self.segments[&segment].bytes() {
+            // Every piece is free: the segment is whole again.
+            let block = self.segments.remove(&segment).expect("just seen");
+            self.put_whole(WholeFree { block, points });
+            return;
+        }
         self.insert_free(start, size, segment, points);
     }
 
-    /// Take out every segment that is one free piece: upstream's blocks and the
-    /// points to wait for before giving each back.
+    /// Take out every wholly free segment: upstream's blocks and the points to
+    /// wait for before giving each back.
     fn drain_whole(&mut self) -> Vec<(DeviceBlock, Points)> {
-        let whole: Vec<u64> = self
-            .segments
-            .iter()
-            .filter(|(base, block)| {
-                self.pieces
-                    .get(base)
-                    .is_some_and(|p| p.free.is_some() && p.size == block.bytes())
-            })
-            .map(|(&base, _)| base)
-            .collect();
-        whole
-            .into_iter()
-            .map(|base| {
-                let piece = self.pieces.remove(&base).expect("checked");
-                self.free.remove(&(piece.size, base));
-                self.cached_bytes -= piece.size;
-                let block = self.segments.remove(&base).expect("checked");
-                (block, piece.free.expect("checked"))
-            })
-            .collect()
+        let whole = std::mem::take(&mut self.whole);
+        self.cached_bytes -= whole.iter().map(|w| w.block.bytes()).sum::<usize>();
+        whole.into_iter().map(|w| (w.block, w.points)).collect()
     }
 
     fn largest_free(&self) -> usize {
-        self.free.iter().next_back().map_or(0, |&(s, _)| s)
+        let piece = self.free.iter().next_back().map_or(0, |&(s, _)| s);
+        let whole = self.whole.last().map_or(0, |w| w.block.bytes());
+        piece.max(whole)
     }
 }
 
@@ -519,7 +580,7 @@ impl<R: DeviceMemoryResource + 'static> PoolAdaptor<R> {
                 tracks_streams: upstream.tracks_streams(),
                 upstream,
                 streams: (0..SHARDS).map(|_| Padded::default()).collect(),
-                live: (0..SHARDS).map(|_| Padded::default()).collect(),
+                live: (0..LIVE_SHARDS).map(|_| Padded::default()).collect(),
                 held: AtomicUsize::new(0),
                 peak_held: AtomicUsize::new(0),
                 misses: AtomicU64::new(0),
@@ -553,12 +614,13 @@ impl<R: DeviceMemoryResource> Shared<R> {
         &self.streams[Self::shard_of(stream)]
     }
 
+    /// The live shard of the block `id`, by its generation's batch: a thread
+    /// draws generations in batches of its own, so threads allocating at once
+    /// hold consecutive batches and use different shards, whatever addresses
+    /// their blocks have.
     #[inline]
-    fn live_shard(&self, ptr: u64) -> &Mutex<LiveShard> {
-        // Blocks are at least 512-byte aligned, large ones far more: mix every bit
-        // above into the top ones.
-        let h = (ptr >> 9).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        &self.live[(h >> 60) as usize % SHARDS]
+    fn live_shard(&self, id: &BlockId) -> &Mutex<LiveShard> {
+        &self.live[(id.generation.0 / GENERATION_BATCH) as usize % LIVE_SHARDS]
     }
 
     /// Queue on `stream` a wait for every point of another stream in `points`.
@@ -783,25 +845,43 @@ impl<R: DeviceMemoryResource> Shared<R> {
         let home = Self::shard_of(stream);
         for i in (0..SHARDS).map(|i| (home + i) % SHARDS) {
             let taken = self.streams[i].lock_unpoisoned().large.take(size, stream);
-            if let Some((at, size, points)) = taken {
-                if let Err(e) = self.wait_all(stream, &points) {
-                    self.streams[i]
-                        .lock_unpoisoned()
-                        .large
-                        .give_back(at, points);
-                    return Err(e);
+            match taken {
+                None => continue,
+                Some(Taken::Whole(w)) => {
+                    if let Err(e) = self.wait_all(stream, &w.points) {
+                        self.streams[i].lock_unpoisoned().large.put_whole(w);
+                        return Err(e);
+                    }
+                    let (at, size) = (w.block.ptr(), w.block.bytes());
+                    return Ok((at, size, Origin::Segment(w.block)));
                 }
-                return Ok((at, size, Origin::Large(i)));
+                Some(Taken::Piece(at, size, points)) => {
+                    if let Err(e) = self.wait_all(stream, &points) {
+                        self.streams[i]
+                            .lock_unpoisoned()
+                            .large
+                            .give_back(at, points);
+                        return Err(e);
+                    }
+                    return Ok((at, size, Origin::Large(i)));
+                }
             }
         }
-        let block = self.upstream_allocate(size.max(SEGMENT), stream)?;
+        let total = size.max(SEGMENT);
+        let block = self.upstream_allocate(total, stream)?;
         let at = block.ptr();
+        if total == size {
+            return Ok((at, size, Origin::Segment(block)));
+        }
         // The rest of a new segment is free from the allocation on.
-        let epoch = stream.publish_epoch();
+        let points = smallvec::smallvec![UsePoint {
+            stream: stream.clone(),
+            epoch: stream.publish_epoch(),
+        }];
         self.streams[home]
             .lock_unpoisoned()
             .large
-            .add_segment(block, size, stream, epoch);
+            .add_segment(block, size, points);
         Ok((at, size, Origin::Large(home)))
     }
 
@@ -912,7 +992,7 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for PoolAdaptor<R> {
             shared.allocate_large(bytes, stream)?
         };
         let block = DeviceBlock::new(shared.device, ptr, bytes, tag);
-        let mut live = shared.live_shard(ptr).lock_unpoisoned();
+        let mut live = shared.live_shard(&block.id()).lock_unpoisoned();
         live.in_use_bytes += size;
         live.requested_bytes += bytes;
         live.count += 1;
@@ -933,7 +1013,7 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for PoolAdaptor<R> {
             return Ok(());
         }
         let live = {
-            let mut shard = shared.live_shard(block.ptr()).lock_unpoisoned();
+            let mut shard = shared.live_shard(&block.id()).lock_unpoisoned();
             match shard.map.remove(&block.ptr()) {
                 Some(l) if l.id == block.id() => {
                     shard.in_use_bytes -= l.size;
@@ -957,6 +1037,17 @@ unsafe impl<R: DeviceMemoryResource> DeviceMemoryResource for PoolAdaptor<R> {
         let epoch = stream.publish_epoch();
         match live.origin {
             Origin::Small(upstream) => shared.cache_small(upstream, stream, epoch),
+            Origin::Segment(block) => {
+                let points = smallvec::smallvec![UsePoint {
+                    stream: stream.clone(),
+                    epoch,
+                }];
+                shared
+                    .stream_shard(stream)
+                    .lock_unpoisoned()
+                    .large
+                    .put_whole(WholeFree { block, points });
+            }
             Origin::Large(home) => {
                 let points = smallvec::smallvec![UsePoint {
                     stream: stream.clone(),
@@ -1012,7 +1103,7 @@ mod tests {
     }
 
     #[test]
-    fn classes_round_up_by_at_most_a_quarter() {
+    fn classes_round_up_by_at_most_an_eighth() {
         let mut last = (0, GRANULE);
         for bytes in 1..=SMALL_MAX {
             let (class, size) = small_class(bytes);
@@ -1158,6 +1249,107 @@ mod tests {
         assert_eq!(p.handle().stats().waits, 0);
         // SAFETY: as above.
         unsafe { p.deallocate(c, &s2) }.unwrap();
+    }
+
+    /// A whole segment is cached with the stream that freed it: that stream takes
+    /// it back from its own shard with no wait, whichever stream allocated it.
+    #[test]
+    fn a_whole_segment_goes_to_the_stream_that_freed_it() {
+        let p = pool();
+        let (s1, s2) = (Stream::host_placeholder(1), Stream::host_placeholder(2));
+        let a = p.allocate(16 << 20, &s1, AllocTag::UNTAGGED).unwrap();
+        let ptr = a.ptr();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(a, &s2) }.unwrap();
+        for _ in 0..3 {
+            let b = p.allocate(16 << 20, &s2, AllocTag::UNTAGGED).unwrap();
+            assert_eq!(b.ptr(), ptr);
+            // SAFETY: as above.
+            unsafe { p.deallocate(b, &s2) }.unwrap();
+        }
+        let st = p.handle().stats();
+        assert_eq!((st.misses, st.waits), (1, 0), "{st:?}");
+        // Another stream still gets it, behind a wait.
+        let c = p.allocate(16 << 20, &s1, AllocTag::UNTAGGED).unwrap();
+        assert_eq!(c.ptr(), ptr);
+        assert_eq!(p.handle().stats().waits, 1);
+        // SAFETY: as above.
+        unsafe { p.deallocate(c, &s1) }.unwrap();
+    }
+
+    /// A free piece of a split segment that fits serves before a wholly free
+    /// segment is split; a wholly free segment serves a request it fits with
+    /// less than `SMALL_MAX` to spare whole.
+    #[test]
+    fn a_whole_segment_is_split_only_when_no_piece_fits() {
+        let p = pool();
+        let s = Stream::host_placeholder(1);
+        let big = p.allocate(8 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        let other = p.allocate(6 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        let big_ptr = big.ptr();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(other, &s) }.unwrap();
+        // The 6 MiB segment splits: 3 MiB in use, 3 MiB free.
+        let piece = p.allocate(3 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        // SAFETY: as above.
+        unsafe { p.deallocate(big, &s) }.unwrap();
+        // The free 3 MiB piece fits: the whole 8 MiB segment stays whole.
+        let again = p.allocate(3 << 20, &s, AllocTag::UNTAGGED).unwrap();
+        assert_ne!(again.ptr(), big_ptr);
+        let st = p.handle().stats();
+        assert_eq!(
+            (st.cached_large_bytes, st.largest_free_large),
+            (8 << 20, 8 << 20)
+        );
+        // Within SMALL_MAX of its size: handed out whole.
+        let whole = p
+            .allocate((8 << 20) - (SMALL_MAX - 512), &s, AllocTag::UNTAGGED)
+            .unwrap();
+        assert_eq!(whole.ptr(), big_ptr);
+        let st = p.handle().stats();
+        assert_eq!(
+            (st.in_use_bytes, st.cached_large_bytes),
+            (14 << 20, 0),
+            "{st:?}"
+        );
+        for b in [piece, again, whole] {
+            // SAFETY: as above.
+            unsafe { p.deallocate(b, &s) }.unwrap();
+        }
+        let st = p.handle().stats();
+        assert_eq!((st.misses, st.cached_large_bytes), (2, 14 << 20), "{st:?}");
+        assert_eq!(
+            p.handle().trim().unwrap(),
+            14 << 20,
+            "both segments whole again"
+        );
+    }
+
+    /// Streams in a ring, each block allocated on one stream and freed on the
+    /// next: the freeing stream finds the segment in its own shard the next round
+    /// and takes it with no wait (kept in the allocating stream's shard, it would
+    /// be found there first by that stream, behind a wait, every round).
+    #[test]
+    fn a_ring_of_streams_reuses_segments_without_waits() {
+        let p = pool();
+        let streams: Vec<Stream> = (0..8).map(Stream::host_placeholder).collect();
+        let round = || {
+            let blocks: Vec<_> = streams
+                .iter()
+                .map(|s| p.allocate(16 << 20, s, AllocTag::UNTAGGED).unwrap())
+                .collect();
+            for (i, b) in blocks.into_iter().enumerate() {
+                // SAFETY: host memory of this pool, unused.
+                unsafe { p.deallocate(b, &streams[(i + 1) % streams.len()]) }.unwrap();
+            }
+        };
+        round();
+        let waits = p.handle().stats().waits;
+        for _ in 0..10 {
+            round();
+        }
+        let st = p.handle().stats();
+        assert_eq!((st.waits - waits, st.misses), (0, 8), "{st:?}");
     }
 
     #[test]
@@ -1326,7 +1518,7 @@ mod tests {
         assert_eq!((st.hits, st.misses, st.waits), (1, 1, 0), "{st:?}");
         assert_eq!(
             st.in_use_bytes, 1024,
-            "the 1024-byte block serves the 768 class"
+            "the 1024-byte block serves the 704 class"
         );
         // SAFETY: as above.
         unsafe { p.deallocate(b, &s) }.unwrap();

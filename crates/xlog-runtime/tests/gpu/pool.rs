@@ -139,3 +139,23 @@ fn frees_retire_as_their_stream_passes_them_without_a_reap() {
         len * 4
     );
 }
+
+/// `Runtime::reap` gives the cache back too: afterwards the runtime holds its live
+/// buffers only, as it does without the pool.
+#[test]
+fn reap_gives_the_cache_back_and_leaves_live_buffers() {
+    let rt = pool_rt(None);
+    let s = rt.new_stream().unwrap();
+    let live = rt.alloc_zeroed_on::<u8>(&s, 3 << 20).unwrap();
+    for bytes in [256usize, 64 << 10, 16 << 20] {
+        drop(rt.alloc_zeroed_on::<u8>(&s, bytes).unwrap());
+    }
+    assert!(rt.pool_stats().unwrap().cached_bytes > 0);
+    rt.reap().unwrap();
+    let st = rt.pool_stats().unwrap();
+    assert_eq!((st.cached_bytes, st.in_use_bytes), (0, 3 << 20), "{st:?}");
+    assert_eq!(rt.bytes_outstanding(), 3 << 20);
+    drop(live);
+    rt.reap().unwrap();
+    assert_eq!(rt.bytes_outstanding(), 0);
+}

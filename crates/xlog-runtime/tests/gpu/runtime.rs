@@ -46,11 +46,16 @@ fn device_info_reads_the_hardware() {
 fn default_stack_tracks_streams_and_has_a_budget_and_stats() {
     let rt = crate::common::rt();
     let d = rt.describe_resource();
-    // The statistics are the backend's own: no counting layer in the stack.
-    assert!(
-        matches!(d.as_str(), "budget(async)" | "budget(direct)"),
-        "{d}"
-    );
+    // The statistics are the backend's own: no counting layer in the stack. The
+    // caching pool is on top unless `XLOG_POOL=0` takes it out.
+    let pooled = std::env::var(xlog_runtime::POOL_ENV).as_deref() != Ok("0");
+    let want: &[&str] = if pooled {
+        &["pool(budget(async))", "pool(budget(direct))"]
+    } else {
+        &["budget(async)", "budget(direct)"]
+    };
+    assert!(want.contains(&d.as_str()), "{d}");
+    assert_eq!(rt.pool_stats().is_some(), pooled);
     assert!(rt.budget().unwrap().limit() > 0);
     if std::env::var_os("XLOG_BUDGET_BYTES").is_none() {
         // By default the budget is the memory the device had free when opened, so
