@@ -25,6 +25,12 @@ export XLOG_CUB_SCRIPT=${XLOG_CUB_SCRIPT:-$PWD/crates/xlog-kernels/benches/libra
 # The graph bench times PyTorch's CUDA graph replay with this one.
 export XLOG_GRAPH_SCRIPT=${XLOG_GRAPH_SCRIPT:-$PWD/crates/xlog-kernels/benches/graph_replay_torch.py}
 export PATH=/usr/local/cuda/bin:$PATH
+# The multi-GPU suite and bench (NCCL): NVLink multicast stays off in every process.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export XLOG_NCCL_SCRIPT=${XLOG_NCCL_SCRIPT:-$PWD/crates/xlog-runtime/benches/nccl_peers.py}
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+# Suites and benches that need two GPUs; on one they are listed as not run.
+multi() { [[ "$(basename "$1")" == *gpu_multi* || "$(basename "$1")" == *-nccl ]]; }
 # The Datalog example's test (test-datalog-fixpoint) runs the bundled binary.
 export XLOG_DATALOG_BIN=$PWD/.gpu-bundle/bin/datalog
 status=0
@@ -56,6 +62,10 @@ for t in "$bin"/test-*; do
   has tests || break
   [ -e "$t" ] || continue
   name=$(basename "$t")
+  if multi "$t" && [ "$gpus" -lt 2 ]; then
+    echo "| $name | not run: needs two GPUs, this machine has $gpus | | |" >>"$summary"
+    continue
+  fi
   log=$out/.$name.log
   timeout 400 "$t" --test-threads="${XLOG_TEST_THREADS:-4}" --nocapture >"$log" 2>&1
   rc=$?
@@ -124,6 +134,8 @@ if has sanitizer; then
   for tool in ${XLOG_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}; do
     for t in "$bin"/test-${XLOG_SANITIZER_SUITES:-}*; do
       [ -e "$t" ] || continue
+      # NCCL's own kernels and threads are outside what the tools check here.
+      multi "$t" && continue
       name=$(basename "$t")
       log=$out/.san.log
       # Skipped under the sanitizers: tests that fail on purpose (a driver API error,
@@ -171,6 +183,7 @@ if has bench; then
   rm -f "$XLOG_BENCH_RESULTS" "$out/.bench.md"
   for b in "$bin"/bench-*; do
     [ -e "$b" ] || continue
+    multi "$b" && [ "$gpus" -lt 2 ] && continue
     { echo; echo "<!-- $(basename "$b") -->"; timeout 300 "$b" --bench 2>&1; } >>"$out/.bench.md" || status=1
   done
   title="GPU run $(date -u +%Y-%m-%dT%H:%MZ), device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"

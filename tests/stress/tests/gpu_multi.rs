@@ -566,6 +566,33 @@ fn bad_arguments_are_refused_before_anything_is_queued() {
         Group::new().all_to_all(c0, s0, &a0, &mut short).launch(),
         "multiple",
     );
+    // Ranks of one communicator in one group must agree, and all be there.
+    let host: Vec<Vec<u32>> = (0..n).map(|r| vec![1; 100 + r]).collect();
+    let mut uneven = ranks.upload(&host);
+    let mut g = Group::new();
+    for (r, b) in uneven.iter_mut().enumerate() {
+        g = g.all_reduce_in_place(&ranks.comms[r], &ranks.streams[r], b, ReduceOp::Sum);
+    }
+    expect(g.launch(), "issues");
+    let [u0, u1, ..] = &mut uneven[..] else {
+        unreachable!()
+    };
+    let pair = Group::new()
+        .all_reduce_in_place(c0, s0, u0, ReduceOp::Sum)
+        .all_reduce_in_place(c1, s1, u1, ReduceOp::Sum);
+    expect(
+        pair.launch(),
+        if n > 2 { "names 2 of the" } else { "issues" },
+    );
+    let mut seven = ranks.rts[1].alloc_zeroed_on::<u32>(s1, 7).unwrap();
+    let lonely = Group::new()
+        .send(c0, s0, &a0, 1)
+        .recv(c1, s1, &mut seven, 0);
+    if n == 2 {
+        expect(lonely.launch(), "sends");
+    } else {
+        expect(lonely.launch(), "names 2 of the");
+    }
     // The first bad part refuses the whole group, good parts before it included.
     let mut b1 = ranks.rts[1].alloc_zeroed_on::<u32>(s1, N).unwrap();
     let group = Group::new()
@@ -633,11 +660,13 @@ fn ranks_that_disagree_fail_the_clique_on_the_simulator() {
     let n = ranks.n();
     let host: Vec<Vec<u32>> = (0..n).map(|r| vec![r as u32; 100 + r]).collect();
     let mut bufs = ranks.upload(&host);
-    let mut g = Group::new();
+    // One group per rank (as threads driving one rank each would issue them):
+    // nothing to compare before they run.
     for (r, b) in bufs.iter_mut().enumerate() {
-        g = g.all_reduce_in_place(&ranks.comms[r], &ranks.streams[r], b, ReduceOp::Sum);
+        ranks.comms[r]
+            .all_reduce_in_place(&ranks.streams[r], b, ReduceOp::Sum)
+            .unwrap();
     }
-    g.launch().unwrap();
     let e = ranks.comms[0].wait(&ranks.streams[0], TIMEOUT).unwrap_err();
     assert!(e.to_string().contains("elements"), "{e}");
     // The other ranks' work ended too (no hang), their data untouched.

@@ -87,6 +87,11 @@ impl fmt::Debug for UniqueId {
     }
 }
 
+fn next_clique() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 fn sim_one_process(what: &str) -> Error {
     Error::Unsupported {
         what: format!("{what} on the simulator"),
@@ -110,6 +115,9 @@ pub(crate) struct State {
 
 pub(crate) struct Inner {
     pub(crate) backend: Backend,
+    /// The communicators made together (one `init_all`) share it; a group
+    /// naming several of them is checked for agreement.
+    pub(crate) clique: u64,
     pub(crate) rank: u32,
     pub(crate) ranks: u32,
     pub(crate) device: u32,
@@ -178,11 +186,14 @@ impl Communicator {
                 .map(Backend::Nccl)
                 .collect()
         };
+        let clique = next_clique();
         Ok(backends
             .into_iter()
             .zip(runtimes)
             .enumerate()
-            .map(|(rank, (backend, rt))| Communicator::wrap(backend, rank as u32, ranks, rt))
+            .map(|(rank, (backend, rt))| {
+                Communicator::wrap(backend, clique, rank as u32, ranks, rt)
+            })
             .collect())
     }
 
@@ -213,13 +224,20 @@ impl Communicator {
         };
         // SAFETY: the runtime's device context is bound just above.
         let raw = unsafe { ffi::comm_init_rank(&id.0, site) }?;
-        Ok(Communicator::wrap(Backend::Nccl(raw), rank, ranks, runtime))
+        Ok(Communicator::wrap(
+            Backend::Nccl(raw),
+            next_clique(),
+            rank,
+            ranks,
+            runtime,
+        ))
     }
 
-    fn wrap(backend: Backend, rank: u32, ranks: u32, rt: &Runtime) -> Communicator {
+    fn wrap(backend: Backend, clique: u64, rank: u32, ranks: u32, rt: &Runtime) -> Communicator {
         Communicator {
             inner: Arc::new(Inner {
                 backend,
+                clique,
                 rank,
                 ranks,
                 device: rt.device().ordinal(),
