@@ -352,8 +352,9 @@ pub(crate) unsafe fn stream_query(s: RawStream) -> Result<bool> {
     }
 }
 
-/// Let the bound context reach `peer`'s memory directly (`cuCtxEnablePeerAccess`),
-/// when the topology allows it (`cuDeviceCanAccessPeer`). `Ok(false)` when it
+/// Let the bound context reach `peer`'s memory directly (`cuCtxEnablePeerAccess`,
+/// and `cuMemPoolSetAccess` on the peer's default memory pool, which stream-ordered
+/// allocations come from), when the topology allows it (`cuDeviceCanAccessPeer`). `Ok(false)` when it
 /// does not: copies between the two devices then go through host memory, which
 /// the driver does by itself. Enabling it twice is not an error. Always true on
 /// the simulator, whose devices share one memory.
@@ -375,14 +376,35 @@ pub(crate) unsafe fn enable_peer_access(this: &Context, peer: &Context) -> Resul
     }
     // SAFETY: obligation 1.
     match unsafe { sys::cuCtxEnablePeerAccess(peer.ctx, 0) } {
-        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
-            Ok(true)
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+        r => {
+            return Err(Error::driver(
+                "cuCtxEnablePeerAccess",
+                r.result().expect_err("not a success"),
+            ))
         }
-        r => Err(Error::driver(
-            "cuCtxEnablePeerAccess",
-            r.result().expect_err("not a success"),
-        )),
     }
+    // Stream-ordered allocations come from the peer's default memory pool, whose
+    // own access list governs them (`cuMemPoolSetAccess`), not the context's.
+    if peer.info.memory_pools {
+        let access = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: this.device,
+            },
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: the peer's device is valid; the pool returned is its default
+        // pool; `access` lives for the call.
+        unsafe {
+            let pool = result::device::get_default_mem_pool(peer.device)
+                .map_err(|e| Error::driver("cuDeviceGetDefaultMemPool", e))?;
+            sys::cuMemPoolSetAccess(pool, &access, 1)
+                .result()
+                .map_err(|e| Error::driver("cuMemPoolSetAccess", e))?;
+        }
+    }
+    Ok(true)
 }
 
 /// Whether `s` is capturing a CUDA graph (an error counts as capturing: the
