@@ -127,23 +127,28 @@ pub(crate) fn library() -> Result<(&'static str, u32)> {
 }
 
 fn load() -> std::result::Result<Api, String> {
-    let mut tried: Vec<String> = Vec::new();
-    let candidates: Vec<PathBuf> = match std::env::var_os(NCCL_ENV) {
-        Some(p) => {
-            let p = PathBuf::from(p);
-            if p.is_dir() {
-                NAMES.iter().map(|n| p.join(n)).collect()
-            } else {
-                vec![p]
-            }
-        }
+    let set = std::env::var_os(NCCL_ENV);
+    load_from(&candidates(set.as_deref().map(Path::new)), set.is_some())
+}
+
+/// Where to look: the `XLOG_NCCL` setting alone when there is one.
+fn candidates(setting: Option<&Path>) -> Vec<PathBuf> {
+    match setting {
+        Some(p) if p.is_dir() => NAMES.iter().map(|n| p.join(n)).collect(),
+        Some(p) => vec![p.to_path_buf()],
         None => {
             let mut c: Vec<PathBuf> = NAMES.iter().map(PathBuf::from).collect();
             c.extend(python_wheel());
             c
         }
-    };
-    for path in &candidates {
+    }
+}
+
+/// The first of `candidates` that loads and has every entry point, or what each
+/// failure was.
+fn load_from(candidates: &[PathBuf], set: bool) -> std::result::Result<Api, String> {
+    let mut tried: Vec<String> = Vec::new();
+    for path in candidates {
         // SAFETY: loading NCCL runs its initialisers, which only set up the
         // library's own state.
         match unsafe { libloading::Library::new(path) } {
@@ -154,7 +159,7 @@ fn load() -> std::result::Result<Api, String> {
             Err(e) => tried.push(format!("{}: {e}", path.display())),
         }
     }
-    if std::env::var_os(NCCL_ENV).is_none() {
+    if !set {
         tried.push("no `nvidia-nccl` Python wheel found by python3".to_owned());
     }
     Err(tried.join("; "))
@@ -568,5 +573,49 @@ fn no_site() -> Site {
         rank: 0,
         ranks: 0,
         device: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_library_is_an_error_that_says_where_and_what_to_install() {
+        let dir = std::env::temp_dir().join(format!("xlog-no-nccl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // XLOG_NCCL naming a directory: both file names in it, nothing else.
+        let looked = candidates(Some(&dir));
+        assert_eq!(
+            looked,
+            vec![dir.join("libnccl.so.2"), dir.join("libnccl.so")]
+        );
+        let searched = match load_from(&looked, true) {
+            Err(searched) => searched,
+            Ok(_) => panic!("a directory without NCCL loaded one"),
+        };
+        assert!(
+            searched.contains(&*dir.join("libnccl.so.2").to_string_lossy()),
+            "{searched}"
+        );
+        assert!(!searched.contains("Python wheel"), "{searched}");
+        let e = Error::NcclNotFound { searched }.to_string();
+        for hint in ["pip install nvidia-nccl-cu12", "XLOG_NCCL", "libnccl2"] {
+            assert!(e.contains(hint), "`{e}` does not say `{hint}`");
+        }
+        // A file path is taken as it is.
+        let file = dir.join("libnccl-custom.so");
+        assert_eq!(candidates(Some(&file)), vec![file]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_library_without_nccls_entry_points_is_refused_with_the_missing_symbol() {
+        // The C library loads but has no NCCL symbols.
+        let searched = match load_from(&[PathBuf::from("libc.so.6")], true) {
+            Err(searched) => searched,
+            Ok(_) => panic!("libc passed for NCCL"),
+        };
+        assert!(searched.contains("no symbol ncclGetVersion"), "{searched}");
     }
 }
