@@ -82,6 +82,7 @@ cargo test --profile sim --no-fail-fast --test '*' \
 XLOG_SIM_DEVICES=4 cargo test --profile sim -p xlog-stress --features xlog-stress/gpu-tests --test gpu_multi
 cargo run --profile sim -p saxpy
 cargo run --profile sim -p pipeline
+cargo run --profile sim -p distributed
 unset XLOG_BACKEND XLOG_TEST_MAX_LEN XLOG_SIM_DEVICES
 echo "== compile-fail suite (rustc $UI_TOOLCHAIN)"
 cargo "+$UI_TOOLCHAIN" test -p xlog-macros --test compiletest -- --ignored
