@@ -291,10 +291,11 @@ fn query(ranks: &[Rank], t: &Tables) -> xlog::Result<Vec<u64>> {
 /// `steps` steps, each rank holding its shard `x_r` and a copy of `w`.
 fn data_parallel(ranks: &[Rank], len: usize, steps: usize) -> xlog::Result<Vec<f32>> {
     let shard = |r: usize| -> Vec<f32> { (0..len).map(|i| ((i * 7 + r * 3) % 5) as f32).collect() };
+    let shards: Vec<Vec<f32>> = (0..ranks.len()).map(shard).collect();
     let mut xs = Vec::new();
     let mut ws = Vec::new();
-    for (r, k) in ranks.iter().enumerate() {
-        xs.push(k.rt.upload_on(&k.s, &shard(r))?);
+    for (k, host) in ranks.iter().zip(&shards) {
+        xs.push(k.rt.upload_on(&k.s, host)?);
         ws.push(k.rt.alloc_zeroed_on::<f32>(&k.s, len)?);
     }
     for step in 0..steps {
@@ -320,7 +321,7 @@ fn data_parallel(ranks: &[Rank], len: usize, steps: usize) -> xlog::Result<Vec<f
     }
     let want: Vec<f32> = (0..len)
         .map(|i| {
-            let x: f32 = (0..ranks.len()).map(|r| shard(r)[i]).sum();
+            let x: f32 = shards.iter().map(|h| h[i]).sum();
             let mut w = 0.0f32;
             for step in 0..steps {
                 w += -0.5 * ((step + 1) as f32 * x);
