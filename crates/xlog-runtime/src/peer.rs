@@ -57,8 +57,14 @@ impl Runtime {
 }
 
 /// Copy `src` (a buffer of `src_stream`'s device) into `dst` (of `dst_stream`'s
-/// device), fenced on both streams (see the [module docs](self)); the copy runs on
-/// `dst_stream`. Peer access is enabled both ways first where the topology allows
+/// device), fenced on both streams; the copy runs on `dst_stream`
+/// (`cuMemcpyPeerAsync`).
+///
+/// The source is recorded as read on `src_stream`, the destination as written on
+/// `dst_stream`: `dst_stream` waits for the source's writers (through
+/// `src_stream`'s point after the waits they need) and for the destination's
+/// earlier users, and `src_stream` waits for the copy, so the source's later
+/// writers and its free come after it. Peer access is enabled both ways first where the topology allows
 /// it. On one device it is an ordinary [`copy_device`](crate::copy_device) on
 /// `dst_stream` after `src_stream`'s point.
 pub fn copy_peer<T: DeviceCopy>(

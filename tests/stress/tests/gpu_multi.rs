@@ -335,6 +335,38 @@ fn all_to_all_and_send_receive_match_the_cpu() {
     }
 }
 
+/// One host thread per rank, each issuing its own rank's collectives (a group of
+/// one each time), as a process that gives every GPU a thread does.
+#[test]
+fn one_thread_per_rank_issues_its_own_collectives() {
+    let _g = serial();
+    let ranks = ranks();
+    let n = ranks.n();
+    let results: Vec<Vec<u64>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n)
+            .map(|r| {
+                let (rt, s, comm) = (&ranks.rts[r], &ranks.streams[r], &ranks.comms[r]);
+                scope.spawn(move || {
+                    let mut buf = rt.upload_on(s, &vec![r as u64 + 1; 5000]).unwrap();
+                    for _ in 0..3 {
+                        comm.all_reduce_in_place(s, &mut buf, ReduceOp::Sum)
+                            .unwrap();
+                    }
+                    comm.broadcast(s, &mut buf, 0).unwrap();
+                    comm.wait(s, TIMEOUT).unwrap();
+                    buf.download(s).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let total = (n * (n + 1) / 2) as u64;
+    let want = total * (n as u64).pow(2);
+    for (r, got) in results.into_iter().enumerate() {
+        assert_eq!(got, vec![want; 5000], "rank {r}");
+    }
+}
+
 /// Rank 0's input is written by a slow kernel on another stream of device 0, the
 /// collective reads it; then a kernel on another stream of each device reads the
 /// collective's output. Returns whether every value was the fenced one.
