@@ -11,8 +11,8 @@
 //! - refusals: a buffer or stream of another device, lengths, roots and peers out
 //!   of range, each leaving nothing queued;
 //! - failures: a rank that never issues its part is an error after the timeout,
-//!   not a hang, and the communicator then refuses work; on the simulator ranks
-//!   that disagree fail the clique with a message;
+//!   not a hang, and the communicator then refuses work; ranks of one process that
+//!   disagree, in one group or apart, are refused before anything is queued;
 //! - two processes (GPU): `torchrun`-style ranks joined through an id file; a rank
 //!   that exits makes the other's wait an error, not a hang.
 
@@ -598,33 +598,26 @@ fn bad_arguments_are_refused_before_anything_is_queued() {
         Group::new().all_to_all(c0, s0, &a0, &mut short).launch(),
         "multiple",
     );
-    // Ranks of one communicator in one group must agree, and all be there.
+    // Ranks of one communicator must agree: in one group, or (below) apart.
     let host: Vec<Vec<u32>> = (0..n).map(|r| vec![1; 100 + r]).collect();
     let mut uneven = ranks.upload(&host);
     let mut g = Group::new();
     for (r, b) in uneven.iter_mut().enumerate() {
         g = g.all_reduce_in_place(&ranks.comms[r], &ranks.streams[r], b, ReduceOp::Sum);
     }
-    expect(g.launch(), "issues");
+    expect(g.launch(), "issues all_reduce of 101 elements");
     let [u0, u1, ..] = &mut uneven[..] else {
         unreachable!()
     };
     let pair = Group::new()
         .all_reduce_in_place(c0, s0, u0, ReduceOp::Sum)
         .all_reduce_in_place(c1, s1, u1, ReduceOp::Sum);
-    expect(
-        pair.launch(),
-        if n > 2 { "names 2 of the" } else { "issues" },
-    );
+    expect(pair.launch(), "issues all_reduce of 101 elements");
     let mut seven = ranks.rts[1].alloc_zeroed_on::<u32>(s1, 7).unwrap();
     let lonely = Group::new()
         .send(c0, s0, &a0, 1)
         .recv(c1, s1, &mut seven, 0);
-    if n == 2 {
-        expect(lonely.launch(), "sends");
-    } else {
-        expect(lonely.launch(), "names 2 of the");
-    }
+    expect(lonely.launch(), "which receives 28");
     // The first bad part refuses the whole group, good parts before it included.
     let mut b1 = ranks.rts[1].alloc_zeroed_on::<u32>(s1, N).unwrap();
     let group = Group::new()
@@ -681,30 +674,52 @@ fn a_rank_left_alone_times_out_and_is_aborted() {
     }
 }
 
+/// Ranks of one process issuing their parts apart (a group each, as one thread
+/// per rank would): the first to issue a collective sets its shape, and a rank
+/// that issues another is refused before anything of it is queued. The ranks that
+/// agreed wait for it: an error at the timeout, never a hang.
 #[test]
-fn ranks_that_disagree_fail_the_clique_on_the_simulator() {
+fn ranks_that_disagree_apart_are_refused_before_queueing() {
     let _g = serial();
-    if !sim() {
-        println!("mismatch: checked on the simulator only (NCCL leaves it undefined)");
-        return;
-    }
     let ranks = ranks();
     let n = ranks.n();
+    // One collective with every rank first, so the links are set up.
+    let mut warm = ranks.upload(&vec![vec![1u32; 64]; n]);
+    let mut g = Group::new();
+    for (r, b) in warm.iter_mut().enumerate() {
+        g = g.all_reduce_in_place(&ranks.comms[r], &ranks.streams[r], b, ReduceOp::Sum);
+    }
+    g.launch().unwrap();
+    ranks.download(&warm);
     let host: Vec<Vec<u32>> = (0..n).map(|r| vec![r as u32; 100 + r]).collect();
     let mut bufs = ranks.upload(&host);
-    // One group per rank (as threads driving one rank each would issue them):
-    // nothing to compare before they run.
-    for (r, b) in bufs.iter_mut().enumerate() {
-        ranks.comms[r]
+    let [b0, rest @ ..] = &mut bufs[..] else {
+        unreachable!()
+    };
+    ranks.comms[0]
+        .all_reduce_in_place(&ranks.streams[0], b0, ReduceOp::Sum)
+        .unwrap();
+    for (r, b) in rest.iter_mut().enumerate() {
+        let r = r + 1;
+        let e = ranks.comms[r]
             .all_reduce_in_place(&ranks.streams[r], b, ReduceOp::Sum)
-            .unwrap();
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("but rank 0 issued all_reduce of 100"), "{e}");
     }
-    let e = ranks.comms[0].wait(&ranks.streams[0], TIMEOUT).unwrap_err();
-    assert!(e.to_string().contains("elements"), "{e}");
-    // The other ranks' work ended too (no hang), their data untouched.
+    // Refused: nothing of theirs was queued, their data is untouched.
     for r in 1..n {
-        assert!(ranks.comms[r].wait(&ranks.streams[r], TIMEOUT).is_err());
         assert_eq!(bufs[r].download(&ranks.streams[r]).unwrap(), host[r]);
+    }
+    let e = ranks.comms[0]
+        .wait(&ranks.streams[0], Duration::from_millis(300))
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::CommTimeout { .. } | Error::Nccl { .. }),
+        "{e:?}"
+    );
+    for c in &ranks.comms {
+        c.abort();
     }
 }
 

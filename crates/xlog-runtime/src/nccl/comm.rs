@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use xlog_device::DeviceCopy;
 
+use super::agree::Ledger;
 use super::ffi::{self, RawComm, RawUniqueId, Site};
 use super::{Group, ReduceOp, Reducible};
 use crate::buffer::{ReadBuffer, WriteBuffer};
@@ -87,11 +88,6 @@ impl fmt::Debug for UniqueId {
     }
 }
 
-fn next_clique() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
 fn sim_one_process(what: &str) -> Error {
     Error::Unsupported {
         what: format!("{what} on the simulator"),
@@ -115,9 +111,9 @@ pub(crate) struct State {
 
 pub(crate) struct Inner {
     pub(crate) backend: Backend,
-    /// The communicators made together (one `init_all`) share it; a group
-    /// naming several of them is checked for agreement.
-    pub(crate) clique: u64,
+    /// The ledger the communicators made together (one `init_all`) share, where
+    /// every group records its operations before queueing them.
+    pub(crate) ledger: Option<Arc<Ledger>>,
     pub(crate) rank: u32,
     pub(crate) ranks: u32,
     pub(crate) device: u32,
@@ -186,13 +182,13 @@ impl Communicator {
                 .map(Backend::Nccl)
                 .collect()
         };
-        let clique = next_clique();
+        let ledger = Arc::new(Ledger::new(ranks));
         Ok(backends
             .into_iter()
             .zip(runtimes)
             .enumerate()
             .map(|(rank, (backend, rt))| {
-                Communicator::wrap(backend, clique, rank as u32, ranks, rt)
+                Communicator::wrap(backend, Some(ledger.clone()), rank as u32, ranks, rt)
             })
             .collect())
     }
@@ -226,18 +222,24 @@ impl Communicator {
         let raw = unsafe { ffi::comm_init_rank(&id.0, site) }?;
         Ok(Communicator::wrap(
             Backend::Nccl(raw),
-            next_clique(),
+            None,
             rank,
             ranks,
             runtime,
         ))
     }
 
-    fn wrap(backend: Backend, clique: u64, rank: u32, ranks: u32, rt: &Runtime) -> Communicator {
+    fn wrap(
+        backend: Backend,
+        ledger: Option<Arc<Ledger>>,
+        rank: u32,
+        ranks: u32,
+        rt: &Runtime,
+    ) -> Communicator {
         Communicator {
             inner: Arc::new(Inner {
                 backend,
-                clique,
+                ledger,
                 rank,
                 ranks,
                 device: rt.device().ordinal(),
@@ -435,6 +437,12 @@ impl Inner {
             ),
             reason: format!("the communicator failed earlier ({why}); make a new one"),
         }
+    }
+
+    /// Mark a communicator whose group failed partway as failed: what was queued
+    /// of the group is unknown, so its ranks no longer agree on what comes next.
+    pub(crate) fn fail_locked(state: &mut State, why: String) {
+        state.failed.get_or_insert(why);
     }
 
     /// The state, locked, refusing a failed communicator.

@@ -5,6 +5,7 @@ use std::sync::MutexGuard;
 
 use xlog_device::DeviceCopy;
 
+use super::agree::{self, Ledger};
 use super::comm::{Backend, Communicator, Inner, State};
 use super::ffi::{self, DataType, Op};
 use super::{reduce_as, ReduceOp, Reducible};
@@ -32,8 +33,10 @@ struct Part<'a> {
 /// does not fit, a root or peer out of range) is kept and returned by
 /// [`launch`](Self::launch) before anything is queued. `launch` then checks every
 /// part (the stream is on the rank's device, every buffer is of the stream's
-/// runtime, the communicator has not failed), plans each part's cross-stream
-/// waits, and only then queues: the waits, the NCCL calls, and the commit of every
+/// runtime, the communicator has not failed, and each operation agrees with what
+/// the other ranks of an `init_all` communicator issued at its position, in this
+/// group or another thread's), plans each part's cross-stream waits, and only
+/// then queues: the waits, the NCCL calls, and the commit of every
 /// part's buffer uses.
 ///
 /// ```no_run
@@ -391,7 +394,6 @@ impl<'a> Group<'a> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        check_agreement(&self.parts)?;
         // Check and plan every part before anything is queued.
         let mut planned: Vec<(Part<'a>, WorkRecorder<'a, Preflighted>)> = Vec::new();
         for part in self.parts {
@@ -413,14 +415,41 @@ impl<'a> Group<'a> {
         for c in &comms {
             guards.push(c.usable()?);
         }
-        for (_, pre) in &planned {
-            pre.queue_waits()?;
+        // With every communicator locked, the ledgers see each rank's operations
+        // in the order they are queued.
+        let mut ledgers: Vec<(&Ledger, Vec<(u32, agree::Entry)>)> = Vec::new();
+        for (part, _) in &planned {
+            let Some(ledger) = part.comm.inner.ledger.as_deref() else {
+                continue;
+            };
+            let at = match ledgers.iter().position(|(l, _)| std::ptr::eq(*l, ledger)) {
+                Some(at) => at,
+                None => {
+                    ledgers.push((ledger, Vec::new()));
+                    ledgers.len() - 1
+                }
+            };
+            let rank = part.comm.rank();
+            ledgers[at]
+                .1
+                .extend(part.ops.iter().map(|op| (rank, agree::entry(op))));
         }
-        let queued = if crate::sim::is_active() {
-            queue_simulated(&planned)
-        } else {
-            queue_nccl(&planned)
-        };
+        agree::record(ledgers)?;
+        let queued = planned
+            .iter()
+            .try_for_each(|(_, pre)| pre.queue_waits())
+            .and_then(|()| {
+                if crate::sim::is_active() {
+                    queue_simulated(&planned)
+                } else {
+                    queue_nccl(&planned)
+                }
+            });
+        if let Err(e) = &queued {
+            for state in &mut guards {
+                Inner::fail_locked(state, format!("a group failed partway: {e}"));
+            }
+        }
         // Commit every part, also after a failure partway (part of the group may
         // be queued): frees and other streams then still wait for it.
         for (_, pre) in planned {
@@ -429,126 +458,6 @@ impl<'a> Group<'a> {
         drop(guards);
         queued
     }
-}
-
-/// What ranks must agree on, per operation: the collective and its shape, or the
-/// peer and byte count of a transfer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shape {
-    Collective(&'static str, usize, i32, i32, u32),
-    Send { to: u32, bytes: usize },
-    Recv { from: u32, bytes: usize },
-}
-
-fn shape(op: &Op) -> Shape {
-    match *op {
-        Op::AllReduce {
-            count, dtype, op, ..
-        } => Shape::Collective("all_reduce", count, dtype as i32, op, 0),
-        Op::Reduce {
-            count,
-            dtype,
-            op,
-            root,
-            ..
-        } => Shape::Collective("reduce", count, dtype as i32, op, root),
-        Op::Broadcast { count, root, .. } => Shape::Collective("broadcast", count, 0, 0, root),
-        Op::AllGather { send_count, .. } => Shape::Collective("all_gather", send_count, 0, 0, 0),
-        Op::ReduceScatter {
-            recv_count,
-            dtype,
-            op,
-            ..
-        } => Shape::Collective("reduce_scatter", recv_count, dtype as i32, op, 0),
-        Op::Send { count, peer, .. } => Shape::Send {
-            to: peer,
-            bytes: count,
-        },
-        Op::Recv { count, peer, .. } => Shape::Recv {
-            from: peer,
-            bytes: count,
-        },
-    }
-}
-
-/// Where a group names several ranks of one clique (communicators made by one
-/// `init_all`), they must name every rank and agree: the same collectives in the
-/// same order with the same counts, types, operators and roots, and each
-/// transfer's bytes matched by the peer's receive. Ranks that disagree would
-/// leave NCCL waiting, or reading and writing past what one side passed.
-fn check_agreement(parts: &[Part<'_>]) -> Result<()> {
-    let mut cliques: Vec<u64> = parts.iter().map(|p| p.comm.inner.clique).collect();
-    cliques.sort_unstable();
-    cliques.dedup();
-    for clique in cliques {
-        let ranks = parts
-            .iter()
-            .find(|p| p.comm.inner.clique == clique)
-            .map_or(0, |p| p.comm.ranks()) as usize;
-        let mut per_rank: Vec<Option<Vec<Shape>>> = vec![None; ranks];
-        for p in parts.iter().filter(|p| p.comm.inner.clique == clique) {
-            per_rank[p.comm.rank() as usize]
-                .get_or_insert_with(Vec::new)
-                .extend(p.ops.iter().map(shape));
-        }
-        let named = per_rank.iter().filter(|r| r.is_some()).count();
-        if named < 2 {
-            continue;
-        }
-        let disagree = |reason: String| Error::InvalidArgument {
-            what: "a group of collectives".to_owned(),
-            reason,
-        };
-        if named < ranks {
-            let missing: Vec<usize> = (0..ranks).filter(|&r| per_rank[r].is_none()).collect();
-            return Err(disagree(format!(
-                "it names {named} of the {ranks} ranks of one communicator but not {missing:?}; \
-                 give every rank's part in one group, or each rank's in its own thread"
-            )));
-        }
-        let ops: Vec<Vec<Shape>> = per_rank.into_iter().flatten().collect();
-        let collectives = |r: usize| -> Vec<Shape> {
-            ops[r]
-                .iter()
-                .copied()
-                .filter(|s| matches!(s, Shape::Collective(..)))
-                .collect()
-        };
-        let first = collectives(0);
-        for r in 1..ranks {
-            let mine = collectives(r);
-            if mine != first {
-                return Err(disagree(format!(
-                    "rank 0 issues {first:?} but rank {r} issues {mine:?}"
-                )));
-            }
-        }
-        for from in 0..ranks {
-            for to in 0..ranks {
-                let sent: Vec<usize> = ops[from]
-                    .iter()
-                    .filter_map(|s| match *s {
-                        Shape::Send { to: t, bytes } if t as usize == to => Some(bytes),
-                        _ => None,
-                    })
-                    .collect();
-                let received: Vec<usize> = ops[to]
-                    .iter()
-                    .filter_map(|s| match *s {
-                        Shape::Recv { from: f, bytes } if f as usize == from => Some(bytes),
-                        _ => None,
-                    })
-                    .collect();
-                if sent != received {
-                    return Err(disagree(format!(
-                        "rank {from} sends {sent:?} bytes to rank {to}, which receives \
-                         {received:?} from it"
-                    )));
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The operations of a part with `n` elements or bytes: none when `n` is zero

@@ -27,7 +27,8 @@
 //! receive buffers as written, an in-place buffer as read and written), so it
 //! waits for the kernels and copies that wrote its inputs on other streams, and
 //! later work on other streams, frees included, waits for it. A [`Group`] checks
-//! every part (devices, lengths, the communicators' state) before anything is
+//! every part (devices, lengths, the communicators' state, and that the ranks of
+//! one process agree, whichever thread issues their parts) before anything is
 //! queued, queues each part's waits, queues the NCCL calls between one
 //! `ncclGroupStart` / `ncclGroupEnd` pair, and commits every part.
 //!
@@ -47,9 +48,9 @@
 //! With `XLOG_BACKEND=sim` and `XLOG_SIM_DEVICES=N`, [`Communicator::init_all`]
 //! makes a simulated clique: collectives and transfers run on the simulated
 //! streams, matched across ranks in issue order as NCCL matches them, and the
-//! hazard detector checks them like any other operation. Ranks that disagree
-//! (another collective, count, type or root) fail the clique with a message.
+//! hazard detector checks them like any other operation.
 
+mod agree;
 mod comm;
 mod env;
 pub(crate) mod ffi;
