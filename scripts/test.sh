@@ -70,16 +70,20 @@ echo "== GPU suites on the CPU simulator (XLOG_BACKEND=sim; not GPU coverage)"
 # kernels, streams and memory on the host, with the hazard detector checking every
 # access. Sizes are capped; the stress runs at a CI scale. Integration suites only
 # (`--test *`): the crates' unit tests use host-memory resources, not the simulator.
-export XLOG_BACKEND=sim XLOG_TEST_MAX_LEN=${XLOG_TEST_MAX_LEN:-20000}
+# Two simulated devices: the multi-device suite (gpu_multi: collectives, peer
+# copies) needs them; every other suite uses device 0. It runs again on four.
+export XLOG_BACKEND=sim XLOG_TEST_MAX_LEN=${XLOG_TEST_MAX_LEN:-20000} XLOG_SIM_DEVICES=2
 cargo test --profile sim --no-fail-fast --test '*' \
   -p xlog-runtime --features xlog-runtime/gpu-tests \
   -p xlog-kernels --features xlog-kernels/gpu-tests \
   -p xlog-device-kernels --features xlog-device-kernels/gpu \
   -p xlog-stress --features xlog-stress/gpu-tests \
   -p xlog-abi-kernels --features xlog-abi-kernels/gpu-tests
+XLOG_SIM_DEVICES=4 cargo test --profile sim -p xlog-stress --features xlog-stress/gpu-tests --test gpu_multi
 cargo run --profile sim -p saxpy
 cargo run --profile sim -p pipeline
-unset XLOG_BACKEND XLOG_TEST_MAX_LEN
+cargo run --profile sim -p distributed
+unset XLOG_BACKEND XLOG_TEST_MAX_LEN XLOG_SIM_DEVICES
 echo "== compile-fail suite (rustc $UI_TOOLCHAIN)"
 cargo "+$UI_TOOLCHAIN" test -p xlog-macros --test compiletest -- --ignored
 echo "== Python module (the wheel built, installed and run here on the simulator; the GPU tests run on a GPU machine)"

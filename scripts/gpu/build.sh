@@ -89,7 +89,7 @@ if [[ " $modes " == *" test "* ]]; then
   cargo build -p datalog --profile gpu
   cp "${CARGO_TARGET_DIR:-target}/gpu/datalog" "$bundle/bin/datalog" && echo "bundled datalog"
 fi
-[[ " $modes " == *" test "* ]] && examples=(saxpy pipeline query) || examples=()
+[[ " $modes " == *" test "* ]] && examples=(saxpy pipeline query distributed) || examples=()
 for example in "${examples[@]}"; do
   cargo build -p "$example" --profile gpu --message-format=json |
     python3 -c '

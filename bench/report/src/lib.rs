@@ -155,6 +155,8 @@ const HEADINGS: &[(&str, &str)] = &[
     ("join", "hash join probe against xlog's random gather of the same length, CUDA-event timed"),
     ("single_pass", "decoupled look-back scan and tiled transpose against a device-to-device copy of the same bytes, CUDA-event timed; no targets yet"),
     ("first_use", "the first library call in a fresh process (the module loaded then), wall clock, median of 5 processes; absolute target, no peer"),
+    ("nccl_all_reduce", "NCCL all-reduce over two GPUs of one process (f32, sum, in place) against torch.cuda.nccl.all_reduce in the same run: bus bandwidth, and a 4 KiB call end to end, host included"),
+    ("peer_copy", "a copy between two GPUs (copy_peer) against PyTorch's copy_ across GPUs in the same run, bandwidth"),
     ("simulator", "the CPU simulator's speed on the bench machine's host CPU (no GPU; not GPU coverage), thread executions per second per worker; no peer"),
 ];
 

@@ -77,7 +77,7 @@ fn cuda_init() -> Result<()> {
 pub(crate) fn device_count() -> Result<u32> {
     init()?;
     if sim::is_active() {
-        return Ok(1);
+        return sim::device_count();
     }
     result::device::get_count()
         .map(|c| c as u32)
@@ -328,6 +328,83 @@ pub(crate) unsafe fn stream_synchronize(s: RawStream) -> Result<()> {
     }
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::stream::synchronize(s) }.map_err(|e| Error::driver("cuStreamSynchronize", e))
+}
+
+/// Whether `s` has run everything queued on it (`cuStreamQuery`); `Err` when the
+/// stream failed (a sticky error).
+///
+/// # Safety
+/// 1. `s` is a live stream of the current context.
+pub(crate) unsafe fn stream_query(s: RawStream) -> Result<bool> {
+    if sim::is_active() {
+        // SAFETY: the simulated call has the same obligations, the caller's.
+        let done = unsafe { sim::stream_query(s) };
+        return sim::alive("cuStreamQuery").map(|()| done);
+    }
+    // SAFETY: obligation 1; a query only reads the stream's state.
+    match unsafe { sys::cuStreamQuery(s) } {
+        sys::CUresult::CUDA_SUCCESS => Ok(true),
+        sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+        r => Err(Error::driver(
+            "cuStreamQuery",
+            r.result().expect_err("not a success"),
+        )),
+    }
+}
+
+/// Let the bound context reach `peer`'s memory directly (`cuCtxEnablePeerAccess`,
+/// and `cuMemPoolSetAccess` on the peer's default memory pool, which stream-ordered
+/// allocations come from), when the topology allows it (`cuDeviceCanAccessPeer`). `Ok(false)` when it
+/// does not: copies between the two devices then go through host memory, which
+/// the driver does by itself. Enabling it twice is not an error. Always true on
+/// the simulator, whose devices share one memory.
+///
+/// # Safety
+/// 1. `peer` is the handle of a context a live [`Context`] retains, and `this` is
+///    the [`Context`] bound on the calling thread.
+pub(crate) unsafe fn enable_peer_access(this: &Context, peer: &Context) -> Result<bool> {
+    if sim::is_active() {
+        return Ok(true);
+    }
+    let mut can: std::ffi::c_int = 0;
+    // SAFETY: both devices are valid handles; writes one int.
+    unsafe { sys::cuDeviceCanAccessPeer(&mut can, this.device, peer.device) }
+        .result()
+        .map_err(|e| Error::driver("cuDeviceCanAccessPeer", e))?;
+    if can == 0 {
+        return Ok(false);
+    }
+    // SAFETY: obligation 1.
+    match unsafe { sys::cuCtxEnablePeerAccess(peer.ctx, 0) } {
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+        r => {
+            return Err(Error::driver(
+                "cuCtxEnablePeerAccess",
+                r.result().expect_err("not a success"),
+            ))
+        }
+    }
+    // Stream-ordered allocations come from the peer's default memory pool, whose
+    // own access list governs them (`cuMemPoolSetAccess`), not the context's.
+    if peer.info.memory_pools {
+        let access = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: this.device,
+            },
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: the peer's device is valid; the pool returned is its default
+        // pool; `access` lives for the call.
+        unsafe {
+            let pool = result::device::get_default_mem_pool(peer.device)
+                .map_err(|e| Error::driver("cuDeviceGetDefaultMemPool", e))?;
+            sys::cuMemPoolSetAccess(pool, &access, 1)
+                .result()
+                .map_err(|e| Error::driver("cuMemPoolSetAccess", e))?;
+        }
+    }
+    Ok(true)
 }
 
 /// Whether `s` is capturing a CUDA graph (an error counts as capturing: the
@@ -592,6 +669,33 @@ pub(crate) unsafe fn memcpy_dtod_async(dst: u64, src: u64, len: usize, s: RawStr
     // SAFETY: obligation 1 is the caller's.
     unsafe { result::memcpy_dtod_async(dst, src, len, s) }
         .map_err(|e| Error::driver("cuMemcpyDtoDAsync", e))
+}
+
+/// Copy `len` bytes from `src` on `src_ctx`'s device to `dst` on `dst_ctx`'s
+/// device, ordered on `s` (`cuMemcpyPeerAsync`): directly over the link when peer
+/// access is enabled, staged through host memory by the driver when it is not.
+///
+/// # Safety
+/// 1. `src..src+len` is memory of `src_ctx`'s device and `dst..dst+len` of
+///    `dst_ctx`'s, both live contexts; both ranges are fenced on `s`, a live stream
+///    of the bound context (one of the two), and stay allocated until `s` has run
+///    the copy.
+pub(crate) unsafe fn memcpy_peer_async(
+    dst: u64,
+    dst_ctx: &Context,
+    src: u64,
+    src_ctx: &Context,
+    len: usize,
+    s: RawStream,
+) -> Result<()> {
+    if sim::is_active() {
+        // SAFETY: the simulated devices share one memory; the obligations carry over.
+        return unsafe { sim::memcpy_dtod_async(dst, src, len, s) };
+    }
+    // SAFETY: obligation 1 is the caller's.
+    unsafe { sys::cuMemcpyPeerAsync(dst, dst_ctx.ctx, src, src_ctx.ctx, len, s) }
+        .result()
+        .map_err(|e| Error::driver("cuMemcpyPeerAsync", e))
 }
 
 /// # Safety

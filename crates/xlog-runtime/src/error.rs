@@ -242,6 +242,55 @@ pub enum Error {
         reason: String,
     },
 
+    /// No NCCL library could be loaded (communicators need it; everything else
+    /// runs without it).
+    #[error(
+        "NCCL not found ({searched}): install it with `pip install nvidia-nccl-cu12` (or \
+         `nvidia-nccl-cu13`), or your distribution's libnccl2 package, or point XLOG_NCCL at \
+         libnccl.so.2 or the directory that holds it"
+    )]
+    NcclNotFound {
+        /// Where xlog looked, and why each place failed.
+        searched: String,
+    },
+
+    /// NCCL refused a call or a communicator failed. `code` is NCCL's
+    /// `ncclResult_t`; `message` is NCCL's own text (`ncclGetErrorString`, and
+    /// `ncclGetLastError` where it says more).
+    #[error("{call} failed on rank {rank} of {ranks} (device {device}): {message}")]
+    Nccl {
+        /// The NCCL call.
+        call: &'static str,
+        /// NCCL's result code.
+        code: u32,
+        /// NCCL's message.
+        message: String,
+        /// The rank of the communicator (0 before one exists).
+        rank: u32,
+        /// The communicator's number of ranks (0 before one exists).
+        ranks: u32,
+        /// The device the communicator uses.
+        device: u32,
+    },
+
+    /// A communicator's work did not finish within the caller's timeout (a peer
+    /// that stopped or never issued the matching call); the communicator was
+    /// aborted and refuses further work.
+    #[error(
+        "rank {rank} of {ranks} (device {device}): communicator work did not finish within \
+         {timeout:?}; it was aborted (a peer stopped, or issued different collectives)"
+    )]
+    CommTimeout {
+        /// The rank of the communicator.
+        rank: u32,
+        /// The communicator's number of ranks.
+        ranks: u32,
+        /// The device the communicator uses.
+        device: u32,
+        /// The timeout the caller set.
+        timeout: std::time::Duration,
+    },
+
     /// A fault injected by a test through the runtime's fault hooks.
     #[error("injected fault at {site}")]
     InjectedFault {
@@ -272,6 +321,9 @@ impl std::fmt::Debug for Error {
             Error::ModuleLoad { .. } => "ModuleLoad",
             Error::KernelPanic { .. } => "KernelPanic",
             Error::StackOverflow { .. } => "StackOverflow",
+            Error::NcclNotFound { .. } => "NcclNotFound",
+            Error::Nccl { .. } => "Nccl",
+            Error::CommTimeout { .. } => "CommTimeout",
             Error::InjectedFault { .. } => "InjectedFault",
         };
         write!(f, "{variant}: {self}")

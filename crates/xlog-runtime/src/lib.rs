@@ -37,6 +37,9 @@
 //! - [`graph`]: typed launches, copies and fills recorded into a CUDA graph, with
 //!   edges from the access modes, replayed as one fenced operation.
 //! - `runtime`: [`Runtime`] and its builder.
+//! - [`nccl`]: several GPUs: communicators, collectives and transfers as fenced
+//!   operations (NCCL, loaded at run time; simulated cliques on the simulator).
+//! - `peer`: [`copy_peer`], copies between devices fenced on both devices' streams.
 //! - `foreign`: memory shared with other CUDA libraries (imports with a foreign
 //!   owner, ordering a consumer's stream, export events); the formats are in
 //!   `xlog-interop`.
@@ -55,7 +58,9 @@ mod foreign;
 pub mod graph;
 mod handle;
 mod launch;
+pub mod nccl;
 mod panics;
+mod peer;
 mod pinned;
 pub mod resource;
 mod runtime;
@@ -83,6 +88,7 @@ pub use launch::{
     Committed, Function, KernelHandle, LaunchConfig, Module, Preflighted, Recording, WorkRecorder,
     MAX_GRID_BLOCKS,
 };
+pub use peer::copy_peer;
 pub use pinned::{
     copy_from_pinned, copy_to_pinned, PendingDownload, PendingUpload, PinnedBuffer, PinnedChunk,
     PinnedMemory,

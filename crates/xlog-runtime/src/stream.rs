@@ -270,6 +270,10 @@ impl Stream {
         self.shared.hot.raw
     }
 
+    pub(crate) fn context(&self) -> Option<&Arc<Context>> {
+        self.shared.ctx.as_ref()
+    }
+
     pub(crate) fn has_device(&self) -> bool {
         self.shared.ctx.is_some()
     }
@@ -412,7 +416,24 @@ impl Stream {
         if point.stream == *self || !self.has_device() {
             return Ok(());
         }
+        if point.stream.shared.hot.ctx != self.shared.hot.ctx {
+            return self.wait_for_peer(point);
+        }
         Stream::wait_raw(self.raw(), point).map_err(|e| self.explain_fault(e))
+    }
+
+    /// [`wait_for`](Self::wait_for) a point of a stream of another context (another
+    /// device): its event is made and recorded with its own context bound (an event
+    /// belongs to the context it was made in), the wait queued with it still bound
+    /// (a stream may wait on another device's event), then this stream's context is
+    /// bound again for the caller's next call.
+    #[cold]
+    #[inline(never)]
+    fn wait_for_peer(&self, point: &UsePoint<Stream>) -> Result<()> {
+        point.stream.bind()?;
+        let waited = Stream::wait_raw(self.raw(), point).map_err(|e| self.explain_fault(e));
+        self.bind()?;
+        waited
     }
 
     /// Queue on the raw stream `raw` (ours or another library's, on the bound

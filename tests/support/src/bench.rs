@@ -514,6 +514,11 @@ pub mod peer {
     /// PyTorch's `tensor.to("cuda", non_blocking=True)` from pinned memory, and
     /// `pinned.copy_(gpu_tensor, non_blocking=True)` back, each synchronised.
     pub const TORCH_PINNED: &str = "torch non_blocking copy from/to pinned";
+    /// `torch.cuda.nccl.all_reduce` over the GPUs of one process (NCCL's
+    /// `ncclCommInitAll` communicators, as xlog's `Communicator::init_all`).
+    pub const TORCH_NCCL: &str = "torch.cuda.nccl.all_reduce";
+    /// `dst.copy_(src)` between tensors on two GPUs (PyTorch's peer copy).
+    pub const TORCH_PEER_COPY: &str = "torch copy_ across GPUs";
     /// The same chunks on one stream with blocking copies from and to pageable memory.
     pub const BLOCKING_COPIES: &str = "blocking copies, one stream";
     /// `cupy.sum` with CuPy's CUB accelerator (`cub::DeviceReduce`).
@@ -697,6 +702,22 @@ pub const TARGETS: &[Target] = &[
         peer::TORCH_MASKED_SELECT,
         Bound::AtLeast(0.9),
     ),
+    // All-reduce over two GPUs of one process: bus bandwidth for large messages,
+    // end-to-end time (host included) for a small one.
+    t(
+        "nccl_all_reduce",
+        "bus bandwidth",
+        peer::TORCH_NCCL,
+        Bound::AtLeast(0.95),
+    ),
+    t(
+        "nccl_all_reduce",
+        "end to end",
+        peer::TORCH_NCCL,
+        Bound::AtMost(1.0),
+    ),
+    // A copy between two GPUs, bandwidth.
+    t("peer_copy", "", peer::TORCH_PEER_COPY, Bound::AtLeast(0.9)),
     // Radix sort against CUB's, n = 10^8, keys per second.
     t("sort", "sort", peer::CUPY_SORT, Bound::AtLeast(0.8)),
     t("sort", "sort", peer::TORCH_SORT, Bound::AtLeast(0.8)),

@@ -655,6 +655,30 @@ impl<'a> WorkRecorder<'a, Preflighted> {
     fn commit(self) -> Committed {
         commit_planned(self.stream, self.entries.as_slice())
     }
+
+    /// Queue the planned waits on the (bound) stream: the first half of
+    /// [`enqueue`](Self::enqueue), for work several recorders queue together (a
+    /// group of collectives over several devices), each then committed with
+    /// [`commit_queued`](Self::commit_queued).
+    pub(crate) fn queue_waits(&self) -> Result<()> {
+        self.stream.bind()?;
+        for w in &self.waits {
+            self.stream.wait_for(w)?;
+        }
+        Ok(())
+    }
+
+    /// Commit work the caller queued on the recorder's stream after
+    /// [`queue_waits`](Self::queue_waits) (or may have queued: a failure partway
+    /// through commits too, so frees and other streams still wait for it).
+    pub(crate) fn commit_queued(self) -> Committed {
+        self.commit()
+    }
+
+    /// The recorded ranges, for the simulator's hazard detector (empty on the GPU).
+    pub(crate) fn touches(&self) -> &[Touch] {
+        &self.touches
+    }
 }
 
 /// Publishes a new point on `stream` and folds it into each entry's use state,

@@ -83,8 +83,8 @@ pub(crate) fn alive(call: &'static str) -> Result<()> {
     }
 }
 
-/// The simulated device: one, with the limits of a recent data-centre GPU and a
-/// nominal 8 GiB of memory (host memory, allocated on demand).
+/// A simulated device: the limits of a recent data-centre GPU and a nominal 8 GiB
+/// of memory (host memory, allocated on demand). Every simulated device is alike.
 pub(crate) fn device_info(ordinal: u32) -> DeviceInfo {
     DeviceInfo {
         ordinal,
@@ -265,6 +265,22 @@ pub(crate) unsafe fn stream_synchronize(s: RawStream) -> Result<()> {
     s.wait_until(position);
     DETECTOR.host_waits(&clock);
     alive("cuStreamSynchronize")
+}
+
+/// Whether `s` has run everything queued on it (`cuStreamQuery`).
+///
+/// # Safety
+/// `s` is a live simulated stream.
+pub(crate) unsafe fn stream_query(s: RawStream) -> bool {
+    // SAFETY: the caller's obligation.
+    let s = unsafe { stream(s) };
+    let (position, clock) = s.with_position(|n| (n, DETECTOR.record(s.id)));
+    if s.completed() < position {
+        return false;
+    }
+    // Seeing the stream done orders the host after its work, as a synchronisation.
+    DETECTOR.host_waits(&clock);
+    true
 }
 
 pub(crate) fn ctx_synchronize() -> Result<()> {
@@ -579,7 +595,7 @@ pub(crate) fn host_free(host: *mut u8) -> Result<()> {
 ///
 /// # Safety
 /// `s` is a live simulated stream.
-unsafe fn enqueue(
+pub(crate) unsafe fn enqueue(
     call: &'static str,
     s: RawStream,
     op: &str,

@@ -22,12 +22,14 @@
 //! have no host build and are refused with [`Error::Unsupported`];
 //! so are foreign (DLPack, Arrow) imports of GPU memory.
 
+mod collective;
 mod exec;
 mod hazard;
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+pub(crate) use collective::{clique, Collective, Kind, Reducer, SimOp, SimRank};
 pub(crate) use exec::*;
 pub(crate) use hazard::Touch;
 pub use hazard::{Hazard, HazardSide};
@@ -84,6 +86,32 @@ pub type SimEntry = unsafe fn(params: &[*mut c_void]) -> SimKernel;
 /// [`Runtime::get_or_simulator`](crate::Runtime::get_or_simulator) from falling back
 /// to the simulator.
 pub const BACKEND_ENV: &str = "XLOG_BACKEND";
+
+/// Environment variable giving the number of simulated devices (default 1, at most
+/// [`MAX_DEVICES`]). Each is a [`Runtime::get`](crate::Runtime::get) ordinal with
+/// its own runtime; all share the host's memory, so a simulated device address is
+/// valid on every simulated device (as peer access makes it on GPUs).
+pub const DEVICES_ENV: &str = "XLOG_SIM_DEVICES";
+
+/// The most simulated devices [`DEVICES_ENV`] may ask for.
+pub const MAX_DEVICES: u32 = 64;
+
+/// How many devices the simulator has: [`DEVICES_ENV`], read once.
+pub(crate) fn device_count() -> Result<u32> {
+    static COUNT: std::sync::OnceLock<std::result::Result<u32, String>> =
+        std::sync::OnceLock::new();
+    let count = COUNT.get_or_init(|| match std::env::var(DEVICES_ENV) {
+        Err(_) => Ok(1),
+        Ok(v) => match v.trim().parse::<u32>() {
+            Ok(n) if (1..=MAX_DEVICES).contains(&n) => Ok(n),
+            _ => Err(v),
+        },
+    });
+    count.clone().map_err(|v| Error::InvalidArgument {
+        what: format!("{DEVICES_ENV}={v:?}"),
+        reason: format!("give a number of simulated devices from 1 to {MAX_DEVICES}"),
+    })
+}
 
 const UNDECIDED: u8 = 0;
 const CUDA: u8 = 1;
