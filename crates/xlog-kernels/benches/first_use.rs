@@ -38,7 +38,10 @@ fn child() {
     let open = t.elapsed();
 
     let t = Instant::now();
-    let out = sorted(&s, &x, Order::Ascending).unwrap().download(&s).unwrap();
+    let out = sorted(&s, &x, Order::Ascending)
+        .unwrap()
+        .download(&s)
+        .unwrap();
     let first = t.elapsed();
     let mut expect = keys.clone();
     expect.sort_unstable();
@@ -89,8 +92,14 @@ fn main() {
     println!("| --- | --- | --- | --- |");
     let cases = [
         ("opening device 0 (not part of first use)", ""),
-        ("first library call: sort 4,096 u32 keys, downloaded", "≤ 5 ms"),
-        ("first call of a second algorithm: sum, downloaded", "≤ 5 ms"),
+        (
+            "first library call: sort 4,096 u32 keys, downloaded",
+            "≤ 5 ms",
+        ),
+        (
+            "first call of a second algorithm: sum, downloaded",
+            "≤ 5 ms",
+        ),
     ];
     for (i, (case, target)) in cases.iter().enumerate() {
         let all: Vec<f64> = rows.iter().map(|r| r[i]).collect();

@@ -24,6 +24,7 @@
 //! (single-pass inclusive and exclusive scans with a warp-wide decoupled look-back),
 //! [`gather`] (gather and scatter by index, out-of-range indices reported as
 //! errors), [`histogram`] (even bins and counts by key, privatised per block),
+//! [`predicate`] (comparisons and range tests that make filter flags, flags combined),
 //! [`compact`] (select by flags, stable partition, run-length encoding),
 //! [`segmented`] (segmented reduce by offsets, reduce-by-key) and [`sort`] (a stable
 //! onesweep radix sort of keys or key–value pairs, or of keys by their low bits),
@@ -102,6 +103,7 @@ pub mod elementwise;
 pub mod gather;
 pub mod histogram;
 pub mod join;
+pub mod predicate;
 pub mod reduce;
 pub mod scan;
 pub mod segmented;
