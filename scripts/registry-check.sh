@@ -8,8 +8,9 @@
 # the kernel crate's sources are made read-only first and checked for changes after,
 # so the device build is shown to write only under the target directories. The app
 # runs on the CPU simulator (XLOG_BACKEND=sim). Its work lies in
-# <target>/registry-check (the registry is rebuilt every run; the build reuses what
-# it can).
+# <target>/registry-check, its registry in a directory outside the repository
+# ($XLOG_REGISTRY_CHECK_DIR, default under $TMPDIR); the registry is rebuilt every
+# run, the build reuses what it can.
 #
 # Needs what scripts/test.sh installs (the device toolchain; ptxas for the
 # template's ptxas test, through XLOG_PTXAS or PATH).
@@ -18,7 +19,10 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 target=${CARGO_TARGET_DIR:-$repo/target}
 work=$target/registry-check
-registry=$work/registry
+# The registry lies outside this repository, as a user's would: a crate inside a
+# workspace's directory tree that is not its member is refused by the device
+# build's nested cargo ("believes it's in a workspace when it's not").
+registry=${XLOG_REGISTRY_CHECK_DIR:-${TMPDIR:-/tmp}/xlog-registry-check-$(id -u)}/registry
 app=$work/app
 # The toolchain of the device build (xlog-build's PINNED_TOOLCHAIN).
 DEVICE_TOOLCHAIN=nightly-2026-05-20
@@ -106,8 +110,13 @@ if grep -n "$repo" "$app/Cargo.toml"; then
   echo "the template copy still names the repository" >&2
   exit 1
 fi
-mkdir -p "$app/.cargo"
-cat >"$app/.cargo/config.toml" <<TOML
+# The registry replaces crates.io in a Cargo home of the check's own (as a user's
+# ~/.cargo/config.toml would), which every cargo of the build reads: also the
+# nested one of a device build, which runs in the kernel crate's directory.
+cargo_home=$work/cargo-home
+rm -rf "$cargo_home"
+mkdir -p "$cargo_home"
+cat >"$cargo_home/config.toml" <<TOML
 [source.crates-io]
 replace-with = "released"
 
@@ -129,7 +138,7 @@ for dir in "$work/target" "$work/device"; do
 done
 (
   cd "$app"
-  export CARGO_TARGET_DIR=$work/target XLOG_DEVICE_TARGET_DIR=$work/device
+  export CARGO_TARGET_DIR=$work/target XLOG_DEVICE_TARGET_DIR=$work/device CARGO_HOME=$cargo_home
   unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
   cargo test --quiet --offline --workspace
   XLOG_BACKEND=sim cargo run --quiet --offline --release -p app | tee "$work/app.out"

@@ -104,6 +104,13 @@ pub(crate) fn cargo_args(
         "--color".into(),
         "never".into(),
     ];
+    if let Some(lockfile) = packaged_lockfile(manifest, target_dir) {
+        // A packaged crate (from a registry) resolves afresh, its lockfile under the
+        // target directory: the source stays unwritten, and the lockfile `cargo
+        // package` shipped (resolved against the packager's registry) is not used.
+        args.push("--config".into());
+        args.push(format!("resolver.lockfile-path={}", toml_string(&lockfile)).into());
+    }
     if s.no_default_features {
         args.push("--no-default-features".into());
     }
@@ -123,6 +130,34 @@ pub(crate) fn cargo_args(
     linker.push(recorder);
     args.push(linker);
     args
+}
+
+/// Where the nested build of a packaged kernel crate keeps its lockfile, or `None`
+/// for a crate of a checkout (which uses its workspace's). A packaged crate is one
+/// whose directory holds the `Cargo.toml.orig` that `cargo package` writes: a
+/// crate from a registry (read-only, as cargo's own), a vendored or unpacked one.
+pub(crate) fn packaged_lockfile(manifest: &Path, target_dir: &Path) -> Option<PathBuf> {
+    let dir = manifest.parent()?;
+    if !dir.join("Cargo.toml.orig").is_file() {
+        return None;
+    }
+    let name = dir.file_name()?;
+    Some(target_dir.join("lockfiles").join(name).join("Cargo.lock"))
+}
+
+/// `path` as a TOML basic string.
+fn toml_string(path: &Path) -> String {
+    let mut out = String::from("\"");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// The flags every device crate gets, in order.
@@ -281,6 +316,35 @@ mod tests {
              -Funsafe_attr_outside_unsafe -Zcrate-attr=feature(abi_gpu_kernel) \
              -Zcrate-attr=no_std -Clinker=/t/rec.sh"
         );
+    }
+
+    #[test]
+    fn a_packaged_crate_keeps_its_lockfile_under_the_target_directory() {
+        let tmp = std::env::temp_dir().join(format!("xlog-build-packaged-{}", std::process::id()));
+        let pkg = tmp.join("my-kernels-0.1.0");
+        std::fs::create_dir_all(&pkg).unwrap();
+        let manifest = pkg.join("Cargo.toml");
+        let target = Path::new("/t/xlog-device");
+        // A crate of a checkout: its workspace's lockfile, no option.
+        assert_eq!(packaged_lockfile(&manifest, target), None);
+        let s = settings(&[]);
+        let plain = cargo_args(&s, &manifest, target, Path::new("/t/rec.sh"));
+        assert!(!plain.iter().any(|a| a == "--config"));
+        // A packaged one (`cargo package` wrote Cargo.toml.orig beside it).
+        std::fs::write(pkg.join("Cargo.toml.orig"), "").unwrap();
+        let lock = target.join("lockfiles/my-kernels-0.1.0/Cargo.lock");
+        assert_eq!(packaged_lockfile(&manifest, target), Some(lock));
+        let args: Vec<String> = cargo_args(&s, &manifest, target, Path::new("/t/rec.sh"))
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let at = args.iter().position(|a| a == "--config").unwrap();
+        assert_eq!(
+            args[at + 1],
+            "resolver.lockfile-path=\"/t/xlog-device/lockfiles/my-kernels-0.1.0/Cargo.lock\""
+        );
+        std::fs::remove_dir_all(&tmp).unwrap();
+        assert_eq!(toml_string(Path::new("/a\"b\\c")), "\"/a\\\"b\\\\c\"");
     }
 
     #[test]
