@@ -663,7 +663,7 @@ mod host {
             count: &mut Self::Buf<u64>,
             status: &mut Self::Buf<u64>,
         ) -> Result<()> {
-            T::__record_select(self.rec, cfg, x, flags, *out, count, status).map(drop)
+            T::__record_select(self.rec, cfg, x, flags, out.write, count, status).map(drop)
         }
         fn partition(
             &mut self,

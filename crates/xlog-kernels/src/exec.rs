@@ -16,9 +16,11 @@
 //! | a buffer that must start as `v` | allocated and filled now | a fill node before its first use, so every replay starts from `v` |
 //! | an output sized by a device count | the count read back (synchronises) | sized for the most the count can be; the count stays on the device |
 
+use std::ops::Range;
+
 use xlog::{
-    AllocTag, BufferView, BufferViewMut, DeviceBuffer, DeviceCopy, GraphArena, GraphRecorder,
-    ReadBuffer, Result, Stream, WriteBuffer,
+    AllocTag, BufferView, BufferViewMut, DeviceBuffer, DeviceCopy, Error, GraphArena,
+    GraphRecorder, ReadBuffer, Result, Stream, WriteBuffer,
 };
 
 /// A target for a library call's work. See the [module docs](self).
@@ -30,6 +32,10 @@ pub(crate) trait Exec {
     type In<'a, T: DeviceCopy>: Copy;
     /// A buffer of the caller's that a kernel writes.
     type Out<'a, T: DeviceCopy>;
+
+    /// The stream work is launched on, or the recorder's (allocations are made on
+    /// it either way).
+    fn stream(&self) -> &Stream;
 
     /// A new buffer of `len` elements whose contents the call's kernels write
     /// before anything reads them (zeroed when recording, so a graph's buffer reads
@@ -65,6 +71,46 @@ pub(crate) trait Exec {
 
     /// The number of elements of an output.
     fn out_len<T: DeviceCopy>(x: &Self::Out<'_, T>) -> usize;
+
+    /// An output as an input of a later kernel.
+    fn read_out<'a, T: DeviceCopy>(out: &'a Self::Out<'_, T>) -> Self::In<'a, T>;
+
+    /// Elements `r` of an input. Recording refuses a proper part: a graph holds
+    /// its buffers by borrows for its whole life, and a part is a value of the
+    /// call's own (see [`Record`]).
+    fn slice<'a, T: DeviceCopy>(x: Self::In<'a, T>, r: Range<usize>) -> Result<Self::In<'a, T>>;
+
+    /// `x` for a shorter borrow (what covariance gives a concrete type).
+    fn shorten<'a, 'b: 'a, T: DeviceCopy>(x: Self::In<'b, T>) -> Self::In<'a, T>;
+
+    /// Elements `r` of a buffer the call allocated, as an output; as
+    /// [`slice`](Exec::slice).
+    fn slice_mut<T: DeviceCopy>(
+        buf: &mut Self::Buf<T>,
+        r: Range<usize>,
+    ) -> Result<Self::Out<'_, T>>;
+
+    /// Elements `r` of an output; as [`slice`](Exec::slice).
+    fn reslice<'a, T: DeviceCopy>(
+        out: &'a mut Self::Out<'_, T>,
+        r: Range<usize>,
+    ) -> Result<Self::Out<'a, T>>;
+
+    /// `x` passed where a kernel reads none of it: an empty view when launching
+    /// now; when recording, the whole buffer (a graph cannot hold a view of none
+    /// of it, and declaring a read the kernel does not make only adds ordering).
+    fn unread<'a, T: DeviceCopy>(x: Self::In<'a, T>) -> Self::In<'a, T>;
+
+    /// Fills `out` with `value` (a fill node when recording: see
+    /// `GraphRecorder::fill` for the values it takes).
+    fn fill<T: DeviceCopy>(&mut self, out: &mut Self::Out<'_, T>, value: T) -> Result<()>;
+
+    /// Copies `src` into `dst` (equal lengths).
+    fn copy<T: DeviceCopy>(
+        &mut self,
+        src: Self::In<'_, T>,
+        dst: &mut Self::Out<'_, T>,
+    ) -> Result<()>;
 
     /// The length of an output whose size a device count decides, at most `cap`:
     /// [`Now`] runs `count` and reads its one element back (synchronising the
@@ -103,6 +149,10 @@ impl Exec for Now<'_> {
     type In<'a, T: DeviceCopy> = BufferView<'a, T>;
     type Out<'a, T: DeviceCopy> = BufferViewMut<'a, T>;
 
+    fn stream(&self) -> &Stream {
+        self.0
+    }
+
     unsafe fn alloc_uninit<T: DeviceCopy>(
         &mut self,
         len: usize,
@@ -139,6 +189,48 @@ impl Exec for Now<'_> {
         x.len()
     }
 
+    fn read_out<'a, T: DeviceCopy>(out: &'a BufferViewMut<'_, T>) -> BufferView<'a, T> {
+        out.as_view()
+    }
+
+    fn slice<'a, T: DeviceCopy>(x: Self::In<'a, T>, r: Range<usize>) -> Result<Self::In<'a, T>> {
+        Ok(x.slice(r))
+    }
+
+    fn shorten<'a, 'b: 'a, T: DeviceCopy>(x: BufferView<'b, T>) -> BufferView<'a, T> {
+        x
+    }
+
+    fn slice_mut<T: DeviceCopy>(
+        buf: &mut DeviceBuffer<T>,
+        r: Range<usize>,
+    ) -> Result<BufferViewMut<'_, T>> {
+        Ok(buf.slice_mut(r))
+    }
+
+    fn reslice<'a, T: DeviceCopy>(
+        out: &'a mut BufferViewMut<'_, T>,
+        r: Range<usize>,
+    ) -> Result<BufferViewMut<'a, T>> {
+        Ok(out.slice_mut(r))
+    }
+
+    fn unread<'a, T: DeviceCopy>(x: Self::In<'a, T>) -> Self::In<'a, T> {
+        x.slice(0..0)
+    }
+
+    fn fill<T: DeviceCopy>(&mut self, out: &mut BufferViewMut<'_, T>, value: T) -> Result<()> {
+        out.fill(self.0, value)
+    }
+
+    fn copy<T: DeviceCopy>(
+        &mut self,
+        src: BufferView<'_, T>,
+        dst: &mut BufferViewMut<'_, T>,
+    ) -> Result<()> {
+        dst.copy_from(self.0, &src)
+    }
+
     fn counted_len(
         &mut self,
         _cap: usize,
@@ -167,18 +259,50 @@ impl<'r, 'g> Record<'r, 'g> {
     }
 
     /// `out` as a kernel's output.
-    pub(crate) fn output<T: DeviceCopy>(
-        &self,
-        out: &'g impl WriteBuffer<T>,
-    ) -> &'g dyn WriteBuffer<T> {
-        out
+    pub(crate) fn output<T: DeviceCopy>(&self, out: &'g impl WriteBuffer<T>) -> Written<'g, T> {
+        Written {
+            write: out,
+            read: out,
+        }
     }
+}
+
+/// A buffer a recorded kernel writes, borrowed for the graph's life, with its
+/// read side (so a later node can read it without upcasting the borrow).
+pub(crate) struct Written<'g, T: DeviceCopy> {
+    pub(crate) write: &'g dyn WriteBuffer<T>,
+    pub(crate) read: &'g dyn ReadBuffer<T>,
+}
+
+impl<T: DeviceCopy> Clone for Written<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: DeviceCopy> Copy for Written<'_, T> {}
+
+/// Whether `r` is all of `len` elements; recording refuses a proper part.
+fn whole(what: &str, len: usize, r: Range<usize>) -> Result<()> {
+    if r == (0..len) {
+        return Ok(());
+    }
+    Err(Error::Unsupported {
+        what: format!("{what} of elements {r:?} of {len} in a recorded library call"),
+        reason: "a graph holds its buffers by borrows for its whole life, and a part of one \
+                 is a value of the call's own; record inputs that need no parts (for a sort, \
+                 at most `sort::PORTION` keys)"
+            .into(),
+    })
 }
 
 impl<'g> Exec for Record<'_, 'g> {
     type Buf<T: DeviceCopy> = &'g DeviceBuffer<T>;
     type In<'a, T: DeviceCopy> = &'g dyn ReadBuffer<T>;
-    type Out<'a, T: DeviceCopy> = &'g dyn WriteBuffer<T>;
+    type Out<'a, T: DeviceCopy> = Written<'g, T>;
+
+    fn stream(&self) -> &Stream {
+        self.rec.stream()
+    }
 
     unsafe fn alloc_uninit<T: DeviceCopy>(
         &mut self,
@@ -205,16 +329,64 @@ impl<'g> Exec for Record<'_, 'g> {
         *buf
     }
 
-    fn view_mut<T: DeviceCopy>(buf: &mut &'g DeviceBuffer<T>) -> &'g dyn WriteBuffer<T> {
-        *buf
+    fn view_mut<T: DeviceCopy>(buf: &mut &'g DeviceBuffer<T>) -> Written<'g, T> {
+        Written {
+            write: *buf,
+            read: *buf,
+        }
     }
 
     fn len<T: DeviceCopy>(x: &&'g dyn ReadBuffer<T>) -> usize {
         x.arg().len()
     }
 
-    fn out_len<T: DeviceCopy>(x: &&'g dyn WriteBuffer<T>) -> usize {
-        x.arg().len()
+    fn out_len<T: DeviceCopy>(x: &Written<'g, T>) -> usize {
+        x.read.arg().len()
+    }
+
+    fn read_out<'a, T: DeviceCopy>(out: &'a Written<'g, T>) -> &'g dyn ReadBuffer<T> {
+        out.read
+    }
+
+    fn slice<'a, T: DeviceCopy>(x: Self::In<'a, T>, r: Range<usize>) -> Result<Self::In<'a, T>> {
+        whole("a view", x.arg().len(), r)?;
+        Ok(x)
+    }
+
+    fn shorten<'a, 'b: 'a, T: DeviceCopy>(x: &'g dyn ReadBuffer<T>) -> &'g dyn ReadBuffer<T> {
+        x
+    }
+
+    fn slice_mut<T: DeviceCopy>(
+        buf: &mut &'g DeviceBuffer<T>,
+        r: Range<usize>,
+    ) -> Result<Written<'g, T>> {
+        whole("a view", buf.len(), r)?;
+        Ok(Self::view_mut(buf))
+    }
+
+    fn reslice<'a, T: DeviceCopy>(
+        out: &'a mut Written<'g, T>,
+        r: Range<usize>,
+    ) -> Result<Written<'g, T>> {
+        whole("a view", out.read.arg().len(), r)?;
+        Ok(*out)
+    }
+
+    fn unread<'a, T: DeviceCopy>(x: Self::In<'a, T>) -> Self::In<'a, T> {
+        x
+    }
+
+    fn fill<T: DeviceCopy>(&mut self, out: &mut Written<'g, T>, value: T) -> Result<()> {
+        self.rec.fill(out.write, value).map(drop)
+    }
+
+    fn copy<T: DeviceCopy>(
+        &mut self,
+        src: &'g dyn ReadBuffer<T>,
+        dst: &mut Written<'g, T>,
+    ) -> Result<()> {
+        self.rec.copy(src, dst.write).map(drop)
     }
 
     fn counted_len(
@@ -290,6 +462,6 @@ macro_rules! kernel_calls {
     (@now v $a:ident) => { $a };
     (@rec r $a:ident) => { $a };
     (@rec w $a:ident) => { *$a };
-    (@rec o $a:ident) => { *$a };
+    (@rec o $a:ident) => { $a.write };
     (@rec v $a:ident) => { $a };
 }
