@@ -377,43 +377,28 @@ mod host {
         Ok(out)
     }
 
-    mod sealed {
-        pub trait Sealed<T> {}
-    }
-
-    /// A fold the library can record into a graph: the built-in operators
-    /// (sealed; a kernel of your own records through [`RecordFold`]).
-    pub trait FoldRecord<T: xlog::DeviceCopy>: FoldKernel<T> + sealed::Sealed<T> {
-        /// Records the kernel as `FoldKernel::launch` launches it.
-        #[doc(hidden)]
-        fn record<'g>(
-            rec: &mut GraphRecorder<'g>,
-            cfg: LaunchConfig,
-            x: &'g dyn ReadBuffer<T>,
-            partials: &'g DeviceBuffer<T>,
-        ) -> Result<NodeId>;
-    }
-
-    /// Records the fold of `x` under `K` into a graph, as [`fold`] launches it
-    /// (one kernel node, or two over more than one block's worth): the result and
-    /// the partials are allocated now on the recorder's stream, zeroed, and kept in
-    /// `arena`, which outlives the graph; every replay folds `x` again into the
-    /// same one-element result.
+    /// Records the fold of `x` under `K` into a graph, as [`fold`] and
+    /// [`fold_safely`] launch it (one kernel node, or two over more than one
+    /// block's worth): the result and the partials are allocated now on the
+    /// recorder's stream, zeroed, and kept in `arena`, which outlives the graph;
+    /// every replay folds `x` again into the same one-element result. For the
+    /// built-in operators and for a kernel of your own that implements
+    /// [`RecordFold`]: the buffers start zeroed, so no contract beyond the safe
+    /// [`Fold`]'s is needed.
     ///
     /// # Errors
     ///
     /// As [`fold`], and those of recording a kernel.
-    pub fn record_fold<'g, T: xlog::DeviceCopy, K: FoldRecord<T>>(
+    pub fn record_fold<'g, T: xlog::DeviceCopy, K: RecordFold<T>>(
         rec: &mut GraphRecorder<'g>,
         arena: &'g GraphArena,
         x: &'g impl ReadBuffer<T>,
     ) -> Result<&'g DeviceBuffer<T>> {
         let mut e = Record::new(rec, arena);
         let x = e.input(x);
-        // SAFETY: recorded buffers are zeroed, and `K` keeps `FoldKernel`'s
-        // contract besides.
+        // SAFETY: `zeroed`: every buffer starts zeroed.
         unsafe {
-            fold_on(&mut e, x, K::CHUNK, false, |e, cfg, x, out| {
+            fold_on(&mut e, x, K::CHUNK, true, |e, cfg, x, out| {
                 K::record(e.rec, cfg, x, *out).map(drop)
             })
         }
@@ -444,7 +429,7 @@ mod host {
         x: &'g impl ReadBuffer<T>,
     ) -> Result<&'g DeviceBuffer<T>>
     where
-        Sum: FoldRecord<T>,
+        Sum: RecordFold<T>,
     {
         record_fold::<T, Sum>(rec, arena, x)
     }
@@ -460,7 +445,7 @@ mod host {
         x: &'g impl ReadBuffer<T>,
     ) -> Result<&'g DeviceBuffer<T>>
     where
-        Min: FoldRecord<T>,
+        Min: RecordFold<T>,
     {
         record_fold::<T, Min>(rec, arena, x)
     }
@@ -476,7 +461,7 @@ mod host {
         x: &'g impl ReadBuffer<T>,
     ) -> Result<&'g DeviceBuffer<T>>
     where
-        Max: FoldRecord<T>,
+        Max: RecordFold<T>,
     {
         record_fold::<T, Max>(rec, arena, x)
     }
@@ -541,9 +526,9 @@ mod host {
         }
     }
 
-    /// A [`Fold`] that can also be recorded into a graph: `record` records the
-    /// kernel `launch` launches (its generated `record`, given the same
-    /// arguments). Safe to implement, as [`Fold`] is.
+    /// A [`Fold`] that can also be recorded into a graph ([`record_fold`]):
+    /// `record` records the kernel `launch` launches (its generated `record`,
+    /// given the same arguments). Safe to implement, as [`Fold`] is.
     ///
     /// ```ignore
     /// impl<T: FoldXorType> RecordFold<T> for Xor {
@@ -561,27 +546,6 @@ mod host {
             x: &'g dyn ReadBuffer<T>,
             partials: &'g DeviceBuffer<T>,
         ) -> Result<NodeId>;
-    }
-
-    /// [`fold_safely`] recorded into a graph, for a kernel of your own: as
-    /// [`record_fold`] (every buffer zeroed when recorded).
-    ///
-    /// # Errors
-    ///
-    /// As [`record_fold`].
-    pub fn record_fold_safely<'g, T: xlog::DeviceCopy, K: RecordFold<T>>(
-        rec: &mut GraphRecorder<'g>,
-        arena: &'g GraphArena,
-        x: &'g impl ReadBuffer<T>,
-    ) -> Result<&'g DeviceBuffer<T>> {
-        let mut e = Record::new(rec, arena);
-        let x = e.input(x);
-        // SAFETY: `zeroed`: every buffer starts zeroed.
-        unsafe {
-            fold_on(&mut e, x, K::CHUNK, true, |e, cfg, x, out| {
-                K::record(e.rec, cfg, x, *out).map(drop)
-            })
-        }
     }
 
     /// Bitwise exclusive or of `u32`s or `u64`s, through the generic kernel
@@ -644,9 +608,20 @@ mod host {
                 }
             }
 
-            impl sealed::Sealed<$t> for $op {}
+            // The built-in kernels keep the safe contract too: `fold_safely` and
+            // `record_fold` run them.
+            impl Fold<$t> for $op {
+                fn launch(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, $t>,
+                    partials: &mut DeviceBuffer<$t>,
+                ) -> Result<()> {
+                    super::$kernel::launch(s, cfg, x, partials)
+                }
+            }
 
-            impl FoldRecord<$t> for $op {
+            impl RecordFold<$t> for $op {
                 fn record<'g>(
                     rec: &mut GraphRecorder<'g>,
                     cfg: LaunchConfig,
