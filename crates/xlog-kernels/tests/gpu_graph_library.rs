@@ -414,8 +414,33 @@ fn a_recorded_sort_refuses_more_than_a_portion() {
     assert!(rec.is_empty() && arena.is_empty());
 }
 
+/// Records the guide's pipeline over `x` and `flags`.
+fn record_pipeline<'g>(
+    c: &Stream,
+    arena: &'g GraphArena,
+    x: &'g DeviceBuffer<u32>,
+    flags: &'g DeviceBuffer<u8>,
+) -> (
+    GraphRecorder<'g>,
+    compact::RecordedSelection<'g, u32>,
+    compact::RecordedRuns<'g, u32>,
+) {
+    let mut rec = GraphRecorder::new(c);
+    let kept = compact::record_select_flagged(&mut rec, arena, x, flags).unwrap();
+    // Past the count, the selection holds zeros (never written): they sort
+    // first, as one run of 0s, which the count tells apart.
+    let ordered = sort::record_sorted(&mut rec, arena, kept.values, Order::Ascending).unwrap();
+    let runs = compact::record_unique(&mut rec, arena, ordered).unwrap();
+    // Select: a fill of the count, the status memset, the kernel; sort: a fill of
+    // the histograms, the histogram, the offsets, and a status fill and a scatter
+    // for each of 4 passes; unique: as select.
+    assert_eq!(rec.len(), 3 + 11 + 3);
+    (rec, kept, runs)
+}
+
 /// The guide's pipeline, recorded once and replayed: keep the multiples of 3,
-/// sort them, and take the runs of equal values.
+/// sort them, and take the runs of equal values; then re-pointed at another
+/// input of the same length with `Graph::update`.
 #[test]
 fn a_recorded_filter_sort_unique_pipeline_replays_like_the_eager_calls() {
     let rt = gpu_runtime();
@@ -424,40 +449,48 @@ fn a_recorded_filter_sort_unique_pipeline_replays_like_the_eager_calls() {
         .into_iter()
         .filter(|&n| within_cap(n))
     {
-        let x = random(n, 500, 41 + n as u64);
-        let flags: Vec<u8> = x.iter().map(|&v| (v % 3 == 0) as u8).collect();
-        let xb = rt.upload_on(&p, &x).unwrap();
-        let fb = rt.upload_on(&p, &flags).unwrap();
+        let inputs: Vec<(Vec<u32>, Vec<u8>)> = [41, 43]
+            .iter()
+            .map(|&seed| {
+                let x = random(n, 500, seed + n as u64);
+                let flags = x.iter().map(|&v| (v % 3 == 0) as u8).collect();
+                (x, flags)
+            })
+            .collect();
+        let bufs: Vec<_> = inputs
+            .iter()
+            .map(|(x, f)| (rt.upload_on(&p, x).unwrap(), rt.upload_on(&p, f).unwrap()))
+            .collect();
         let arena = GraphArena::new();
-        let mut rec = GraphRecorder::new(&c);
-        let kept = compact::record_select_flagged(&mut rec, &arena, &xb, &fb).unwrap();
-        // Past the count, the selection holds zeros (never written): they sort
-        // first, as one run of 0s, which the count tells apart.
-        let ordered = sort::record_sorted(&mut rec, &arena, kept.values, Order::Ascending).unwrap();
-        let runs = compact::record_unique(&mut rec, &arena, ordered).unwrap();
-        // Select: a fill of the count, the status memset, the kernel; sort: a fill
-        // of the histograms, the histogram, the offsets, and a status fill and a
-        // scatter for each of 4 passes; unique: as select.
-        assert_eq!(rec.len(), 3 + 11 + 3, "{n}");
-        let graph = rec.instantiate().unwrap();
-
-        let eager_kept = compact::select_flagged(&p, &xb, &fb).unwrap();
-        let eager_sorted = sort::sorted(&p, &eager_kept, Order::Ascending).unwrap();
-        let eager_runs = compact::unique_counts(&p, &eager_sorted).unwrap();
-        let want = eager_runs.values.download(&p).unwrap();
-        let mut cpu: Vec<u32> = x.iter().copied().filter(|v| v % 3 == 0).collect();
-        cpu.sort_unstable();
-        cpu.dedup();
-        assert_eq!(want, cpu);
-        for replay in 0..3 {
-            graph.launch(&c).unwrap();
-            let k = kept.count.download(&p).unwrap()[0] as usize;
-            assert_eq!(k, eager_kept.len(), "{n}, replay {replay}");
-            let r = runs.runs.download(&p).unwrap()[0] as usize;
-            let got = runs.values.download(&p).unwrap();
-            // The padding's run of 0s, when there is padding and no kept 0.
-            let skip = usize::from(k < n && !cpu.contains(&0));
-            assert_eq!(got[skip..r], want[..], "{n}, replay {replay}");
+        let (rec, kept, runs) = record_pipeline(&c, &arena, &bufs[0].0, &bufs[0].1);
+        let mut graph = rec.instantiate().unwrap();
+        for (i, ((x, _), (xb, fb))) in inputs.iter().zip(&bufs).enumerate() {
+            let (kept, runs) = if i == 0 {
+                (kept, runs)
+            } else {
+                let (rec, kept, runs) = record_pipeline(&c, &arena, xb, fb);
+                graph = graph.update(rec).unwrap();
+                (kept, runs)
+            };
+            let eager_kept = compact::select_flagged(&p, xb, fb).unwrap();
+            let eager_sorted = sort::sorted(&p, &eager_kept, Order::Ascending).unwrap();
+            let eager_runs = compact::unique_counts(&p, &eager_sorted).unwrap();
+            let want = eager_runs.values.download(&p).unwrap();
+            let mut cpu: Vec<u32> = x.iter().copied().filter(|v| v % 3 == 0).collect();
+            cpu.sort_unstable();
+            cpu.dedup();
+            assert_eq!(want, cpu);
+            for replay in 0..2 {
+                graph.launch(&c).unwrap();
+                let what = format!("{n}, input {i}, replay {replay}");
+                let k = kept.count.download(&p).unwrap()[0] as usize;
+                assert_eq!(k, eager_kept.len(), "{what}");
+                let r = runs.runs.download(&p).unwrap()[0] as usize;
+                let got = runs.values.download(&p).unwrap();
+                // The padding's run of 0s, when there is padding and no kept 0.
+                let skip = usize::from(k < n && !cpu.contains(&0));
+                assert_eq!(got[skip..r], want[..], "{what}");
+            }
         }
     }
 }
