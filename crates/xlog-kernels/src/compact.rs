@@ -675,7 +675,7 @@ mod host {
             count: &mut Self::Buf<u64>,
             status: &mut Self::Buf<u64>,
         ) -> Result<()> {
-            T::__record_partition(self.rec, cfg, x, flags, *kept, out, count, status).map(drop)
+            T::__record_partition(self.rec, cfg, x, flags, kept, out, count, status).map(drop)
         }
         fn unique(
             &mut self,
