@@ -8,7 +8,7 @@
 
 use xlog::{DeviceBuffer, GraphArena, GraphRecorder, Runtime, Stream};
 use xlog_kernels::sort::{self, Order};
-use xlog_kernels::{compact, gather, histogram, reduce, set};
+use xlog_kernels::{compact, gather, histogram, reduce, segmented, set};
 use xlog_test_support::{gpu_runtime, within_test_cap as within_cap, Rng};
 
 /// 0, 1, odd, and one more or less than the tiles: the reduction's block of
@@ -281,6 +281,55 @@ fn recorded_compactions_match_eager_and_cpu() {
                     "{what}"
                 );
             }
+        }
+    }
+}
+
+/// Reduce-by-key in a graph: the runs of the keys, then the segmented sum of
+/// the values over their offsets; the first `runs` sums are `reduce_by_key`'s.
+#[test]
+fn recorded_segmented_reductions_match_reduce_by_key_and_cpu() {
+    let rt = gpu_runtime();
+    let (p, c) = streams(&rt);
+    for n in sizes() {
+        let keys = sorted(n, 40, 61 + n as u64);
+        let vals = random(n, 1000, 67 + n as u64);
+        let kb = rt.upload_on(&p, &keys).unwrap();
+        let vb = rt.upload_on(&p, &vals).unwrap();
+        let arena = GraphArena::new();
+        let mut rec = GraphRecorder::new(&c);
+        let runs = compact::record_unique(&mut rec, &arena, &kb).unwrap();
+        let sums = segmented::record_segmented_reduce::<u32, segmented::Sum>(
+            &mut rec,
+            &arena,
+            &vb,
+            runs.offsets,
+        )
+        .unwrap();
+        let graph = rec.instantiate().unwrap();
+        let mut want_keys = keys.clone();
+        want_keys.dedup();
+        let mut want_sums = Vec::new();
+        for (i, &k) in keys.iter().enumerate() {
+            if i == 0 || keys[i - 1] != k {
+                want_sums.push(0u32);
+            }
+            *want_sums.last_mut().unwrap() += vals[i];
+        }
+        let eager = segmented::reduce_by_key::<u32, u32, segmented::Sum>(&p, &kb, &vb).unwrap();
+        assert_eq!(eager.keys.download(&p).unwrap(), want_keys, "eager {n}");
+        assert_eq!(eager.values.download(&p).unwrap(), want_sums, "eager {n}");
+        let r = want_keys.len();
+        for replay in 0..2 {
+            graph.launch(&c).unwrap();
+            let what = format!("{n}, replay {replay}");
+            assert_eq!(runs.runs.download(&p).unwrap(), [r as u64], "{what}");
+            assert_eq!(
+                runs.values.download(&p).unwrap()[..r],
+                want_keys[..],
+                "{what}"
+            );
+            assert_eq!(sums.download(&p).unwrap()[..r], want_sums[..], "{what}");
         }
     }
 }
