@@ -356,10 +356,7 @@ mod host {
         a: &'g impl ReadBuffer<T>,
         b: &'g impl ReadBuffer<T>,
     ) -> Result<RecordedSelection<'g, T>> {
-        let mut e = Record::new(rec, arena);
-        let (a, b) = (e.input(a), e.input(b));
-        let (values, count) = filter_on(&mut e, a, b, false)?;
-        Ok(RecordedSelection { values, count })
+        record_filter(rec, arena, a, b, false)
     }
 
     /// [`intersection`] recorded into a graph, as [`record_difference`].
@@ -373,9 +370,20 @@ mod host {
         a: &'g impl ReadBuffer<T>,
         b: &'g impl ReadBuffer<T>,
     ) -> Result<RecordedSelection<'g, T>> {
+        record_filter(rec, arena, a, b, true)
+    }
+
+    /// [`filter_on`] recorded.
+    fn record_filter<'g, T: Ordered>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        a: &'g impl ReadBuffer<T>,
+        b: &'g impl ReadBuffer<T>,
+        present: bool,
+    ) -> Result<RecordedSelection<'g, T>> {
         let mut e = Record::new(rec, arena);
         let (a, b) = (e.input(a), e.input(b));
-        let (values, count) = filter_on(&mut e, a, b, true)?;
+        let (values, count) = filter_on(&mut e, a, b, present)?;
         Ok(RecordedSelection { values, count })
     }
 }
