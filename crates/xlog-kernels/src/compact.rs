@@ -354,9 +354,11 @@ pub use host::*;
 mod host {
     use xlog::device::lookback::status_words;
     use xlog::{
-        AllocTag, BufferView, BufferViewMut, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result,
-        Stream, WriteBuffer,
+        AllocTag, BufferView, BufferViewMut, DeviceBuffer, Error, GraphArena, GraphRecorder,
+        LaunchConfig, NodeId, ReadBuffer, Result, Stream, WriteBuffer,
     };
+
+    use crate::exec::{Exec, Now, Record};
 
     use super::{BLOCK, ITEMS};
 
@@ -407,6 +409,45 @@ mod host {
             x: &BufferView<'_, Self>,
             count: &mut DeviceBuffer<u64>,
         ) -> Result<()>;
+        #[doc(hidden)]
+        fn __record_select<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<Self>,
+            flags: &'g dyn ReadBuffer<u8>,
+            out: &'g dyn WriteBuffer<Self>,
+            count: &'g DeviceBuffer<u64>,
+            status: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId>;
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments)]
+        fn __record_partition<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<Self>,
+            flags: &'g dyn ReadBuffer<u8>,
+            kept: &'g DeviceBuffer<u64>,
+            out: &'g DeviceBuffer<Self>,
+            count: &'g DeviceBuffer<u64>,
+            status: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId>;
+        #[doc(hidden)]
+        fn __record_unique<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<Self>,
+            values: &'g DeviceBuffer<Self>,
+            starts: &'g DeviceBuffer<u64>,
+            count: &'g DeviceBuffer<u64>,
+            status: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId>;
+        #[doc(hidden)]
+        fn __record_count_runs<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<Self>,
+            count: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId>;
     }
 
     macro_rules! compactable {
@@ -455,6 +496,48 @@ mod host {
                 ) -> Result<()> {
                     super::$heads::launch(s, cfg, x, count)
                 }
+                fn __record_select<'g>(
+                    rec: &mut GraphRecorder<'g>,
+                    cfg: LaunchConfig,
+                    x: &'g dyn ReadBuffer<Self>,
+                    flags: &'g dyn ReadBuffer<u8>,
+                    out: &'g dyn WriteBuffer<Self>,
+                    count: &'g DeviceBuffer<u64>,
+                    status: &'g DeviceBuffer<u64>,
+                ) -> Result<NodeId> {
+                    super::$select::record(rec, cfg, x, flags, out, count, status)
+                }
+                fn __record_partition<'g>(
+                    rec: &mut GraphRecorder<'g>,
+                    cfg: LaunchConfig,
+                    x: &'g dyn ReadBuffer<Self>,
+                    flags: &'g dyn ReadBuffer<u8>,
+                    kept: &'g DeviceBuffer<u64>,
+                    out: &'g DeviceBuffer<Self>,
+                    count: &'g DeviceBuffer<u64>,
+                    status: &'g DeviceBuffer<u64>,
+                ) -> Result<NodeId> {
+                    super::$partition::record(rec, cfg, x, flags, kept, out, count, status)
+                }
+                fn __record_unique<'g>(
+                    rec: &mut GraphRecorder<'g>,
+                    cfg: LaunchConfig,
+                    x: &'g dyn ReadBuffer<Self>,
+                    values: &'g DeviceBuffer<Self>,
+                    starts: &'g DeviceBuffer<u64>,
+                    count: &'g DeviceBuffer<u64>,
+                    status: &'g DeviceBuffer<u64>,
+                ) -> Result<NodeId> {
+                    super::$unique::record(rec, cfg, x, values, starts, count, status)
+                }
+                fn __record_count_runs<'g>(
+                    rec: &mut GraphRecorder<'g>,
+                    cfg: LaunchConfig,
+                    x: &'g dyn ReadBuffer<Self>,
+                    count: &'g DeviceBuffer<u64>,
+                ) -> Result<NodeId> {
+                    super::$heads::record(rec, cfg, x, count)
+                }
             }
         )*};
     }
@@ -486,8 +569,145 @@ mod host {
         }
     }
 
+    /// The compaction kernels of element type `T`, launched or recorded.
+    pub(crate) trait Calls<T: Compactable>: Exec {
+        fn select(
+            &mut self,
+            cfg: LaunchConfig,
+            x: Self::In<'_, T>,
+            flags: Self::In<'_, u8>,
+            out: &mut Self::Out<'_, T>,
+            count: &mut Self::Buf<u64>,
+            status: &mut Self::Buf<u64>,
+        ) -> Result<()>;
+        #[allow(clippy::too_many_arguments)]
+        fn partition(
+            &mut self,
+            cfg: LaunchConfig,
+            x: Self::In<'_, T>,
+            flags: Self::In<'_, u8>,
+            kept: &Self::Buf<u64>,
+            out: &mut Self::Buf<T>,
+            count: &mut Self::Buf<u64>,
+            status: &mut Self::Buf<u64>,
+        ) -> Result<()>;
+        fn unique(
+            &mut self,
+            cfg: LaunchConfig,
+            x: Self::In<'_, T>,
+            values: &mut Self::Buf<T>,
+            starts: &mut Self::Buf<u64>,
+            count: &mut Self::Buf<u64>,
+            status: &mut Self::Buf<u64>,
+        ) -> Result<()>;
+        fn count_runs(
+            &mut self,
+            cfg: LaunchConfig,
+            x: Self::In<'_, T>,
+            count: &mut Self::Buf<u64>,
+        ) -> Result<()>;
+    }
+
+    impl<T: Compactable> Calls<T> for Now<'_> {
+        fn select(
+            &mut self,
+            cfg: LaunchConfig,
+            x: BufferView<'_, T>,
+            flags: BufferView<'_, u8>,
+            out: &mut BufferViewMut<'_, T>,
+            count: &mut DeviceBuffer<u64>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()> {
+            T::__select(self.0, cfg, &x, &flags, out, count, status)
+        }
+        fn partition(
+            &mut self,
+            cfg: LaunchConfig,
+            x: BufferView<'_, T>,
+            flags: BufferView<'_, u8>,
+            kept: &DeviceBuffer<u64>,
+            out: &mut DeviceBuffer<T>,
+            count: &mut DeviceBuffer<u64>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()> {
+            T::__partition(self.0, cfg, &x, &flags, kept, out, count, status)
+        }
+        fn unique(
+            &mut self,
+            cfg: LaunchConfig,
+            x: BufferView<'_, T>,
+            values: &mut DeviceBuffer<T>,
+            starts: &mut DeviceBuffer<u64>,
+            count: &mut DeviceBuffer<u64>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()> {
+            T::__unique(self.0, cfg, &x, values, starts, count, status)
+        }
+        fn count_runs(
+            &mut self,
+            cfg: LaunchConfig,
+            x: BufferView<'_, T>,
+            count: &mut DeviceBuffer<u64>,
+        ) -> Result<()> {
+            T::__count_runs(self.0, cfg, &x, count)
+        }
+    }
+
+    impl<T: Compactable> Calls<T> for Record<'_, '_> {
+        fn select(
+            &mut self,
+            cfg: LaunchConfig,
+            x: Self::In<'_, T>,
+            flags: Self::In<'_, u8>,
+            out: &mut Self::Out<'_, T>,
+            count: &mut Self::Buf<u64>,
+            status: &mut Self::Buf<u64>,
+        ) -> Result<()> {
+            T::__record_select(self.rec, cfg, x, flags, out.write, count, status).map(drop)
+        }
+        fn partition(
+            &mut self,
+            cfg: LaunchConfig,
+            x: Self::In<'_, T>,
+            flags: Self::In<'_, u8>,
+            kept: &Self::Buf<u64>,
+            out: &mut Self::Buf<T>,
+            count: &mut Self::Buf<u64>,
+            status: &mut Self::Buf<u64>,
+        ) -> Result<()> {
+            T::__record_partition(self.rec, cfg, x, flags, kept, out, count, status).map(drop)
+        }
+        fn unique(
+            &mut self,
+            cfg: LaunchConfig,
+            x: Self::In<'_, T>,
+            values: &mut Self::Buf<T>,
+            starts: &mut Self::Buf<u64>,
+            count: &mut Self::Buf<u64>,
+            status: &mut Self::Buf<u64>,
+        ) -> Result<()> {
+            T::__record_unique(self.rec, cfg, x, values, starts, count, status).map(drop)
+        }
+        fn count_runs(
+            &mut self,
+            cfg: LaunchConfig,
+            x: Self::In<'_, T>,
+            count: &mut Self::Buf<u64>,
+        ) -> Result<()> {
+            T::__record_count_runs(self.rec, cfg, x, count).map(drop)
+        }
+    }
+
+    kernel_calls! {
+        /// The counting kernels, of flags and of run heads.
+        trait Counts<> {
+            fn count_flags = super::count_flags(flags: r u8, count: w u64);
+            fn run_lengths = super::run_lengths(starts: r u64, counts: w u64);
+        }
+    }
+
     /// One block per tile of `n` elements, and the look-back status for them.
-    fn tiles(s: &Stream, what: &str, n: usize) -> Result<(LaunchConfig, DeviceBuffer<u64>)> {
+    fn tiles<E: Exec>(e: &mut E, what: &str, n: usize) -> Result<(LaunchConfig, E::Buf<u64>)> {
         let tiles = n.div_ceil(BLOCK as usize * ITEMS).max(1);
         let grid = u32::try_from(tiles).map_err(|_| {
             invalid(
@@ -497,10 +717,8 @@ mod host {
         })?;
         // SAFETY: the typed launcher zeroes a `lookback` parameter's words on the
         // stream right before the kernel, as part of the same recorded launch.
-        let status = unsafe {
-            s.runtime()?
-                .alloc_uninit::<u64>(s, status_words(tiles), AllocTag("compact status"))
-        }?;
+        let status =
+            unsafe { e.alloc_uninit::<u64>(status_words(tiles), AllocTag("compact status")) }?;
         Ok((LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]), status))
     }
 
@@ -511,14 +729,129 @@ mod host {
         LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1])
     }
 
-    /// The number of non-zero flags, as a one-element device buffer (one launch).
-    fn count_kept(s: &Stream, flags: &BufferView<'_, u8>) -> Result<DeviceBuffer<u64>> {
-        let mut count = s.runtime()?.alloc_zeroed_on::<u64>(s, 1)?;
-        if !flags.is_empty() {
+    /// The number of non-zero flags, as a one-element device buffer (zeroed, then
+    /// one launch adding into it).
+    fn count_kept<E: Counts>(e: &mut E, flags: E::In<'_, u8>) -> Result<E::Buf<u64>> {
+        let mut count = e.filled::<u64>(1, 0)?;
+        let n = E::len(&flags);
+        if n > 0 {
             // At least 64 flags a thread: one step of four 16-byte chunks.
-            super::count_flags::launch(s, count_config(flags.len(), 64), flags, &mut count)?;
+            e.count_flags(count_config(n, 64), flags, &mut count)?;
         }
         Ok(count)
+    }
+
+    /// [`select_flagged_into`] through `e`.
+    fn select_into_on<E: Calls<T>, T: Compactable>(
+        e: &mut E,
+        x: E::In<'_, T>,
+        flags: E::In<'_, u8>,
+        out: &mut E::Out<'_, T>,
+    ) -> Result<E::Buf<u64>> {
+        let n = E::len(&x);
+        same_len("select_flagged_into", n, E::len(&flags))?;
+        if E::out_len(out) < n {
+            return Err(invalid(
+                "select_flagged_into",
+                format!(
+                    "the output holds {} elements but up to {n} may be kept; pass an output as long as the input",
+                    E::out_len(out),
+                ),
+            ));
+        }
+        let (cfg, mut status) = tiles(e, "select_flagged_into", n)?;
+        let mut count = e.filled::<u64>(1, 0)?;
+        if n > 0 {
+            e.select(cfg, x, flags, out, &mut count, &mut status)?;
+        }
+        Ok(count)
+    }
+
+    /// [`select_flagged`] through `e`: the output, exactly as long as the number
+    /// kept when launching now (read back), as long as `x` when recording; and
+    /// the number kept on the device.
+    pub(crate) fn select_on<E: Calls<T> + Counts, T: Compactable>(
+        e: &mut E,
+        x: E::In<'_, T>,
+        flags: E::In<'_, u8>,
+    ) -> Result<(E::Buf<T>, E::Buf<u64>)> {
+        let n = E::len(&x);
+        same_len("select_flagged", n, E::len(&flags))?;
+        let (cfg, mut status) = tiles(e, "select_flagged", n)?;
+        let mut count = e.filled::<u64>(1, 0)?;
+        let kept = e.counted_len(n, |e| count_kept(e, flags))?;
+        // SAFETY: the select kernel stores every kept element at its rank, and
+        // exactly `kept` elements are kept (or, recording, the buffer is zeroed):
+        // every element of `out` is written by the launch, which is recorded as a
+        // write of the whole buffer.
+        let mut out = unsafe { e.alloc_uninit::<T>(kept, AllocTag("select output")) }?;
+        if kept > 0 {
+            e.select(
+                cfg,
+                x,
+                flags,
+                &mut E::view_mut(&mut out),
+                &mut count,
+                &mut status,
+            )?;
+        }
+        Ok((out, count))
+    }
+
+    /// [`partition_flagged`] through `e`: the values and the number kept.
+    fn partition_on<E: Calls<T> + Counts, T: Compactable>(
+        e: &mut E,
+        x: E::In<'_, T>,
+        flags: E::In<'_, u8>,
+    ) -> Result<(E::Buf<T>, E::Buf<u64>)> {
+        let n = E::len(&x);
+        same_len("partition_flagged", n, E::len(&flags))?;
+        let (cfg, mut status) = tiles(e, "partition_flagged", n)?;
+        // SAFETY: the partition kernel stores every element of `x` once, at a
+        // distinct position below `x.len()` (kept ones at their rank, rejected ones
+        // at `kept + rank`), so every element of `values` is written.
+        let mut values = unsafe { e.alloc_uninit::<T>(n, AllocTag("partition output")) }?;
+        let mut count = e.filled::<u64>(1, 0)?;
+        let kept = count_kept(e, flags)?;
+        if n > 0 {
+            e.partition(cfg, x, flags, &kept, &mut values, &mut count, &mut status)?;
+        }
+        Ok((values, kept))
+    }
+
+    /// The runs of [`unique_counts`] through `e`, but their lengths: the values,
+    /// the offsets, the number of runs on the device and on the host (read back
+    /// when launching now; `x.len()`, the most there can be, when recording).
+    #[allow(clippy::type_complexity)]
+    fn unique_on<E: Calls<T> + Counts, T: Compactable>(
+        e: &mut E,
+        x: E::In<'_, T>,
+    ) -> Result<(E::Buf<T>, E::Buf<u64>, E::Buf<u64>, usize)> {
+        let len = E::len(&x);
+        let (cfg, mut status) = tiles(e, "unique_counts", len)?;
+        let mut runs = e.filled::<u64>(1, 0)?;
+        let n = e.counted_len(len, |e| {
+            let mut heads = e.filled::<u64>(1, 0)?;
+            if len > 0 {
+                e.count_runs(count_config(len, 16), x, &mut heads)?;
+            }
+            Ok(heads)
+        })?;
+        // SAFETY: the unique kernel stores the value and start of every run (`n`
+        // of them, each at its rank) and `offsets[n] = x.len()` (the thread of the
+        // last element); recording, the buffers are zeroed. For an empty input
+        // `offsets` is zeroed instead.
+        let mut values = unsafe { e.alloc_uninit::<T>(n, AllocTag("unique values")) }?;
+        let mut offsets = if len == 0 {
+            e.zeroed::<u64>(1)?
+        } else {
+            // SAFETY: as above.
+            unsafe { e.alloc_uninit::<u64>(n + 1, AllocTag("run offsets")) }?
+        };
+        if len > 0 {
+            e.unique(cfg, x, &mut values, &mut offsets, &mut runs, &mut status)?;
+        }
+        Ok((values, offsets, runs, n))
     }
 
     /// Copies the elements of `x` whose flag is non-zero to the front of `out`, in
@@ -538,24 +871,29 @@ mod host {
         flags: &(impl ReadBuffer<u8> + ?Sized),
         out: &mut (impl WriteBuffer<T> + ?Sized),
     ) -> Result<DeviceBuffer<u64>> {
-        let (x, flags, mut out) = (x.as_view(), flags.as_view(), out.as_view_mut());
-        same_len("select_flagged_into", x.len(), flags.len())?;
-        if out.len() < x.len() {
-            return Err(invalid(
-                "select_flagged_into",
-                format!(
-                    "the output holds {} elements but up to {} may be kept; pass an output as long as the input",
-                    out.len(),
-                    x.len()
-                ),
-            ));
-        }
-        let (cfg, mut status) = tiles(s, "select_flagged_into", x.len())?;
-        let mut count = s.runtime()?.alloc_zeroed_on::<u64>(s, 1)?;
-        if !x.is_empty() {
-            T::__select(s, cfg, &x, &flags, &mut out, &mut count, &mut status)?;
-        }
-        Ok(count)
+        let mut e = Now(s);
+        let (x, flags, mut out) = (e.input(x), e.input(flags), e.output(out));
+        select_into_on(&mut e, x, flags, &mut out)
+    }
+
+    /// [`select_flagged_into`] recorded into a graph: a fill node zeroing the
+    /// count, then the kernel node. The count is allocated now on the recorder's
+    /// stream and kept in `arena`, which outlives the graph; after each replay it
+    /// holds the number kept.
+    ///
+    /// # Errors
+    ///
+    /// As [`select_flagged_into`], and those of recording.
+    pub fn record_select_flagged_into<'g, T: Compactable>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+        flags: &'g impl ReadBuffer<u8>,
+        out: &'g impl WriteBuffer<T>,
+    ) -> Result<&'g DeviceBuffer<u64>> {
+        let mut e = Record::new(rec, arena);
+        let (x, flags, mut out) = (e.input(x), e.input(flags), e.output(out));
+        select_into_on(&mut e, x, flags, &mut out)
     }
 
     /// The elements of `x` whose flag is non-zero, in order, as a new buffer of
@@ -585,28 +923,40 @@ mod host {
         x: &(impl ReadBuffer<T> + ?Sized),
         flags: &(impl ReadBuffer<u8> + ?Sized),
     ) -> Result<DeviceBuffer<T>> {
-        let (x, flags) = (x.as_view(), flags.as_view());
-        same_len("select_flagged", x.len(), flags.len())?;
-        let rt = s.runtime()?;
-        let (cfg, mut status) = tiles(s, "select_flagged", x.len())?;
-        let mut count = rt.alloc_zeroed_on::<u64>(s, 1)?;
-        let kept = count_kept(s, &flags)?.download(s)?[0] as usize;
-        // SAFETY: the select kernel stores every kept element at its rank, and
-        // exactly `kept` elements are kept: every element of `out` is written by the
-        // launch, which is recorded as a write of the whole buffer.
-        let mut out = unsafe { rt.alloc_uninit::<T>(s, kept, AllocTag("select output")) }?;
-        if kept > 0 {
-            T::__select(
-                s,
-                cfg,
-                &x,
-                &flags,
-                &mut out.as_view_mut(),
-                &mut count,
-                &mut status,
-            )?;
-        }
-        Ok(out)
+        let mut e = Now(s);
+        let (x, flags) = (e.input(x), e.input(flags));
+        Ok(select_on(&mut e, x, flags)?.0)
+    }
+
+    /// A selection recorded into a graph: [`record_select_flagged`]'s result.
+    #[derive(Clone, Copy, Debug)]
+    pub struct RecordedSelection<'g, T: xlog::DeviceCopy> {
+        /// As long as the input: the kept elements at the front, in order; past
+        /// them, what earlier replays left (zeros at first).
+        pub values: &'g DeviceBuffer<T>,
+        /// One word: the number kept by the last replay.
+        pub count: &'g DeviceBuffer<u64>,
+    }
+
+    /// [`select_flagged`] recorded into a graph. A graph cannot size its output
+    /// by a count only the device knows, so the output is as long as `x` and the
+    /// number kept stays on the device ([`RecordedSelection::count`]); no
+    /// counting pass is recorded (the selection counts as it goes). Buffers are
+    /// allocated now and kept in `arena`, which outlives the graph.
+    ///
+    /// # Errors
+    ///
+    /// As [`select_flagged`], and those of recording.
+    pub fn record_select_flagged<'g, T: Compactable>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+        flags: &'g impl ReadBuffer<u8>,
+    ) -> Result<RecordedSelection<'g, T>> {
+        let mut e = Record::new(rec, arena);
+        let (x, flags) = (e.input(x), e.input(flags));
+        let (values, count) = select_on(&mut e, x, flags)?;
+        Ok(RecordedSelection { values, count })
     }
 
     /// A stable partition: the result of [`partition_flagged`].
@@ -645,29 +995,30 @@ mod host {
         x: &(impl ReadBuffer<T> + ?Sized),
         flags: &(impl ReadBuffer<u8> + ?Sized),
     ) -> Result<Partitioned<T>> {
-        let (x, flags) = (x.as_view(), flags.as_view());
-        same_len("partition_flagged", x.len(), flags.len())?;
-        let rt = s.runtime()?;
-        let (cfg, mut status) = tiles(s, "partition_flagged", x.len())?;
-        // SAFETY: the partition kernel stores every element of `x` once, at a
-        // distinct position below `x.len()` (kept ones at their rank, rejected ones
-        // at `kept + rank`), so every element of `values` is written.
-        let mut values = unsafe { rt.alloc_uninit::<T>(s, x.len(), AllocTag("partition output")) }?;
-        let mut count = rt.alloc_zeroed_on::<u64>(s, 1)?;
-        let kept = count_kept(s, &flags)?;
-        if !x.is_empty() {
-            T::__partition(
-                s,
-                cfg,
-                &x,
-                &flags,
-                &kept,
-                &mut values,
-                &mut count,
-                &mut status,
-            )?;
-        }
+        let mut e = Now(s);
+        let (x, flags) = (e.input(x), e.input(flags));
+        let (values, kept) = partition_on(&mut e, x, flags)?;
         Ok(Partitioned { values, kept })
+    }
+
+    /// [`partition_flagged`] recorded into a graph (its sizes are known on the
+    /// host): the values and the number kept (one word), allocated now and kept
+    /// in `arena`, which outlives the graph; the count is zeroed by a fill node at
+    /// every replay.
+    ///
+    /// # Errors
+    ///
+    /// As [`partition_flagged`], and those of recording.
+    #[allow(clippy::type_complexity)]
+    pub fn record_partition_flagged<'g, T: Compactable>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+        flags: &'g impl ReadBuffer<u8>,
+    ) -> Result<(&'g DeviceBuffer<T>, &'g DeviceBuffer<u64>)> {
+        let mut e = Record::new(rec, arena);
+        let (x, flags) = (e.input(x), e.input(flags));
+        partition_on(&mut e, x, flags)
     }
 
     /// The runs of equal values of a sorted input: the result of
@@ -705,47 +1056,63 @@ mod host {
     /// # Errors
     ///
     /// A budget refusal (`BudgetExceeded`: nothing launched when the status is
-    /// refused, only the counting pass when an output is); a launch error.
+    /// refused, the counting pass when the values or offsets are, the counting
+    /// and unique passes when the lengths are); a launch error.
     pub fn unique_counts<T: Compactable>(
         s: &Stream,
         x: &(impl ReadBuffer<T> + ?Sized),
     ) -> Result<Runs<T>> {
-        let x = x.as_view();
-        let rt = s.runtime()?;
-        let (cfg, mut status) = tiles(s, "unique_counts", x.len())?;
-        let mut runs = rt.alloc_zeroed_on::<u64>(s, 1)?;
+        let mut e = Now(s);
+        let x = e.input(x);
+        let (values, offsets, runs, n) = unique_on(&mut e, x)?;
+        // SAFETY: the counts kernel writes every count (one grid-stride pass).
+        let mut counts = unsafe { e.alloc_uninit::<u64>(n, AllocTag("run lengths")) }?;
         if !x.is_empty() {
-            T::__count_runs(s, count_config(x.len(), 16), &x, &mut runs)?;
-        }
-        let n = runs.download(s)?[0] as usize;
-        // SAFETY: the unique kernel stores the value and start of every run (`n`
-        // of them, each at its rank) and `offsets[n] = x.len()` (the thread of the
-        // last element); the counts kernel writes every count. For an empty input
-        // `offsets` is zeroed instead.
-        let mut values = unsafe { rt.alloc_uninit::<T>(s, n, AllocTag("unique values")) }?;
-        // SAFETY: as above.
-        let mut counts = unsafe { rt.alloc_uninit::<u64>(s, n, AllocTag("run lengths")) }?;
-        let mut offsets = if x.is_empty() {
-            rt.alloc_zeroed_on::<u64>(s, 1)?
-        } else {
-            // SAFETY: as above.
-            unsafe { rt.alloc_uninit::<u64>(s, n + 1, AllocTag("run offsets")) }?
-        };
-        if !x.is_empty() {
-            T::__unique(
-                s,
-                cfg,
-                &x,
-                &mut values,
-                &mut offsets,
-                &mut runs,
-                &mut status,
-            )?;
-            super::run_lengths::launch(s, LaunchConfig::for_len(n), &offsets, &mut counts)?;
+            e.run_lengths(LaunchConfig::for_len(n), offsets.as_view(), &mut counts)?;
         }
         Ok(Runs {
             values,
             counts,
+            offsets,
+            runs,
+        })
+    }
+
+    /// The runs of a sorted input recorded into a graph: [`record_unique`]'s
+    /// result.
+    #[derive(Clone, Copy, Debug)]
+    pub struct RecordedRuns<'g, T: xlog::DeviceCopy> {
+        /// As long as the input: each run's value at the front, in order.
+        pub values: &'g DeviceBuffer<T>,
+        /// One longer than the input: where each run starts, then the input's
+        /// length (`runs + 1` offsets; the run lengths are their differences).
+        pub offsets: &'g DeviceBuffer<u64>,
+        /// One word: the number of runs of the last replay.
+        pub runs: &'g DeviceBuffer<u64>,
+    }
+
+    /// The values and offsets of [`unique_counts`] recorded into a graph: one
+    /// kernel node (after a fill node zeroing the count). A graph cannot size its
+    /// outputs by the number of runs, which only the device knows: they are sized
+    /// for the most there can be (one run per element), only their first `runs`
+    /// (`runs + 1` offsets) are the result, and the run lengths, which a graph
+    /// could only compute over that whole capacity, are left to the offsets'
+    /// differences. Buffers are allocated now and kept in `arena`, which outlives
+    /// the graph.
+    ///
+    /// # Errors
+    ///
+    /// A budget refusal or an error of recording.
+    pub fn record_unique<'g, T: Compactable>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+    ) -> Result<RecordedRuns<'g, T>> {
+        let mut e = Record::new(rec, arena);
+        let x = e.input(x);
+        let (values, offsets, runs, _) = unique_on(&mut e, x)?;
+        Ok(RecordedRuns {
+            values,
             offsets,
             runs,
         })

@@ -79,8 +79,11 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use xlog::{
-        AllocTag, BufferView, DeviceBuffer, Error, ReadBuffer, Result, Stream, WriteBuffer,
+        AllocTag, BufferView, DeviceBuffer, Error, GraphArena, GraphRecorder, ReadBuffer, Result,
+        Stream, WriteBuffer,
     };
+
+    use crate::exec::{Now, Record};
 
     /// Index types: `u32` and `u64`.
     pub trait Index: xlog::DeviceCopy + Into<u64> + std::fmt::Display {}
@@ -112,12 +115,54 @@ mod host {
 
     use crate::per_element as config;
 
-    /// A fresh error word: `u64::MAX`, no bad index yet.
-    fn error_word(s: &Stream) -> Result<DeviceBuffer<u64>> {
-        let rt = s.runtime()?;
-        // SAFETY: the fill below writes the one element before anything reads it.
-        let mut bad = unsafe { rt.alloc_uninit::<u64>(s, 1, AllocTag("gather error word")) }?;
-        bad.fill(s, u64::MAX)?;
+    kernel_calls! {
+        /// The gather and scatter kernels.
+        trait Calls<T: Indexed<I>, I: Index> {
+            fn gather = super::gather_indexed(x: r T, idx: r I, out: w T, bad: w u64);
+            fn scatter = super::scatter_indexed(x: r T, idx: r I, out: o T, bad: w u64);
+        }
+    }
+
+    /// `out[i] = x[idx[i]]` through `e`: the output and the error word (`u64::MAX`
+    /// at the start of every run, the first bad position after it).
+    fn gather_on<E: Calls<T, I>, T: Indexed<I>, I: Index>(
+        e: &mut E,
+        x: E::In<'_, T>,
+        idx: E::In<'_, I>,
+    ) -> Result<(E::Buf<T>, E::Buf<u64>)> {
+        let n = E::len(&idx);
+        // SAFETY: the kernel writes every element of `out` (one grid-stride pass
+        // over its length) before anything reads it.
+        let mut out = unsafe { e.alloc_uninit::<T>(n, AllocTag("gather output")) }?;
+        let mut bad = e.filled(1, u64::MAX)?;
+        if n > 0 {
+            e.gather(config(n), x, idx, &mut out, &mut bad)?;
+        }
+        Ok((out, bad))
+    }
+
+    /// `out[idx[i]] = x[i]` through `e`, after checking the lengths: the error word,
+    /// as [`gather_on`]'s.
+    fn scatter_on<E: Calls<T, I>, T: Indexed<I>, I: Index>(
+        e: &mut E,
+        x: E::In<'_, T>,
+        idx: E::In<'_, I>,
+        out: &mut E::Out<'_, T>,
+    ) -> Result<E::Buf<u64>> {
+        let n = E::len(&x);
+        if n != E::len(&idx) {
+            return Err(Error::InvalidArgument {
+                what: "xlog_kernels::gather::scatter".to_owned(),
+                reason: format!(
+                    "{n} values but {} indices; pass one index per value",
+                    E::len(&idx)
+                ),
+            });
+        }
+        let mut bad = e.filled(1, u64::MAX)?;
+        if n > 0 {
+            e.scatter(config(n), x, idx, out, &mut bad)?;
+        }
         Ok(bad)
     }
 
@@ -167,17 +212,12 @@ mod host {
         x: &(impl ReadBuffer<T> + ?Sized),
         idx: &(impl ReadBuffer<I> + ?Sized),
     ) -> Result<DeviceBuffer<T>> {
-        let (x, idx) = (x.as_view(), idx.as_view());
-        let rt = s.runtime()?;
-        // SAFETY: the kernel writes every element of `out` (one grid-stride pass
-        // over its length) before anything reads it.
-        let mut out = unsafe { rt.alloc_uninit::<T>(s, idx.len(), AllocTag("gather output")) }?;
-        if idx.is_empty() {
-            return Ok(out);
+        let mut e = Now(s);
+        let (x, idx) = (e.input(x), e.input(idx));
+        let (out, bad) = gather_on(&mut e, x, idx)?;
+        if !idx.is_empty() {
+            check(s, "gather", &bad, &idx, x.len())?;
         }
-        let mut bad = error_word(s)?;
-        super::gather_indexed::launch(s, config(idx.len()), &x, &idx, &mut out, &mut bad)?;
-        check(s, "gather", &bad, &idx, x.len())?;
         Ok(out)
     }
 
@@ -197,23 +237,63 @@ mod host {
         idx: &(impl ReadBuffer<I> + ?Sized),
         out: &mut (impl WriteBuffer<T> + ?Sized),
     ) -> Result<()> {
-        let (x, idx) = (x.as_view(), idx.as_view());
-        if x.len() != idx.len() {
-            return Err(Error::InvalidArgument {
-                what: "xlog_kernels::gather::scatter".to_owned(),
-                reason: format!(
-                    "{} values but {} indices; pass one index per value",
-                    x.len(),
-                    idx.len()
-                ),
-            });
-        }
+        let mut e = Now(s);
+        let (x, idx, mut out) = (e.input(x), e.input(idx), e.output(out));
+        let bad = scatter_on(&mut e, x, idx, &mut out)?;
         if x.is_empty() {
             return Ok(());
         }
-        let mut out = out.as_view_mut();
-        let mut bad = error_word(s)?;
-        super::scatter_indexed::launch(s, config(x.len()), &x, &idx, &mut out, &mut bad)?;
         check(s, "scatter", &bad, &idx, out.len())
+    }
+
+    /// A gather recorded into a graph: its output, and the device's verdict on the
+    /// indices, which a graph cannot turn into an error (that needs a read-back).
+    #[derive(Clone, Copy, Debug)]
+    pub struct RecordedGather<'g, T: xlog::DeviceCopy> {
+        /// `x[idx[i]]`, or `T::default()` where the index is out of range.
+        pub out: &'g DeviceBuffer<T>,
+        /// One word: `u64::MAX` when every index of the last replay was in range,
+        /// else the first position holding a bad one. Download it to check.
+        pub first_bad: &'g DeviceBuffer<u64>,
+    }
+
+    /// [`gather`] recorded into a graph: a fill node resetting the error word, then
+    /// the kernel node. The output and the error word are allocated now on the
+    /// recorder's stream and kept in `arena`, which outlives the graph. Out-of-range
+    /// indices are reported in [`RecordedGather::first_bad`], not as an error.
+    ///
+    /// # Errors
+    ///
+    /// A budget refusal or an error of recording.
+    pub fn record_gather<'g, T: Indexed<I>, I: Index>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+        idx: &'g impl ReadBuffer<I>,
+    ) -> Result<RecordedGather<'g, T>> {
+        let mut e = Record::new(rec, arena);
+        let (x, idx) = (e.input(x), e.input(idx));
+        let (out, first_bad) = gather_on(&mut e, x, idx)?;
+        Ok(RecordedGather { out, first_bad })
+    }
+
+    /// [`scatter`] recorded into a graph, as [`record_gather`]: returns the error
+    /// word (`u64::MAX` when every index of the last replay was in range, else the
+    /// first position holding a bad one).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` when `x` and `idx` differ in length (nothing recorded); a
+    /// budget refusal or an error of recording.
+    pub fn record_scatter<'g, T: Indexed<I>, I: Index>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+        idx: &'g impl ReadBuffer<I>,
+        out: &'g impl WriteBuffer<T>,
+    ) -> Result<&'g DeviceBuffer<u64>> {
+        let mut e = Record::new(rec, arena);
+        let (x, idx, mut out) = (e.input(x), e.input(idx), e.output(out));
+        scatter_on(&mut e, x, idx, &mut out)
     }
 }

@@ -262,7 +262,12 @@ pub use host::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
-    use xlog::{BufferView, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result, Stream};
+    use xlog::{
+        BufferView, DeviceBuffer, Error, GraphArena, GraphRecorder, LaunchConfig, NodeId,
+        ReadBuffer, Result, Stream,
+    };
+
+    use crate::exec::{Exec, Now, Record};
 
     use super::{BLOCK, MAX_BINS, SHARED_BINS};
 
@@ -285,6 +290,19 @@ mod host {
             out: &mut DeviceBuffer<u32>,
         ) -> Result<()>;
 
+        /// Records the kernel `__launch` launches.
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments)]
+        fn __record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<Self>,
+            lo: Self,
+            hi: Self,
+            bins: usize,
+            out: &'g DeviceBuffer<u32>,
+        ) -> Result<NodeId>;
+
         /// Why `[lo, hi)` (with `lo < hi`) cannot be split into `bins` even bins,
         /// if it cannot.
         #[doc(hidden)]
@@ -302,6 +320,15 @@ mod host {
             keys: &BufferView<'_, Self>,
             out: &mut DeviceBuffer<u32>,
         ) -> Result<()>;
+
+        /// Records the kernel `__launch` launches.
+        #[doc(hidden)]
+        fn __record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            keys: &'g dyn ReadBuffer<Self>,
+            out: &'g DeviceBuffer<u32>,
+        ) -> Result<NodeId>;
     }
 
     impl sealed::Sealed for f32 {}
@@ -320,6 +347,18 @@ mod host {
             out: &mut DeviceBuffer<u32>,
         ) -> Result<()> {
             super::histogram_even_f32::launch(s, cfg, x, lo, hi, f32_scale(lo, hi, bins), out)
+        }
+
+        fn __record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<f32>,
+            lo: f32,
+            hi: f32,
+            bins: usize,
+            out: &'g DeviceBuffer<u32>,
+        ) -> Result<NodeId> {
+            super::histogram_even_f32::record(rec, cfg, x, lo, hi, f32_scale(lo, hi, bins), out)
         }
 
         fn __refuse_range(lo: f32, hi: f32, bins: usize) -> Option<String> {
@@ -347,6 +386,11 @@ mod host {
         bins as f32 / (hi * 0.5 - lo * 0.5)
     }
 
+    /// The integer kernels' `scale`: `bins / (hi − lo)`.
+    fn int_scale(lo: f64, hi: f64, bins: usize) -> f64 {
+        bins as f64 / (hi - lo)
+    }
+
     impl EvenSample for u32 {
         fn __launch(
             s: &Stream,
@@ -357,8 +401,21 @@ mod host {
             bins: usize,
             out: &mut DeviceBuffer<u32>,
         ) -> Result<()> {
-            let scale = bins as f64 / (hi as f64 - lo as f64);
+            let scale = int_scale(lo as f64, hi as f64, bins);
             super::histogram_even_u32::launch(s, cfg, x, lo, hi, scale, out)
+        }
+
+        fn __record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<u32>,
+            lo: u32,
+            hi: u32,
+            bins: usize,
+            out: &'g DeviceBuffer<u32>,
+        ) -> Result<NodeId> {
+            let scale = int_scale(lo as f64, hi as f64, bins);
+            super::histogram_even_u32::record(rec, cfg, x, lo, hi, scale, out)
         }
     }
 
@@ -372,8 +429,21 @@ mod host {
             bins: usize,
             out: &mut DeviceBuffer<u32>,
         ) -> Result<()> {
-            let scale = bins as f64 / (hi as f64 - lo as f64);
+            let scale = int_scale(lo as f64, hi as f64, bins);
             super::histogram_even_i32::launch(s, cfg, x, lo, hi, scale, out)
+        }
+
+        fn __record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<i32>,
+            lo: i32,
+            hi: i32,
+            bins: usize,
+            out: &'g DeviceBuffer<u32>,
+        ) -> Result<NodeId> {
+            let scale = int_scale(lo as f64, hi as f64, bins);
+            super::histogram_even_i32::record(rec, cfg, x, lo, hi, scale, out)
         }
     }
 
@@ -387,6 +457,15 @@ mod host {
                     out: &mut DeviceBuffer<u32>,
                 ) -> Result<()> {
                     super::$kernel::launch(s, cfg, keys, out)
+                }
+
+                fn __record<'g>(
+                    rec: &mut GraphRecorder<'g>,
+                    cfg: LaunchConfig,
+                    keys: &'g dyn ReadBuffer<$t>,
+                    out: &'g DeviceBuffer<u32>,
+                ) -> Result<NodeId> {
+                    super::$kernel::record(rec, cfg, keys, out)
                 }
             }
         };
@@ -462,8 +541,17 @@ mod host {
         hi: T,
         bins: usize,
     ) -> Result<DeviceBuffer<u32>> {
-        let x = x.as_view();
-        check_sizes("even", x.len(), bins)?;
+        let mut e = Now(s);
+        let x = e.input(x);
+        check_even(x.len(), lo, hi, bins)?;
+        histogram_on(&mut e, x, bins, |e, cfg, x, out| {
+            T::__launch(e.0, cfg, &x, lo, hi, bins, out)
+        })
+    }
+
+    /// [`even`]'s checks of its arguments.
+    fn check_even<T: EvenSample>(n: usize, lo: T, hi: T, bins: usize) -> Result<()> {
+        check_sizes("even", n, bins)?;
         if lo.partial_cmp(&hi) != Some(core::cmp::Ordering::Less) {
             return Err(invalid(
                 "even",
@@ -473,11 +561,46 @@ mod host {
         if let Some(reason) = T::__refuse_range(lo, hi, bins) {
             return Err(invalid("even", reason));
         }
-        let mut out = s.runtime()?.alloc_zeroed_on::<u32>(s, bins)?;
-        if !x.is_empty() {
-            T::__launch(s, config(x.len(), bins), &x, lo, hi, bins, &mut out)?;
+        Ok(())
+    }
+
+    /// A histogram of `x` into `bins` counts through `e`: the counts zeroed (at
+    /// every replay of a graph), then `launch` adds into them.
+    fn histogram_on<E: Exec, T: xlog::DeviceCopy>(
+        e: &mut E,
+        x: E::In<'_, T>,
+        bins: usize,
+        launch: impl FnOnce(&mut E, LaunchConfig, E::In<'_, T>, &mut E::Buf<u32>) -> Result<()>,
+    ) -> Result<E::Buf<u32>> {
+        let n = E::len(&x);
+        let mut out = e.filled::<u32>(bins, 0)?;
+        if n > 0 {
+            launch(e, config(n, bins), x, &mut out)?;
         }
         Ok(out)
+    }
+
+    /// [`even`] recorded into a graph: a fill node zeroing the counts, then the
+    /// kernel node, so every replay counts `x` afresh. The counts are allocated
+    /// now on the recorder's stream and kept in `arena`, which outlives the graph.
+    ///
+    /// # Errors
+    ///
+    /// As [`even`], and those of recording.
+    pub fn record_even<'g, T: EvenSample>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+        lo: T,
+        hi: T,
+        bins: usize,
+    ) -> Result<&'g DeviceBuffer<u32>> {
+        let mut e = Record::new(rec, arena);
+        let x = e.input(x);
+        check_even(Record::len(&x), lo, hi, bins)?;
+        histogram_on(&mut e, x, bins, |e, cfg, x, out| {
+            T::__record(e.rec, cfg, x, lo, hi, bins, out).map(drop)
+        })
     }
 
     /// How many times each key `0..bins` occurs in `keys`, as a new buffer of `bins`
@@ -503,12 +626,30 @@ mod host {
         keys: &(impl ReadBuffer<K> + ?Sized),
         bins: usize,
     ) -> Result<DeviceBuffer<u32>> {
-        let keys = keys.as_view();
+        let mut e = Now(s);
+        let keys = e.input(keys);
         check_sizes("counts", keys.len(), bins)?;
-        let mut out = s.runtime()?.alloc_zeroed_on::<u32>(s, bins)?;
-        if !keys.is_empty() {
-            K::__launch(s, config(keys.len(), bins), &keys, &mut out)?;
-        }
-        Ok(out)
+        histogram_on(&mut e, keys, bins, |e, cfg, x, out| {
+            K::__launch(e.0, cfg, &x, out)
+        })
+    }
+
+    /// [`counts`] recorded into a graph, as [`record_even`] records [`even`].
+    ///
+    /// # Errors
+    ///
+    /// As [`counts`], and those of recording.
+    pub fn record_counts<'g, K: Key>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        keys: &'g impl ReadBuffer<K>,
+        bins: usize,
+    ) -> Result<&'g DeviceBuffer<u32>> {
+        let mut e = Record::new(rec, arena);
+        let keys = e.input(keys);
+        check_sizes("counts", Record::len(&keys), bins)?;
+        histogram_on(&mut e, keys, bins, |e, cfg, x, out| {
+            K::__record(e.rec, cfg, x, out).map(drop)
+        })
     }
 }

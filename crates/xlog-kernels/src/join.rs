@@ -54,6 +54,7 @@
 //! | --- | --- |
 //! | build | `O(b)` work for `b` build rows (expected), 1 launch, plus zeroing the table |
 //! | probe | `O(p + m)` work for `p` probe rows and `m` output rows (expected), 3 launches (count, scan, write) and one synchronisation, to read the output count |
+//! | graphs | not recordable: the probe reads its output count back to size the output, which a graph cannot do between its nodes |
 //! | table memory (kept) | `capacity + 1` slots of four keys: `16 · (capacity + 1)` bytes for `u32` keys, `32 · (capacity + 1)` for `u64` (about 32 or 64 bytes a build row, 16 to 32 at best), and a `u32` a build row for the chains |
 //! | probe memory (temporary) | a `u32` a probe row (its count) and, for an inner join, another (its chain's head); 16 bytes per tile of 1024 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result |
 //! | order | ascending probe row; within one probe row of an inner join, the build rows in an unspecified order (the order the build's atomics ran in) |
@@ -703,7 +704,8 @@ mod host {
         /// Every `(build row, probe row)` pair with equal keys, ordered by probe row
         /// (within one, in an unspecified order). `O(p + m)` expected for `p` probe
         /// rows and `m` pairs; three launches and one synchronisation (to read the
-        /// output count and allocate the output exactly).
+        /// output count and allocate the output exactly). Cannot be recorded into a graph,
+        /// for that read-back.
         ///
         /// # Errors
         ///

@@ -97,6 +97,10 @@ macro_rules! each_item {
     }};
 }
 
+#[cfg(not(target_arch = "nvptx64"))]
+#[macro_use]
+mod exec;
+
 pub mod compact;
 pub mod cooperative;
 pub mod elementwise;

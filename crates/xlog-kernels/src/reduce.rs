@@ -256,7 +256,12 @@ pub use host::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
-    use xlog::{AllocTag, BufferView, DeviceBuffer, LaunchConfig, ReadBuffer, Result, Stream};
+    use xlog::{
+        AllocTag, BufferView, DeviceBuffer, GraphArena, GraphRecorder, LaunchConfig, NodeId,
+        ReadBuffer, Result, Stream,
+    };
+
+    use crate::exec::{Exec, Now, Record};
 
     use super::{BLOCK, MAX_BLOCKS, UNROLL};
 
@@ -316,31 +321,149 @@ mod host {
         s: &Stream,
         x: &(impl ReadBuffer<T> + ?Sized),
     ) -> Result<DeviceBuffer<T>> {
-        let x = x.as_view();
-        let rt = s.runtime()?;
-        let per_block = BLOCK as usize * K::CHUNK;
-        let blocks = x
-            .len()
+        let mut e = Now(s);
+        let x = e.input(x);
+        // SAFETY: `K` keeps `FoldKernel`'s contract.
+        unsafe {
+            fold_on(&mut e, x, K::CHUNK, false, |e, cfg, x, out| {
+                K::launch(e.0, cfg, &x, out)
+            })
+        }
+    }
+
+    /// The fold of `x` through `e`, `launch` running the kernel: one block when
+    /// `x` fits one, else a block per chunk of the input and one more over their
+    /// partials. Nothing depends on device data, so it records as it launches.
+    ///
+    /// # Safety
+    /// Unless `zeroed`, `launch` keeps `FoldKernel`'s contract: whenever it
+    /// returns `Ok`, the work it queued writes `partials[b]` for every block `b` of
+    /// its configuration before anything reads it.
+    unsafe fn fold_on<E: Exec, T: xlog::DeviceCopy>(
+        e: &mut E,
+        x: E::In<'_, T>,
+        chunk: usize,
+        zeroed: bool,
+        mut launch: impl FnMut(&mut E, LaunchConfig, E::In<'_, T>, &mut E::Buf<T>) -> Result<()>,
+    ) -> Result<E::Buf<T>> {
+        let len = E::len(&x);
+        let per_block = BLOCK as usize * chunk;
+        let blocks = len
             .div_ceil(per_block * UNROLL)
             .clamp(1, MAX_BLOCKS as usize);
-        // SAFETY: a one-block launch of the kernel writes element 0 (the trait's
-        // contract) before anything reads it; the launch is recorded as a write.
-        let mut out = unsafe { rt.alloc_uninit::<T>(s, 1, AllocTag("reduce result")) }?;
-        if x.len() <= per_block {
-            K::launch(s, one_block(), &x, &mut out)?;
+        let alloc = |e: &mut E, n: usize, tag: &'static str| {
+            if zeroed {
+                e.zeroed::<T>(n)
+            } else {
+                // SAFETY: the caller's obligation: each launch writes every
+                // element of its output (a one-block launch its element 0) before
+                // anything reads it.
+                unsafe { e.alloc_uninit::<T>(n, AllocTag(tag)) }
+            }
+        };
+        let mut out = alloc(e, 1, "reduce result")?;
+        if len <= per_block {
+            launch(e, one_block(), x, &mut out)?;
             return Ok(out);
         }
-        // SAFETY: the first pass launches `blocks` blocks, whose leaders write
-        // `partials[0..blocks]`, every element, before the second pass reads them.
-        let mut partials = unsafe { rt.alloc_uninit::<T>(s, blocks, AllocTag("reduce partials")) }?;
-        K::launch(
-            s,
+        let mut partials = alloc(e, blocks, "reduce partials")?;
+        launch(
+            e,
             LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1]),
-            &x,
+            x,
             &mut partials,
         )?;
-        K::launch(s, one_block(), &partials.as_view(), &mut out)?;
+        launch(e, one_block(), E::view(&partials), &mut out)?;
         Ok(out)
+    }
+
+    /// Records the fold of `x` under `K` into a graph, as [`fold`] and
+    /// [`fold_safely`] launch it (one kernel node, or two over more than one
+    /// block's worth): the result and the partials are allocated now on the
+    /// recorder's stream, zeroed, and kept in `arena`, which outlives the graph;
+    /// every replay folds `x` again into the same one-element result. For the
+    /// built-in operators and for a kernel of your own that implements
+    /// [`RecordFold`]: the buffers start zeroed, so no contract beyond the safe
+    /// [`Fold`]'s is needed.
+    ///
+    /// # Errors
+    ///
+    /// As [`fold`], and those of recording a kernel.
+    pub fn record_fold<'g, T: xlog::DeviceCopy, K: RecordFold<T>>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+    ) -> Result<&'g DeviceBuffer<T>> {
+        let mut e = Record::new(rec, arena);
+        let x = e.input(x);
+        // SAFETY: `zeroed`: every buffer starts zeroed.
+        unsafe {
+            fold_on(&mut e, x, K::CHUNK, true, |e, cfg, x, out| {
+                K::record(e.rec, cfg, x, *out).map(drop)
+            })
+        }
+    }
+
+    /// [`sum`] recorded into a graph (see [`record_fold`]).
+    ///
+    /// ```no_run
+    /// # fn main() -> xlog::Result<()> {
+    /// let rt = xlog::Runtime::get(0)?;
+    /// let s = rt.stream()?;
+    /// let x = rt.upload_on(&s, &[1u32, 2, 3])?;
+    /// let arena = xlog::GraphArena::new();
+    /// let mut rec = xlog::GraphRecorder::new(&s);
+    /// let total = xlog_kernels::reduce::record_sum(&mut rec, &arena, &x)?;
+    /// let graph = rec.instantiate()?;
+    /// graph.launch(&s)?;
+    /// assert_eq!(total.download(&s)?, [6]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`record_fold`].
+    pub fn record_sum<'g, T: xlog::DeviceCopy>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+    ) -> Result<&'g DeviceBuffer<T>>
+    where
+        Sum: RecordFold<T>,
+    {
+        record_fold::<T, Sum>(rec, arena, x)
+    }
+
+    /// [`min`] recorded into a graph (see [`record_fold`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`record_fold`].
+    pub fn record_min<'g, T: xlog::DeviceCopy>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+    ) -> Result<&'g DeviceBuffer<T>>
+    where
+        Min: RecordFold<T>,
+    {
+        record_fold::<T, Min>(rec, arena, x)
+    }
+
+    /// [`max`] recorded into a graph (see [`record_fold`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`record_fold`].
+    pub fn record_max<'g, T: xlog::DeviceCopy>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+    ) -> Result<&'g DeviceBuffer<T>>
+    where
+        Max: RecordFold<T>,
+    {
+        record_fold::<T, Max>(rec, arena, x)
     }
 
     /// A reduction kernel of your own, for [`fold_safely`]: safe to implement,
@@ -393,27 +516,36 @@ mod host {
         s: &Stream,
         x: &(impl ReadBuffer<T> + ?Sized),
     ) -> Result<DeviceBuffer<T>> {
-        let x = x.as_view();
-        let rt = s.runtime()?;
-        let per_block = BLOCK as usize * K::CHUNK;
-        let blocks = x
-            .len()
-            .div_ceil(per_block * UNROLL)
-            .clamp(1, MAX_BLOCKS as usize);
-        let mut out = rt.alloc_zeroed_on::<T>(s, 1)?;
-        if x.len() <= per_block {
-            K::launch(s, one_block(), &x, &mut out)?;
-            return Ok(out);
+        let mut e = Now(s);
+        let x = e.input(x);
+        // SAFETY: `zeroed`: every buffer starts zeroed.
+        unsafe {
+            fold_on(&mut e, x, K::CHUNK, true, |e, cfg, x, out| {
+                K::launch(e.0, cfg, &x, out)
+            })
         }
-        let mut partials = rt.alloc_zeroed_on::<T>(s, blocks)?;
-        K::launch(
-            s,
-            LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1]),
-            &x,
-            &mut partials,
-        )?;
-        K::launch(s, one_block(), &partials.as_view(), &mut out)?;
-        Ok(out)
+    }
+
+    /// A [`Fold`] that can also be recorded into a graph ([`record_fold`]):
+    /// `record` records the kernel `launch` launches (its generated `record`,
+    /// given the same arguments). Safe to implement, as [`Fold`] is.
+    ///
+    /// ```ignore
+    /// impl<T: FoldXorType> RecordFold<T> for Xor {
+    ///     fn record<'g>(rec: &mut GraphRecorder<'g>, cfg: LaunchConfig, x: &'g dyn ReadBuffer<T>, partials: &'g DeviceBuffer<T>) -> Result<NodeId> {
+    ///         fold_xor::record(rec, cfg, x, partials)
+    ///     }
+    /// }
+    /// ```
+    pub trait RecordFold<T: xlog::DeviceCopy>: Fold<T> {
+        /// Records the kernel over `x`, writing one value per block into
+        /// `partials`.
+        fn record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<T>,
+            partials: &'g DeviceBuffer<T>,
+        ) -> Result<NodeId>;
     }
 
     /// Bitwise exclusive or of `u32`s or `u64`s, through the generic kernel
@@ -429,6 +561,17 @@ mod host {
             partials: &mut DeviceBuffer<T>,
         ) -> Result<()> {
             super::fold_xor::launch(s, cfg, x, partials)
+        }
+    }
+
+    impl<T: super::FoldXorType> RecordFold<T> for Xor {
+        fn record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<T>,
+            partials: &'g DeviceBuffer<T>,
+        ) -> Result<NodeId> {
+            super::fold_xor::record(rec, cfg, x, partials)
         }
     }
 
@@ -462,6 +605,30 @@ mod host {
                     partials: &mut DeviceBuffer<$t>,
                 ) -> Result<()> {
                     super::$kernel::launch(s, cfg, x, partials)
+                }
+            }
+
+            // The built-in kernels keep the safe contract too: `fold_safely` and
+            // `record_fold` run them.
+            impl Fold<$t> for $op {
+                fn launch(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, $t>,
+                    partials: &mut DeviceBuffer<$t>,
+                ) -> Result<()> {
+                    super::$kernel::launch(s, cfg, x, partials)
+                }
+            }
+
+            impl RecordFold<$t> for $op {
+                fn record<'g>(
+                    rec: &mut GraphRecorder<'g>,
+                    cfg: LaunchConfig,
+                    x: &'g dyn ReadBuffer<$t>,
+                    partials: &'g DeviceBuffer<$t>,
+                ) -> Result<NodeId> {
+                    super::$kernel::record(rec, cfg, x, partials)
                 }
             }
         };

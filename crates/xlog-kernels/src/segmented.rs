@@ -120,11 +120,13 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use xlog::{
-        AllocTag, BufferView, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result, Stream,
+        AllocTag, BufferView, DeviceBuffer, Error, GraphArena, GraphRecorder, LaunchConfig, NodeId,
+        ReadBuffer, Result, Stream,
     };
 
     use super::BLOCK;
     use crate::compact::{self, Compactable};
+    use crate::exec::{Exec, Now, Record};
 
     /// A segmented reduction kernel: its launch. The kernel's body is
     /// [`reduce_segment`](super::reduce_segment) (or one keeping its contract:
@@ -187,7 +189,39 @@ mod host {
                     super::$kernel::launch(s, cfg, x, offsets, out)
                 }
             }
+
+            impl sealed::Sealed<$t> for $op {}
+
+            impl SegmentRecord<$t> for $op {
+                fn record<'g>(
+                    rec: &mut GraphRecorder<'g>,
+                    cfg: LaunchConfig,
+                    x: &'g dyn ReadBuffer<$t>,
+                    offsets: &'g dyn ReadBuffer<u64>,
+                    out: &'g DeviceBuffer<$t>,
+                ) -> Result<NodeId> {
+                    super::$kernel::record(rec, cfg, x, offsets, out)
+                }
+            }
         };
+    }
+
+    mod sealed {
+        pub trait Sealed<T> {}
+    }
+
+    /// A segmented reduction the library can record into a graph: the built-in
+    /// operators (sealed).
+    pub trait SegmentRecord<T: xlog::DeviceCopy>: SegmentKernel<T> + sealed::Sealed<T> {
+        /// Records the kernel as `SegmentKernel::launch` launches it.
+        #[doc(hidden)]
+        fn record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<T>,
+            offsets: &'g dyn ReadBuffer<u64>,
+            out: &'g DeviceBuffer<T>,
+        ) -> Result<NodeId>;
     }
     macro_rules! kernels {
         ($($t:ty: $sum:ident, $min:ident, $max:ident;)*) => {$(
@@ -233,8 +267,60 @@ mod host {
         x: &(impl ReadBuffer<T> + ?Sized),
         offsets: &(impl ReadBuffer<u64> + ?Sized),
     ) -> Result<DeviceBuffer<T>> {
-        let (x, offsets) = (x.as_view(), offsets.as_view());
-        let segments = offsets.len().saturating_sub(1);
+        let mut e = Now(s);
+        let (x, offsets) = (e.input(x), e.input(offsets));
+        // SAFETY: `K` keeps `SegmentKernel`'s contract.
+        unsafe {
+            segmented_on(&mut e, x, offsets, |e, cfg, x, offsets, out| {
+                K::launch(e.0, cfg, &x, &offsets, out)
+            })
+        }
+    }
+
+    /// [`segmented_reduce`] recorded into a graph: one kernel node; the output is
+    /// allocated now on the recorder's stream, zeroed, and kept in `arena`, which
+    /// outlives the graph. Over the offsets of
+    /// [`compact::record_unique`] (sized for one run per element), the first
+    /// `runs` values are the folds of the runs: [`reduce_by_key`] in a graph.
+    ///
+    /// # Errors
+    ///
+    /// As [`segmented_reduce`], and those of recording.
+    pub fn record_segmented_reduce<'g, T: xlog::DeviceCopy, K: SegmentRecord<T>>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        x: &'g impl ReadBuffer<T>,
+        offsets: &'g impl ReadBuffer<u64>,
+    ) -> Result<&'g DeviceBuffer<T>> {
+        let mut e = Record::new(rec, arena);
+        let (x, offsets) = (e.input(x), e.input(offsets));
+        // SAFETY: recorded buffers are zeroed, and `K` keeps `SegmentKernel`'s
+        // contract besides.
+        unsafe {
+            segmented_on(&mut e, x, offsets, |e, cfg, x, offsets, out| {
+                K::record(e.rec, cfg, x, offsets, out).map(drop)
+            })
+        }
+    }
+
+    /// [`segmented_reduce`] through `e`, `launch` running the kernel: one block
+    /// per segment.
+    ///
+    /// # Safety
+    /// `launch` keeps `SegmentKernel`'s contract: block `b` writes `out[b]`.
+    unsafe fn segmented_on<E: Exec, T: xlog::DeviceCopy>(
+        e: &mut E,
+        x: E::In<'_, T>,
+        offsets: E::In<'_, u64>,
+        launch: impl FnOnce(
+            &mut E,
+            LaunchConfig,
+            E::In<'_, T>,
+            E::In<'_, u64>,
+            &mut E::Buf<T>,
+        ) -> Result<()>,
+    ) -> Result<E::Buf<T>> {
+        let segments = E::len(&offsets).saturating_sub(1);
         let grid = u32::try_from(segments)
             .ok()
             .filter(|&g| g <= xlog::MAX_GRID_BLOCKS)
@@ -244,16 +330,15 @@ mod host {
                     "{segments} segments, more than a grid holds (2^31 - 1); reduce them in parts"
                 ),
             })?;
-        let rt = s.runtime()?;
-        // SAFETY: block `b` of the launch writes `out[b]` (the trait's contract),
-        // one block per segment, so every element is written.
-        let mut out = unsafe { rt.alloc_uninit::<T>(s, segments, AllocTag("segmented output")) }?;
+        // SAFETY: block `b` of the launch writes `out[b]` (the caller's
+        // obligation), one block per segment, so every element is written.
+        let mut out = unsafe { e.alloc_uninit::<T>(segments, AllocTag("segmented output")) }?;
         if segments > 0 {
-            K::launch(
-                s,
+            launch(
+                e,
                 LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]),
-                &x,
-                &offsets,
+                x,
+                offsets,
                 &mut out,
             )?;
         }
@@ -275,6 +360,9 @@ mod host {
     /// distinct key), its key and the fold of its `values` under kernel `Op`'s
     /// operator. Synchronises `s` once (to size the outputs, as
     /// [`compact::unique_counts`]). Four launches, `O(n)` ([module docs](super)).
+    /// Not recordable as one call (a graph cannot read the number of runs back):
+    /// record [`compact::record_unique`] and [`record_segmented_reduce`] over its
+    /// offsets instead.
     ///
     /// # Errors
     ///

@@ -155,9 +155,14 @@ pub use host::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
-    use xlog::{AllocTag, DeviceBuffer, Error, ReadBuffer, Result, Stream, WriteBuffer};
+    use xlog::{
+        AllocTag, DeviceBuffer, Error, GraphArena, GraphRecorder, ReadBuffer, Result, Stream,
+    };
 
-    use crate::compact::{select_flagged, Compactable};
+    use crate::compact::{
+        select_on, Calls as CompactCalls, Compactable, Counts, RecordedSelection,
+    };
+    use crate::exec::{Now, Record};
 
     mod sealed {
         pub trait Ordered {}
@@ -204,68 +209,102 @@ mod host {
         a: &(impl ReadBuffer<T> + ?Sized),
         b: &(impl ReadBuffer<T> + ?Sized),
     ) -> Result<DeviceBuffer<T>> {
-        let (a, b) = (a.as_view(), b.as_view());
-        let n = a
-            .len()
-            .checked_add(b.len())
-            .ok_or_else(|| Error::InvalidArgument {
-                what: "xlog_kernels::set::merge".to_owned(),
-                reason: format!("{} + {} elements overflow a length", a.len(), b.len()),
-            })?;
-        let rt = s.runtime()?;
+        let mut e = Now(s);
+        let (a, b) = (e.input(a), e.input(b));
+        merge_on(&mut e, a, b)
+    }
+
+    /// [`merge`] recorded into a graph (its output's size is known on the host):
+    /// the same three kernel nodes; the output and temporaries are allocated now
+    /// on the recorder's stream and kept in `arena`, which outlives the graph.
+    ///
+    /// # Errors
+    ///
+    /// As [`merge`], and those of recording.
+    pub fn record_merge<'g, T: Ordered>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        a: &'g impl ReadBuffer<T>,
+        b: &'g impl ReadBuffer<T>,
+    ) -> Result<&'g DeviceBuffer<T>> {
+        let mut e = Record::new(rec, arena);
+        let (a, b) = (e.input(a), e.input(b));
+        merge_on(&mut e, a, b)
+    }
+
+    kernel_calls! {
+        /// The set kernels.
+        trait Calls<T: Ordered> {
+            fn places = super::merge_places(a: r T, b: r T, place: w u64);
+            fn bounds = super::merge_bounds(place: r u64, bounds: w u64);
+            fn runs = super::merge_runs(a: r T, b: r T, place: r u64, bounds: r u64, out: w T);
+            fn windows = super::set_windows(a: r T, b: r T, bounds: w u64);
+            fn flags = super::set_flags(a: r T, b: r T, bounds: r u64, present: v u32, flags: w u8);
+        }
+    }
+
+    /// [`merge`] through `e`.
+    fn merge_on<E: Calls<T>, T: Ordered>(
+        e: &mut E,
+        a: E::In<'_, T>,
+        b: E::In<'_, T>,
+    ) -> Result<E::Buf<T>> {
+        let (na, nb) = (E::len(&a), E::len(&b));
+        let n = na.checked_add(nb).ok_or_else(|| Error::InvalidArgument {
+            what: "xlog_kernels::set::merge".to_owned(),
+            reason: format!("{na} + {nb} elements overflow a length"),
+        })?;
         // SAFETY: the place kernel writes `place[j]` for every `j` (one grid-stride
         // pass over its length) before the bounds and merge kernels, its only
         // readers, run.
-        let mut place = unsafe { rt.alloc_uninit::<u64>(s, b.len(), AllocTag("merge places")) }?;
+        let mut place = unsafe { e.alloc_uninit::<u64>(nb, AllocTag("merge places")) }?;
         // SAFETY: the merge kernel writes every position of `out` (one grid-stride
         // pass over its length) before anything reads it.
-        let mut out = unsafe { rt.alloc_uninit::<T>(s, n, AllocTag("merge output")) }?;
+        let mut out = unsafe { e.alloc_uninit::<T>(n, AllocTag("merge output")) }?;
         if n == 0 {
             return Ok(out);
         }
         let tiles = n.div_ceil(super::TILE) + 1;
         // SAFETY: the bounds kernel writes every bound (one grid-stride pass over
         // their length) before the merge kernel, their only reader, runs.
-        let mut bounds = unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("merge bounds")) }?;
-        if !b.is_empty() {
-            super::merge_places::launch(s, config(b.len()), &a, &b, &mut place)?;
+        let mut bounds = unsafe { e.alloc_uninit::<u64>(tiles, AllocTag("merge bounds")) }?;
+        if nb > 0 {
+            e.places(config(nb), a, b, &mut place)?;
         }
-        super::merge_bounds::launch(s, config(tiles), &place, &mut bounds)?;
-        super::merge_runs::launch(s, config(n), &a, &b, &place, &bounds, &mut out)?;
+        e.bounds(config(tiles), E::view(&place), &mut bounds)?;
+        e.runs(config(n), a, b, E::view(&place), E::view(&bounds), &mut out)?;
         Ok(out)
     }
 
     /// The distinct elements of sorted `a` that do (`present`) or do not occur in
-    /// sorted `b`, in order.
-    fn filter<T: Ordered>(
-        s: &Stream,
-        a: &(impl ReadBuffer<T> + ?Sized),
-        b: &(impl ReadBuffer<T> + ?Sized),
+    /// sorted `b`, in order, through `e`, with their number on the device.
+    fn filter_on<E: Calls<T> + CompactCalls<T> + Counts, T: Ordered>(
+        e: &mut E,
+        a: E::In<'_, T>,
+        b: E::In<'_, T>,
         present: bool,
-    ) -> Result<DeviceBuffer<T>> {
-        let (a, b) = (a.as_view(), b.as_view());
-        let rt = s.runtime()?;
-        if a.is_empty() {
-            return rt.alloc_zeroed_on::<T>(s, 0);
+    ) -> Result<(E::Buf<T>, E::Buf<u64>)> {
+        let n = E::len(&a);
+        if n == 0 {
+            return Ok((e.zeroed::<T>(0)?, e.zeroed::<u64>(1)?));
         }
-        let tiles = a.len().div_ceil(super::TILE) + 1;
+        let tiles = n.div_ceil(super::TILE) + 1;
         // SAFETY: the window kernel writes every bound (one grid-stride pass over
         // their length) before the flag kernel, their only reader, runs.
-        let mut bounds = unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("set windows")) }?;
+        let mut bounds = unsafe { e.alloc_uninit::<u64>(tiles, AllocTag("set windows")) }?;
         // SAFETY: the flag kernel writes every flag (one grid-stride pass over
         // their length) before the selection, their only reader, runs.
-        let mut flags = unsafe { rt.alloc_uninit::<u8>(s, a.len(), AllocTag("set flags")) }?;
-        super::set_windows::launch(s, config(tiles), &a, &b, &mut bounds)?;
-        super::set_flags::launch(
-            s,
-            config(a.len()),
-            &a,
-            &b,
-            &bounds,
+        let mut flags = unsafe { e.alloc_uninit::<u8>(n, AllocTag("set flags")) }?;
+        e.windows(config(tiles), a, b, &mut bounds)?;
+        e.flags(
+            config(n),
+            a,
+            b,
+            E::view(&bounds),
             present as u32,
-            &mut flags.as_view_mut(),
+            &mut flags,
         )?;
-        select_flagged(s, &a, &flags)
+        select_on(e, a, E::view(&flags))
     }
 
     /// `a ∖ b`: the distinct elements of sorted `a` that do not occur in sorted
@@ -282,7 +321,9 @@ mod host {
         a: &(impl ReadBuffer<T> + ?Sized),
         b: &(impl ReadBuffer<T> + ?Sized),
     ) -> Result<DeviceBuffer<T>> {
-        filter(s, a, b, false)
+        let mut e = Now(s);
+        let (a, b) = (e.input(a), e.input(b));
+        Ok(filter_on(&mut e, a, b, false)?.0)
     }
 
     /// `a ∩ b`: the distinct elements of sorted `a` that occur in sorted `b`, in
@@ -296,6 +337,53 @@ mod host {
         a: &(impl ReadBuffer<T> + ?Sized),
         b: &(impl ReadBuffer<T> + ?Sized),
     ) -> Result<DeviceBuffer<T>> {
-        filter(s, a, b, true)
+        let mut e = Now(s);
+        let (a, b) = (e.input(a), e.input(b));
+        Ok(filter_on(&mut e, a, b, true)?.0)
+    }
+
+    /// [`difference`] recorded into a graph. Its size is the device's count, so,
+    /// as [`record_select_flagged`](crate::compact::record_select_flagged), the
+    /// output is as long as `a` and the count stays on the device: the result is
+    /// the first [`RecordedSelection::count`] elements.
+    ///
+    /// # Errors
+    ///
+    /// As [`difference`], and those of recording.
+    pub fn record_difference<'g, T: Ordered>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        a: &'g impl ReadBuffer<T>,
+        b: &'g impl ReadBuffer<T>,
+    ) -> Result<RecordedSelection<'g, T>> {
+        record_filter(rec, arena, a, b, false)
+    }
+
+    /// [`intersection`] recorded into a graph, as [`record_difference`].
+    ///
+    /// # Errors
+    ///
+    /// As [`intersection`], and those of recording.
+    pub fn record_intersection<'g, T: Ordered>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        a: &'g impl ReadBuffer<T>,
+        b: &'g impl ReadBuffer<T>,
+    ) -> Result<RecordedSelection<'g, T>> {
+        record_filter(rec, arena, a, b, true)
+    }
+
+    /// [`filter_on`] recorded.
+    fn record_filter<'g, T: Ordered>(
+        rec: &mut GraphRecorder<'g>,
+        arena: &'g GraphArena,
+        a: &'g impl ReadBuffer<T>,
+        b: &'g impl ReadBuffer<T>,
+        present: bool,
+    ) -> Result<RecordedSelection<'g, T>> {
+        let mut e = Record::new(rec, arena);
+        let (a, b) = (e.input(a), e.input(b));
+        let (values, count) = filter_on(&mut e, a, b, present)?;
+        Ok(RecordedSelection { values, count })
     }
 }

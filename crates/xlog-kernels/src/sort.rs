@@ -696,7 +696,8 @@ pub fn sort_histogram<K: RadixKey>(keys: &[K], hist: &mut [u32], descending: u32
 }
 
 /// One onesweep pass over 32-bit keys alone, in tiles of [`WIDE_TILE`] keys: one
-/// block per tile, see [`onesweep`].
+/// block per tile, see [`onesweep`], with its offsets from `offsets[at..]` (the
+/// pass's and portion's run of [`sort_offsets`]' output).
 #[xlog_kernel(
     read(keys_in, offsets), atomic(keys_out, status), block = 256, min_blocks = 2,
     for K in [u32, i32, f32]
@@ -708,10 +709,11 @@ pub fn sort_onesweep<K: RadixKey>(
     status: &mut [u32],
     shift: u32,
     descending: u32,
+    at: u32,
 ) {
     onesweep::<K, u32, WIDE_ITEMS>(
         keys_in,
-        offsets,
+        &offsets[at as usize..],
         keys_out,
         status,
         Values::None,
@@ -721,7 +723,7 @@ pub fn sort_onesweep<K: RadixKey>(
 }
 
 /// One onesweep pass over 64-bit keys alone, in tiles of [`TILE`] keys: one block
-/// per tile, see [`onesweep`].
+/// per tile, see [`onesweep`], with its offsets from `offsets[at..]`.
 #[xlog_kernel(
     read(keys_in, offsets), atomic(keys_out, status), block = 256, min_blocks = 2,
     for K in [u64, i64, f64]
@@ -733,10 +735,11 @@ pub fn sort_onesweep64<K: RadixKey>(
     status: &mut [u32],
     shift: u32,
     descending: u32,
+    at: u32,
 ) {
     onesweep::<K, u32, ITEMS>(
         keys_in,
-        offsets,
+        &offsets[at as usize..],
         keys_out,
         status,
         Values::None,
@@ -747,7 +750,7 @@ pub fn sort_onesweep64<K: RadixKey>(
 
 /// One onesweep pass over keys with values, in tiles of [`TILE`] keys: `vals_in`
 /// move with their keys, or (`indices` = 1) the keys' input positions counted
-/// from `index_base`; see [`onesweep`].
+/// from `index_base`; see [`onesweep`], with its offsets from `offsets[at..]`.
 #[xlog_kernel(
     read(keys_in, vals_in, offsets), atomic(keys_out, vals_out, status), block = 256, min_blocks = 2,
     for K in [u32, i32, f32, u64, i64, f64], for V in [u8, u16, u32, i32, f32, u64, i64, f64]
@@ -764,6 +767,7 @@ pub fn sort_onesweep_pairs<K: RadixKey, V: RadixValue>(
     descending: u32,
     indices: u32,
     index_base: u64,
+    at: u32,
 ) {
     let values = if indices != 0 {
         Values::Indices(index_base, vals_out)
@@ -772,7 +776,7 @@ pub fn sort_onesweep_pairs<K: RadixKey, V: RadixValue>(
     };
     onesweep::<K, V, ITEMS>(
         keys_in,
-        offsets,
+        &offsets[at as usize..],
         keys_out,
         status,
         values,

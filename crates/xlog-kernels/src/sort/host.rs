@@ -3,9 +3,11 @@
 use std::ops::Range;
 
 use xlog::{
-    AllocTag, BufferView, BufferViewMut, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result,
-    Stream, WriteBuffer,
+    AllocTag, BufferView, BufferViewMut, DeviceBuffer, Error, GraphArena, GraphRecorder,
+    LaunchConfig, NodeId, ReadBuffer, Result, Stream, WriteBuffer,
 };
+
+use crate::exec::{Exec, Now, Record, Written};
 
 use super::{portion_len, tile_len, BLOCK, HISTOGRAM_BLOCKS_PER_SM, RADIX, RADIX_BITS};
 
@@ -59,7 +61,23 @@ pub trait Key:
         status: &mut BufferViewMut<'_, u32>,
         shift: u32,
         descending: u32,
+        at: u32,
     ) -> Result<()>;
+
+    /// Records the pass `__onesweep` launches.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn __record_onesweep<'g>(
+        rec: &mut GraphRecorder<'g>,
+        cfg: LaunchConfig,
+        keys_in: &'g dyn ReadBuffer<Self>,
+        offsets: &'g dyn ReadBuffer<u64>,
+        keys_out: &'g dyn WriteBuffer<Self>,
+        status: &'g dyn WriteBuffer<u32>,
+        shift: u32,
+        descending: u32,
+        at: u32,
+    ) -> Result<NodeId>;
 }
 
 /// Value types of the sort, moved with the keys: `u8`, `u16`, `u32`, `i32`,
@@ -79,6 +97,21 @@ pub trait Value: xlog::DeviceCopy + sealed::Value {
         status: &mut BufferViewMut<'_, u32>,
         pass: Pass,
     ) -> Result<()>;
+
+    /// Records the pass `__onesweep` launches.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn __record_onesweep<'g, K: Key>(
+        rec: &mut GraphRecorder<'g>,
+        cfg: LaunchConfig,
+        keys_in: &'g dyn ReadBuffer<K>,
+        vals_in: &'g dyn ReadBuffer<Self>,
+        offsets: &'g dyn ReadBuffer<u64>,
+        keys_out: &'g dyn WriteBuffer<K>,
+        vals_out: &'g dyn WriteBuffer<Self>,
+        status: &'g dyn WriteBuffer<u32>,
+        pass: Pass,
+    ) -> Result<NodeId>;
 }
 
 /// Value types that can number the keys of a [`sort_with_indices`]: `u32` (up to
@@ -96,6 +129,8 @@ pub struct Pass {
     descending: u32,
     indices: u32,
     index_base: u64,
+    /// Where the pass's offsets start in the offsets buffer.
+    at: u32,
 }
 
 // Each key width's keys-only kernel.
@@ -113,8 +148,23 @@ macro_rules! keys {
                 status: &mut BufferViewMut<'_, u32>,
                 shift: u32,
                 descending: u32,
+                at: u32,
             ) -> Result<()> {
-                super::$kernel::launch(s, cfg, keys_in, offsets, keys_out, status, shift, descending)
+                super::$kernel::launch(s, cfg, keys_in, offsets, keys_out, status, shift, descending, at)
+            }
+
+            fn __record_onesweep<'g>(
+                rec: &mut GraphRecorder<'g>,
+                cfg: LaunchConfig,
+                keys_in: &'g dyn ReadBuffer<Self>,
+                offsets: &'g dyn ReadBuffer<u64>,
+                keys_out: &'g dyn WriteBuffer<Self>,
+                status: &'g dyn WriteBuffer<u32>,
+                shift: u32,
+                descending: u32,
+                at: u32,
+            ) -> Result<NodeId> {
+                super::$kernel::record(rec, cfg, keys_in, offsets, keys_out, status, shift, descending, at)
             }
         }
     )*)*};
@@ -142,7 +192,24 @@ macro_rules! values {
             ) -> Result<()> {
                 super::sort_onesweep_pairs::launch(
                     s, cfg, keys_in, vals_in, offsets, keys_out, vals_out, status,
-                    p.shift, p.descending, p.indices, p.index_base,
+                    p.shift, p.descending, p.indices, p.index_base, p.at,
+                )
+            }
+
+            fn __record_onesweep<'g, K: Key>(
+                rec: &mut GraphRecorder<'g>,
+                cfg: LaunchConfig,
+                keys_in: &'g dyn ReadBuffer<K>,
+                vals_in: &'g dyn ReadBuffer<Self>,
+                offsets: &'g dyn ReadBuffer<u64>,
+                keys_out: &'g dyn WriteBuffer<K>,
+                vals_out: &'g dyn WriteBuffer<Self>,
+                status: &'g dyn WriteBuffer<u32>,
+                p: Pass,
+            ) -> Result<NodeId> {
+                super::sort_onesweep_pairs::record(
+                    rec, cfg, keys_in, vals_in, offsets, keys_out, vals_out, status,
+                    p.shift, p.descending, p.indices, p.index_base, p.at,
                 )
             }
         }
@@ -160,14 +227,141 @@ impl Position for u64 {
     const __POSITIONS: u64 = u64::MAX;
 }
 
-/// What travels with the keys.
-enum Values<'a, 'b, V: xlog::DeviceCopy> {
+/// What travels with the keys: `O` is an output of the caller's (`Exec::Out`).
+enum Values<'a, O> {
     /// Nothing.
     None,
     /// The caller's values, sorted in place.
-    InPlace(&'a mut BufferViewMut<'b, V>),
+    InPlace(&'a mut O),
     /// The keys' input positions, written into this buffer.
-    Indices(&'a mut BufferViewMut<'b, V>),
+    Indices(&'a mut O),
+}
+
+/// The scatter passes of a sort, launched or recorded.
+trait Passes<K: Key, V: Value>: Exec {
+    /// A pass over keys alone.
+    #[allow(clippy::too_many_arguments)]
+    fn keys_pass(
+        &mut self,
+        cfg: LaunchConfig,
+        keys_in: Self::In<'_, K>,
+        offsets: Self::In<'_, u64>,
+        keys_out: &mut Self::Out<'_, K>,
+        status: &mut Self::Out<'_, u32>,
+        pass: Pass,
+    ) -> Result<()>;
+
+    /// A pass over keys with values.
+    #[allow(clippy::too_many_arguments)]
+    fn pairs_pass(
+        &mut self,
+        cfg: LaunchConfig,
+        keys_in: Self::In<'_, K>,
+        vals_in: Self::In<'_, V>,
+        offsets: Self::In<'_, u64>,
+        keys_out: &mut Self::Out<'_, K>,
+        vals_out: &mut Self::Out<'_, V>,
+        status: &mut Self::Out<'_, u32>,
+        pass: Pass,
+    ) -> Result<()>;
+}
+
+impl<K: Key, V: Value> Passes<K, V> for Now<'_> {
+    fn keys_pass(
+        &mut self,
+        cfg: LaunchConfig,
+        keys_in: BufferView<'_, K>,
+        offsets: BufferView<'_, u64>,
+        keys_out: &mut BufferViewMut<'_, K>,
+        status: &mut BufferViewMut<'_, u32>,
+        p: Pass,
+    ) -> Result<()> {
+        K::__onesweep(
+            self.0,
+            cfg,
+            &keys_in,
+            &offsets,
+            keys_out,
+            status,
+            p.shift,
+            p.descending,
+            p.at,
+        )
+    }
+
+    fn pairs_pass(
+        &mut self,
+        cfg: LaunchConfig,
+        keys_in: BufferView<'_, K>,
+        vals_in: BufferView<'_, V>,
+        offsets: BufferView<'_, u64>,
+        keys_out: &mut BufferViewMut<'_, K>,
+        vals_out: &mut BufferViewMut<'_, V>,
+        status: &mut BufferViewMut<'_, u32>,
+        p: Pass,
+    ) -> Result<()> {
+        V::__onesweep::<K>(
+            self.0, cfg, &keys_in, &vals_in, &offsets, keys_out, vals_out, status, p,
+        )
+    }
+}
+
+impl<'g, K: Key, V: Value> Passes<K, V> for Record<'_, 'g> {
+    fn keys_pass(
+        &mut self,
+        cfg: LaunchConfig,
+        keys_in: &'g dyn ReadBuffer<K>,
+        offsets: &'g dyn ReadBuffer<u64>,
+        keys_out: &mut Written<'g, K>,
+        status: &mut Written<'g, u32>,
+        p: Pass,
+    ) -> Result<()> {
+        K::__record_onesweep(
+            self.rec,
+            cfg,
+            keys_in,
+            offsets,
+            keys_out.write,
+            status.write,
+            p.shift,
+            p.descending,
+            p.at,
+        )
+        .map(drop)
+    }
+
+    fn pairs_pass(
+        &mut self,
+        cfg: LaunchConfig,
+        keys_in: &'g dyn ReadBuffer<K>,
+        vals_in: &'g dyn ReadBuffer<V>,
+        offsets: &'g dyn ReadBuffer<u64>,
+        keys_out: &mut Written<'g, K>,
+        vals_out: &mut Written<'g, V>,
+        status: &mut Written<'g, u32>,
+        p: Pass,
+    ) -> Result<()> {
+        V::__record_onesweep::<K>(
+            self.rec,
+            cfg,
+            keys_in,
+            vals_in,
+            offsets,
+            keys_out.write,
+            vals_out.write,
+            status.write,
+            p,
+        )
+        .map(drop)
+    }
+}
+
+kernel_calls! {
+    /// The digit counts of a sort.
+    trait Counts<K: Key> {
+        fn histogram = super::sort_histogram(keys: r K, hist: o u32, descending: v u32);
+        fn offsets = super::sort_offsets(hist: r u32, offsets: w u64, passes: v u32);
+    }
 }
 
 /// Portion `q` of `n` keys, in portions of `len` keys.
@@ -190,9 +384,9 @@ fn histogram_config(n: usize, sms: u32) -> LaunchConfig {
 /// The digit counts of a sort: per portion and pass, the histogram of the
 /// pass's digit (`hist`) and where each digit's run starts (`offsets`), both laid
 /// out `[(portion · passes + pass) · 256 + digit]`.
-struct Digits {
-    hist: DeviceBuffer<u32>,
-    offsets: DeviceBuffer<u64>,
+struct Digits<E: Exec> {
+    hist: E::Buf<u32>,
+    offsets: E::Buf<u64>,
     n: usize,
     portion_len: usize,
     passes: usize,
@@ -200,52 +394,62 @@ struct Digits {
     sms: u32,
 }
 
-impl Digits {
+impl<E: Exec> Digits<E> {
     /// Counts the digits of every pass in each portion of `src` and derives the
     /// offsets (zeroing the histograms first when `again`: they start zeroed).
-    fn count<K: Key>(&mut self, s: &Stream, src: &BufferView<'_, K>, again: bool) -> Result<()> {
+    fn count<K: Key>(&mut self, e: &mut E, src: E::In<'_, K>, again: bool) -> Result<()>
+    where
+        E: Counts<K>,
+    {
         if again {
-            self.hist.fill(s, 0)?;
+            e.fill(&mut E::view_mut(&mut self.hist), 0)?;
         }
         let block = self.passes * RADIX;
         for q in 0..self.n.div_ceil(self.portion_len) {
             let r = portion(q, self.n, self.portion_len);
             let cfg = histogram_config(r.len(), self.sms);
-            let mut h = self.hist.slice_mut(q * block..(q + 1) * block);
-            super::sort_histogram::launch(s, cfg, &src.slice(r), &mut h, self.descending)?;
+            let mut h = E::slice_mut(&mut self.hist, q * block..(q + 1) * block)?;
+            e.histogram(cfg, E::slice(src, r)?, &mut h, self.descending)?;
         }
         let one_per_pass = LaunchConfig::new([self.passes as u32, 1, 1], [BLOCK, 1, 1]);
-        super::sort_offsets::launch(
-            s,
+        e.offsets(
             one_per_pass,
-            &self.hist,
+            E::view(&self.hist),
             &mut self.offsets,
             self.passes as u32,
         )
     }
 }
 
-/// Sorts `keys` (and what travels with them) in place; the first pass reads
-/// `input` instead when given (a sorted copy). Every temporary is allocated before
-/// the first launch, so a budget refusal leaves everything as it was.
-fn run<K: Key, V: Value>(
-    s: &Stream,
-    order: Order,
-    input: Option<BufferView<'_, K>>,
-    keys: &mut BufferViewMut<'_, K>,
-    values: Values<'_, '_, V>,
-) -> Result<()> {
-    run_in_portions(s, order, input, keys, values, None, K::__PASSES)
+/// A recording sorts at most one portion: every launch then covers whole
+/// buffers, which is all a graph can hold.
+fn recordable(what: &str, n: usize) -> Result<()> {
+    if n <= super::PORTION {
+        return Ok(());
+    }
+    Err(Error::Unsupported {
+        what: format!("xlog_kernels::sort::{what} of {n} keys in a graph"),
+        reason: format!(
+            "a recorded sort takes at most {} keys (one portion: longer inputs run parts of \
+             buffers, which a graph cannot hold); sort them eagerly",
+            super::PORTION
+        ),
+    })
 }
 
-/// [`run`], in portions of `portion_tiles` tiles when given (at most the most a
-/// launch handles): the tests' way to run several portions on small inputs.
-fn run_in_portions<K: Key, V: Value>(
-    s: &Stream,
+/// Sorts `keys` (and what travels with them) in place through `e`, in portions of
+/// `portion_tiles` tiles when given (at most the most a launch handles: the
+/// tests' way to run several portions on small inputs), `sorted_passes` passes;
+/// the first pass reads `input` instead when given (a sorted copy). Every
+/// temporary is allocated before the first launch, so a budget refusal leaves
+/// everything as it was. Every host decision depends on lengths alone, never on
+/// the keys, so it records as it launches.
+fn run_in_portions<E: Passes<K, V> + Counts<K>, K: Key, V: Value>(
+    e: &mut E,
     order: Order,
-    input: Option<BufferView<'_, K>>,
-    keys: &mut BufferViewMut<'_, K>,
-    mut values: Values<'_, '_, V>,
+    input: Option<E::In<'_, K>>,
+    keys: &mut E::Out<'_, K>,
+    mut values: Values<'_, E::Out<'_, V>>,
     portion_tiles: Option<usize>,
     sorted_passes: usize,
 ) -> Result<()> {
@@ -256,11 +460,10 @@ fn run_in_portions<K: Key, V: Value>(
         "{sorted_passes} passes of a key of {}",
         K::__PASSES
     );
-    let n = keys.len();
+    let n = E::out_len(keys);
     if n == 0 {
         return Ok(());
     }
-    let rt = s.runtime()?;
     let passes = K::__PASSES;
     let value_bytes = match values {
         Values::None => 0,
@@ -282,29 +485,33 @@ fn run_in_portions<K: Key, V: Value>(
     // are taken again from each pass's input) plus the keys of digit `d` before
     // it in its portion (earlier tiles, lower rank in its tile), a bijection onto
     // `0..n`. So nothing reads an element of `tmp` before a pass writes it.
-    let mut tmp_keys = unsafe { rt.alloc_uninit::<K>(s, n, AllocTag("sort: second key buffer")) }?;
+    let mut tmp_keys = unsafe { e.alloc_uninit::<K>(n, AllocTag("sort: second key buffer")) }?;
     let mut tmp_values = match values {
         Values::None => None,
         // SAFETY: as for the keys: every pass that writes keys writes their values
         // at the same positions.
-        _ => Some(unsafe { rt.alloc_uninit::<V>(s, n, AllocTag("sort: second value buffer")) }?),
+        _ => Some(unsafe { e.alloc_uninit::<V>(n, AllocTag("sort: second value buffer")) }?),
     };
-    let mut digits = Digits {
-        hist: rt.alloc_zeroed_on::<u32>(s, words)?,
-        offsets: rt.alloc_zeroed_on::<u64>(s, words)?,
+    let mut digits = Digits::<E> {
+        // The histograms add into their counts: zero at the start of every run.
+        hist: e.filled::<u32>(words, 0)?,
+        offsets: e.zeroed::<u64>(words)?,
         n,
         portion_len,
         passes,
         descending: (order == Order::Descending) as u32,
-        sms: rt.device().info().multiprocessors,
+        sms: e.stream().runtime()?.device().info().multiprocessors,
     };
-    // SAFETY: each scatter launch's status words are zeroed on `s` right before it,
-    // and that launch is their only reader.
-    let mut status = unsafe {
-        rt.alloc_uninit::<u32>(s, max_tiles * RADIX, AllocTag("sort: look-back status"))
-    }?;
+    // SAFETY: each scatter launch's status words are zeroed on the stream right
+    // before it, and that launch is their only reader.
+    let mut status =
+        unsafe { e.alloc_uninit::<u32>(max_tiles * RADIX, AllocTag("sort: look-back status")) }?;
     let descending = digits.descending;
-    digits.count(s, &input.unwrap_or_else(|| keys.as_view()), false)?;
+    let first = match input {
+        Some(x) => E::shorten(x),
+        None => E::read_out(keys),
+    };
+    digits.count(e, first, false)?;
 
     for p in 0..sorted_passes {
         if p > 0 && portions > 1 {
@@ -313,48 +520,45 @@ fn run_in_portions<K: Key, V: Value>(
             // input (one more read of the keys per pass, only for inputs longer
             // than a portion).
             let src = if p % 2 == 0 {
-                keys.as_view()
+                E::read_out(keys)
             } else {
-                tmp_keys.as_view()
+                E::view(&tmp_keys)
             };
-            digits.count(s, &src, true)?;
+            digits.count(e, src, true)?;
         }
         for q in 0..portions {
             let r = portion(q, n, portion_len);
             let tiles = r.len().div_ceil(tile);
-            let mut st = status.slice_mut(0..tiles * RADIX);
-            st.fill(s, 0)?;
-            let at = (q * passes + p) * RADIX;
-            let off = digits.offsets.slice(at..at + RADIX);
+            let mut st = E::slice_mut(&mut status, 0..tiles * RADIX)?;
+            e.fill(&mut st, 0)?;
             let cfg = LaunchConfig::new([tiles as u32, 1, 1], [BLOCK, 1, 1]);
             let mut pass = Pass {
                 shift: p as u32 * RADIX_BITS,
                 descending,
                 indices: 0,
                 index_base: 0,
+                at: ((q * passes + p) * RADIX) as u32,
             };
+            let off = E::view(&digits.offsets);
             // Even passes read the keys (or the input) and write `tmp`; odd
             // passes read `tmp` and write the keys back.
             let (keys_in, mut keys_out) = if p % 2 == 0 {
                 let src = match (p, input) {
-                    (0, Some(x)) => x,
-                    _ => keys.as_view(),
+                    (0, Some(x)) => E::shorten(x),
+                    _ => E::read_out(keys),
                 };
-                (src.slice(r.clone()), tmp_keys.as_view_mut())
+                (
+                    E::slice(src, r.clone())?,
+                    E::slice_mut(&mut tmp_keys, 0..n)?,
+                )
             } else {
-                (tmp_keys.as_view().slice(r.clone()), keys.slice_mut(..))
+                (
+                    E::slice(E::view(&tmp_keys), r.clone())?,
+                    E::reslice(keys, 0..n)?,
+                )
             };
             let Some(tmp_v) = tmp_values.as_mut() else {
-                K::__onesweep(
-                    s,
-                    cfg,
-                    &keys_in,
-                    &off,
-                    &mut keys_out,
-                    &mut st,
-                    pass.shift,
-                    descending,
-                )?;
+                e.keys_pass(cfg, keys_in, off, &mut keys_out, &mut st, pass)?;
                 continue;
             };
             if p == 0 && matches!(values, Values::Indices(_)) {
@@ -367,20 +571,19 @@ fn run_in_portions<K: Key, V: Value>(
             };
             let (vals_in, mut vals_out) = if p % 2 == 0 {
                 let src = if pass.indices == 1 {
-                    user.as_view().slice(0..0)
+                    E::unread(E::read_out(&**user))
                 } else {
-                    user.as_view().slice(r)
+                    E::slice(E::read_out(&**user), r)?
                 };
-                (src, tmp_v.as_view_mut())
+                (src, E::slice_mut(tmp_v, 0..n)?)
             } else {
-                (tmp_v.as_view().slice(r), user.slice_mut(..))
+                (E::slice(E::view(tmp_v), r)?, E::reslice(&mut **user, 0..n)?)
             };
-            V::__onesweep(
-                s,
+            e.pairs_pass(
                 cfg,
-                &keys_in,
-                &vals_in,
-                &off,
+                keys_in,
+                vals_in,
+                off,
                 &mut keys_out,
                 &mut vals_out,
                 &mut st,
@@ -390,9 +593,9 @@ fn run_in_portions<K: Key, V: Value>(
     }
     if sorted_passes % 2 == 1 {
         // An odd number of passes ends in the second buffers: copy them back.
-        keys.copy_from(s, &tmp_keys)?;
+        e.copy(E::view(&tmp_keys), keys)?;
         if let (Some(tmp_v), Values::InPlace(v) | Values::Indices(v)) = (&tmp_values, &mut values) {
-            v.copy_from(s, tmp_v)?;
+            e.copy(E::view(tmp_v), v)?;
         }
     }
     Ok(())
@@ -436,7 +639,48 @@ pub fn sort_keys<K: Key>(
     keys: &mut (impl WriteBuffer<K> + ?Sized),
     order: Order,
 ) -> Result<()> {
-    run::<K, u32>(s, order, None, &mut keys.as_view_mut(), Values::None)
+    let mut e = Now(s);
+    let mut keys = e.output(keys);
+    run_in_portions::<_, K, u32>(
+        &mut e,
+        order,
+        None,
+        &mut keys,
+        Values::None,
+        None,
+        K::__PASSES,
+    )
+}
+
+/// [`sort_keys`] recorded into a graph: every replay sorts `keys` in place
+/// again. The same nodes as the eager sort launches (each pass's memset of its
+/// status words included, and a memset zeroing the histograms); the temporaries
+/// are allocated now on the recorder's stream and kept in `arena`, which
+/// outlives the graph. The number of passes and every launch's shape depend on
+/// the number of keys alone, never on their values.
+///
+/// # Errors
+///
+/// `Unsupported` (nothing recorded) for more than [`PORTION`](super::PORTION)
+/// keys; a budget refusal or an error of recording.
+pub fn record_sort_keys<'g, K: Key>(
+    rec: &mut GraphRecorder<'g>,
+    arena: &'g GraphArena,
+    keys: &'g impl WriteBuffer<K>,
+    order: Order,
+) -> Result<()> {
+    let mut e = Record::new(rec, arena);
+    let mut keys = e.output(keys);
+    recordable("record_sort_keys", Record::out_len(&keys))?;
+    run_in_portions::<_, K, u32>(
+        &mut e,
+        order,
+        None,
+        &mut keys,
+        Values::None,
+        None,
+        K::__PASSES,
+    )
 }
 
 /// Sorts `keys` in place, stably, by their low bits only (like CUB's `end_bit`,
@@ -479,15 +723,9 @@ pub fn sort_keys_low_bits<K: Key>(
         });
     }
     let passes = bits.div_ceil(RADIX_BITS) as usize;
-    run_in_portions::<K, u32>(
-        s,
-        order,
-        None,
-        &mut keys.as_view_mut(),
-        Values::None,
-        None,
-        passes,
-    )
+    let mut e = Now(s);
+    let mut keys = e.output(keys);
+    run_in_portions::<_, K, u32>(&mut e, order, None, &mut keys, Values::None, None, passes)
 }
 
 /// Sorts `keys` in place, stably, moving `values[i]` with `keys[i]`. As
@@ -504,14 +742,47 @@ pub fn sort_pairs<K: Key, V: Value>(
     values: &mut (impl WriteBuffer<V> + ?Sized),
     order: Order,
 ) -> Result<()> {
-    let mut values = values.as_view_mut();
-    same_len("sort_pairs", keys.arg().len(), values.len())?;
-    run::<K, V>(
-        s,
+    let mut e = Now(s);
+    let (mut keys, mut values) = (e.output(keys), e.output(values));
+    same_len("sort_pairs", keys.len(), values.len())?;
+    run_in_portions::<_, K, V>(
+        &mut e,
         order,
         None,
-        &mut keys.as_view_mut(),
+        &mut keys,
         Values::InPlace(&mut values),
+        None,
+        K::__PASSES,
+    )
+}
+
+/// [`sort_pairs`] recorded into a graph, as [`record_sort_keys`]: every replay
+/// sorts `keys` and `values` in place again.
+///
+/// # Errors
+///
+/// As [`record_sort_keys`], and `InvalidArgument` when `keys` and `values`
+/// differ in length (nothing recorded).
+pub fn record_sort_pairs<'g, K: Key, V: Value>(
+    rec: &mut GraphRecorder<'g>,
+    arena: &'g GraphArena,
+    keys: &'g impl WriteBuffer<K>,
+    values: &'g impl WriteBuffer<V>,
+    order: Order,
+) -> Result<()> {
+    let mut e = Record::new(rec, arena);
+    let (mut keys, mut values) = (e.output(keys), e.output(values));
+    let n = Record::out_len(&keys);
+    same_len("record_sort_pairs", n, Record::out_len(&values))?;
+    recordable("record_sort_pairs", n)?;
+    run_in_portions::<_, K, V>(
+        &mut e,
+        order,
+        None,
+        &mut keys,
+        Values::InPlace(&mut values),
+        None,
+        K::__PASSES,
     )
 }
 
@@ -526,13 +797,48 @@ pub fn sorted<K: Key>(
     keys: &(impl ReadBuffer<K> + ?Sized),
     order: Order,
 ) -> Result<DeviceBuffer<K>> {
-    let input = keys.as_view();
-    let rt = s.runtime()?;
-    // SAFETY: `run` writes every element of its key buffer in its last pass (the
-    // permutation argument in `run`), before anything else can read it: later
-    // uses are fenced on those launches.
-    let mut out = unsafe { rt.alloc_uninit::<K>(s, input.len(), AllocTag("sort output")) }?;
-    run::<K, u32>(s, order, Some(input), &mut out.as_view_mut(), Values::None)?;
+    let mut e = Now(s);
+    let input = e.input(keys);
+    sorted_on(&mut e, input, order)
+}
+
+/// [`sorted`] recorded into a graph, as [`record_sort_keys`]: the sorted copy is
+/// allocated now and kept in `arena`, and every replay sorts `keys` into it.
+///
+/// # Errors
+///
+/// As [`record_sort_keys`].
+pub fn record_sorted<'g, K: Key>(
+    rec: &mut GraphRecorder<'g>,
+    arena: &'g GraphArena,
+    keys: &'g impl ReadBuffer<K>,
+    order: Order,
+) -> Result<&'g DeviceBuffer<K>> {
+    let mut e = Record::new(rec, arena);
+    let input = e.input(keys);
+    recordable("record_sorted", Record::len(&input))?;
+    sorted_on(&mut e, input, order)
+}
+
+/// [`sorted`] through `e`.
+fn sorted_on<E: Passes<K, u32> + Counts<K>, K: Key>(
+    e: &mut E,
+    input: E::In<'_, K>,
+    order: Order,
+) -> Result<E::Buf<K>> {
+    // SAFETY: `run_in_portions` writes every element of its key buffer in its
+    // last pass (the permutation argument there), before anything else can read
+    // it: later uses are fenced on those launches.
+    let mut out = unsafe { e.alloc_uninit::<K>(E::len(&input), AllocTag("sort output")) }?;
+    run_in_portions::<E, K, u32>(
+        e,
+        order,
+        Some(input),
+        &mut E::view_mut(&mut out),
+        Values::None,
+        None,
+        K::__PASSES,
+    )?;
     Ok(out)
 }
 
@@ -563,7 +869,28 @@ pub fn sort_with_indices<K: Key, I: Position>(
     keys: &(impl ReadBuffer<K> + ?Sized),
     order: Order,
 ) -> Result<(DeviceBuffer<K>, DeviceBuffer<I>)> {
-    with_indices(s, keys.as_view(), order, None)
+    let mut e = Now(s);
+    let input = e.input(keys);
+    with_indices(&mut e, input, order, None)
+}
+
+/// [`sort_with_indices`] recorded into a graph, as [`record_sorted`]: the sorted
+/// copy and the permutation are allocated now and kept in `arena`.
+///
+/// # Errors
+///
+/// As [`record_sort_keys`], and `InvalidArgument` as [`sort_with_indices`].
+#[allow(clippy::type_complexity)]
+pub fn record_sort_with_indices<'g, K: Key, I: Position>(
+    rec: &mut GraphRecorder<'g>,
+    arena: &'g GraphArena,
+    keys: &'g impl ReadBuffer<K>,
+    order: Order,
+) -> Result<(&'g DeviceBuffer<K>, &'g DeviceBuffer<I>)> {
+    let mut e = Record::new(rec, arena);
+    let input = e.input(keys);
+    recordable("record_sort_with_indices", Record::len(&input))?;
+    with_indices(&mut e, input, order, None)
 }
 
 /// [`sort_keys`] in portions of `portion_tiles` tiles of keys: how the tests run
@@ -576,12 +903,13 @@ pub fn __sort_keys_in_portions<K: Key>(
     order: Order,
     portion_tiles: usize,
 ) -> Result<()> {
-    let keys = &mut keys.as_view_mut();
-    run_in_portions::<K, u32>(
-        s,
+    let mut e = Now(s);
+    let mut keys = e.output(keys);
+    run_in_portions::<_, K, u32>(
+        &mut e,
         order,
         None,
-        keys,
+        &mut keys,
         Values::None,
         Some(portion_tiles),
         K::__PASSES,
@@ -597,16 +925,18 @@ pub fn __sort_with_indices_in_portions<K: Key, I: Position>(
     order: Order,
     portion_tiles: usize,
 ) -> Result<(DeviceBuffer<K>, DeviceBuffer<I>)> {
-    with_indices(s, keys.as_view(), order, Some(portion_tiles))
+    let mut e = Now(s);
+    let input = e.input(keys);
+    with_indices(&mut e, input, order, Some(portion_tiles))
 }
 
-fn with_indices<K: Key, I: Position>(
-    s: &Stream,
-    input: BufferView<'_, K>,
+fn with_indices<E: Passes<K, I> + Counts<K>, K: Key, I: Position>(
+    e: &mut E,
+    input: E::In<'_, K>,
     order: Order,
     portion_tiles: Option<usize>,
-) -> Result<(DeviceBuffer<K>, DeviceBuffer<I>)> {
-    let n = input.len();
+) -> Result<(E::Buf<K>, E::Buf<I>)> {
+    let n = E::len(&input);
     if n as u64 > I::__POSITIONS.saturating_add(1) {
         return Err(Error::InvalidArgument {
             what: "xlog_kernels::sort::sort_with_indices".to_owned(),
@@ -616,18 +946,17 @@ fn with_indices<K: Key, I: Position>(
             ),
         });
     }
-    let rt = s.runtime()?;
-    // SAFETY: as in `sorted`, for both buffers: the last pass writes every key
+    // SAFETY: as in `sorted_on`, for both buffers: the last pass writes every key
     // and its index.
-    let mut out = unsafe { rt.alloc_uninit::<K>(s, n, AllocTag("sort output")) }?;
+    let mut out = unsafe { e.alloc_uninit::<K>(n, AllocTag("sort output")) }?;
     // SAFETY: as above.
-    let mut perm = unsafe { rt.alloc_uninit::<I>(s, n, AllocTag("sort permutation")) }?;
-    run_in_portions::<K, I>(
-        s,
+    let mut perm = unsafe { e.alloc_uninit::<I>(n, AllocTag("sort permutation")) }?;
+    run_in_portions::<E, K, I>(
+        e,
         order,
         Some(input),
-        &mut out.as_view_mut(),
-        Values::Indices(&mut perm.as_view_mut()),
+        &mut E::view_mut(&mut out),
+        Values::Indices(&mut E::view_mut(&mut perm)),
         portion_tiles,
         K::__PASSES,
     )?;
