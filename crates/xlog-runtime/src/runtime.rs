@@ -35,11 +35,11 @@ pub fn default_budget(info: &crate::DeviceInfo) -> usize {
 }
 /// Environment variable read by [`Runtime::get`]: `0` leaves the caching pool
 /// ([`PoolAdaptor`]) out of the stack, `1` puts it on top (default:
-/// [`DEFAULT_CACHING`]: on).
+/// [`DEFAULT_CACHING`]: off).
 pub const POOL_ENV: &str = "XLOG_POOL";
 /// Whether [`Runtime::get`] and [`RuntimeBuilder`] put the caching pool on top of
 /// the stack unless told otherwise.
-pub const DEFAULT_CACHING: bool = true;
+pub const DEFAULT_CACHING: bool = false;
 pub use crate::sim::BACKEND_ENV;
 
 /// Which backend allocates device memory.
@@ -177,7 +177,7 @@ impl RuntimeBuilder {
 
     /// Whether to put the caching pool ([`PoolAdaptor`]) on top of the stack:
     /// `pool(budget(backend))`, the budget then counting what the pool holds from
-    /// the device, cache included (default [`DEFAULT_CACHING`]: on). Off, the
+    /// the device, cache included (default [`DEFAULT_CACHING`]: off). Off, the
     /// stack is `budget(backend)` and every free goes to the driver.
     pub fn caching(mut self, on: bool) -> Self {
         self.caching = on;
