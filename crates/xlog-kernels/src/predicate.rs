@@ -3,7 +3,7 @@
 //! range ([`between`]), and flags combined ([`and`], [`or`], [`and_not`],
 //! [`not`]). Flags are `u8`, `1` for true and `0` for false, the form
 //! [`compact::select_flagged`](crate::compact::select_flagged) and
-//! [`compact::count_flagged`](crate::compact::count_flagged) take.
+//! [`compact::partition_flagged`](crate::compact::partition_flagged) take.
 //!
 //! Element types `u8`, `u16`, `u32`, `i32`, `f32`, `u64`, `i64`, `f64`. Floats
 //! compare as IEEE 754 does: a NaN is unequal to everything, itself included, and
