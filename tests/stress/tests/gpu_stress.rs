@@ -15,8 +15,8 @@
 //! - `stress_through_the_caching_pool`: the same programs on a runtime with the
 //!   caching pool, whose freed blocks come back on other streams behind a wait;
 //!   `the_pool_stress_has_teeth`: with fencing off, mismatches again.
-//!   `stress` itself runs on the default stack, which has the pool (`XLOG_POOL=0`
-//!   takes it out).
+//!   `stress` itself runs on the default stack, without the pool unless
+//!   `XLOG_POOL=1` puts it on.
 //! - `stress_peak_memory_with_the_pool_against_without`: the same programs with the
 //!   pool and without; prints both peaks of device memory and their ratio.
 //! - `sixteen_threads_share_a_budgeted_runtime` (with the pool and without),
