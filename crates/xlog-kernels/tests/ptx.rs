@@ -157,6 +157,16 @@ fn set_kernels() -> Vec<String> {
         .collect()
 }
 
+fn predicate_kernels() -> Vec<String> {
+    ["u8", "u16", "u32", "i32", "f32", "u64", "i64", "f64"]
+        .iter()
+        .flat_map(|t| {
+            ["compare_scalar_flags", "compare_flags", "between_flags"].map(|k| format!("{k}__{t}"))
+        })
+        .chain(["combine_flags".to_owned()])
+        .collect()
+}
+
 #[test]
 fn module_defines_every_kernel_for_every_type() {
     let mut want: Vec<String> = elementwise()
@@ -166,6 +176,7 @@ fn module_defines_every_kernel_for_every_type() {
         .chain(sort_kernels())
         .chain(selection_kernels())
         .chain(set_kernels())
+        .chain(predicate_kernels())
         .collect();
     want.sort();
     let mut got: Vec<String> = MODULE
@@ -278,6 +289,10 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::set::merge_runs::check_abi_all,
         xlog_kernels::set::set_windows::check_abi_all,
         xlog_kernels::set::set_flags::check_abi_all,
+        xlog_kernels::predicate::compare_scalar_flags::check_abi_all,
+        xlog_kernels::predicate::compare_flags::check_abi_all,
+        xlog_kernels::predicate::between_flags::check_abi_all,
+        xlog_kernels::predicate::combine_flags::check_abi,
     ] {
         check().unwrap();
     }
@@ -287,7 +302,8 @@ fn every_launcher_agrees_with_the_device_build() {
             + library().len()
             + sort_kernels().len()
             + selection_kernels().len()
-            + set_kernels().len(),
+            + set_kernels().len()
+            + predicate_kernels().len(),
         MODULE.kernels().len()
     );
 }
