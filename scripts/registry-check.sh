@@ -33,7 +33,7 @@ for dir in "$registry" "$app"; do
   if [ -d "$dir" ]; then chmod -R u+w "$dir"; fi
 done
 rm -rf "$registry" "$app"
-mkdir -p "$registry"
+mkdir -p "$registry" "$work"
 
 echo "-- the template project, on the released versions"
 cp -r templates/app "$app"
