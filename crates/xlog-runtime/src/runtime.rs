@@ -33,13 +33,28 @@ pub fn default_budget(info: &crate::DeviceInfo) -> usize {
     let reserve = (info.total_memory / 64).max(1 << 30);
     info.free_memory.saturating_sub(reserve)
 }
-/// Environment variable read by [`Runtime::get`]: `0` leaves the caching pool
+/// Environment variable read by [`Runtime::get`] and by a [`RuntimeBuilder`] not
+/// told [`caching`](RuntimeBuilder::caching): `0` leaves the caching pool
 /// ([`PoolAdaptor`]) out of the stack, `1` puts it on top (default:
-/// [`DEFAULT_CACHING`]: off).
+/// [`DEFAULT_CACHING`]).
 pub const POOL_ENV: &str = "XLOG_POOL";
+
+/// Whether the stack gets the caching pool: `XLOG_POOL` if set, else
+/// [`DEFAULT_CACHING`].
+fn caching_from_env() -> Result<bool> {
+    match std::env::var(POOL_ENV).as_deref() {
+        Ok("1") => Ok(true),
+        Ok("0") => Ok(false),
+        Err(_) => Ok(DEFAULT_CACHING),
+        Ok(other) => Err(Error::InvalidArgument {
+            what: POOL_ENV.into(),
+            reason: format!("`{other}` is not a switch; use `1` (pool on) or `0` (off)"),
+        }),
+    }
+}
 /// Whether [`Runtime::get`] and [`RuntimeBuilder`] put the caching pool on top of
 /// the stack unless told otherwise.
-pub const DEFAULT_CACHING: bool = false;
+pub const DEFAULT_CACHING: bool = true;
 pub use crate::sim::BACKEND_ENV;
 
 /// Which backend allocates device memory.
@@ -135,7 +150,8 @@ pub struct RuntimeBuilder {
     csv: Option<Box<dyn Write + Send>>,
     pool_size: usize,
     simulator: bool,
-    caching: bool,
+    /// `None`: `XLOG_POOL`, else [`DEFAULT_CACHING`].
+    caching: Option<bool>,
 }
 
 impl RuntimeBuilder {
@@ -177,10 +193,11 @@ impl RuntimeBuilder {
 
     /// Whether to put the caching pool ([`PoolAdaptor`]) on top of the stack:
     /// `pool(budget(backend))`, the budget then counting what the pool holds from
-    /// the device, cache included (default [`DEFAULT_CACHING`]: off). Off, the
+    /// the device, cache included (default: `XLOG_POOL` if set, else
+    /// [`DEFAULT_CACHING`]). Off, the
     /// stack is `budget(backend)` and every free goes to the driver.
     pub fn caching(mut self, on: bool) -> Self {
-        self.caching = on;
+        self.caching = Some(on);
         self
     }
 
@@ -194,6 +211,10 @@ impl RuntimeBuilder {
     /// out the logging unless asked for, under `pool(..)` when caching; the
     /// statistics are the backend's own (with the pool: what it holds).
     pub fn build(self) -> Result<Runtime> {
+        let caching = match self.caching {
+            Some(on) => on,
+            None => caching_from_env()?,
+        };
         if self.simulator {
             crate::sim::select()?;
         }
@@ -202,7 +223,7 @@ impl RuntimeBuilder {
         let stack = Stack {
             csv: self.csv,
             limit,
-            caching: self.caching,
+            caching,
         };
         // Each backend's stack is one concrete type (no dynamic call between its
         // layers): the usual one, pool(budget(async)), is what every default
@@ -297,17 +318,6 @@ impl Runtime {
                 })?;
             b = b.budget(bytes);
         }
-        match std::env::var(POOL_ENV).as_deref() {
-            Ok("1") => b = b.caching(true),
-            Ok("0") => b = b.caching(false),
-            Err(_) => {}
-            Ok(other) => {
-                return Err(Error::InvalidArgument {
-                    what: POOL_ENV.into(),
-                    reason: format!("`{other}` is not a switch; use `1` (pool on) or `0` (off)"),
-                })
-            }
-        }
         match std::env::var(BACKEND_ENV).as_deref() {
             Ok("direct") => b = b.backend(Backend::Direct),
             Ok("async" | "gpu" | "sim") | Err(_) => {}
@@ -370,7 +380,7 @@ impl Runtime {
             csv: None,
             pool_size: 16,
             simulator: false,
-            caching: DEFAULT_CACHING,
+            caching: None,
         }
     }
 

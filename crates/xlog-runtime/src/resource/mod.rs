@@ -42,7 +42,7 @@ pub use budget::{BudgetAdaptor, BudgetHandle};
 pub use direct::DirectResource;
 pub use host::HostResource;
 pub use logging::LoggingAdaptor;
-pub use pool::{PoolAdaptor, PoolHandle, PoolStats, SEGMENT, SMALL_MAX};
+pub use pool::{PoolAdaptor, PoolHandle, PoolStats, SMALL_MAX};
 pub use stats::{AllocStats, StatsAdaptor, StatsHandle};
 
 pub(crate) use allocator::Allocator;

@@ -75,20 +75,29 @@ fn pool_reuse_tests_have_teeth() {
 fn budget_pressure_trims_the_cache_and_the_allocation_succeeds() {
     let rt = pool_rt(Some(13 << 19)); // 6.5 MiB
     let s = rt.new_stream().unwrap();
-    drop(rt.alloc_zeroed_on::<u8>(&s, 6 << 20).unwrap()); // 6 MiB cached
-    assert_eq!(rt.pool_stats().unwrap().cached_bytes, 6 << 20);
-    let mut small = rt.alloc_zeroed_on::<u32>(&s, 1 << 18).unwrap(); // 1 MiB
-    small.fill(&s, 7).unwrap();
-    assert!(small.download(&s).unwrap().iter().all(|&v| v == 7));
+    let keep = rt.alloc_zeroed_on::<u8>(&s, 5 << 20).unwrap();
+    drop(rt.alloc_zeroed_on::<u8>(&s, 256 << 10).unwrap()); // 256 KiB cached
+    assert_eq!(rt.pool_stats().unwrap().cached_bytes, 256 << 10);
+    // The cached block is within the cache's bound (a sixteenth of what is in
+    // use), so it stays; beside it, 1.5 MiB more is past the budget: the pool
+    // trims and retries.
+    let mut more = rt.alloc_zeroed_on::<u32>(&s, 3 << 17).unwrap();
+    more.fill(&s, 7).unwrap();
+    assert!(more.download(&s).unwrap().iter().all(|&v| v == 7));
     let st = rt.pool_stats().unwrap();
-    assert_eq!((st.trims, st.cached_bytes, st.held_bytes), (1, 0, 1 << 20));
+    assert_eq!(
+        (st.trims, st.cached_bytes, st.held_bytes),
+        (1, 0, 13 << 19),
+        "{st:?}"
+    );
     // Past the budget with nothing cached: refused, nothing changed.
     let err = rt.alloc_zeroed_on::<u8>(&s, 6 << 20).unwrap_err();
     assert!(
         matches!(err, xlog_runtime::Error::BudgetExceeded { .. }),
         "{err}"
     );
-    assert_eq!(rt.pool_stats().unwrap().held_bytes, 1 << 20);
+    assert_eq!(rt.pool_stats().unwrap().held_bytes, 13 << 19);
+    drop((keep, more));
 }
 
 #[test]
