@@ -25,14 +25,15 @@
 mod collective;
 mod exec;
 mod hazard;
+mod platform;
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 pub(crate) use collective::{clique, Collective, Kind, Reducer, SimOp, SimRank};
 pub(crate) use exec::*;
 pub(crate) use hazard::Touch;
 pub use hazard::{Hazard, HazardSide};
+pub(crate) use platform::Simulator;
 
 use crate::error::{Error, Result};
 
@@ -113,67 +114,20 @@ pub(crate) fn device_count() -> Result<u32> {
     })
 }
 
-const UNDECIDED: u8 = 0;
-const CUDA: u8 = 1;
-const SIMULATOR: u8 = 2;
-
-static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
-
-/// Whether this process runs on the simulator (deciding from `XLOG_BACKEND` if
-/// nothing decided yet).
+/// Whether this process runs on the simulator (choosing its platform from
+/// `XLOG_BACKEND` if nothing chose it yet).
 #[inline]
 pub fn is_active() -> bool {
-    match MODE.load(Ordering::Acquire) {
-        UNDECIDED => decide(),
-        m => m == SIMULATOR,
-    }
-}
-
-#[cold]
-fn decide() -> bool {
-    let want = match std::env::var(BACKEND_ENV).as_deref() {
-        Ok("sim") => SIMULATOR,
-        _ => CUDA,
-    };
-    let _ = MODE.compare_exchange(UNDECIDED, want, Ordering::AcqRel, Ordering::Acquire);
-    MODE.load(Ordering::Acquire) == SIMULATOR
-}
-
-/// Whether this process's backend is decided (by `XLOG_BACKEND`, [`select`] or
-/// its first driver call).
-pub(crate) fn is_decided() -> bool {
-    MODE.load(Ordering::Acquire) != UNDECIDED
-}
-
-/// Put this process on the simulator; refused once it uses the GPU.
-pub(crate) fn select() -> Result<()> {
-    match MODE.compare_exchange(UNDECIDED, SIMULATOR, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => Ok(()),
-        Err(SIMULATOR) => Ok(()),
-        Err(_) => Err(Error::Unsupported {
-            what: "the simulator".into(),
-            reason: "this process already uses the GPU; one process runs on either the GPU \
-                     or the simulator (choose with XLOG_BACKEND=sim before the first runtime)"
-                .into(),
-        }),
-    }
+    crate::driver::platform().is_simulator()
 }
 
 /// The hazards the detector found since the last call, oldest first (each is also
 /// logged at `error` level, target `xlog::sim`). Empty on the GPU.
 pub fn take_hazards() -> Vec<Hazard> {
-    if is_active() {
-        DETECTOR.take()
-    } else {
-        Vec::new()
-    }
+    DETECTOR.take()
 }
 
 /// How many hazards the detector has found since the process started.
 pub fn hazard_count() -> usize {
-    if is_active() {
-        DETECTOR.total()
-    } else {
-        0
-    }
+    DETECTOR.total()
 }
