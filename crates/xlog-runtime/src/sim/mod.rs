@@ -1,12 +1,15 @@
-//! The simulator backend: xlog kernels, streams and memory on the host, with a
+//! The simulator platform: xlog kernels, streams and memory on the host, with a
 //! deterministic cross-stream hazard detector.
 //!
-//! Selected for the whole process by `XLOG_BACKEND=sim` or by
-//! [`RuntimeBuilder::simulator`](crate::RuntimeBuilder::simulator) before the first
-//! runtime is made; one process uses either the GPU or the simulator, never both.
+//! The runtime reaches a device through one platform, the CUDA driver or this
+//! simulator (`platform.rs`), chosen once for the whole process: by
+//! `XLOG_BACKEND=sim` at the first driver call, or by
+//! [`RuntimeBuilder::simulator`](crate::RuntimeBuilder::simulator) (and
+//! [`Runtime::get_or_simulator`](crate::Runtime::get_or_simulator)'s fallback)
+//! before it; one process uses either the GPU or the simulator, never both.
 //! Everything above the driver layer (allocator stack, budget, statistics, views,
-//! recorders, typed launchers, fencing) runs unchanged; the driver calls go to the
-//! simulated driver instead of CUDA:
+//! recorders, typed launchers, fencing) runs unchanged; the platform's calls go to
+//! the simulated driver (`exec.rs`) instead of CUDA:
 //!
 //! - device memory is host memory, so kernels read and write it directly;
 //! - each stream is a worker thread, so a missing fence really lets work reorder;
@@ -16,11 +19,16 @@
 //! - the [hazard detector](Hazard) checks every kernel, copy, fill, allocation and
 //!   free against the earlier accesses to the same bytes, with happens-before
 //!   computed over stream order, event waits and host synchronisation. It reports
-//!   a missing fence whether or not the timing of the run exposes it.
+//!   a missing fence whether or not the timing of the run exposes it. A kernel's
+//!   and a collective's ranges are the ones their recorder listed, which it hands
+//!   to the platform with the work (the GPU's platform ignores them); copies,
+//!   fills, allocations and frees declare theirs from their own arguments.
 //!
 //! Kernels loaded as PTX at run time ([`Runtime::load_ptx`](crate::Runtime::load_ptx))
 //! have no host build and are refused with [`Error::Unsupported`];
-//! so are foreign (DLPack, Arrow) imports of GPU memory.
+//! so are foreign (DLPack, Arrow) imports of GPU memory. Graphs replay on the
+//! simulator's streams and events (it has no CUDA graphs), and communicators are
+//! simulated cliques (it has no NCCL).
 
 mod collective;
 mod exec;
@@ -81,7 +89,7 @@ impl SimKernel {
 pub type SimEntry = unsafe fn(params: &[*mut c_void]) -> SimKernel;
 
 /// Environment variable read by [`Runtime::get`](crate::Runtime::get) and, for
-/// the whole process, by the driver layer: `async` (default; `gpu` is the same) or
+/// the whole process, by the driver layer when it chooses the platform: `async` (default; `gpu` is the same) or
 /// `direct` (the memory backend), or `sim`: the process runs on the simulator, with
 /// the async backend's stream-ordered allocation. Any value set keeps
 /// [`Runtime::get_or_simulator`](crate::Runtime::get_or_simulator) from falling back
@@ -127,7 +135,8 @@ pub fn take_hazards() -> Vec<Hazard> {
     DETECTOR.take()
 }
 
-/// How many hazards the detector has found since the process started.
+/// How many hazards the detector has found since the process started (0 on the
+/// GPU).
 pub fn hazard_count() -> usize {
     DETECTOR.total()
 }
