@@ -295,3 +295,38 @@ impl Platform for Simulator {
         unsafe { exec::launch_kernel(f, grid, block, shared_bytes, s, params, touches) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::buffer::{BufferCore, DeviceBuffer, ReadBuffer};
+    use crate::resource::{AllocTag, Allocator, HostResource};
+    use crate::stream::Stream;
+    use crate::track::Access;
+
+    /// The detector checks what each use recorded, not the buffer: two views of
+    /// one buffer stay two ranges, each with its own access, and a range listed
+    /// twice is one access that writes if either use does.
+    #[test]
+    fn each_listed_range_is_kept_with_its_own_access() {
+        let s = Stream::host_placeholder(0);
+        let allocator = Arc::new(Allocator::new(7, Box::new(HostResource::new(0))));
+        let block = allocator.allocate(32, &s, AllocTag("test")).unwrap();
+        let ready = s.publish();
+        let buf = DeviceBuffer::<u32>::from_core(BufferCore::new(block, allocator, s, ready), 8);
+        let base = buf.device_ptr();
+        let (low, high) = (buf.slice(..4), buf.slice(4..));
+        let uses = [
+            BufferUse::new(low.arg(), Access::Read),
+            BufferUse::new(high.arg(), Access::Read),
+            BufferUse::new(low.arg(), Access::Write),
+        ];
+        let mut touches = Vec::new();
+        Simulator.record_accesses(&uses, &mut touches);
+        let got: Vec<(u64, usize, bool)> =
+            touches.iter().map(|t| (t.ptr, t.bytes, t.write)).collect();
+        assert_eq!(got, vec![(base, 16, true), (base + 16, 16, false)]);
+    }
+}
