@@ -63,7 +63,7 @@ use crate::track::{Access, UsePoint};
 /// simulator's memory is host memory no CUDA library may touch, so every interop
 /// path refuses it.
 fn refuse_on_simulator(what: &str) -> Result<()> {
-    if crate::sim::is_active() {
+    if !driver::platform().interop() {
         return Err(Error::Unsupported {
             what: format!("{what} on the simulator"),
             reason: "interop (DLPack, Arrow, foreign streams) shares device memory with \

@@ -1,5 +1,5 @@
-//! The driver's handle types and a device's limits: what both the CUDA driver
-//! layer (`driver.rs`) and the simulated one (`sim/`) hand out.
+//! The driver's handle types and a device's limits: what both platforms, the CUDA
+//! driver (`driver/cuda.rs`) and the simulator (`sim/`), hand out.
 
 use cudarc::driver::sys;
 

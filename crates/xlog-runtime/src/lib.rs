@@ -43,9 +43,10 @@
 //! - `foreign`: memory shared with other CUDA libraries (imports with a foreign
 //!   owner, ordering a consumer's stream, export events); the formats are in
 //!   `xlog-interop`.
-//! - `driver`: the only module that calls the CUDA driver.
-//! - [`sim`]: the simulator backend the driver layer hands its calls to when
-//!   `XLOG_BACKEND=sim`, and its hazard detector.
+//! - `driver`: the platform seam: one `Platform` chosen per process, the CUDA
+//!   driver (the only code that calls it) or the simulator, behind thin calls.
+//! - [`sim`]: the simulator platform, chosen with `XLOG_BACKEND=sim`, and its
+//!   hazard detector.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 

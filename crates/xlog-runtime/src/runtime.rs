@@ -216,7 +216,7 @@ impl RuntimeBuilder {
             None => caching_from_env()?,
         };
         if self.simulator {
-            crate::sim::select()?;
+            crate::driver::select_simulator()?;
         }
         let device = Device::open(self.ordinal)?;
         let limit = self.budget.unwrap_or_else(|| default_budget(device.info()));
@@ -359,10 +359,10 @@ impl Runtime {
     /// # Ok::<(), xlog_runtime::Error>(())
     /// ```
     pub fn get_or_simulator(ordinal: u32) -> Result<(Runtime, Option<Error>)> {
-        if std::env::var_os(BACKEND_ENV).is_none() && !crate::sim::is_decided() {
+        if std::env::var_os(BACKEND_ENV).is_none() && !crate::driver::is_decided() {
             if let Err(e) = crate::driver::probe_gpu(ordinal) {
                 if e.is_no_gpu() {
-                    crate::sim::select()?;
+                    crate::driver::select_simulator()?;
                     return Ok((Runtime::get(ordinal)?, Some(e)));
                 }
             }

@@ -311,7 +311,7 @@ impl<'g> GraphRecorder<'g> {
         uses: &[(ArgRef<'g>, Access)],
         work: impl FnOnce(RawStream) -> Result<()>,
     ) -> Result<NodeId> {
-        if crate::sim::is_active() {
+        if !driver::platform().interop() {
             return Err(Error::Unsupported {
                 what: "foreign work in a graph on the simulator".into(),
                 reason: "foreign libraries run only on a GPU".into(),

@@ -120,7 +120,7 @@ impl Module {
         let arch = format!("sm_{major}{minor}");
         // The simulator reads the entry points' names from the PTX.
         let cubin = image.cubins().iter().find(|(a, _)| *a == arch);
-        let bytes = match cubin.filter(|_| !crate::sim::is_active()) {
+        let bytes = match cubin.filter(|_| !driver::platform().runs_host_builds()) {
             Some((_, cubin)) => *cubin,
             None => image.ptx().as_bytes(),
         };
@@ -160,7 +160,7 @@ impl Module {
     fn function_with(&self, name: &str, sim: Option<SimEntry>) -> Result<Function> {
         let mut cache = self.functions.lock_unpoisoned();
         if let Some(f) = cache.get(name) {
-            if sim.is_none() || !crate::sim::is_active() {
+            if sim.is_none() || !driver::platform().runs_host_builds() {
                 return Ok(f.clone());
             }
         }

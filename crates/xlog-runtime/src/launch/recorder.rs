@@ -96,6 +96,12 @@ impl<'a> BufferUse<'a> {
             bytes: arg.bytes,
         }
     }
+
+    /// The recorded range and the access this use declares for it.
+    #[inline(always)]
+    pub(crate) fn range(&self) -> (u64, usize, Access) {
+        (self.ptr, self.bytes, self.access)
+    }
 }
 
 /// How many buffers a recording holds without allocating.
@@ -164,7 +170,9 @@ pub struct WorkRecorder<'a, S = Recording> {
     stream: &'a Stream,
     entries: Entries<'a>,
     waits: Vec<UsePoint<crate::stream::Stream>>,
-    /// On the simulator: the recorded ranges, for its hazard detector.
+    /// The recorded ranges the platform asked for at preflight
+    /// ([`Platform::record_accesses`](crate::driver::Platform::record_accesses)):
+    /// the simulator's hazard detector checks them when the work is queued.
     touches: Vec<Touch>,
     /// The first refusal while recording (boxed: the recorder moves at every step).
     error: Option<Box<Error>>,
@@ -311,16 +319,16 @@ impl<'a> WorkRecorder<'a, Recording> {
 /// The checks every tracked launch makes before it reads any buffer's state: each
 /// buffer belongs to `stream`'s runtime and to a resource that tracks streams.
 /// Collapses `uses` to one per buffer with the merged access, at the front (returns
-/// how many), and, on the simulator, adds each recorded range to `touches` for its
-/// hazard detector.
+/// how many), after handing them, as listed, to the platform
+/// ([`Platform::record_accesses`](crate::driver::Platform::record_accesses)), which
+/// fills `touches` for the work's enqueue (the simulator's hazard detector; the GPU
+/// leaves it empty).
 fn check_uses(
     stream: &Stream,
     uses: &mut [BufferUse<'_>],
     touches: &mut Vec<Touch>,
 ) -> Result<usize> {
-    if crate::sim::is_active() {
-        record_touches(uses, touches);
-    }
+    driver::platform().record_accesses(uses, touches);
     let distinct = dedup_by_key(uses, |e| e.core as *const BufferCore, |e| &mut e.access);
     let rt = stream.runtime_id();
     for u in &uses[..distinct] {
@@ -331,27 +339,6 @@ fn check_uses(
         core.allocator.require_stream_tracking()?;
     }
     Ok(distinct)
-}
-
-/// On the simulator: one touch per recorded range of `uses` (a buffer passed twice
-/// is one access), for its hazard detector. Cold: the GPU never needs it.
-#[cold]
-#[inline(never)]
-fn record_touches(uses: &[BufferUse<'_>], touches: &mut Vec<Touch>) {
-    for e in uses {
-        let write = e.access.writes();
-        match touches
-            .iter_mut()
-            .find(|t| (t.ptr, t.bytes) == (e.ptr, e.bytes))
-        {
-            Some(t) => t.write |= write,
-            None => touches.push(Touch {
-                ptr: e.ptr,
-                bytes: e.bytes,
-                write,
-            }),
-        }
-    }
 }
 
 #[cold]
@@ -675,7 +662,8 @@ impl<'a> WorkRecorder<'a, Preflighted> {
         self.commit()
     }
 
-    /// The recorded ranges, for the simulator's hazard detector (empty on the GPU).
+    /// The recorded ranges the platform asked for, for the simulator's hazard
+    /// detector (empty on the GPU).
     pub(crate) fn touches(&self) -> &[Touch] {
         &self.touches
     }

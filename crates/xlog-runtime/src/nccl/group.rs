@@ -439,7 +439,7 @@ impl<'a> Group<'a> {
             .iter()
             .try_for_each(|(_, pre)| pre.queue_waits())
             .and_then(|()| {
-                if crate::sim::is_active() {
+                if !crate::driver::platform().nccl() {
                     queue_simulated(&planned)
                 } else {
                     queue_nccl(&planned)

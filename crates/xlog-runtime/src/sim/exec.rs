@@ -1,5 +1,5 @@
-//! The simulated driver: what `driver` calls instead of CUDA when the simulator is
-//! selected.
+//! The simulated driver: what the simulator platform (`platform.rs`) calls where
+//! the GPU's calls CUDA.
 //!
 //! - **Streams** are worker threads draining a queue, so work on two streams
 //!   really runs concurrently and a missing fence really lets it reorder.

@@ -1,12 +1,15 @@
-//! The simulator backend: xlog kernels, streams and memory on the host, with a
+//! The simulator platform: xlog kernels, streams and memory on the host, with a
 //! deterministic cross-stream hazard detector.
 //!
-//! Selected for the whole process by `XLOG_BACKEND=sim` or by
-//! [`RuntimeBuilder::simulator`](crate::RuntimeBuilder::simulator) before the first
-//! runtime is made; one process uses either the GPU or the simulator, never both.
+//! The runtime reaches a device through one platform, the CUDA driver or this
+//! simulator (`platform.rs`), chosen once for the whole process: by
+//! `XLOG_BACKEND=sim` at the first driver call, or by
+//! [`RuntimeBuilder::simulator`](crate::RuntimeBuilder::simulator) (and
+//! [`Runtime::get_or_simulator`](crate::Runtime::get_or_simulator)'s fallback)
+//! before it; one process uses either the GPU or the simulator, never both.
 //! Everything above the driver layer (allocator stack, budget, statistics, views,
-//! recorders, typed launchers, fencing) runs unchanged; the driver calls go to the
-//! simulated driver instead of CUDA:
+//! recorders, typed launchers, fencing) runs unchanged; the platform's calls go to
+//! the simulated driver (`exec.rs`) instead of CUDA:
 //!
 //! - device memory is host memory, so kernels read and write it directly;
 //! - each stream is a worker thread, so a missing fence really lets work reorder;
@@ -16,23 +19,29 @@
 //! - the [hazard detector](Hazard) checks every kernel, copy, fill, allocation and
 //!   free against the earlier accesses to the same bytes, with happens-before
 //!   computed over stream order, event waits and host synchronisation. It reports
-//!   a missing fence whether or not the timing of the run exposes it.
+//!   a missing fence whether or not the timing of the run exposes it. A kernel's
+//!   and a collective's ranges are the ones their recorder listed, which it hands
+//!   to the platform with the work (the GPU's platform ignores them); copies,
+//!   fills, allocations and frees declare theirs from their own arguments.
 //!
 //! Kernels loaded as PTX at run time ([`Runtime::load_ptx`](crate::Runtime::load_ptx))
 //! have no host build and are refused with [`Error::Unsupported`];
-//! so are foreign (DLPack, Arrow) imports of GPU memory.
+//! so are foreign (DLPack, Arrow) imports of GPU memory. Graphs replay on the
+//! simulator's streams and events (it has no CUDA graphs), and communicators are
+//! simulated cliques (it has no NCCL).
 
 mod collective;
 mod exec;
 mod hazard;
+mod platform;
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 pub(crate) use collective::{clique, Collective, Kind, Reducer, SimOp, SimRank};
 pub(crate) use exec::*;
 pub(crate) use hazard::Touch;
 pub use hazard::{Hazard, HazardSide};
+pub(crate) use platform::Simulator;
 
 use crate::error::{Error, Result};
 
@@ -80,7 +89,7 @@ impl SimKernel {
 pub type SimEntry = unsafe fn(params: &[*mut c_void]) -> SimKernel;
 
 /// Environment variable read by [`Runtime::get`](crate::Runtime::get) and, for
-/// the whole process, by the driver layer: `async` (default; `gpu` is the same) or
+/// the whole process, by the driver layer when it chooses the platform: `async` (default; `gpu` is the same) or
 /// `direct` (the memory backend), or `sim`: the process runs on the simulator, with
 /// the async backend's stream-ordered allocation. Any value set keeps
 /// [`Runtime::get_or_simulator`](crate::Runtime::get_or_simulator) from falling back
@@ -113,67 +122,21 @@ pub(crate) fn device_count() -> Result<u32> {
     })
 }
 
-const UNDECIDED: u8 = 0;
-const CUDA: u8 = 1;
-const SIMULATOR: u8 = 2;
-
-static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
-
-/// Whether this process runs on the simulator (deciding from `XLOG_BACKEND` if
-/// nothing decided yet).
+/// Whether this process runs on the simulator (choosing its platform from
+/// `XLOG_BACKEND` if nothing chose it yet).
 #[inline]
 pub fn is_active() -> bool {
-    match MODE.load(Ordering::Acquire) {
-        UNDECIDED => decide(),
-        m => m == SIMULATOR,
-    }
-}
-
-#[cold]
-fn decide() -> bool {
-    let want = match std::env::var(BACKEND_ENV).as_deref() {
-        Ok("sim") => SIMULATOR,
-        _ => CUDA,
-    };
-    let _ = MODE.compare_exchange(UNDECIDED, want, Ordering::AcqRel, Ordering::Acquire);
-    MODE.load(Ordering::Acquire) == SIMULATOR
-}
-
-/// Whether this process's backend is decided (by `XLOG_BACKEND`, [`select`] or
-/// its first driver call).
-pub(crate) fn is_decided() -> bool {
-    MODE.load(Ordering::Acquire) != UNDECIDED
-}
-
-/// Put this process on the simulator; refused once it uses the GPU.
-pub(crate) fn select() -> Result<()> {
-    match MODE.compare_exchange(UNDECIDED, SIMULATOR, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => Ok(()),
-        Err(SIMULATOR) => Ok(()),
-        Err(_) => Err(Error::Unsupported {
-            what: "the simulator".into(),
-            reason: "this process already uses the GPU; one process runs on either the GPU \
-                     or the simulator (choose with XLOG_BACKEND=sim before the first runtime)"
-                .into(),
-        }),
-    }
+    crate::driver::platform().is_simulator()
 }
 
 /// The hazards the detector found since the last call, oldest first (each is also
 /// logged at `error` level, target `xlog::sim`). Empty on the GPU.
 pub fn take_hazards() -> Vec<Hazard> {
-    if is_active() {
-        DETECTOR.take()
-    } else {
-        Vec::new()
-    }
+    DETECTOR.take()
 }
 
-/// How many hazards the detector has found since the process started.
+/// How many hazards the detector has found since the process started (0 on the
+/// GPU).
 pub fn hazard_count() -> usize {
-    if is_active() {
-        DETECTOR.total()
-    } else {
-        0
-    }
+    DETECTOR.total()
 }
