@@ -1726,8 +1726,13 @@ mod tests {
 
     /// Allocation traces of the Datalog example (`+bytes` allocates the next id,
     /// `-id` frees it), recorded on one stream without the pool: transitive
-    /// closure and same generation over the first lines of two of its graphs.
-    const DATALOG_TRACES: [(&str, &str); 4] = [
+    /// closure and same generation over the first lines of two of its graphs (one
+    /// trace cut short: its blocks still live at the end are never freed).
+    const DATALOG_TRACES: [(&str, &str); 5] = [
+        (
+            "sg, CA-HepTh 5k, first 256 steps",
+            include_str!("testdata/datalog-hep5k-sg.trace"),
+        ),
         (
             "tc, CA-HepTh 3k",
             include_str!("testdata/datalog-hep3k-tc.trace"),
