@@ -92,7 +92,7 @@ pub(crate) fn module_source(owner: &str, ptx: &str, cubins: &str, kernels: &str)
 /// its kernels' cubins, each a byte-string literal. The generated file holds data
 /// only, no macro call: an `include_bytes!` there would resolve in the kernel
 /// crate's scope, where a `macro_rules!` of that name could stand in for it.
-pub(crate) fn cubins_source(cubins: &[(String, Vec<Vec<u8>>)]) -> String {
+pub(crate) fn cubins_source(cubins: &[ArchCubins]) -> String {
     let mut s = String::from("&[");
     for (arch, kernels) in cubins {
         s.push_str(&format!("({arch:?}, &["));
@@ -139,8 +139,11 @@ fn raw_string(text: &str) -> String {
     format!("r{hashes}\"{text}\"{hashes}")
 }
 
+/// An arch and its kernels' cubins, in the order of the kernel table.
+pub(crate) type ArchCubins = (String, Vec<Vec<u8>>);
+
 /// Reads back the cubins `pieces::build_cubins` wrote, to embed them as literals.
-fn cubin_bytes(cubins: &[(String, Vec<PathBuf>)]) -> Result<Vec<(String, Vec<Vec<u8>>)>, Error> {
+fn cubin_bytes(cubins: &[(String, Vec<PathBuf>)]) -> Result<Vec<ArchCubins>, Error> {
     cubins
         .iter()
         .map(|(arch, paths)| {

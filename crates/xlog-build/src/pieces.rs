@@ -16,6 +16,7 @@
 //! not change since the last build keeps its cubin (`OUT_DIR/xlog-ptxas/<arch>/`),
 //! so adding a kernel to a crate compiles that kernel alone.
 
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,6 +38,8 @@ enum Item<'a> {
 /// A module's PTX, cut at its `.entry` blocks.
 pub struct Split<'a> {
     items: Vec<Item<'a>>,
+    /// The kernels' names.
+    kernels: HashSet<String>,
 }
 
 impl<'a> Split<'a> {
@@ -73,7 +76,14 @@ impl<'a> Split<'a> {
             });
             rest = &rest[end..];
         }
-        Ok(Split { items })
+        let kernels = items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Entry { name, .. } => Some(name.clone()),
+                Item::Line(_) => None,
+            })
+            .collect();
+        Ok(Split { items, kernels })
     }
 
     /// The kernels, in the order of the PTX.
@@ -87,7 +97,7 @@ impl<'a> Split<'a> {
     /// The PTX of kernel `kernel` alone (see the module docs), or `None` when the
     /// module has no such kernel.
     pub fn kernel_ptx(&self, kernel: &str) -> Option<String> {
-        if !self.kernels().any(|k| k == kernel) {
+        if !self.kernels.contains(kernel) {
             return None;
         }
         let mut out = String::new();
@@ -96,7 +106,7 @@ impl<'a> Split<'a> {
                 Item::Entry { name, text } if name == kernel => out.push_str(text),
                 Item::Entry { .. } => {}
                 Item::Line(line) => match descriptor_of(line) {
-                    Some(of) if of != kernel && self.kernels().any(|k| k == of) => {}
+                    Some(of) if of != kernel && self.kernels.contains(of) => {}
                     _ => out.push_str(line),
                 },
             }
@@ -213,6 +223,10 @@ fn compile_piece(
     }
     let scratch = dir.join("scratch");
     let (bytes, _) = ptxas::compile(ptxas, ptx, arch, kernel, &scratch)?;
+    // ptxas's input and output there are copies of what is kept below.
+    for ext in ["ptx", "cubin"] {
+        let _ = fs::remove_file(scratch.join(format!("{kernel}-{arch}.{ext}")));
+    }
     fs::write(&cubin, bytes).map_err(|e| io_error(&cubin, "write a kernel's cubin", e))?;
     fs::write(&source, ptx).map_err(|e| io_error(&source, "write a kernel's PTX", e))?;
     Ok(())

@@ -231,7 +231,8 @@ impl Module {
             return Ok(l.clone());
         }
         let cubin = cubins[i];
-        let raw = load_raw(&self.device, &self.name, cubin)?;
+        let label = format!("{}, kernel `{kernel}`", self.name);
+        let raw = load_raw(&self.device, &label, cubin)?;
         let mut piece = LoadedModule {
             raw,
             device: self.device.clone(),
