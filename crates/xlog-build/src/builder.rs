@@ -13,8 +13,8 @@
 //! 4. compile the crate for the device (`compile::compile_crate`);
 //! 5. link it to PTX and check the ABI descriptors (`link_module`);
 //! 6. write the PTX and its inspection copy (`output::write_ptx`), warn about each
-//!    recursive kernel (`recursion_warnings`), build the cubins
-//!    (`output::build_cubins`), and write the module file
+//!    recursive kernel (`recursion_warnings`), build a cubin per kernel
+//!    and arch (`pieces::build_cubins`), and write the module file
 //!    (`output::write_module_file`).
 
 use std::env;
@@ -114,8 +114,9 @@ pub struct Output {
     /// The kernel entry points found in the PTX, in order, each with its ABI
     /// descriptor (checked against the entry's parameters).
     pub kernels: Vec<KernelAbi>,
-    /// `(arch, path)` of each cubin compiled.
-    pub cubins: Vec<(String, PathBuf)>,
+    /// Per arch compiled, the paths of its cubins: one per kernel, in the order of
+    /// [`kernels`](Self::kernels).
+    pub cubins: Vec<(String, Vec<PathBuf>)>,
 }
 
 impl Builder {
@@ -162,7 +163,8 @@ impl Builder {
         self
     }
 
-    /// Also compile a cubin for `arch` with ptxas, when ptxas is found. Env:
+    /// Also compile cubins for `arch` with ptxas (one per kernel, see [`crate::pieces`]),
+    /// when ptxas is found. Env:
     /// `XLOG_CUBIN_ARCHS` (comma-separated).
     pub fn cubin_arch(mut self, arch: impl Into<String>) -> Self {
         self.cubin_archs.push(arch.into());
@@ -275,7 +277,14 @@ impl Builder {
         for warning in recursion_warnings(&krate.lib_name, &ptx) {
             println!("cargo:warning={warning}");
         }
-        let cubins = output::build_cubins(&settings.cubin_archs, &ptx, &krate.lib_name, &out_dir)?;
+        let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+        let cubins = crate::pieces::build_cubins(
+            &settings.cubin_archs,
+            &ptx,
+            &names,
+            &krate.lib_name,
+            &out_dir,
+        )?;
         output::write_module_file(&out_dir, &krate.owner, &ptx, &cubins, &kernels)?;
         report_time(&krate.lib_name, started);
         Ok(Some(Output {

@@ -27,7 +27,8 @@
 //!    ABI descriptors;
 //! 4. read each kernel's ABI descriptor from the PTX and check it against the
 //!    entry's parameters ([`kernel_abis`]), failing the build on a mismatch;
-//! 5. write `$OUT_DIR/xlog-module.ptx` (plus optional cubins from `ptxas`) and
+//! 5. write `$OUT_DIR/xlog-module.ptx` (plus optional cubins from `ptxas`, one per
+//!    kernel: [`pieces`]) and
 //!    `$OUT_DIR/xlog-module.rs`, the one file `xlog_device::kernel_module!` includes:
 //!    the module's owner, its PTX, the cubins, and the kernels with their
 //!    descriptors, as literals.
@@ -64,6 +65,7 @@ mod features;
 mod link;
 mod module_call;
 mod output;
+pub mod pieces;
 pub mod ptxas;
 mod settings;
 pub mod toolchain;

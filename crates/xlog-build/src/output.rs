@@ -1,6 +1,6 @@
-//! The files a device build writes: into `OUT_DIR` the PTX, the cubins and the
-//! module file `xlog_device::kernel_module!` includes; into the device target
-//! directory a copy of the PTX to inspect.
+//! The files a device build writes: into `OUT_DIR` the PTX and the module file
+//! `xlog_device::kernel_module!` includes (the cubins are the `pieces` module's);
+//! into the device target directory a copy of the PTX to inspect.
 //!
 //! The module file holds literals only (strings, byte strings, integers), never a
 //! macro call, so nothing in it resolves in the kernel crate's scope. Every write
@@ -12,11 +12,10 @@ use std::path::{Path, PathBuf};
 use crate::abi::KernelAbi;
 use crate::builder::Output;
 use crate::error::{io_error, Error};
-use crate::ptxas;
 use crate::settings::DEFAULT_ARCH;
 
-/// The file stem of everything written to `OUT_DIR`: `xlog-module.ptx`,
-/// `xlog-module.<arch>.cubin` and `xlog-module.rs`. `xlog_device::kernel_module!`
+/// The file stem of the files written to `OUT_DIR`: `xlog-module.ptx` and
+/// `xlog-module.rs`. `xlog_device::kernel_module!`
 /// includes the fixed name `xlog-module.rs`, so it needs no arguments.
 pub const MODULE_STEM: &str = "xlog-module";
 
@@ -38,45 +37,14 @@ pub(crate) fn write_ptx(
     Ok(ptx_path)
 }
 
-/// Compiles `ptx` to a cubin for each of `archs` with ptxas, written as
-/// `$OUT_DIR/xlog-module.<arch>.cubin`, and returns `(arch, path)` of each. Without
-/// ptxas, warns and returns none: the module then ships PTX only.
-pub(crate) fn build_cubins(
-    archs: &[String],
-    ptx: &str,
-    lib_name: &str,
-    out_dir: &Path,
-) -> Result<Vec<(String, PathBuf)>, Error> {
-    if archs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Some(ptxas) = ptxas::find() else {
-        println!(
-            "cargo:warning=xlog-build: ptxas not found, shipping PTX only for `{lib_name}` \
-             (cubins for {} skipped); {}",
-            archs.join(", "),
-            ptxas::INSTALL_HINT
-        );
-        return Ok(Vec::new());
-    };
-    let scratch = out_dir.join("xlog-ptxas");
-    let mut cubins = Vec::new();
-    for arch in archs {
-        let (bytes, _) = ptxas::compile(&ptxas, ptx, arch, lib_name, &scratch)?;
-        let path = out_dir.join(format!("{MODULE_STEM}.{arch}.cubin"));
-        write_if_changed(&path, &bytes)?;
-        cubins.push((arch.clone(), path));
-    }
-    Ok(cubins)
-}
-
 /// Writes `$OUT_DIR/xlog-module.rs` (see [`module_source`]) for the module owned by
-/// `owner`, embedding the cubins [`build_cubins`] wrote.
+/// `owner`, embedding the cubins `pieces::build_cubins` wrote (per arch, one per
+/// kernel in the order of `kernels`).
 pub(crate) fn write_module_file(
     out_dir: &Path,
     owner: &str,
     ptx: &str,
-    cubins: &[(String, PathBuf)],
+    cubins: &[(String, Vec<PathBuf>)],
     kernels: &[KernelAbi],
 ) -> Result<(), Error> {
     write_if_changed(
@@ -120,14 +88,18 @@ pub(crate) fn module_source(owner: &str, ptx: &str, cubins: &str, kernels: &str)
     format!("({owner:?}, {}, {cubins}, {kernels})", raw_string(ptx))
 }
 
-/// The Rust expression for the cubin table: each cubin as a byte-string literal.
-/// The generated file holds data only, no macro call: an `include_bytes!` there
-/// would resolve in the kernel crate's scope, where a `macro_rules!` of that name
-/// could stand in for it.
-pub(crate) fn cubins_source(cubins: &[(String, Vec<u8>)]) -> String {
+/// The Rust expression for the cubin table (`&[CubinSet]`): per arch its name and
+/// its kernels' cubins, each a byte-string literal. The generated file holds data
+/// only, no macro call: an `include_bytes!` there would resolve in the kernel
+/// crate's scope, where a `macro_rules!` of that name could stand in for it.
+pub(crate) fn cubins_source(cubins: &[ArchCubins]) -> String {
     let mut s = String::from("&[");
-    for (arch, bytes) in cubins {
-        s.push_str(&format!("({arch:?}, {}.as_slice()), ", byte_string(bytes)));
+    for (arch, kernels) in cubins {
+        s.push_str(&format!("({arch:?}, &["));
+        for bytes in kernels {
+            s.push_str(&format!("{}.as_slice(), ", byte_string(bytes)));
+        }
+        s.push_str("]), ");
     }
     s.push(']');
     s
@@ -167,14 +139,19 @@ fn raw_string(text: &str) -> String {
     format!("r{hashes}\"{text}\"{hashes}")
 }
 
-/// Reads back the cubins [`build_cubins`] wrote, to embed them as literals.
-fn cubin_bytes(cubins: &[(String, PathBuf)]) -> Result<Vec<(String, Vec<u8>)>, Error> {
+/// An arch and its kernels' cubins, in the order of the kernel table.
+pub(crate) type ArchCubins = (String, Vec<Vec<u8>>);
+
+/// Reads back the cubins `pieces::build_cubins` wrote, to embed them as literals.
+fn cubin_bytes(cubins: &[(String, Vec<PathBuf>)]) -> Result<Vec<ArchCubins>, Error> {
     cubins
         .iter()
-        .map(|(arch, path)| {
-            fs::read(path)
-                .map(|b| (arch.clone(), b))
-                .map_err(|e| io_error(path, "read a cubin back", e))
+        .map(|(arch, paths)| {
+            let bytes = paths
+                .iter()
+                .map(|path| fs::read(path).map_err(|e| io_error(path, "read a cubin back", e)))
+                .collect::<Result<_, _>>()?;
+            Ok((arch.clone(), bytes))
         })
         .collect()
 }
@@ -211,8 +188,8 @@ mod tests {
         );
         assert_eq!(kernels_source(&[]), "&[]");
         assert_eq!(
-            cubins_source(&[("sm_90".into(), vec![0x7f, b'E', 0])]),
-            "&[(\"sm_90\", b\"\\x7f\\x45\\x00\".as_slice()), ]"
+            cubins_source(&[("sm_90".into(), vec![vec![0x7f, b'E', 0], vec![1]])]),
+            "&[(\"sm_90\", &[b\"\\x7f\\x45\\x00\".as_slice(), b\"\\x01\".as_slice(), ]), ]"
         );
         assert_eq!(raw_string("a\"#b"), "r##\"a\"#b\"##");
         assert_eq!(

@@ -1,15 +1,21 @@
 //! The first use of the library in a fresh process (bench id `first_use`): what a
-//! new user's application pays once, when its first library call loads the
-//! library's module. Each sample is a process of its own (this executable started
+//! new user's application pays once, when its first library call loads the code of
+//! the kernels it runs. Each sample is a process of its own (this executable started
 //! again with `XLOG_FIRST_USE_CHILD` set) that opens device 0, uploads 4,096 keys,
 //! and then times, by the wall clock, its first library call (`sort::sorted` of
 //! `u32` keys, downloaded) and then its first call of another algorithm
 //! (`reduce::sum`, downloaded). Opening the device is timed apart and is not part
 //! of either figure. The figures are the medians of 5 processes.
 //!
-//! The module ships as a cubin for the GPU it runs on when the build named that
-//! architecture (`XLOG_CUBIN_ARCHS`); without one the driver compiles the library's
-//! PTX on first use (or takes it from its cache), which this bench then measures.
+//! The library ships a cubin per kernel for the GPU it runs on when the build named
+//! that architecture (`XLOG_CUBIN_ARCHS`), and the runtime loads a kernel's cubin at
+//! its first launch: the first sort loads the sort's three kernels for `u32` keys
+//! (histogram, offsets, one pass), not the library. Without cubins for the GPU the
+//! driver compiles the library's PTX on first use (or takes it from its cache),
+//! which this bench then measures. The first call's figure covers, after the device
+//! is open and the keys uploaded: loading those three kernels, the module's panic
+//! record (the process's first mapped host allocation), the sort's temporaries,
+//! its launches and the download.
 //! There is no peer: the target (at most 5 ms) is absolute, so the report shows the
 //! rows without a ratio.
 

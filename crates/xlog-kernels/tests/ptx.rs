@@ -1,7 +1,8 @@
 //! CI check (no GPU): the embedded module defines every elementwise kernel for
 //! every element type and every cooperative, single-pass and library kernel,
 //! `ptxas` validates it for sm_80 and sm_90 without spills, and every shared-memory
-//! access in it is a 32-bit word, and the reductions keep four loads in flight.
+//! access in it is a 32-bit word, the reductions keep four loads in flight, and
+//! every kernel comes out of the module alone (its own cubin).
 
 use xlog_kernels::{sort, MODULE};
 
@@ -679,4 +680,33 @@ fn the_reductions_keep_four_loads_in_flight() {
         MODULE.ptx(),
         "scan_inclusive_sum_u32"
     ));
+}
+
+/// Each kernel ships as a cubin of its own, compiled from the module's PTX without
+/// the other kernels, so that a first call loads only the kernels it runs: every
+/// kernel of the table comes out of the PTX alone, and where the build shipped
+/// cubins (`XLOG_CUBIN_ARCHS`), each arch has one per kernel, defining that kernel.
+#[test]
+fn every_kernel_comes_out_of_the_module_alone() {
+    let split = xlog_build::pieces::Split::new(MODULE.ptx()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(split.kernels().count(), MODULE.kernels().len());
+    for (kernel, _) in MODULE.kernels() {
+        let ptx = split
+            .kernel_ptx(kernel)
+            .unwrap_or_else(|| panic!("`{kernel}` has no .entry"));
+        assert_eq!(xlog_build::ptx_entries(&ptx), [kernel.to_string()]);
+    }
+    for (arch, cubins) in MODULE.cubins() {
+        assert_eq!(cubins.len(), MODULE.kernels().len(), "{arch}");
+        for ((kernel, _), cubin) in MODULE.kernels().iter().zip(cubins.iter()) {
+            let section = format!(".text.{kernel}\0");
+            assert!(
+                cubin.starts_with(b"\x7fELF")
+                    && cubin
+                        .windows(section.len())
+                        .any(|w| w == section.as_bytes()),
+                "the {arch} cubin of `{kernel}` does not define it"
+            );
+        }
+    }
 }

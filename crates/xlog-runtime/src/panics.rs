@@ -24,9 +24,13 @@ use crate::driver::{self, RawModule};
 use crate::error::Result;
 use crate::sync::Unpoisoned;
 
-/// One module's panic record: mapped host memory its kernels write into.
+/// One module's panic record: mapped host memory its kernels write into. A module
+/// loaded one kernel at a time points the sink of each kernel's driver module at
+/// the same record.
 pub(crate) struct RecordSlot {
     host: *mut u8,
+    /// The device address of the same bytes.
+    dev: u64,
     device: Device,
 }
 
@@ -40,22 +44,35 @@ impl RecordSlot {
     /// Point the sink of `module` (loaded on `device`, bound) at a fresh record,
     /// when the module has one.
     pub(crate) fn install(device: &Device, module: RawModule) -> Result<Option<Arc<RecordSlot>>> {
-        // SAFETY: the module is loaded on the bound context.
-        let Some((sink, size)) = (unsafe { driver::module_global(module, PANIC_SINK_SYMBOL) })?
-        else {
+        let Some(sink) = sink_of(module)? else {
             return Ok(None);
         };
-        if size != 8 {
-            return Ok(None);
-        }
+        let slot = RecordSlot::new(device)?;
+        // SAFETY: the sink of `module`, which `install`'s one caller (`Module::load`)
+        // has just loaded: none of its kernels has run.
+        unsafe { slot.attach(sink) }?;
+        Ok(Some(slot))
+    }
+
+    /// A fresh, empty record on `device` (bound).
+    pub(crate) fn new(device: &Device) -> Result<Arc<RecordSlot>> {
         let (host, dev) = driver::host_alloc_mapped(std::mem::size_of::<PanicRecord>())?;
-        let slot = RecordSlot {
+        Ok(Arc::new(RecordSlot {
             host,
+            dev,
             device: device.clone(),
-        };
-        // SAFETY: `sink` is the module's 8-byte global, unused until a kernel runs.
-        unsafe { driver::memcpy_htod_sync(sink, &dev.to_ne_bytes()) }?;
-        Ok(Some(Arc::new(slot)))
+        }))
+    }
+
+    /// Point the panic sink at address `sink` at this record.
+    ///
+    /// # Safety
+    /// 1. `sink` is what [`sink_of`] gave for a module loaded on the bound context,
+    ///    none of whose kernels has run yet.
+    pub(crate) unsafe fn attach(&self, sink: u64) -> Result<()> {
+        // SAFETY: by obligation 1, `sink` is the module's 8-byte global, which no
+        // kernel reads or writes yet.
+        unsafe { driver::memcpy_htod_sync(sink, &self.dev.to_ne_bytes()) }
     }
 
     /// The recorded panic, if a kernel wrote one: `kernel panicked at
@@ -89,6 +106,14 @@ impl Drop for RecordSlot {
             tracing::error!(target: "xlog::module", "freeing a panic record failed: {e}");
         }
     }
+}
+
+/// The address of the panic sink of `module` (loaded on the bound context), when it
+/// has one.
+pub(crate) fn sink_of(module: RawModule) -> Result<Option<u64>> {
+    // SAFETY: the module is loaded on the bound context.
+    let global = unsafe { driver::module_global(module, PANIC_SINK_SYMBOL) }?;
+    Ok(global.filter(|&(_, size)| size == 8).map(|(sink, _)| sink))
 }
 
 /// The panic records of every module one runtime loaded.

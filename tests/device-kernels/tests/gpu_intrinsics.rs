@@ -130,6 +130,45 @@ fn ulps64(a: f64, b: f64) -> u64 {
 mod indices {
     use super::*;
 
+    /// Where the module has cubins for the device, each kernel loads alone, with its
+    /// own copy of the module's globals: `Module::global` is refused and
+    /// `kernel_global` gives each kernel's copy. Loaded whole (PTX, the
+    /// simulator), both name the one copy.
+    #[test]
+    fn module_globals_are_per_kernel_where_kernels_load_alone() -> TestResult {
+        let g = gpu()?;
+        let sink = xlog_device::panic::PANIC_SINK_SYMBOL;
+        let a = g
+            .module
+            .kernel_global("saxpy", sink)?
+            .ok_or("saxpy's sink")?;
+        let b = g
+            .module
+            .kernel_global("deliberate_panic", sink)?
+            .ok_or("a sink")?;
+        assert_eq!((a.1, b.1), (8, 8));
+        match g.module.global(sink) {
+            Ok(whole) => {
+                assert_eq!(whole, Some(a));
+                assert_eq!(a, b);
+            }
+            Err(e) => {
+                assert!(
+                    matches!(e, xlog_runtime::Error::InvalidArgument { .. }),
+                    "{e}"
+                );
+                assert!(e.to_string().contains("kernel_global"), "{e}");
+                assert_ne!(a.0, b.0, "each kernel has its own copy");
+                let missing = g.module.kernel_global("no_such_kernel", sink).unwrap_err();
+                assert!(
+                    matches!(missing, xlog_runtime::Error::KernelNotFound { .. }),
+                    "{missing}"
+                );
+            }
+        }
+        Ok(())
+    }
+
     #[test]
     fn saxpy_matches_cpu() -> TestResult {
         let g = gpu()?;
@@ -886,6 +925,23 @@ mod panics {
         Ok(())
     }
 
+    /// With cubins for the device, a module is loaded one kernel at a time, and
+    /// its kernels' driver modules share one panic record, made with the first of
+    /// them: here another kernel's. The panicking kernel's module, loaded second,
+    /// must point its sink at that record for the panic to be named.
+    #[test]
+    fn a_panic_in_a_kernel_loaded_after_another_reports_the_message() -> TestResult {
+        let text = run_child("deliberate_panic_after_another_kernel")?;
+        assert_reports(
+            &text,
+            &[
+                "LAUNCH FAILED: kernel `deliberate_panic` panicked on the device",
+                "deliberate device panic",
+            ],
+        );
+        Ok(())
+    }
+
     /// A recursion 1,000 levels deep (about 150 KB of stack) in a kernel launched on
     /// the default GPU stack (1 KiB per thread) runs off it: the error names the
     /// recursion and the stack, not only the driver's illegal address. The
@@ -959,11 +1015,15 @@ mod panics {
         let g = gpu()?;
         let everywhere = kernel == "deliberate_panic_everywhere";
         let download = kernel == "deliberate_panic_then_download";
-        let kernel = if everywhere || download {
+        let after_another = kernel == "deliberate_panic_after_another_kernel";
+        let kernel = if everywhere || download || after_another {
             "deliberate_panic"
         } else {
             &kernel
         };
+        if after_another {
+            g.function("out_of_bounds_write")?;
+        }
         let mut unused = g.rt.alloc_zeroed::<u32>(1)?;
         if let Some(raised) = kernel.strip_prefix("recursion_") {
             let depth = if raised == "in_a_raised_stack" {

@@ -1,4 +1,12 @@
 //! Modules and functions: loaded once per runtime and cached.
+//!
+//! An embedded image with cubins for the device's arch has one cubin per kernel
+//! (`xlog-build` compiles each kernel alone): its [`Module`] loads nothing up
+//! front, and each kernel's driver module at the kernel's first lookup, so the
+//! first call of a library costs the code it runs, not the whole library (a driver
+//! loads a cubin in time about proportional to its size). The kernels' driver
+//! modules share one panic record. PTX (no cubin for the arch, hand-written PTX,
+//! the simulator) is loaded whole.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -13,7 +21,7 @@ use crate::device::Device;
 use crate::driver::{self, RawFunction, RawModule};
 use crate::error::{Error, Result};
 use crate::launch::LaunchLimits;
-use crate::panics::{PanicBoard, RecordSlot};
+use crate::panics::{self, PanicBoard, RecordSlot};
 use crate::sim::SimEntry;
 use crate::sync::Unpoisoned;
 
@@ -50,9 +58,28 @@ impl Drop for LoadedModule {
 
 /// A module loaded on one device.
 pub struct Module {
-    loaded: Arc<LoadedModule>,
+    device: Device,
     name: String,
+    code: Code,
     functions: Mutex<HashMap<String, Function>>,
+}
+
+/// How a module's code is loaded.
+enum Code {
+    /// One driver module holds every kernel.
+    Whole(Arc<LoadedModule>),
+    /// One driver module per kernel of an image's table, each loaded at its
+    /// kernel's first lookup (under the lock of `Module::functions`).
+    PerKernel {
+        image: &'static ModuleImage,
+        /// The device's arch's cubins, one per kernel of the table.
+        cubins: &'static [&'static [u8]],
+        loaded: Box<[OnceLock<Arc<LoadedModule>>]>,
+        /// The panic record every kernel's driver module writes, made at the first
+        /// one with a sink and pinned on `board`.
+        record: OnceLock<Arc<RecordSlot>>,
+        board: Arc<PanicBoard>,
+    },
 }
 
 impl fmt::Debug for Module {
@@ -70,62 +97,57 @@ impl Module {
         image: &[u8],
         board: &PanicBoard,
     ) -> Result<Module> {
-        crate::testing::fault_point!(ModuleLoad, "cuModuleLoadData");
-        device.bind()?;
-        let mut owned;
-        let bytes = if image.starts_with(b"\x7fELF") || image.ends_with(&[0]) {
-            image
-        } else {
-            owned = Vec::with_capacity(image.len() + 1);
-            owned.extend_from_slice(image);
-            owned.push(0);
-            &owned[..]
-        };
-        let raw = driver::module_load(bytes).map_err(|e| Error::ModuleLoad {
-            module: name.to_owned(),
-            device: device.ordinal(),
-            message: e.to_string(),
-        })?;
+        let raw = load_raw(device, name, image)?;
         let mut loaded = LoadedModule {
             raw,
             device: device.clone(),
             panic_record: None,
         };
-        // Query the sink only when the image names it: a failed cuModuleGetGlobal is
-        // a driver API error that compute-sanitizer reports.
-        if image
-            .windows(PANIC_SINK_SYMBOL.len())
-            .any(|w| w == PANIC_SINK_SYMBOL.as_bytes())
-        {
+        if names_the_sink(image) {
             loaded.panic_record = RecordSlot::install(device, loaded.raw)?;
             if let Some(slot) = &loaded.panic_record {
                 board.pin(slot.clone());
             }
         }
         Ok(Module {
-            loaded: Arc::new(loaded),
+            device: device.clone(),
             name: name.to_owned(),
+            code: Code::Whole(Arc::new(loaded)),
             functions: Mutex::new(HashMap::new()),
         })
     }
 
-    /// Pick the best image for `device` from a [`ModuleImage`]: a cubin built for
-    /// its exact architecture, else the PTX.
+    /// Load a [`ModuleImage`] for `device`: with cubins for the device's arch, a
+    /// module that loads each kernel's cubin at the kernel's first lookup (nothing
+    /// now); without, or on the simulator (which reads the entry points from the
+    /// PTX), its PTX, whole.
     pub(crate) fn load_image(
         device: &Device,
-        image: &ModuleImage,
-        board: &PanicBoard,
+        image: &'static ModuleImage,
+        board: &Arc<PanicBoard>,
     ) -> Result<Module> {
         let (major, minor) = device.info().compute_capability;
         let arch = format!("sm_{major}{minor}");
-        // The simulator reads the entry points' names from the PTX.
-        let cubin = image.cubins().iter().find(|(a, _)| *a == arch);
-        let bytes = match cubin.filter(|_| !driver::platform().runs_host_builds()) {
-            Some((_, cubin)) => *cubin,
-            None => image.ptx().as_bytes(),
+        let cubins = image
+            .cubins_for(&arch)
+            .filter(|c| !driver::platform().runs_host_builds() && c.len() == image.kernels().len());
+        let module = match cubins {
+            Some(cubins) => Module {
+                device: device.clone(),
+                name: image.name().to_owned(),
+                code: Code::PerKernel {
+                    image,
+                    cubins,
+                    loaded: image.kernels().iter().map(|_| OnceLock::new()).collect(),
+                    record: OnceLock::new(),
+                    board: board.clone(),
+                },
+                functions: Mutex::new(HashMap::new()),
+            },
+            None => Module::load(device, image.name(), image.ptx().as_bytes(), board)?,
         };
-        let module = Module::load(device, image.name(), bytes, board)?;
         board.note_ptx(std::borrow::Cow::Borrowed(image.ptx()));
+        device.bind()?;
         if let Ok(bytes) = driver::stack_size() {
             board.note_stack(bytes);
         }
@@ -164,39 +186,153 @@ impl Module {
                 return Ok(f.clone());
             }
         }
-        self.loaded.device.bind()?;
+        let loaded = self.code_of(name)?;
+        self.device.bind()?;
         // SAFETY: the module is loaded on this device's context, bound above.
-        let raw =
-            unsafe { driver::module_function(self.loaded.raw, name, sim) }?.ok_or_else(|| {
-                Error::KernelNotFound {
-                    kernel: name.to_owned(),
-                    module: self.name.clone(),
-                }
-            })?;
+        let raw = unsafe { driver::module_function(loaded.raw, name, sim) }?.ok_or_else(|| {
+            Error::KernelNotFound {
+                kernel: name.to_owned(),
+                module: self.name.clone(),
+            }
+        })?;
         let f = Function(Arc::new(FunctionInner {
             raw,
             name: Arc::from(name),
-            ordinal: self.loaded.device.ordinal(),
-            limits: LaunchLimits::of(self.loaded.device.info()),
-            _module: self.loaded.clone(),
-            dynamic_shared_limit: AtomicU32::new(self.loaded.device.info().max_shared_per_block),
+            ordinal: self.device.ordinal(),
+            limits: LaunchLimits::of(self.device.info()),
+            _module: loaded,
+            dynamic_shared_limit: AtomicU32::new(self.device.info().max_shared_per_block),
         }));
         cache.insert(name.to_owned(), f.clone());
         Ok(f)
     }
 
+    /// The driver module holding kernel `kernel`: the whole module's, or the
+    /// kernel's own, loaded now if this is its first lookup. Called under the lock
+    /// of `functions`, so each kernel's module is loaded once.
+    fn code_of(&self, kernel: &str) -> Result<Arc<LoadedModule>> {
+        let (image, cubins, loaded, record, board) = match &self.code {
+            Code::Whole(loaded) => return Ok(loaded.clone()),
+            Code::PerKernel {
+                image,
+                cubins,
+                loaded,
+                record,
+                board,
+            } => (image, cubins, loaded, record, board),
+        };
+        let Some(i) = image.kernel_index(kernel) else {
+            return Err(Error::KernelNotFound {
+                kernel: kernel.to_owned(),
+                module: self.name.clone(),
+            });
+        };
+        if let Some(l) = loaded[i].get() {
+            return Ok(l.clone());
+        }
+        let cubin = cubins[i];
+        let label = format!("{}, kernel `{kernel}`", self.name);
+        let raw = load_raw(&self.device, &label, cubin)?;
+        let mut piece = LoadedModule {
+            raw,
+            device: self.device.clone(),
+            panic_record: None,
+        };
+        if names_the_sink(cubin) {
+            if let Some(sink) = panics::sink_of(piece.raw)? {
+                let slot = match record.get() {
+                    Some(slot) => slot.clone(),
+                    None => {
+                        let slot = RecordSlot::new(&self.device)?;
+                        board.pin(slot.clone());
+                        record.get_or_init(|| slot).clone()
+                    }
+                };
+                // SAFETY: `sink` is the sink of the driver module just loaded on the
+                // bound context (`load_raw` bound it); none of its kernels has run.
+                unsafe { slot.attach(sink) }?;
+                piece.panic_record = Some(slot);
+            }
+        }
+        let piece = Arc::new(piece);
+        let _ = loaded[i].set(piece.clone());
+        Ok(piece)
+    }
+
     /// The panic a kernel of this module recorded, if any: `kernel panicked at
     /// file:line:col (block .., thread ..): message`.
     pub fn recorded_panic(&self) -> Option<String> {
-        self.loaded.panic_record.as_ref()?.read()
+        match &self.code {
+            Code::Whole(loaded) => loaded.panic_record.as_ref()?.read(),
+            Code::PerKernel { record, .. } => record.get()?.read(),
+        }
     }
 
     /// Address and size of the module global `name`, if defined.
+    ///
+    /// A module loaded one kernel at a time (an embedded image with cubins for the
+    /// device) gives each kernel its own copy of the module's globals: ask for one
+    /// with [`kernel_global`](Self::kernel_global); here it is refused with
+    /// [`Error::InvalidArgument`].
     pub fn global(&self, name: &str) -> Result<Option<(u64, usize)>> {
-        self.loaded.device.bind()?;
+        let Code::Whole(loaded) = &self.code else {
+            return Err(Error::InvalidArgument {
+                what: format!("global `{name}` of module `{}`", self.name),
+                reason: "the module is loaded one kernel at a time, each kernel with its own \
+                         copy of the module's globals: use Module::kernel_global"
+                    .into(),
+            });
+        };
+        self.device.bind()?;
         // SAFETY: the module is loaded on this device's context, bound above.
-        unsafe { driver::module_global(self.loaded.raw, name) }
+        unsafe { driver::module_global(loaded.raw, name) }
     }
+
+    /// Address and size of the copy of module global `name` that kernel `kernel`
+    /// uses (loading the kernel's code if it is not loaded yet), if defined. For a
+    /// module loaded whole, the same as [`global`](Self::global) (`kernel` is not
+    /// looked up).
+    ///
+    /// Errors: [`Error::KernelNotFound`] when a module loaded one kernel at a time
+    /// has no kernel `kernel`.
+    pub fn kernel_global(&self, kernel: &str, name: &str) -> Result<Option<(u64, usize)>> {
+        let loaded = {
+            let _functions = self.functions.lock_unpoisoned();
+            self.code_of(kernel)?
+        };
+        self.device.bind()?;
+        // SAFETY: the module is loaded on this device's context, bound above.
+        unsafe { driver::module_global(loaded.raw, name) }
+    }
+}
+
+/// Binds `device` and loads `image` (PTX, NUL-terminated here if it is not, or a
+/// cubin) as a driver module.
+fn load_raw(device: &Device, name: &str, image: &[u8]) -> Result<RawModule> {
+    crate::testing::fault_point!(ModuleLoad, "cuModuleLoadData");
+    device.bind()?;
+    let mut owned;
+    let bytes = if image.starts_with(b"\x7fELF") || image.ends_with(&[0]) {
+        image
+    } else {
+        owned = Vec::with_capacity(image.len() + 1);
+        owned.extend_from_slice(image);
+        owned.push(0);
+        &owned[..]
+    };
+    driver::module_load(bytes).map_err(|e| Error::ModuleLoad {
+        module: name.to_owned(),
+        device: device.ordinal(),
+        message: e.to_string(),
+    })
+}
+
+/// Whether `image` names the panic sink. Only then is the sink queried: a failed
+/// cuModuleGetGlobal is a driver API error that compute-sanitizer reports.
+fn names_the_sink(image: &[u8]) -> bool {
+    image
+        .windows(PANIC_SINK_SYMBOL.len())
+        .any(|w| w == PANIC_SINK_SYMBOL.as_bytes())
 }
 
 struct FunctionInner {
