@@ -7,11 +7,15 @@
 #
 # Binaries use the lean `gpu` profile (release, stripped) to stay small.
 #
-# XLOG_BUNDLE_MODES (default "test bench") picks what is bundled: "bench" alone
+# XLOG_CUBIN_ARCHS (default sm_90) names the architectures whose machine code is
+# built in; XLOG_BUNDLE_MODES (default "test bench") picks what is bundled: "bench" alone
 # builds only the benchmarks (the xlog benches, the peers bench in bench/peers)
 # and the report generator, for a bench-only run (XLOG_PHASES=bench run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# Machine code for the GPUs the suites run on (default: sm_90, the H100/H200), so
+# that no kernel waits for the driver to compile PTX; XLOG_CUBIN_ARCHS="" ships PTX only.
+export XLOG_CUBIN_ARCHS=${XLOG_CUBIN_ARCHS-sm_90}
 bundle=.gpu-bundle
 modes=${XLOG_BUNDLE_MODES:-test bench}
 rm -rf "$bundle"
