@@ -1210,6 +1210,36 @@ mod tests {
         unsafe { p.deallocate(big, &s) }.unwrap();
     }
 
+    /// The cache's bound gives a block back only behind every point it was freed
+    /// at: a segment whose halves were freed on two streams goes upstream on one of
+    /// them after a wait for the other.
+    #[test]
+    fn the_bound_gives_a_merged_segment_back_behind_every_stream_that_freed_it() {
+        let p = pool();
+        let (s1, s2, s3) = (
+            Stream::host_placeholder(1),
+            Stream::host_placeholder(2),
+            Stream::host_placeholder(3),
+        );
+        let big = p.allocate(4 << 20, &s1, AllocTag::UNTAGGED).unwrap();
+        // SAFETY: host memory of this pool, unused.
+        unsafe { p.deallocate(big, &s1) }.unwrap();
+        let a = p.allocate(2 << 20, &s1, AllocTag::UNTAGGED).unwrap();
+        let b = p.allocate(2 << 20, &s1, AllocTag::UNTAGGED).unwrap();
+        // SAFETY: as above.
+        unsafe { p.deallocate(a, &s1) }.unwrap();
+        // SAFETY: as above.
+        unsafe { p.deallocate(b, &s2) }.unwrap();
+        let waits = p.handle().stats().waits;
+        // Nothing cached serves 16 MiB: the 4 MiB segment is over the allowance.
+        let c = p.allocate(16 << 20, &s3, AllocTag::UNTAGGED).unwrap();
+        let st = p.handle().stats();
+        assert_eq!((st.cached_bytes, st.held_bytes), (0, 16 << 20), "{st:?}");
+        assert_eq!(st.waits - waits, 1, "one stream waits for the other");
+        // SAFETY: as above.
+        unsafe { p.deallocate(c, &s3) }.unwrap();
+    }
+
     #[test]
     fn large_blocks_split_and_merge() {
         let p = pool();
