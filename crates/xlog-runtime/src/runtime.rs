@@ -36,24 +36,34 @@ pub fn default_budget(info: &crate::DeviceInfo) -> usize {
 /// Environment variable read by [`Runtime::get`] and by a [`RuntimeBuilder`] not
 /// told [`caching`](RuntimeBuilder::caching): `0` leaves the caching pool
 /// ([`PoolAdaptor`]) out of the stack, `1` puts it on top (default:
-/// [`DEFAULT_CACHING`]).
+/// [`DEFAULT_CACHING`], except over [`Backend::Direct`]: off).
 pub const POOL_ENV: &str = "XLOG_POOL";
 
-/// Whether the stack gets the caching pool: `XLOG_POOL` if set, else
-/// [`DEFAULT_CACHING`].
-fn caching_from_env() -> Result<bool> {
-    match std::env::var(POOL_ENV).as_deref() {
-        Ok("1") => Ok(true),
-        Ok("0") => Ok(false),
-        Err(_) => Ok(DEFAULT_CACHING),
-        Ok(other) => Err(Error::InvalidArgument {
+/// Whether the stack over `backend` gets the caching pool: `XLOG_POOL` if set,
+/// else [`caching_switch`]'s default.
+fn caching_from_env(backend: Backend) -> Result<bool> {
+    caching_switch(std::env::var(POOL_ENV).ok().as_deref(), backend)
+}
+
+/// Whether the stack over `backend` gets the caching pool, for `XLOG_POOL`'s value
+/// (`None`: unset): when unset, [`DEFAULT_CACHING`], except over the direct
+/// backend, whose every block is a driver allocation of its own so that
+/// compute-sanitizer sees each use past a block or after its free (a pool would
+/// round the block up and hand it out again).
+fn caching_switch(value: Option<&str>, backend: Backend) -> Result<bool> {
+    match value {
+        Some("1") => Ok(true),
+        Some("0") => Ok(false),
+        None => Ok(DEFAULT_CACHING && backend != Backend::Direct),
+        Some(other) => Err(Error::InvalidArgument {
             what: POOL_ENV.into(),
             reason: format!("`{other}` is not a switch; use `1` (pool on) or `0` (off)"),
         }),
     }
 }
 /// Whether [`Runtime::get`] and [`RuntimeBuilder`] put the caching pool on top of
-/// the stack unless told otherwise.
+/// the stack unless told otherwise (over the async backend; over the direct one,
+/// for compute-sanitizer, it stays off).
 pub const DEFAULT_CACHING: bool = true;
 pub use crate::sim::BACKEND_ENV;
 
@@ -150,7 +160,7 @@ pub struct RuntimeBuilder {
     csv: Option<Box<dyn Write + Send>>,
     pool_size: usize,
     simulator: bool,
-    /// `None`: `XLOG_POOL`, else [`DEFAULT_CACHING`].
+    /// `None`: `XLOG_POOL`, else [`DEFAULT_CACHING`] (off over the direct backend).
     caching: Option<bool>,
 }
 
@@ -194,7 +204,7 @@ impl RuntimeBuilder {
     /// Whether to put the caching pool ([`PoolAdaptor`]) on top of the stack:
     /// `pool(budget(backend))`, the budget then counting what the pool holds from
     /// the device, cache included (default: `XLOG_POOL` if set, else
-    /// [`DEFAULT_CACHING`]). Off, the
+    /// [`DEFAULT_CACHING`], except over [`Backend::Direct`]: off). Off, the
     /// stack is `budget(backend)` and every free goes to the driver.
     pub fn caching(mut self, on: bool) -> Self {
         self.caching = Some(on);
@@ -213,7 +223,7 @@ impl RuntimeBuilder {
     pub fn build(self) -> Result<Runtime> {
         let caching = match self.caching {
             Some(on) => on,
-            None => caching_from_env()?,
+            None => caching_from_env(self.backend)?,
         };
         if self.simulator {
             crate::driver::select_simulator()?;
@@ -297,7 +307,8 @@ impl Runtime {
     /// (`XLOG_POOL=0` leaves it out), and a budget of
     /// `XLOG_BUDGET_BYTES` (default: [`default_budget`], the device memory free
     /// when the device was opened less a reserve). `XLOG_BACKEND=direct`
-    /// selects the direct backend (for compute-sanitizer).
+    /// selects the direct backend (for compute-sanitizer), without the pool unless
+    /// `XLOG_POOL=1`.
     pub fn get(ordinal: u32) -> Result<Runtime> {
         static SHARED: OnceLock<Mutex<HashMap<u32, Runtime>>> = OnceLock::new();
         let map = SHARED.get_or_init(Default::default);
@@ -712,5 +723,26 @@ impl KernelHandle {
         self.resolve(stream.runtime_id(), |image| {
             stream.runtime()?.inner.module(image)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Over the direct backend (compute-sanitizer runs) the pool is off unless
+    /// `XLOG_POOL=1` asks for it: it would round blocks up and reuse freed ones,
+    /// hiding from memcheck the accesses past a block or after its free.
+    #[test]
+    fn the_direct_backend_gets_no_pool_unless_asked() {
+        assert!(!caching_switch(None, Backend::Direct).unwrap());
+        assert!(caching_switch(Some("1"), Backend::Direct).unwrap());
+        assert_eq!(
+            caching_switch(None, Backend::Async).unwrap(),
+            DEFAULT_CACHING
+        );
+        assert!(!caching_switch(Some("0"), Backend::Async).unwrap());
+        let e = caching_switch(Some("yes"), Backend::Async).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
     }
 }
