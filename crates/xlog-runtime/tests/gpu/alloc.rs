@@ -146,13 +146,47 @@ fn a_block_the_driver_pool_cannot_place_is_allocated_after_a_trim() {
     let rt = Runtime::builder(0).caching(false).build().unwrap();
     let s = rt.new_stream().unwrap();
     let free = rt.device().info().free_memory;
+    let part = free / 10 * 4;
+    let a = rt.alloc_zeroed_on::<u8>(&s, part).unwrap();
+    let b = rt.alloc_zeroed_on::<u8>(&s, part).unwrap();
+    drop(a);
+    // `a`'s free has run and the budget no longer counts it; the pool still holds
+    // its memory, so a block of half the device fits only once that is given back.
+    rt.reap().unwrap();
+    let c = rt.alloc_zeroed_on::<u8>(&s, free / 2);
+    let c = c.unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!((b.len(), c.len()), (part, free / 2));
+}
+
+/// The caching pool under the driver's out-of-memory (a budget past the device's
+/// memory, so the budget never refuses first): a block that fits only once the
+/// pool's cache is given back is allocated after the pool trims, reaps and
+/// retries, instead of failing.
+#[test]
+fn a_driver_out_of_memory_gives_the_pool_cache_back_and_retries() {
+    let name = "alloc::a_driver_out_of_memory_gives_the_pool_cache_back_and_retries";
+    if xlog_runtime::sim::is_active() || backend() == Backend::Direct {
+        println!("{name}: the device's own out-of-memory (XLOG_BACKEND=async on a GPU)");
+        return;
+    }
+    // It takes most of the device's memory: alone in a process.
+    if !in_a_process_of_its_own(name) {
+        return;
+    }
+    let rt = Runtime::builder(0)
+        .caching(true)
+        .budget(usize::MAX / 2)
+        .build()
+        .unwrap();
+    let s = rt.new_stream().unwrap();
+    let free = rt.device().info().free_memory;
     let mib = |percent: usize| (free / 100 * percent) >> 20 << 20; // whole MiB
     let keep = rt.alloc_zeroed_on::<u8>(&s, mib(78)).unwrap();
+    // The cached block is within the cache's bound (a sixteenth of what is in use
+    // after the next allocation), so it stays; beside it, the next allocation is
+    // more than the device has: the driver refuses, the pool trims and retries,
+    // and the allocation fits in the 98% left.
     drop(rt.alloc_zeroed_on::<u8>(&s, mib(5)).unwrap()); // cached
-                                                         // The cached block is within the cache's bound (a sixteenth of what is in
-                                                         // use after the next allocation), so it stays; beside it, the next
-                                                         // allocation is more than the device has: the driver refuses, the pool
-                                                         // trims and retries, and the allocation fits in the 98% left.
     assert_eq!(rt.pool_stats().unwrap().cached_bytes, mib(5));
     let c = rt.alloc_zeroed_on::<u8>(&s, mib(20));
     let mut c = c.unwrap_or_else(|e| panic!("{name}: {e}"));
