@@ -1,5 +1,5 @@
-//! Kernels of the distributed example: which rank a key goes to, and the grouped
-//! sum over a local join's pairs.
+//! Kernels of the distributed example: which rank a key goes to, the flags that
+//! order rows by it, and the grouped sum over a local join's pairs.
 
 use xlog::prelude::*;
 
@@ -19,6 +19,17 @@ pub fn partition(keys: &[u32], ranks: u32, parts: &mut [u32]) {
     let i = thread::index_1d();
     if i < parts.len() && i < keys.len() {
         parts[i] = rank_of(keys[i.get()], ranks);
+    }
+}
+
+/// `flags[i] = 1` when bit `bit` of `rank_of(keys[i], ranks)` is clear, else 0:
+/// one pass of a stable partition by rank, least significant bit first (rows
+/// with the flag set go first). One key per thread.
+#[xlog_kernel(read(keys), write(flags))]
+pub fn rank_bit_clear(keys: &[u32], ranks: u32, bit: u32, flags: &mut [u8]) {
+    let i = thread::index_1d();
+    if i < flags.len() && i < keys.len() {
+        flags[i] = ((rank_of(keys[i.get()], ranks) >> bit) & 1 == 0) as u8;
     }
 }
 
