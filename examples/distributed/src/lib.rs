@@ -16,7 +16,8 @@
 //!    pass for two ranks);
 //! 2. **exchange**: the counts go to every rank with an all-to-all, then the rows
 //!    with one group of sends and receives (views of the ordered columns, each
-//!    rank's block to it, into its block of the receiver's columns);
+//!    rank's block to it, into its block of the receiver's columns; the block a
+//!    rank keeps is copied on its device);
 //! 3. **join** and **sum**: every rank joins its rows locally (`JoinTable`) and
 //!    sums them by group (`sum_by_group`): rows with one key are on one rank;
 //! 4. **all-reduce**: the ranks' group sums are added.
@@ -359,9 +360,16 @@ fn exchange(k: &Rank, ordered: &Share, sent: &DeviceBuffer<u32>) -> xlog::Result
     );
     let mut key_into = split(&mut out.keys, &recv_lens);
     let mut value_into = split(&mut out.values, &recv_lens);
+    let me = k.comm.rank() as usize;
     let mut g = Group::new();
     let into = key_into.iter_mut().zip(value_into.iter_mut());
     for (p, ((keys, values), (ki, vi))) in key_from.iter().zip(&value_from).zip(into).enumerate() {
+        if p == me {
+            // The rows that stay: a copy on the device, not a transfer to itself.
+            ki.copy_from(&k.s, keys)?;
+            vi.copy_from(&k.s, values)?;
+            continue;
+        }
         let p = p as u32;
         g = g
             .send(&k.comm, &k.s, keys, p)
