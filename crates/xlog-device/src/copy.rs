@@ -76,6 +76,13 @@ impl_device_copy!(
     () => 16,
 );
 
+// Host builds only (the `half` feature): the 16-bit floats of NCCL's collectives.
+#[cfg(all(feature = "half", not(target_arch = "nvptx64")))]
+impl_device_copy!(
+    half::f16 => 17,
+    half::bf16 => 18,
+);
+
 // SAFETY: an array of plain device data is plain device data: its layout is the
 // element layout repeated `N` times.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {

@@ -2,8 +2,8 @@
 //! devices; in CI on the simulator with `XLOG_SIM_DEVICES=2` and `4`, where the
 //! hazard detector checks every collective and peer copy too).
 //!
-//! - results: every collective, over every element type and reduction operator,
-//!   against the CPU; all-to-all and send/receive in one group;
+//! - results: every collective, over every element type (`f16` and `bf16`
+//!   included) and reduction operator, against the CPU; all-to-all and send/receive in one group;
 //! - fencing: a collective waits for a slow kernel that wrote its input on another
 //!   stream, and a kernel on another stream waits for a collective's output, with
 //!   teeth (fencing off shows the race, or the detector reports it);
@@ -197,6 +197,8 @@ fn all_reduce_over_every_element_type_and_operator() {
     all_reduce_matches_the_cpu::<i64>(&ranks);
     all_reduce_matches_the_cpu::<f32>(&ranks);
     all_reduce_matches_the_cpu::<f64>(&ranks);
+    all_reduce_matches_the_cpu::<half::f16>(&ranks);
+    all_reduce_matches_the_cpu::<half::bf16>(&ranks);
     // Unsigned types: values 0..4 (small() minus one could wrap).
     fn unsigned<T: Reducible + TryFrom<u8> + PartialEq + std::fmt::Debug>(ranks: &Ranks)
     where

@@ -481,8 +481,10 @@ pub enum DataType {
     U32 = 3,
     I64 = 4,
     U64 = 5,
+    F16 = 6,
     F32 = 7,
     F64 = 8,
+    BF16 = 9,
 }
 
 /// One queued operation, as NCCL takes it (counts in elements of `dtype`).
