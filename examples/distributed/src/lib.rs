@@ -7,19 +7,22 @@
 //!
 //! with each relation spread over the ranks as it arrived. One host thread per
 //! rank runs [`query`]'s steps on its GPU, each issuing its own part of every
-//! collective:
+//! collective, on two streams: `s` for its kernels, `x` for the exchange.
 //!
-//! 1. **partition**: every rank counts its rows per destination rank (the rank the
-//!    key hashes to, [`rank_of`]: `partition`, then `histogram::counts`) and orders
-//!    its rows by destination with stable partitions on the destination's bits,
-//!    least significant first (`rank_bit_clear`, `compact::partition_flagged`; one
-//!    pass for two ranks);
-//! 2. **exchange**: the counts go to every rank with an all-to-all, then the rows
-//!    with one group of sends and receives (views of the ordered columns, each
-//!    rank's block to it, into its block of the receiver's columns; the block a
-//!    rank keeps is copied on its device);
-//! 3. **join** and **sum**: every rank joins its rows locally (`JoinTable`) and
-//!    sums them by group (`sum_by_group`): rows with one key are on one rank;
+//! 1. **partition**: every rank orders its rows by destination rank (the rank the
+//!    key hashes to, [`rank_of`]) with stable partitions on the destination's
+//!    bits, least significant first (`rank_bit_clear`, `compact::partition_flagged`;
+//!    one pass for two ranks), and finds where each destination's rows start
+//!    (`rank_starts`);
+//! 2. **exchange** (on `x`): the counts of both relations go to every rank with
+//!    one all-to-all, then each relation's rows with a group of sends and
+//!    receives (views of the ordered columns, each rank's block to it); the
+//!    customers a rank keeps are copied on its device in front of those it
+//!    receives, the orders it keeps are not moved;
+//! 3. **join** and **sum** (on `s`): every rank builds its table over its
+//!    customers as soon as they have arrived, joins the orders it kept while the
+//!    others are still arriving over NVLink, then those it received, and sums the
+//!    pairs by group (`sum_by_group`): rows with one key are on one rank;
 //! 4. **all-reduce**: the ranks' group sums are added.
 //!
 //! With one rank every row is already where its key hashes to: steps 1, 2 and 4
@@ -28,13 +31,12 @@
 
 use std::time::{Duration, Instant};
 
-use distributed_kernels::{partition, rank_bit_clear, sum_by_group};
+use distributed_kernels::{rank_bit_clear, rank_starts, sum_by_group};
 use xlog::nccl::{Communicator, Group, ReduceOp};
 use xlog::prelude::*;
 use xlog::{BufferView, BufferViewMut};
 use xlog_kernels::compact::partition_flagged;
-use xlog_kernels::histogram::counts;
-use xlog_kernels::join::JoinTable;
+use xlog_kernels::join::{JoinPairs, JoinTable};
 
 pub use distributed_kernels::rank_of;
 
@@ -174,12 +176,14 @@ pub fn closed_form_sums(sizes: Sizes) -> Vec<u64> {
         .collect()
 }
 
-/// One GPU's rank: its runtime, stream and communicator.
+/// One GPU's rank: its runtime, streams and communicator.
 pub struct Rank {
     /// The rank's runtime.
     pub rt: Runtime,
-    /// The stream the rank's work runs on.
+    /// The stream the rank's kernels run on.
     pub s: Stream,
+    /// The stream its exchange runs on, beside the kernels.
+    pub x: Stream,
     /// The rank's communicator.
     pub comm: Communicator,
 }
@@ -193,6 +197,7 @@ impl Rank {
             .map(|(rt, comm)| {
                 Ok(Rank {
                     s: rt.new_stream()?,
+                    x: rt.new_stream()?,
                     rt: rt.clone(),
                     comm,
                 })
@@ -281,9 +286,8 @@ impl<'a> Clock<'a> {
     }
 }
 
-/// Splits `buf` into consecutive views of `lens` elements.
-fn split<'a>(buf: &'a mut DeviceBuffer<u32>, lens: &[usize]) -> Vec<BufferViewMut<'a, u32>> {
-    let mut rest = buf.slice_mut(..);
+/// Splits the view `rest` into consecutive views of `lens` elements.
+fn split_view<'a>(mut rest: BufferViewMut<'a, u32>, lens: &[usize]) -> Vec<BufferViewMut<'a, u32>> {
     let mut out = Vec::with_capacity(lens.len());
     for &len in lens {
         let (head, tail) = rest.split_at_mut(len);
@@ -305,17 +309,20 @@ fn blocks<'a>(buf: &'a DeviceBuffer<u32>, lens: &[usize]) -> Vec<BufferView<'a, 
         .collect()
 }
 
+/// A relation's rows on one rank ordered by destination rank (step 1).
+struct Ordered {
+    rows: Share,
+    /// Rows to each rank.
+    send: Vec<usize>,
+    /// Where each rank's rows start.
+    at: Vec<usize>,
+}
+
 /// Step 1 on rank `k` of `n` (at least two): `share`'s rows ordered by
-/// destination rank, and how many go to each rank.
-fn partition_rows(k: &Rank, share: &Share, n: usize) -> xlog::Result<(Share, DeviceBuffer<u32>)> {
+/// destination rank, and how many go to each rank (read back: waits for `s`).
+fn partition_rows(k: &Rank, share: &Share, n: usize) -> xlog::Result<Ordered> {
     let len = share.keys.len();
-    let mut tags = k.rt.alloc_zeroed_on::<u32>(&k.s, len)?;
     let cfg = LaunchConfig::for_len(len);
-    if len > 0 {
-        partition::launch(&k.s, cfg, &share.keys, n as u32, &mut tags)?;
-    }
-    let per_rank = counts(&k.s, &tags, n)?;
-    drop(tags);
     // Stable partitions on the destination's bits, least significant first, leave
     // the rows ordered by destination.
     let bits = usize::BITS - (n - 1).leading_zeros();
@@ -329,99 +336,196 @@ fn partition_rows(k: &Rank, share: &Share, n: usize) -> xlog::Result<(Share, Dev
             values: partition_flagged(&k.s, &cur.values, &flags)?.values,
         })
     };
-    let mut ordered = pass(share, 0)?;
+    let mut rows = pass(share, 0)?;
     for bit in 1..bits {
-        ordered = pass(&ordered, bit)?;
+        rows = pass(&rows, bit)?;
     }
-    Ok((ordered, per_rank))
+    let mut starts = k.rt.alloc_zeroed_on::<u32>(&k.s, n + 1)?;
+    rank_starts::launch(
+        &k.s,
+        LaunchConfig::for_len(len + 1),
+        &rows.keys,
+        n as u32,
+        &mut starts,
+    )?;
+    let starts: Vec<usize> = starts
+        .download(&k.s)?
+        .into_iter()
+        .map(|v| v as usize)
+        .collect();
+    Ok(Ordered {
+        rows,
+        send: starts.windows(2).map(|w| w[1] - w[0]).collect(),
+        at: starts[..n].to_vec(),
+    })
 }
 
-/// Step 2 on rank `k` of `n`: the rows whose keys hash to this rank, from every
-/// rank (the ordered rows and their counts per destination from step 1).
-fn exchange(k: &Rank, ordered: &Share, sent: &DeviceBuffer<u32>) -> xlog::Result<Share> {
+/// Step 2's counts on rank `k`: how many rows of each relation every rank sends
+/// this one (one all-to-all on `x`, read back).
+fn receive_counts(k: &Rank, rels: &[&Ordered]) -> xlog::Result<Vec<Vec<usize>>> {
     let n = k.comm.ranks() as usize;
-    let mut received = k.rt.alloc_zeroed_on::<u32>(&k.s, n)?;
+    let m = rels.len();
+    // Block `p` (to rank `p`) holds each relation's count for `p`.
+    let mut host = vec![0u32; n * m];
+    for p in 0..n {
+        for (i, rel) in rels.iter().enumerate() {
+            host[p * m + i] = rel.send[p] as u32;
+        }
+    }
+    let sent = k.rt.upload_on(&k.x, &host)?;
+    let mut got = k.rt.alloc_zeroed_on::<u32>(&k.x, n * m)?;
     Group::new()
-        .all_to_all(&k.comm, &k.s, sent, &mut received)
+        .all_to_all(&k.comm, &k.x, &sent, &mut got)
         .launch()?;
-    k.comm.wait(&k.s, TIMEOUT)?;
-    let lens = |b: &DeviceBuffer<u32>| -> xlog::Result<Vec<usize>> {
-        Ok(b.download(&k.s)?.into_iter().map(|c| c as usize).collect())
-    };
-    let (send_lens, recv_lens) = (lens(sent)?, lens(&received)?);
-    let total = recv_lens.iter().sum();
-    let mut out = Share {
-        keys: k.rt.alloc_zeroed_on::<u32>(&k.s, total)?,
-        values: k.rt.alloc_zeroed_on::<u32>(&k.s, total)?,
-    };
-    let (key_from, value_from) = (
-        blocks(&ordered.keys, &send_lens),
-        blocks(&ordered.values, &send_lens),
-    );
-    let mut key_into = split(&mut out.keys, &recv_lens);
-    let mut value_into = split(&mut out.values, &recv_lens);
+    k.comm.wait(&k.x, TIMEOUT)?;
+    let got = got.download(&k.x)?;
+    Ok((0..m)
+        .map(|i| (0..n).map(|p| got[p * m + i] as usize).collect())
+        .collect())
+}
+
+/// Step 2 for one relation on rank `k`, on `x`: the rows other ranks send this
+/// one, received into `into` from row `from` on, in rank order (this rank's own
+/// block is left out); this rank's blocks sent to the others.
+fn exchange_into(
+    k: &Rank,
+    rel: &Ordered,
+    recv: &[usize],
+    into: &mut Share,
+    from: usize,
+) -> xlog::Result<()> {
     let me = k.comm.rank() as usize;
+    let lens: Vec<usize> = recv
+        .iter()
+        .enumerate()
+        .map(|(p, &l)| if p == me { 0 } else { l })
+        .collect();
+    let (key_from, value_from) = (
+        blocks(&rel.rows.keys, &rel.send),
+        blocks(&rel.rows.values, &rel.send),
+    );
+    let (_, key_rest) = into.keys.slice_mut(..).split_at_mut(from);
+    let (_, value_rest) = into.values.slice_mut(..).split_at_mut(from);
+    let mut key_into = split_view(key_rest, &lens);
+    let mut value_into = split_view(value_rest, &lens);
     let mut g = Group::new();
     let into = key_into.iter_mut().zip(value_into.iter_mut());
     for (p, ((keys, values), (ki, vi))) in key_from.iter().zip(&value_from).zip(into).enumerate() {
         if p == me {
-            // The rows that stay: a copy on the device, not a transfer to itself.
-            ki.copy_from(&k.s, keys)?;
-            vi.copy_from(&k.s, values)?;
             continue;
         }
         let p = p as u32;
         g = g
-            .send(&k.comm, &k.s, keys, p)
-            .send(&k.comm, &k.s, values, p)
-            .recv(&k.comm, &k.s, ki, p)
-            .recv(&k.comm, &k.s, vi, p);
+            .send(&k.comm, &k.x, keys, p)
+            .send(&k.comm, &k.x, values, p)
+            .recv(&k.comm, &k.x, ki, p)
+            .recv(&k.comm, &k.x, vi, p);
     }
-    g.launch()?;
-    drop((key_into, value_into));
-    Ok(out)
+    g.launch()
+}
+
+/// `sums[group[build_rows[k]]] += amount[probe_rows[k]]` over `pairs`.
+fn sum(
+    k: &Rank,
+    pairs: &JoinPairs,
+    group: &(impl xlog::ReadBuffer<u32> + ?Sized),
+    amount: &(impl xlog::ReadBuffer<u32> + ?Sized),
+    sums: &mut DeviceBuffer<u64>,
+) -> xlog::Result<()> {
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    sum_by_group::launch(
+        &k.s,
+        LaunchConfig::for_len(pairs.len()),
+        &pairs.build_rows,
+        &pairs.probe_rows,
+        group,
+        amount,
+        sums,
+    )
 }
 
 /// The query on rank `k` of `ranks.len()`: its group sums after the all-reduce
-/// (every rank's are the same) and, when `timed`, where its time went.
+/// (every rank's are the same) and, when `timed`, where its time went (each
+/// step ended by waiting for `s`, so the exchange on `x` shows in the steps that
+/// wait for it).
 fn rank_query(k: &Rank, d: &RankData, timed: bool) -> xlog::Result<(Vec<u64>, Steps)> {
     let n = k.comm.ranks() as usize;
     let mut clock = Clock::new(&k.s, timed);
-    let moved;
-    let (orders, customers) = if n == 1 {
-        (&d.orders, &d.customers)
-    } else {
-        let (o, o_counts) = partition_rows(k, &d.orders, n)?;
-        let (c, c_counts) = partition_rows(k, &d.customers, n)?;
-        clock.mark("partition")?;
-        moved = (exchange(k, &o, &o_counts)?, exchange(k, &c, &c_counts)?);
-        drop((o, c));
-        clock.mark("exchange")?;
-        (&moved.0, &moved.1)
-    };
-    let table = JoinTable::build(&k.s, &customers.keys)?;
-    clock.mark("build")?;
-    let pairs = table.inner_join(&k.s, &orders.keys)?;
-    clock.mark("probe")?;
     let mut sums = k.rt.alloc_zeroed_on::<u64>(&k.s, GROUPS)?;
-    if !pairs.is_empty() {
-        sum_by_group::launch(
-            &k.s,
-            LaunchConfig::for_len(pairs.len()),
-            &pairs.build_rows,
-            &pairs.probe_rows,
-            &customers.values,
-            &orders.values,
-            &mut sums,
-        )?;
+    if n == 1 {
+        let table = JoinTable::build(&k.s, &d.customers.keys)?;
+        clock.mark("build")?;
+        let pairs = table.inner_join(&k.s, &d.orders.keys)?;
+        clock.mark("probe")?;
+        sum(k, &pairs, &d.customers.values, &d.orders.values, &mut sums)?;
+        clock.mark("sum")?;
+        let sums = sums.download(&k.s)?;
+        clock.mark("sums to host")?;
+        return Ok((sums, clock.steps));
     }
-    clock.mark("sum")?;
-    if n > 1 {
-        k.comm.all_reduce_in_place(&k.s, &mut sums, ReduceOp::Sum)?;
-        k.comm.wait(&k.s, TIMEOUT)?;
-    }
+    let me = k.comm.rank() as usize;
+    let c = partition_rows(k, &d.customers, n)?;
+    let o = partition_rows(k, &d.orders, n)?;
+    clock.mark("partition")?;
+    let recv = receive_counts(k, &[&c, &o])?;
+    clock.mark("counts")?;
+    // The customers: those this rank keeps, then those it receives.
+    let kept = c.send[me];
+    let c_total = kept
+        + recv[0]
+            .iter()
+            .enumerate()
+            .filter(|&(p, _)| p != me)
+            .map(|(_, l)| l)
+            .sum::<usize>();
+    let mut customers = Share {
+        keys: k.rt.alloc_zeroed_on::<u32>(&k.s, c_total)?,
+        values: k.rt.alloc_zeroed_on::<u32>(&k.s, c_total)?,
+    };
+    let at = c.at[me];
+    customers
+        .keys
+        .slice_mut(..kept)
+        .copy_from(&k.s, &c.rows.keys.slice(at..at + kept))?;
+    customers
+        .values
+        .slice_mut(..kept)
+        .copy_from(&k.s, &c.rows.values.slice(at..at + kept))?;
+    exchange_into(k, &c, &recv[0], &mut customers, kept)?;
+    // The orders it receives; those it keeps stay where they are.
+    let o_in = recv[1]
+        .iter()
+        .enumerate()
+        .filter(|&(p, _)| p != me)
+        .map(|(_, l)| l)
+        .sum();
+    let mut orders_in = Share {
+        keys: k.rt.alloc_zeroed_on::<u32>(&k.x, o_in)?,
+        values: k.rt.alloc_zeroed_on::<u32>(&k.x, o_in)?,
+    };
+    exchange_into(k, &o, &recv[1], &mut orders_in, 0)?;
+    // The table waits for the customers only; the orders kept are joined while
+    // the others arrive.
+    let table = JoinTable::build(&k.s, &customers.keys)?;
+    clock.mark("build (customers arrived)")?;
+    let (at, kept) = (o.at[me], o.send[me]);
+    let kept_keys = o.rows.keys.slice(at..at + kept);
+    let kept_values = o.rows.values.slice(at..at + kept);
+    let pairs = table.inner_join(&k.s, &kept_keys)?;
+    clock.mark("probe kept")?;
+    sum(k, &pairs, &customers.values, &kept_values, &mut sums)?;
+    drop(pairs);
+    clock.mark("sum kept")?;
+    let pairs = table.inner_join(&k.s, &orders_in.keys)?;
+    clock.mark("probe received (orders arrived)")?;
+    sum(k, &pairs, &customers.values, &orders_in.values, &mut sums)?;
+    clock.mark("sum received")?;
+    k.comm.all_reduce_in_place(&k.s, &mut sums, ReduceOp::Sum)?;
+    k.comm.wait(&k.s, TIMEOUT)?;
     let sums = sums.download(&k.s)?;
-    clock.mark("sums to host")?;
+    clock.mark("all-reduce, sums to host")?;
     Ok((sums, clock.steps))
 }
 
