@@ -25,8 +25,11 @@ for tool in ["memcheck", "initcheck", "synccheck", "racecheck"]:
     reports, cur = [], None
     summary = None
     for line in lines:
-        if not line.startswith("========="):
+        # A report can start on the line a test's name is printed on.
+        at = line.find("=========")
+        if at < 0:
             continue
+        line = line[at:]
         body = line[len("========="):]
         if body.startswith("     ") or body.strip() == "":
             if cur is not None and body.strip():

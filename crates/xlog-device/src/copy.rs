@@ -5,7 +5,8 @@
 ///
 /// Kernel parameters (scalars and buffer elements) must implement it. It is
 /// implemented for the primitive integers, floats, `bool`, `()` and arrays of
-/// `DeviceCopy`; user structs opt in with `#[derive(DeviceCopy)]` (xlog-macros),
+/// `DeviceCopy` (and, in host builds with the `half` feature, for `half::f16` and
+/// `half::bf16`, the element types of 16-bit collectives); user structs opt in with `#[derive(DeviceCopy)]` (xlog-macros),
 /// which checks the conditions below. Tuples are deliberately excluded: their layout
 /// is unspecified and the host (stable) and device (nightly) compilers may choose
 /// differently.
