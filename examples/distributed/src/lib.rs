@@ -569,3 +569,25 @@ pub fn query(
     }
     Ok((sums.unwrap_or_default(), steps))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_closed_form_matches_the_cpus_hash_join() {
+        for sizes in [
+            Sizes {
+                orders: 100_000,
+                customers: 5_000,
+            },
+            Sizes {
+                orders: 1 << 17,
+                customers: 1 << 12,
+            },
+        ] {
+            let t = Tables::generate(sizes);
+            assert_eq!(closed_form_sums(sizes), t.cpu_sums(), "{sizes:?}");
+        }
+    }
+}

@@ -344,8 +344,9 @@ impl Communicator {
     /// processes, whose collectives xlog cannot compare, a digest of what each
     /// is about to issue (kinds, counts, element types, roots) turns a
     /// disagreement into an error on every rank instead of a hang or a transfer
-    /// by the other side's count. Every rank must call it, as any collective.
-    /// A disagreement leaves the communicator usable.
+    /// by the other side's count. Every rank must call it, as any collective,
+    /// each from its own process or thread (it waits for its all-gather, which
+    /// needs the others' parts). A disagreement leaves the communicator usable.
     pub fn check_agreement(&self, runtime: &Runtime, digest: u64, timeout: Duration) -> Result<()> {
         let all = self.all_gather_words(runtime, &[digest], timeout)?;
         if all.iter().all(|&d| d == digest) {
