@@ -673,6 +673,13 @@ fn the_reductions_keep_four_loads_in_flight() {
         }
     }
     assert!(four_loads_in_flight(MODULE.ptx(), "count_flags"));
+    // The radix sort's histograms read their keys in pairs, four pairs (one vector
+    // load each) in flight per thread, twice the bytes of four single keys
+    // (`bench/runs/2026-11-28-sort`).
+    for t in LIBRARY_TYPES {
+        let kernel = format!("sort_histogram__{t}");
+        assert!(four_loads_in_flight(MODULE.ptx(), &kernel), "{kernel}");
+    }
     // The check tells them apart: the scan's four loads of one tile each sit
     // behind their own alignment test.
     assert!(!four_loads_in_flight(
