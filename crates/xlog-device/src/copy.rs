@@ -5,7 +5,8 @@
 ///
 /// Kernel parameters (scalars and buffer elements) must implement it. It is
 /// implemented for the primitive integers, floats, `bool`, `()` and arrays of
-/// `DeviceCopy`; user structs opt in with `#[derive(DeviceCopy)]` (xlog-macros),
+/// `DeviceCopy` (and, in host builds with the `half` feature, for `half::f16` and
+/// `half::bf16`, the element types of 16-bit collectives); user structs opt in with `#[derive(DeviceCopy)]` (xlog-macros),
 /// which checks the conditions below. Tuples are deliberately excluded: their layout
 /// is unspecified and the host (stable) and device (nightly) compilers may choose
 /// differently.
@@ -74,6 +75,13 @@ impl_device_copy!(
     f64 => 14,
     bool => 15,
     () => 16,
+);
+
+// Host builds only (the `half` feature): the 16-bit floats of NCCL's collectives.
+#[cfg(all(feature = "half", not(target_arch = "nvptx64")))]
+impl_device_copy!(
+    half::f16 => 17,
+    half::bf16 => 18,
 );
 
 // SAFETY: an array of plain device data is plain device data: its layout is the

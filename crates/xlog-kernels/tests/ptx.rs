@@ -674,6 +674,17 @@ fn the_reductions_keep_four_loads_in_flight() {
         }
     }
     assert!(four_loads_in_flight(MODULE.ptx(), "count_flags"));
+    // The radix sort's histograms read their keys in pairs, four pairs (one vector
+    // load each) in flight per thread, twice the bytes of four single keys (the
+    // i64 sort of 10^8 keys on an H200: 12.63 Gkeys/s before, 12.86 and 12.88 in
+    // the two calls of `bench/runs/2026-11-28-sort`).
+    // The 32-bit ones also issue four loads, but the PTX packs each loaded pair
+    // into one 64-bit register before the next load (ptxas schedules it), which
+    // this strict check counts as a wait.
+    for t in ["u64", "i64", "f64"] {
+        let kernel = format!("sort_histogram__{t}");
+        assert!(four_loads_in_flight(MODULE.ptx(), &kernel), "{kernel}");
+    }
     // The check tells them apart: the scan's four loads of one tile each sit
     // behind their own alignment test.
     assert!(!four_loads_in_flight(

@@ -291,6 +291,24 @@ pub enum Error {
         timeout: std::time::Duration,
     },
 
+    /// A communicator's ranks did not all join within the caller's timeout
+    /// (`Communicator::init_rank_within`); its initialisation was aborted.
+    #[error(
+        "rank {rank} of {ranks} (device {device}): the communicator's ranks did not all join \
+         within {timeout:?}; its initialisation was aborted (a rank never started, or was given \
+         another unique id or number of ranks)"
+    )]
+    CommInitTimeout {
+        /// The rank this process asked for.
+        rank: u32,
+        /// The number of ranks.
+        ranks: u32,
+        /// The device of this rank.
+        device: u32,
+        /// The timeout the caller set.
+        timeout: std::time::Duration,
+    },
+
     /// A fault injected by a test through the runtime's fault hooks.
     #[error("injected fault at {site}")]
     InjectedFault {
@@ -324,6 +342,7 @@ impl std::fmt::Debug for Error {
             Error::NcclNotFound { .. } => "NcclNotFound",
             Error::Nccl { .. } => "Nccl",
             Error::CommTimeout { .. } => "CommTimeout",
+            Error::CommInitTimeout { .. } => "CommInitTimeout",
             Error::InjectedFault { .. } => "InjectedFault",
         };
         write!(f, "{variant}: {self}")

@@ -2,8 +2,8 @@
 //! devices; in CI on the simulator with `XLOG_SIM_DEVICES=2` and `4`, where the
 //! hazard detector checks every collective and peer copy too).
 //!
-//! - results: every collective, over every element type and reduction operator,
-//!   against the CPU; all-to-all and send/receive in one group;
+//! - results: every collective, over every element type (`f16` and `bf16`
+//!   included) and reduction operator, against the CPU; all-to-all and send/receive in one group;
 //! - fencing: a collective waits for a slow kernel that wrote its input on another
 //!   stream, and a kernel on another stream waits for a collective's output, with
 //!   teeth (fencing off shows the race, or the detector reports it);
@@ -13,14 +13,17 @@
 //! - failures: a rank that never issues its part is an error after the timeout,
 //!   not a hang, and the communicator then refuses work; ranks of one process that
 //!   disagree, in one group or apart, are refused before anything is queued;
-//! - two processes (GPU): `torchrun`-style ranks joined through an id file; a rank
-//!   that exits makes the other's wait an error, not a hang.
+//! - two processes (GPU): `torchrun`-style ranks joined through an id file (with
+//!   a timeout, so nonblocking communicators), checking they agree; a rank that
+//!   exits makes the other's wait an error, not a hang;
+//! - initialisation (GPU): a rank whose peer never joins gets an error at its
+//!   timeout, not a hang.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use xlog::{DeviceBuffer, Runtime, Stream};
-use xlog_runtime::nccl::{Communicator, Group, ProcessEnv, ReduceOp, Reducible};
+use xlog_runtime::nccl::{Communicator, Group, ProcessEnv, ReduceOp, Reducible, UniqueId};
 use xlog_runtime::{copy_peer, testing, Device, Error};
 use xlog_stress::{at, mix, mix_w};
 use xlog_test_support::Rng;
@@ -194,6 +197,8 @@ fn all_reduce_over_every_element_type_and_operator() {
     all_reduce_matches_the_cpu::<i64>(&ranks);
     all_reduce_matches_the_cpu::<f32>(&ranks);
     all_reduce_matches_the_cpu::<f64>(&ranks);
+    all_reduce_matches_the_cpu::<half::f16>(&ranks);
+    all_reduce_matches_the_cpu::<half::bf16>(&ranks);
     // Unsigned types: values 0..4 (small() minus one could wrap).
     fn unsigned<T: Reducible + TryFrom<u8> + PartialEq + std::fmt::Debug>(ranks: &Ranks)
     where
@@ -784,6 +789,16 @@ fn two_process_rank() {
         .unwrap();
     comm.wait(&s, TIMEOUT).unwrap();
     assert_eq!(buf.download(&s).unwrap(), vec![3; 1 << 16]);
+    // Digests of what each rank is about to do: equal, then not (on every rank).
+    comm.check_agreement(&rt, 0xfeed, TIMEOUT).unwrap();
+    let e = comm
+        .check_agreement(&rt, u64::from(env.rank), TIMEOUT)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("rank 0: 0x0000000000000000, rank 1: 0x0000000000000001"),
+        "{e}"
+    );
     if env.rank == 1 {
         // Exit without a word: no destroy, no abort.
         std::process::exit(0);
@@ -797,4 +812,46 @@ fn two_process_rank() {
     println!("rank 0 after its peer exited ({:?}): {e}", start.elapsed());
     assert!(start.elapsed() < Duration::from_secs(60));
     assert!(comm.failure().is_some());
+}
+
+/// Rank 0 of two, whose peer never starts: `init_rank_within` ends in
+/// `CommInitTimeout` at its timeout, the initialisation aborted (`init_rank`
+/// would wait for the peer forever, and so would this test's receive without the
+/// timeout: it fails after 30 s).
+#[test]
+fn a_rank_whose_peer_never_joins_times_out_at_init() {
+    let _g = serial();
+    let rts = runtimes();
+    if sim() {
+        let e = UniqueId::new().unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+        let id = UniqueId::from_bytes([0; UniqueId::BYTES]);
+        let e = Communicator::init_rank_within(&rts[0], &id, 0, 2, Duration::from_millis(100))
+            .unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+        return;
+    }
+    let id = UniqueId::new().unwrap();
+    let rt = rts[0].clone();
+    let timeout = Duration::from_millis(1500);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let r = Communicator::init_rank_within(&rt, &id, 0, 2, timeout).map(|_| ());
+        let _ = tx.send((r, start.elapsed()));
+    });
+    let (r, took) = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("init_rank_within did not return within 30 s");
+    let e = r.expect_err("a communicator of two ranks was made with one");
+    println!("init_rank_within, peer missing: {e} after {took:?}");
+    assert!(matches!(e, Error::CommInitTimeout { .. }), "{e:?}");
+    assert!(
+        took >= timeout,
+        "returned after {took:?}, before the timeout"
+    );
+    // The device still works after the aborted initialisation.
+    let s = rts[0].new_stream().unwrap();
+    let b = rts[0].upload_on(&s, &[1u32, 2, 3]).unwrap();
+    assert_eq!(b.download(&s).unwrap(), vec![1, 2, 3]);
 }

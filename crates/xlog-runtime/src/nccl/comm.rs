@@ -111,6 +111,10 @@ pub(crate) struct State {
 
 pub(crate) struct Inner {
     pub(crate) backend: Backend,
+    /// Made nonblocking ([`Communicator::init_rank_within`]): NCCL calls on it may
+    /// return before their work is queued, so a group waits for
+    /// [`ffi::comm_ready`] before it commits.
+    pub(crate) nonblocking: bool,
     /// The ledger the communicators made together (one `init_all`) share, where
     /// every group records its operations before queueing them.
     pub(crate) ledger: Option<Arc<Ledger>>,
@@ -188,45 +192,182 @@ impl Communicator {
             .zip(runtimes)
             .enumerate()
             .map(|(rank, (backend, rt))| {
-                Communicator::wrap(backend, Some(ledger.clone()), rank as u32, ranks, rt)
+                Communicator::wrap(backend, Some(ledger.clone()), rank as u32, ranks, rt, false)
             })
             .collect())
     }
 
     /// This process's rank `rank` of `ranks`, on `runtime`'s device
     /// (`ncclCommInitRank`), joined through `id`, which every rank must be given.
-    /// Blocks until every rank has joined.
+    /// Blocks until every rank has joined, however long that takes: prefer
+    /// [`init_rank_within`](Self::init_rank_within) where a rank may never start.
+    /// Then the ranks check that they agree (see `init_rank_within`).
     pub fn init_rank(
         runtime: &Runtime,
         id: &UniqueId,
         rank: u32,
         ranks: u32,
     ) -> Result<Communicator> {
+        let site = Self::rank_site(runtime, rank, ranks, "Communicator::init_rank")?;
+        runtime.device().bind()?;
+        // SAFETY: the runtime's device context is bound just above.
+        let raw = unsafe { ffi::comm_init_rank(&id.0, site) }?;
+        let comm = Communicator::wrap(Backend::Nccl(raw), None, rank, ranks, runtime, false);
+        comm.check_peers(runtime, Duration::MAX)?;
+        Ok(comm)
+    }
+
+    /// As [`init_rank`](Self::init_rank), but an error instead of a wait without
+    /// end: when the other ranks have not all joined within `timeout` (one never
+    /// started, or was given another id or number of ranks), the initialisation
+    /// is aborted and [`Error::CommInitTimeout`] returned. NCCL's nonblocking
+    /// initialisation (`ncclCommInitRankConfig` with `blocking = 0`), polled with
+    /// `ncclCommGetAsyncError`; the communicator stays nonblocking, and each
+    /// [`Group::launch`] on it returns once NCCL has queued its work.
+    ///
+    /// Once joined, the ranks exchange a descriptor (an all-gather, waited for up
+    /// to `timeout` again) and refuse to go on, on every rank, unless each runs
+    /// the same xlog and NCCL versions, all count the same number of ranks and
+    /// each holds the rank it joined as. What they issue afterwards is not
+    /// checked across processes: see [`check_agreement`](Self::check_agreement).
+    pub fn init_rank_within(
+        runtime: &Runtime,
+        id: &UniqueId,
+        rank: u32,
+        ranks: u32,
+        timeout: Duration,
+    ) -> Result<Communicator> {
+        let site = Self::rank_site(runtime, rank, ranks, "Communicator::init_rank_within")?;
+        runtime.device().bind()?;
+        // SAFETY: the runtime's device context is bound just above.
+        let raw = unsafe { ffi::comm_init_rank_nonblocking(&id.0, site) }?;
+        let start = Instant::now();
+        let give_up = |e: Error| {
+            // SAFETY: the handle is live and never used after this; NCCL's abort
+            // ends a background initialisation too.
+            if let Err(a) = unsafe { ffi::comm_abort(raw, site) } {
+                tracing::error!(target: "xlog::nccl", "aborting an initialisation: {a}");
+            }
+            e
+        };
+        loop {
+            runtime.device().bind().map_err(give_up)?;
+            // SAFETY: the handle is live (neither aborted nor destroyed).
+            match unsafe { ffi::comm_ready(raw, site) } {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => return Err(give_up(e)),
+            }
+            if start.elapsed() >= timeout {
+                return Err(give_up(Error::CommInitTimeout {
+                    rank,
+                    ranks,
+                    device: site.device,
+                    timeout,
+                }));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let comm = Communicator::wrap(Backend::Nccl(raw), None, rank, ranks, runtime, true);
+        comm.check_peers(runtime, timeout)?;
+        Ok(comm)
+    }
+
+    /// Checks `init_rank`'s arguments; the rank's site.
+    fn rank_site(runtime: &Runtime, rank: u32, ranks: u32, what: &str) -> Result<Site> {
         if rank >= ranks {
             return Err(Error::InvalidArgument {
-                what: format!("Communicator::init_rank(rank {rank}, ranks {ranks})"),
+                what: format!("{what}(rank {rank}, ranks {ranks})"),
                 reason: "the rank must be below the number of ranks".to_owned(),
             });
         }
         if !crate::driver::platform().nccl() {
-            return Err(sim_one_process("Communicator::init_rank"));
+            return Err(sim_one_process(what));
         }
-        let device = runtime.device().ordinal();
-        runtime.device().bind()?;
-        let site = Site {
+        Ok(Site {
             rank,
             ranks,
-            device,
+            device: runtime.device().ordinal(),
+        })
+    }
+
+    /// Every rank's descriptor, all-gathered on a stream of `runtime`: refused
+    /// (and the communicator aborted) unless the ranks run one xlog and NCCL and
+    /// agree on the number of ranks and who is which.
+    fn check_peers(&self, runtime: &Runtime, timeout: Duration) -> Result<()> {
+        let mine = descriptor(self.inner.rank, self.inner.ranks)?;
+        let all = self.all_gather_words(runtime, &mine, timeout)?;
+        let n = self.inner.ranks as usize;
+        let mut problems = Vec::new();
+        for (r, theirs) in all.chunks(DESCRIPTOR_WORDS).enumerate().take(n) {
+            problems.extend(disagreement(r as u32, self.inner.ranks, &mine, theirs));
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let e = Error::InvalidArgument {
+            what: format!(
+                "the communicator of rank {} of {} (device {})",
+                self.inner.rank, self.inner.ranks, self.inner.device
+            ),
+            reason: format!(
+                "its ranks disagree: {}; start every process with the same build and \
+                 NCCL, the same number of ranks and a distinct rank each",
+                problems.join("; ")
+            ),
         };
-        // SAFETY: the runtime's device context is bound just above.
-        let raw = unsafe { ffi::comm_init_rank(&id.0, site) }?;
-        Ok(Communicator::wrap(
-            Backend::Nccl(raw),
-            None,
-            rank,
-            ranks,
-            runtime,
-        ))
+        self.inner.abort(e.to_string());
+        Err(e)
+    }
+
+    /// `words` of every rank, in rank order (an all-gather on a new stream of
+    /// `runtime`, waited for up to `timeout`).
+    fn all_gather_words(
+        &self,
+        runtime: &Runtime,
+        words: &[u64],
+        timeout: Duration,
+    ) -> Result<Vec<u64>> {
+        let s = runtime.new_stream()?;
+        let send = runtime.upload_on(&s, words)?;
+        let mut all =
+            runtime.alloc_zeroed_on::<u64>(&s, words.len() * self.inner.ranks as usize)?;
+        Group::new()
+            .all_gather(self, &s, &send, &mut all)
+            .launch()?;
+        self.wait(&s, timeout)?;
+        all.download(&s)
+    }
+
+    /// Checks that every rank passed the same `digest` (an all-gather on a new
+    /// stream of `runtime`, waited for up to `timeout`): for ranks in different
+    /// processes, whose collectives xlog cannot compare, a digest of what each
+    /// is about to issue (kinds, counts, element types, roots) turns a
+    /// disagreement into an error on every rank instead of a hang or a transfer
+    /// by the other side's count. Every rank must call it, as any collective,
+    /// each from its own process or thread (it waits for its all-gather, which
+    /// needs the others' parts). A disagreement leaves the communicator usable.
+    pub fn check_agreement(&self, runtime: &Runtime, digest: u64, timeout: Duration) -> Result<()> {
+        let all = self.all_gather_words(runtime, &[digest], timeout)?;
+        if all.iter().all(|&d| d == digest) {
+            return Ok(());
+        }
+        let listed: Vec<String> = all
+            .iter()
+            .enumerate()
+            .map(|(r, d)| format!("rank {r}: {d:#018x}"))
+            .collect();
+        Err(Error::InvalidArgument {
+            what: format!(
+                "Communicator::check_agreement on rank {} of {}",
+                self.inner.rank, self.inner.ranks
+            ),
+            reason: format!(
+                "the ranks passed different digests ({}): they are about to issue \
+                 different work",
+                listed.join(", ")
+            ),
+        })
     }
 
     fn wrap(
@@ -235,10 +376,12 @@ impl Communicator {
         rank: u32,
         ranks: u32,
         rt: &Runtime,
+        nonblocking: bool,
     ) -> Communicator {
         Communicator {
             inner: Arc::new(Inner {
                 backend,
+                nonblocking,
                 ledger,
                 rank,
                 ranks,
@@ -377,6 +520,70 @@ impl Communicator {
     }
 }
 
+/// Words of a rank's descriptor: a tag, xlog's version, NCCL's version, and
+/// `ranks << 32 | rank`.
+const DESCRIPTOR_WORDS: usize = 4;
+/// "xlog rnk" as ASCII: marks a descriptor.
+const DESCRIPTOR_TAG: u64 = 0x786c_6f67_2072_6e6b;
+
+/// xlog's version as `major << 40 | minor << 20 | patch`.
+fn xlog_version() -> u64 {
+    let part = |v: &str| v.parse::<u64>().unwrap_or(0);
+    part(env!("CARGO_PKG_VERSION_MAJOR")) << 40
+        | part(env!("CARGO_PKG_VERSION_MINOR")) << 20
+        | part(env!("CARGO_PKG_VERSION_PATCH"))
+}
+
+fn version_text(v: u64) -> String {
+    format!("{}.{}.{}", v >> 40, (v >> 20) & 0xf_ffff, v & 0xf_ffff)
+}
+
+/// This rank's descriptor.
+fn descriptor(rank: u32, ranks: u32) -> Result<[u64; DESCRIPTOR_WORDS]> {
+    let nccl = u64::from(ffi::library()?.1);
+    Ok([
+        DESCRIPTOR_TAG,
+        xlog_version(),
+        nccl,
+        u64::from(ranks) << 32 | u64::from(rank),
+    ])
+}
+
+/// How rank `r`'s descriptor `theirs` disagrees with this rank's `mine`, in
+/// words (nothing when they agree).
+fn disagreement(r: u32, ranks: u32, mine: &[u64], theirs: &[u64]) -> Vec<String> {
+    let mut out = Vec::new();
+    if theirs.len() != DESCRIPTOR_WORDS || theirs[0] != DESCRIPTOR_TAG {
+        out.push(format!(
+            "rank {r} sent no xlog descriptor (another program or protocol)"
+        ));
+        return out;
+    }
+    if theirs[1] != mine[1] {
+        out.push(format!(
+            "rank {r} runs xlog {}, this rank {}",
+            version_text(theirs[1]),
+            version_text(mine[1])
+        ));
+    }
+    if theirs[2] != mine[2] {
+        out.push(format!(
+            "rank {r} runs NCCL {}, this rank {}",
+            theirs[2], mine[2]
+        ));
+    }
+    let (their_ranks, their_rank) = ((theirs[3] >> 32) as u32, theirs[3] as u32);
+    if their_ranks != ranks {
+        out.push(format!(
+            "rank {r} counts {their_ranks} ranks, this rank {ranks}"
+        ));
+    }
+    if their_rank != r {
+        out.push(format!("the rank at position {r} holds rank {their_rank}"));
+    }
+    out
+}
+
 impl Inner {
     pub(crate) fn site(&self) -> Site {
         Site {
@@ -505,5 +712,38 @@ impl Drop for Inner {
         if let Err(e) = r {
             tracing::error!(target: "xlog::nccl", "dropping a communicator: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(rank: u32, ranks: u32, xlog: u64, nccl: u64) -> Vec<u64> {
+        vec![
+            DESCRIPTOR_TAG,
+            xlog,
+            nccl,
+            u64::from(ranks) << 32 | u64::from(rank),
+        ]
+    }
+
+    #[test]
+    fn descriptors_that_disagree_name_each_difference() {
+        let v = xlog_version();
+        let mine = desc(0, 2, v, 22803);
+        assert!(disagreement(1, 2, &mine, &desc(1, 2, v, 22803)).is_empty());
+        let other = (1 << 40) | (2 << 20) | 3;
+        let d = disagreement(1, 2, &mine, &desc(0, 3, other, 22809)).join("; ");
+        for part in [
+            "rank 1 runs xlog 1.2.3",
+            "rank 1 runs NCCL 22809, this rank 22803",
+            "rank 1 counts 3 ranks, this rank 2",
+            "the rank at position 1 holds rank 0",
+        ] {
+            assert!(d.contains(part), "`{d}` does not say `{part}`");
+        }
+        let junk = disagreement(1, 2, &mine, &[0, 0, 0, 0]).join("; ");
+        assert!(junk.contains("no xlog descriptor"), "{junk}");
     }
 }

@@ -97,11 +97,13 @@ impl ProcessEnv {
     }
 
     /// This process's runtime (device `local_rank`) and its communicator, joined
-    /// through [`unique_id`](Self::unique_id).
+    /// through [`unique_id`](Self::unique_id) with
+    /// [`Communicator::init_rank_within`]: `timeout` bounds the wait for the id
+    /// file, for every rank to join, and for the check that they agree, each.
     pub fn communicator(&self, timeout: Duration) -> Result<(Runtime, Communicator)> {
         let rt = Runtime::get(self.local_rank)?;
         let id = self.unique_id(timeout)?;
-        let comm = Communicator::init_rank(&rt, &id, self.rank, self.world_size)?;
+        let comm = Communicator::init_rank_within(&rt, &id, self.rank, self.world_size, timeout)?;
         Ok((rt, comm))
     }
 }

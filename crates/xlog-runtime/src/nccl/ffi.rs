@@ -43,6 +43,43 @@ pub(crate) struct RawUniqueId {
 pub(crate) const SUCCESS: c_int = 0;
 const IN_PROGRESS: c_int = 7;
 
+/// `NCCL_CONFIG_UNDEF_INT`: a field left to NCCL's default.
+const UNDEF_INT: c_int = c_int::MIN;
+
+/// `ncclConfig_t` as NCCL 2.18 lays it out. NCCL reads `size` bytes of it over
+/// its own defaults and ignores the fields a newer `version` added, so this
+/// prefix is valid for every later NCCL.
+#[repr(C)]
+struct RawConfig {
+    size: usize,
+    magic: u32,
+    version: u32,
+    blocking: c_int,
+    cga_cluster_size: c_int,
+    min_ctas: c_int,
+    max_ctas: c_int,
+    net_name: *const c_char,
+    split_share: c_int,
+}
+
+impl RawConfig {
+    /// NCCL's defaults, except `blocking`.
+    fn new(blocking: bool) -> RawConfig {
+        RawConfig {
+            size: std::mem::size_of::<RawConfig>(),
+            magic: 0xcafe_beef,
+            // NCCL_VERSION(2, 18, 0).
+            version: 21_800,
+            blocking: blocking as c_int,
+            cga_cluster_size: UNDEF_INT,
+            min_ctas: UNDEF_INT,
+            max_ctas: UNDEF_INT,
+            net_name: std::ptr::null(),
+            split_share: UNDEF_INT,
+        }
+    }
+}
+
 type Res = c_int;
 type Stream = *mut c_void;
 
@@ -51,6 +88,8 @@ struct Api {
     get_version: unsafe extern "C" fn(*mut c_int) -> Res,
     get_unique_id: unsafe extern "C" fn(*mut RawUniqueId) -> Res,
     comm_init_rank: unsafe extern "C" fn(*mut RawComm, c_int, RawUniqueId, c_int) -> Res,
+    comm_init_rank_config:
+        unsafe extern "C" fn(*mut RawComm, c_int, RawUniqueId, c_int, *mut RawConfig) -> Res,
     comm_init_all: unsafe extern "C" fn(*mut RawComm, c_int, *const c_int) -> Res,
     comm_destroy: unsafe extern "C" fn(RawComm) -> Res,
     comm_abort: unsafe extern "C" fn(RawComm) -> Res,
@@ -202,6 +241,7 @@ fn resolve(lib: libloading::Library, path: &Path) -> std::result::Result<Api, St
         get_version: sym!("ncclGetVersion"),
         get_unique_id: sym!("ncclGetUniqueId"),
         comm_init_rank: sym!("ncclCommInitRank"),
+        comm_init_rank_config: sym!("ncclCommInitRankConfig"),
         comm_init_all: sym!("ncclCommInitAll"),
         comm_destroy: sym!("ncclCommDestroy"),
         comm_abort: sym!("ncclCommAbort"),
@@ -331,6 +371,63 @@ pub(crate) unsafe fn comm_init_rank(id: &RawUniqueId, site: Site) -> Result<RawC
     Ok(comm)
 }
 
+/// `ncclCommInitRankConfig` with `blocking = 0` on the current device: returns
+/// the handle at once, while the ranks join in the background; [`comm_ready`]
+/// says when it is ready. Every call on the communicator may then return before
+/// its work is queued (`ncclInProgress`): [`comm_ready`] says when it is.
+///
+/// # Safety
+/// 1. The CUDA context of the device the communicator is for is current.
+pub(crate) unsafe fn comm_init_rank_nonblocking(id: &RawUniqueId, site: Site) -> Result<RawComm> {
+    let api = api()?;
+    let mut comm = std::ptr::null_mut();
+    let mut config = RawConfig::new(false);
+    // SAFETY: writes one handle and reads `config`, which lives through the call
+    // (NCCL copies it); obligation 1 picks the device.
+    let r = unsafe {
+        (api.comm_init_rank_config)(
+            &mut comm,
+            site.ranks as c_int,
+            *id,
+            site.rank as c_int,
+            &mut config,
+        )
+    };
+    if let Err(e) = check(api, "ncclCommInitRankConfig", r, std::ptr::null_mut(), site) {
+        if !comm.is_null() {
+            // SAFETY: the handle NCCL wrote, never used after this.
+            let _ = unsafe { (api.comm_abort)(comm) };
+        }
+        return Err(e);
+    }
+    Ok(comm)
+}
+
+/// Whether a nonblocking communicator has finished what it was doing (its
+/// initialisation, or queueing a group's work): `Ok(false)` while NCCL says
+/// `ncclInProgress`, an error when it failed.
+///
+/// # Safety
+/// 1. `comm` is live.
+pub(crate) unsafe fn comm_ready(comm: RawComm, site: Site) -> Result<bool> {
+    let api = api()?;
+    let mut state: Res = SUCCESS;
+    // SAFETY: obligation 1; writes one result.
+    let r = unsafe { (api.comm_get_async_error)(comm, &mut state) };
+    check(api, "ncclCommGetAsyncError", r, comm, site)?;
+    if state == IN_PROGRESS {
+        return Ok(false);
+    }
+    check(
+        api,
+        "ncclCommGetAsyncError (the communicator failed)",
+        state,
+        comm,
+        site,
+    )?;
+    Ok(true)
+}
+
 /// `ncclCommDestroy`: waits for the communicator's queued work, then frees it.
 ///
 /// # Safety
@@ -384,8 +481,10 @@ pub enum DataType {
     U32 = 3,
     I64 = 4,
     U64 = 5,
+    F16 = 6,
     F32 = 7,
     F64 = 8,
+    BF16 = 9,
 }
 
 /// One queued operation, as NCCL takes it (counts in elements of `dtype`).

@@ -540,8 +540,38 @@ fn queue_nccl(planned: &[(Part<'_>, WorkRecorder<'_, Preflighted>)]) -> Result<(
     let ended = ffi::group_end(site);
     match first {
         Some(e) => Err(e),
-        None => ended,
+        None => ended.and_then(|()| queued_by_nccl(planned)),
     }
+}
+
+/// Waits until NCCL has queued the group's work on every nonblocking
+/// communicator of it (`ncclGroupEnd` may return `ncclInProgress` there, with
+/// the work still being set up), so the commit that follows records work that
+/// is on its streams.
+fn queued_by_nccl(planned: &[(Part<'_>, WorkRecorder<'_, Preflighted>)]) -> Result<()> {
+    for (i, (part, _)) in planned.iter().enumerate() {
+        let inner = &*part.comm.inner;
+        let seen = planned[..i]
+            .iter()
+            .any(|(p, _)| std::ptr::eq(&*p.comm.inner, inner));
+        let Backend::Nccl(raw) = inner.backend else {
+            continue;
+        };
+        if !inner.nonblocking || seen {
+            continue;
+        }
+        let mut spins = 0u32;
+        // SAFETY: the communicator is live and locked by the caller.
+        while !unsafe { ffi::comm_ready(raw, inner.site()) }? {
+            spins += 1;
+            if spins < 1_000 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Queue every rank's part on its stream as one simulated operation per stream

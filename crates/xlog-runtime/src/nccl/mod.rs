@@ -101,8 +101,10 @@ mod sealed {
 }
 
 /// An element type NCCL reduces: `i8`, `u8`, `i32`, `u32`, `i64`, `u64`, `f32`,
-/// `f64`. Collectives that only move data (broadcast, all-gather, all-to-all,
-/// send and receive) take any [`DeviceCopy`] type.
+/// `f64`, and with the `half` feature `half::f16` and `half::bf16` (each reduction
+/// step rounded to the type, as NCCL's kernels do). Collectives that only move
+/// data (broadcast, all-gather, all-to-all, send and receive) take any
+/// [`DeviceCopy`] type.
 pub trait Reducible: DeviceCopy + sealed::Sealed {
     #[doc(hidden)]
     const __DTYPE: ffi::DataType;
@@ -138,6 +140,14 @@ reducible! {
     u64 => U64, u64::wrapping_add, u64::wrapping_mul;
     f32 => F32, |a, b| a + b, |a, b| a * b;
     f64 => F64, |a, b| a + b, |a, b| a * b;
+}
+
+#[cfg(feature = "half")]
+reducible! {
+    half::f16 => F16, |a, b| half::f16::from_f32(a.to_f32() + b.to_f32()),
+        |a, b| half::f16::from_f32(a.to_f32() * b.to_f32());
+    half::bf16 => BF16, |a, b| half::bf16::from_f32(a.to_f32() + b.to_f32()),
+        |a, b| half::bf16::from_f32(a.to_f32() * b.to_f32());
 }
 
 /// The simulator's reduction for `T` (a [`crate::sim::Reducer`]).

@@ -1,5 +1,6 @@
-//! Kernels of the distributed example: which rank a key goes to, and the grouped
-//! sum over a local join's pairs.
+//! Kernels of the distributed example: which rank a key goes to, the flags that
+//! order rows by it, where each rank's rows start, and the grouped sum over a
+//! local join's pairs.
 
 use xlog::prelude::*;
 
@@ -13,12 +14,44 @@ pub fn rank_of(key: u32, ranks: u32) -> u32 {
     x % ranks
 }
 
-/// `parts[i] = rank_of(keys[i], ranks)`. One key per thread.
-#[xlog_kernel(read(keys), write(parts))]
-pub fn partition(keys: &[u32], ranks: u32, parts: &mut [u32]) {
+/// Where each rank's rows start in `keys`, ordered by destination rank:
+/// `starts[r]` is the first row whose key goes to rank `r` or a later one, for
+/// every `r` in `0..=ranks` (so `starts[ranks] = keys.len()`). Thread `i` (one
+/// per row and one past the end) stores `i` for the ranks between the previous
+/// row's and its own: every entry is stored exactly once.
+#[xlog_kernel(read(keys), atomic(starts))]
+pub fn rank_starts(keys: &[u32], ranks: u32, starts: &mut [u32]) {
+    let i = thread::index_1d().get();
+    let n = keys.len();
+    if i > n {
+        return;
+    }
+    let mut r = if i == 0 {
+        0
+    } else {
+        rank_of(keys[i - 1], ranks) + 1
+    };
+    let here = if i == n {
+        ranks
+    } else {
+        rank_of(keys[i], ranks)
+    };
+    while r <= here {
+        if (r as usize) < starts.len() {
+            starts.store(r as usize, i as u32);
+        }
+        r += 1;
+    }
+}
+
+/// `flags[i] = 1` when bit `bit` of `rank_of(keys[i], ranks)` is clear, else 0:
+/// one pass of a stable partition by rank, least significant bit first (rows
+/// with the flag set go first). One key per thread.
+#[xlog_kernel(read(keys), write(flags))]
+pub fn rank_bit_clear(keys: &[u32], ranks: u32, bit: u32, flags: &mut [u8]) {
     let i = thread::index_1d();
-    if i < parts.len() && i < keys.len() {
-        parts[i] = rank_of(keys[i.get()], ranks);
+    if i < flags.len() && i < keys.len() {
+        flags[i] = ((rank_of(keys[i.get()], ranks) >> bit) & 1 == 0) as u8;
     }
 }
 
