@@ -103,6 +103,7 @@ mod exec;
 
 pub mod compact;
 pub mod cooperative;
+pub mod dense_group;
 pub mod elementwise;
 pub mod gather;
 pub mod histogram;
