@@ -167,6 +167,25 @@ fn predicate_kernels() -> Vec<String> {
         .collect()
 }
 
+/// The dense group-by's kernels: counts by `u32` and `u64` counts, sums and order
+/// keys over its value types, each by every key type; the decode per value type.
+fn dense_group_kernels() -> Vec<String> {
+    let keys = ["u8", "u16", "u32"];
+    let values = ["u32", "i32", "f32", "u64", "i64", "f64"];
+    let mut v = Vec::new();
+    for k in keys {
+        for c in ["u32", "u64"] {
+            v.push(format!("dense_group_count__{c}__{k}"));
+        }
+        for t in values {
+            v.push(format!("dense_group_sum__{t}__{k}"));
+            v.push(format!("dense_group_least__{t}__{k}"));
+        }
+    }
+    v.extend(values.map(|t| format!("dense_group_decode__{t}")));
+    v
+}
+
 #[test]
 fn module_defines_every_kernel_for_every_type() {
     let mut want: Vec<String> = elementwise()
@@ -177,6 +196,7 @@ fn module_defines_every_kernel_for_every_type() {
         .chain(selection_kernels())
         .chain(set_kernels())
         .chain(predicate_kernels())
+        .chain(dense_group_kernels())
         .collect();
     want.sort();
     let mut got: Vec<String> = MODULE
@@ -293,6 +313,10 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::predicate::compare_flags::check_abi_all,
         xlog_kernels::predicate::between_flags::check_abi_all,
         xlog_kernels::predicate::combine_flags::check_abi,
+        xlog_kernels::dense_group::dense_group_count::check_abi_all,
+        xlog_kernels::dense_group::dense_group_sum::check_abi_all,
+        xlog_kernels::dense_group::dense_group_least::check_abi_all,
+        xlog_kernels::dense_group::dense_group_decode::check_abi_all,
     ] {
         check().unwrap();
     }
@@ -303,7 +327,8 @@ fn every_launcher_agrees_with_the_device_build() {
             + sort_kernels().len()
             + selection_kernels().len()
             + set_kernels().len()
-            + predicate_kernels().len(),
+            + predicate_kernels().len()
+            + dense_group_kernels().len(),
         MODULE.kernels().len()
     );
 }
