@@ -18,7 +18,7 @@ for line in sys.stdin:
 ' "$@"
 }
 cargo test -p xlog-kernels --features gpu-tests --profile gpu --test gpu_group --no-run --message-format=json | pick test gpu_group "$b/bin/test-gpu_group"
-cargo bench -p xlog-kernels --profile gpu --bench dense_group --no-run --message-format=json | pick bench dense_group "$b/bin/bench-dense_group"
+cargo bench -p xlog-kernels --features gpu-tests --profile gpu --bench dense_group --no-run --message-format=json | pick bench dense_group "$b/bin/bench-dense_group"
 cp crates/xlog-kernels/benches/dense_group_torch.py bench/runs/2026-11-28-library/run.sh "$b/"
 git rev-parse --short HEAD > "$b/commit.txt"
 tar czf /work/main/target/library-bundle.tgz -C "$b" .

@@ -47,15 +47,14 @@ fn library() -> Vec<String> {
     let mut v: Vec<String> = LIBRARY_TYPES
         .iter()
         .flat_map(|t| {
+            let wide = if t.ends_with("64") { "64" } else { "" };
             [
-                "reduce_sum",
-                "reduce_min",
-                "reduce_max",
-                "scan_inclusive_sum",
-                "scan_exclusive_sum",
+                format!("reduce_sum__{t}"),
+                format!("reduce_min__{t}"),
+                format!("reduce_max__{t}"),
+                format!("scan_inclusive_sum{wide}__{t}"),
+                format!("scan_exclusive_sum{wide}__{t}"),
             ]
-            .iter()
-            .map(move |op| format!("{op}_{t}"))
         })
         .collect();
     for t in ["u8", "u16", "u32", "i32", "f32", "u64", "i64", "f64"] {
@@ -283,13 +282,15 @@ fn every_launcher_agrees_with_the_device_build() {
     }
     use xlog_kernels::{gather as g, join as j, reduce as r, scan as s};
     for check in [
-        r::reduce_sum_f32::check_abi as fn() -> xlog::Result<()>,
-        r::reduce_min_i64::check_abi,
-        r::reduce_max_u64::check_abi,
+        r::reduce_sum::check_abi_all as fn() -> xlog::Result<()>,
+        r::reduce_min::check_abi_all,
+        r::reduce_max::check_abi_all,
         r::fold_or_u32::check_abi,
         r::fold_xor::check_abi_all,
-        s::scan_inclusive_sum_i32::check_abi,
-        s::scan_exclusive_sum_f64::check_abi,
+        s::scan_inclusive_sum::check_abi_all,
+        s::scan_exclusive_sum::check_abi_all,
+        s::scan_inclusive_sum64::check_abi_all,
+        s::scan_exclusive_sum64::check_abi_all,
         s::scan_inclusive_max_u32::check_abi,
         s::scan_last_nonzero_u32::check_abi,
         s::scan_inclusive_xor::check_abi_all,
@@ -551,10 +552,10 @@ fn min_blocks_become_launch_bounds_in_the_module() {
         Some(".maxntid 256, 1, 1 .minnctapersm 2")
     );
     assert_eq!(
-        bounds("scan_inclusive_sum_i32").as_deref(),
+        bounds("scan_inclusive_sum__i32").as_deref(),
         Some(".maxntid 256, 1, 1 .minnctapersm 5")
     );
-    assert_eq!(bounds("reduce_sum_f32").as_deref(), Some(""));
+    assert_eq!(bounds("reduce_sum__f32").as_deref(), Some(""));
 }
 
 /// The PTX of `kernel`'s entry, from `.entry` to its closing brace.
@@ -693,7 +694,7 @@ fn the_reductions_keep_four_loads_in_flight() {
     // H200 that held the sum at 0.83x CUB's (run 29 of bench/runs/2026-11-26-archive/log.md).
     for t in LIBRARY_TYPES {
         for op in ["reduce_sum", "reduce_min", "reduce_max"] {
-            let kernel = format!("{op}_{t}");
+            let kernel = format!("{op}__{t}");
             assert!(four_loads_in_flight(MODULE.ptx(), &kernel), "{kernel}");
         }
     }
@@ -702,6 +703,6 @@ fn the_reductions_keep_four_loads_in_flight() {
     // behind their own alignment test.
     assert!(!four_loads_in_flight(
         MODULE.ptx(),
-        "scan_inclusive_sum_u32"
+        "scan_inclusive_sum__u32"
     ));
 }
