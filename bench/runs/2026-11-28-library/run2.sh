@@ -13,7 +13,7 @@ run() { # name timeout command...
   local res=$(grep -E "^test result|ERROR SUMMARY" "$out/$name.log" | tail -1)
   echo "{\"step\":\"$name\",\"args\":\"$*\",\"rc\":$rc,\"ms\":$(( (e - s) / 1000000 )),\"result\":\"$res\"}" | sed "s|$b/||g" >> "$out/results.jsonl"
 }
-run gpu_group 30 "$b/bin/test-gpu_group"
-run library-reduce-scan 30 "$b/bin/test-gpu_library" reduce:: scan:: segmented::
-run graph-library 20 "$b/bin/test-gpu_graph_library"
-run kernels-gpu 15 "$b/bin/test-gpu"
+run gpu_group 12 "$b/bin/test-gpu_group"
+run library-reduce-scan 18 "$b/bin/test-gpu_library" reduce:: scan:: segmented::
+run graph-library 8 "$b/bin/test-gpu_graph_library"
+run kernels-gpu 8 "$b/bin/test-gpu"

@@ -396,11 +396,10 @@ impl Accumulators {
     #[inline(always)]
     fn begin(domain: usize, per_key: usize, identity: u32) -> Self {
         let words = DynamicShared::<u32>::get().words();
-        let keys = if per_key == 0 {
-            0
-        } else {
-            core::cmp::min(domain, words.len() / per_key)
-        };
+        let keys = words
+            .len()
+            .checked_div(per_key)
+            .map_or(0, |fit| core::cmp::min(domain, fit));
         for s in thread::block_stride(keys * per_key) {
             words.store(s.get(), identity);
         }

@@ -442,7 +442,7 @@ mod host {
                 K::ITEMS,
                 true,
                 "record_scan",
-                |e, cfg, x, out, status| K::record(e.rec, cfg, x, *out, *status).map(drop),
+                |e, cfg, x, out, status| K::record(e.rec, cfg, x, *out, status).map(drop),
             )
         }
     }

@@ -214,11 +214,11 @@ fn same<T: TestValue>(a: T, b: T) -> bool {
     }
 }
 
-fn check_all<K: TestKey, T: TestValue>()
+fn check_all<K: TestKey, T>()
 where
     u32: Count<K>,
     u64: Count<K>,
-    T: Sum<K> + Extreme<K>,
+    T: TestValue + Sum<K> + Extreme<K>,
 {
     let rt = gpu_runtime();
     let (p, c) = streams(&rt);
