@@ -133,7 +133,7 @@ fn selection_kernels() -> Vec<String> {
         })
         .collect();
     for t in ["i32", "u32", "u8"] {
-        v.push(format!("histogram_counts_{t}"));
+        v.push(format!("histogram_counts__{t}"));
     }
     for t in ["f32", "i32", "u32"] {
         v.push(format!("histogram_even_{t}"));
@@ -314,6 +314,7 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::predicate::compare_flags::check_abi_all,
         xlog_kernels::predicate::between_flags::check_abi_all,
         xlog_kernels::predicate::combine_flags::check_abi,
+        xlog_kernels::histogram::histogram_counts::check_abi_all,
         xlog_kernels::dense_group::dense_group_count::check_abi_all,
         xlog_kernels::dense_group::dense_group_sum::check_abi_all,
         xlog_kernels::dense_group::dense_group_least::check_abi_all,
