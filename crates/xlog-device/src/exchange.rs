@@ -31,8 +31,8 @@
 //! # Soundness
 //!
 //! The shared module's argument (`crate::shared`, # Soundness) carries over
-//! unchanged: every access through a `SharedWords` is a relaxed atomic load, store
-//! or add of an aligned 4-byte word inside the array it was made from (a 64-bit
+//! unchanged: every access through a `SharedWords` is a relaxed atomic load, store,
+//! add, minimum or maximum of an aligned 4-byte word inside the array it was made from (a 64-bit
 //! value is two words, low first), bounds-checked, and every bit pattern is a valid
 //! value of its types. Those are the only sizes safe code uses on shared memory, so
 //! two accesses touch the same word or disjoint ones and atomics never race: no use
@@ -178,6 +178,42 @@ impl SharedWords<u32> {
     }
 }
 
+impl SharedWords<u32> {
+    /// Lowers slot `i` to `v` if `v` is smaller (unsigned) with one atomic,
+    /// returning the old value.
+    #[inline(always)]
+    #[track_caller]
+    pub fn fetch_min(&self, i: usize, v: u32) -> u32 {
+        let p = self.slot(i);
+        // SAFETY: as in `fetch_add`.
+        unsafe { crate::shared::fetch_extreme_word::<true>(p, v) }
+    }
+
+    /// Raises slot `i` to `v` if `v` is larger (unsigned) with one atomic,
+    /// returning the old value.
+    #[inline(always)]
+    #[track_caller]
+    pub fn fetch_max(&self, i: usize, v: u32) -> u32 {
+        let p = self.slot(i);
+        // SAFETY: as in `fetch_add`.
+        unsafe { crate::shared::fetch_extreme_word::<false>(p, v) }
+    }
+}
+
+impl SharedWords<f32> {
+    /// Adds `v` to slot `i` (IEEE rounding) with one atomic, returning the old
+    /// value. Concurrent additions land in an unspecified order, so a sum of more
+    /// than two values may differ in its last bits from run to run.
+    #[inline(always)]
+    #[track_caller]
+    pub fn fetch_add(&self, i: usize, v: f32) -> f32 {
+        let p = self.slot(i);
+        // SAFETY: `p` is an in-bounds, aligned word of shared memory, and every safe
+        // access to it is a 4-byte atomic (as in `load`).
+        unsafe { crate::shared::fetch_add_f32_word(p, v) }
+    }
+}
+
 impl<T: Shuffle> core::fmt::Debug for SharedWords<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         crate::view::debug_ptr_len(f, "SharedWords", self.ptr, self.len)
@@ -298,5 +334,27 @@ mod tests {
             _marker: PhantomData,
         };
         words.load(4);
+    }
+
+    #[test]
+    fn minimum_maximum_and_float_sums_land_in_their_slot() {
+        let mut mem = [7u32, 7, 0, 0];
+        let words: SharedWords<u32> = SharedWords {
+            ptr: mem.as_mut_ptr(),
+            len: mem.len(),
+            owner: Owner::UNSIMULATED,
+            _marker: PhantomData,
+        };
+        assert_eq!(words.fetch_min(0, 3), 7);
+        assert_eq!(words.fetch_min(0, 9), 3);
+        assert_eq!(words.fetch_max(1, u32::MAX), 7);
+        assert_eq!(words.fetch_max(1, 2), u32::MAX);
+        let floats = words.cast::<f32>();
+        assert_eq!(floats.fetch_add(2, 1.5), 0.0);
+        assert_eq!(floats.fetch_add(2, -0.25), 1.5);
+        assert_eq!(
+            (mem[0], mem[1], f32::from_bits(mem[2]), mem[3]),
+            (3, u32::MAX, 1.25, 0)
+        );
     }
 }

@@ -806,7 +806,37 @@ pub(crate) unsafe fn fetch_add_word(p: *mut u32, v: u32) -> u32 {
     unsafe { word::fetch_add(p, v) }
 }
 
-/// The 4-byte accesses behind [`load_word`], [`store_word`] and [`fetch_add_word`].
+/// A relaxed atomic unsigned minimum (`MIN`) or maximum into a word of shared
+/// memory, returning the old value.
+///
+/// # Safety
+///
+/// As [`load_word`], for a `u32`.
+#[inline(always)]
+pub(crate) unsafe fn fetch_extreme_word<const MIN: bool>(p: *mut u32, v: u32) -> u32 {
+    if MIN {
+        // SAFETY: forwarded obligations.
+        unsafe { word::fetch_min(p, v) }
+    } else {
+        // SAFETY: forwarded obligations.
+        unsafe { word::fetch_max(p, v) }
+    }
+}
+
+/// A relaxed atomic `f32` addition into a word of shared memory, returning the old
+/// value.
+///
+/// # Safety
+///
+/// As [`load_word`], for an `f32`.
+#[inline(always)]
+pub(crate) unsafe fn fetch_add_f32_word(p: *mut f32, v: f32) -> f32 {
+    // SAFETY: forwarded obligations.
+    unsafe { word::fetch_add_f32(p, v) }
+}
+
+/// The 4-byte accesses behind [`load_word`], [`store_word`], [`fetch_add_word`],
+/// [`fetch_extreme_word`] and [`fetch_add_f32_word`].
 ///
 /// On the device they are PTX `ld` / `st` / `atom` with `.relaxed.cta` semantics in
 /// the `.shared` state space (`LDS`, `STS`, `ATOMS` in SASS). Every thread that can
@@ -888,9 +918,63 @@ mod word {
             };
             r
         }
+
+        /// # Safety
+        /// As [`load`].
+        #[inline(always)]
+        pub(in super::super) unsafe fn fetch_min(p: *mut u32, v: u32) -> u32 {
+            let r: u32;
+            // SAFETY: the caller's obligations; a 4-byte relaxed atomic minimum.
+            unsafe {
+                core::arch::asm!(
+                    "atom.relaxed.cta.shared.min.u32 {r}, [{a}], {v};",
+                    r = out(reg32) r,
+                    a = in(reg32) shared(p),
+                    v = in(reg32) v,
+                    options(nostack)
+                )
+            };
+            r
+        }
+
+        /// # Safety
+        /// As [`load`].
+        #[inline(always)]
+        pub(in super::super) unsafe fn fetch_max(p: *mut u32, v: u32) -> u32 {
+            let r: u32;
+            // SAFETY: the caller's obligations; a 4-byte relaxed atomic maximum.
+            unsafe {
+                core::arch::asm!(
+                    "atom.relaxed.cta.shared.max.u32 {r}, [{a}], {v};",
+                    r = out(reg32) r,
+                    a = in(reg32) shared(p),
+                    v = in(reg32) v,
+                    options(nostack)
+                )
+            };
+            r
+        }
+
+        /// # Safety
+        /// As [`load`], for an `f32`.
+        #[inline(always)]
+        pub(in super::super) unsafe fn fetch_add_f32(p: *mut f32, v: f32) -> f32 {
+            let r: f32;
+            // SAFETY: the caller's obligations; a 4-byte relaxed atomic addition.
+            unsafe {
+                core::arch::asm!(
+                    "atom.relaxed.cta.shared.add.f32 {r}, [{a}], {v};",
+                    r = out(reg32) r,
+                    a = in(reg32) shared(p.cast::<u32>()),
+                    v = in(reg32) v,
+                    options(nostack)
+                )
+            };
+            r
+        }
     }
     #[cfg(target_arch = "nvptx64")]
-    pub(super) use device::{fetch_add, load, store};
+    pub(super) use device::{fetch_add, fetch_add_f32, fetch_max, fetch_min, load, store};
 
     #[cfg(not(target_arch = "nvptx64"))]
     mod host {
@@ -919,9 +1003,39 @@ mod word {
             // SAFETY: the caller's obligations.
             unsafe { AtomicU32::from_ptr(p) }.fetch_add(v, Relaxed)
         }
+
+        /// # Safety
+        /// As [`load`].
+        #[inline(always)]
+        pub(in super::super) unsafe fn fetch_min(p: *mut u32, v: u32) -> u32 {
+            // SAFETY: the caller's obligations.
+            unsafe { AtomicU32::from_ptr(p) }.fetch_min(v, Relaxed)
+        }
+
+        /// # Safety
+        /// As [`load`].
+        #[inline(always)]
+        pub(in super::super) unsafe fn fetch_max(p: *mut u32, v: u32) -> u32 {
+            // SAFETY: the caller's obligations.
+            unsafe { AtomicU32::from_ptr(p) }.fetch_max(v, Relaxed)
+        }
+
+        /// # Safety
+        /// As [`load`], for an `f32`.
+        #[inline(always)]
+        pub(in super::super) unsafe fn fetch_add_f32(p: *mut f32, v: f32) -> f32 {
+            // SAFETY: the caller's obligations; an `f32` is one aligned word.
+            let word = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) };
+            let old = word
+                .fetch_update(Relaxed, Relaxed, |b| {
+                    Some((f32::from_bits(b) + v).to_bits())
+                })
+                .unwrap_or_else(|b| b);
+            f32::from_bits(old)
+        }
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    pub(super) use host::{fetch_add, load, store};
+    pub(super) use host::{fetch_add, fetch_add_f32, fetch_max, fetch_min, load, store};
 }
 
 #[cfg(test)]

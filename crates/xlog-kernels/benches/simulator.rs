@@ -1,7 +1,7 @@
 //! The simulator's speed (bench id `simulator`), on the host CPU: no GPU runs here,
 //! and nothing this bench measures is GPU coverage. It times thread executions per
 //! second per worker for an elementwise kernel (`axpy`, no waits) and a reduction
-//! whose threads meet at block barriers and warp shuffles (`reduce_sum_f32`: a chunk
+//! whose threads meet at block barriers and warp shuffles (`reduce_sum::<f32>`: a chunk
 //! per thread, then a block reduce), each launched through its typed launcher on a
 //! simulator runtime. Each sample is one launch and its synchronisation, timed by the
 //! wall clock ([`bench::per_call_ns_then`]); the figure is the median of 5 rounds
@@ -14,7 +14,7 @@
 
 use xlog::{LaunchConfig, Runtime};
 use xlog_kernels::elementwise::axpy;
-use xlog_kernels::reduce::reduce_sum_f32;
+use xlog_kernels::reduce::reduce_sum;
 use xlog_test_support::bench::{self, Case, XLOG};
 
 const N: usize = 1 << 24;
@@ -32,7 +32,7 @@ fn main() {
     let x = rt.upload_on(&s, &vec![1.0f32; N]).unwrap();
     let mut y = rt.upload_on(&s, &vec![2.0f32; N]).unwrap();
     let axpy_cfg = axpy::config(N);
-    let reduce_cfg = reduce_sum_f32::config(N / 4);
+    let reduce_cfg = reduce_sum::config(N / 4);
     let mut partials = rt
         .alloc_zeroed_on::<f32>(&s, reduce_cfg.grid[0] as usize)
         .unwrap();
@@ -49,7 +49,7 @@ fn main() {
             ),
             &mut bench::per_call_ns_then(
                 1,
-                || reduce_sum_f32::launch(&s, reduce_cfg, &x, &mut partials).unwrap(),
+                || reduce_sum::launch(&s, reduce_cfg, &x, &mut partials).unwrap(),
                 sync,
             ),
         ],

@@ -222,35 +222,67 @@ pub fn histogram_even_i32(x: &[i32], lo: i32, hi: i32, scale: f64, out: &mut [u3
     finish(shared, out);
 }
 
-/// `out[k] += |{ i : keys[i] == k }|` for byte keys (keys `≥ out.len()` ignored).
-/// The kernel of [`counts`].
-#[xlog_kernel(read(keys), atomic(out), block = 256)]
-pub fn histogram_counts_u8(keys: &[u8], out: &mut [u32]) {
-    let shared = begin(out);
-    for i in thread::grid_stride(keys.len()) {
-        count(&shared, out, keys[i] as usize);
+/// Key types of [`counts`] on the device: how a thread walks its keys and which
+/// bin a key names.
+pub trait CountKey: Copy + sealed_key::Sealed {
+    /// Calls `f` on every key of `keys` this thread visits in a grid-stride loop
+    /// (16-byte vector loads for 32-bit keys, one byte at a time for `u8`).
+    #[doc(hidden)]
+    fn __each(keys: &[Self], f: impl FnMut(Self));
+    /// The bin of this key, `None` for a negative one.
+    #[doc(hidden)]
+    fn __bin(self) -> Option<usize>;
+}
+
+mod sealed_key {
+    pub trait Sealed {}
+    impl Sealed for u8 {}
+    impl Sealed for u32 {}
+    impl Sealed for i32 {}
+}
+
+impl CountKey for u8 {
+    #[inline(always)]
+    fn __each(keys: &[u8], mut f: impl FnMut(u8)) {
+        for i in thread::grid_stride(keys.len()) {
+            f(keys[i]);
+        }
     }
-    finish(shared, out);
+    #[inline(always)]
+    fn __bin(self) -> Option<usize> {
+        Some(self as usize)
+    }
 }
 
-/// `out[k] += |{ i : keys[i] == k }|` for `u32` keys (keys `≥ out.len()` ignored).
-/// The kernel of [`counts`].
-#[xlog_kernel(read(keys), atomic(out), block = 256)]
-pub fn histogram_counts_u32(keys: &[u32], out: &mut [u32]) {
-    let shared = begin(out);
-    each_sample::<u32, 4>(keys, |k| {
-        count(&shared, out, k as usize);
-    });
-    finish(shared, out);
+impl CountKey for u32 {
+    #[inline(always)]
+    fn __each(keys: &[u32], f: impl FnMut(u32)) {
+        each_sample::<u32, 4>(keys, f);
+    }
+    #[inline(always)]
+    fn __bin(self) -> Option<usize> {
+        Some(self as usize)
+    }
 }
 
-/// `out[k] += |{ i : keys[i] == k }|` for `i32` keys (negative keys and keys
-/// `≥ out.len()` ignored). The kernel of [`counts`].
-#[xlog_kernel(read(keys), atomic(out), block = 256)]
-pub fn histogram_counts_i32(keys: &[i32], out: &mut [u32]) {
+impl CountKey for i32 {
+    #[inline(always)]
+    fn __each(keys: &[i32], f: impl FnMut(i32)) {
+        each_sample::<i32, 4>(keys, f);
+    }
+    #[inline(always)]
+    fn __bin(self) -> Option<usize> {
+        usize::try_from(self).ok()
+    }
+}
+
+/// `out[k] += |{ i : keys[i] == k }|` (keys `≥ out.len()` and negative keys
+/// ignored). The kernel of [`counts`].
+#[xlog_kernel(read(keys), atomic(out), block = 256, for K in [u8, u32, i32])]
+pub fn histogram_counts<K: CountKey>(keys: &[K], out: &mut [u32]) {
     let shared = begin(out);
-    each_sample::<i32, 4>(keys, |k| {
-        if let Ok(b) = usize::try_from(k) {
+    K::__each(keys, |k| {
+        if let Some(b) = k.__bin() {
             count(&shared, out, b);
         }
     });
@@ -447,32 +479,25 @@ mod host {
         }
     }
 
-    macro_rules! key {
-        ($t:ty, $kernel:ident) => {
-            impl Key for $t {
-                fn __launch(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    keys: &BufferView<'_, $t>,
-                    out: &mut DeviceBuffer<u32>,
-                ) -> Result<()> {
-                    super::$kernel::launch(s, cfg, keys, out)
-                }
+    impl<K: super::HistogramCountsType + xlog::DeviceCopy + sealed::Sealed> Key for K {
+        fn __launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            keys: &BufferView<'_, K>,
+            out: &mut DeviceBuffer<u32>,
+        ) -> Result<()> {
+            super::histogram_counts::launch(s, cfg, keys, out)
+        }
 
-                fn __record<'g>(
-                    rec: &mut GraphRecorder<'g>,
-                    cfg: LaunchConfig,
-                    keys: &'g dyn ReadBuffer<$t>,
-                    out: &'g DeviceBuffer<u32>,
-                ) -> Result<NodeId> {
-                    super::$kernel::record(rec, cfg, keys, out)
-                }
-            }
-        };
+        fn __record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            keys: &'g dyn ReadBuffer<K>,
+            out: &'g DeviceBuffer<u32>,
+        ) -> Result<NodeId> {
+            super::histogram_counts::record(rec, cfg, keys, out)
+        }
     }
-    key!(u8, histogram_counts_u8);
-    key!(u32, histogram_counts_u32);
-    key!(i32, histogram_counts_i32);
 
     fn invalid(what: &str, reason: String) -> Error {
         Error::InvalidArgument {

@@ -24,7 +24,9 @@
 //! (single-pass inclusive and exclusive scans with a warp-wide decoupled look-back),
 //! [`gather`] (gather and scatter by index, out-of-range indices reported as
 //! errors), [`histogram`] (even bins and counts by key, privatised per block),
-//! [`predicate`] (comparisons and range tests that make filter flags, flags combined),
+//! [`dense_group`] (count, sum, min and max by a key from a small dense domain,
+//! without a sort), [`predicate`] (comparisons and range tests that make filter
+//! flags, flags combined),
 //! [`compact`] (select by flags, stable partition, run-length encoding),
 //! [`segmented`] (segmented reduce by offsets, reduce-by-key) and [`sort`] (a stable
 //! onesweep radix sort of keys or key–value pairs, or of keys by their low bits),
@@ -103,6 +105,7 @@ mod exec;
 
 pub mod compact;
 pub mod cooperative;
+pub mod dense_group;
 pub mod elementwise;
 pub mod gather;
 pub mod histogram;

@@ -147,37 +147,6 @@ pub fn fold_block<T: Shuffle, const K: usize>(
     }
 }
 
-macro_rules! reductions {
-    ($($t:ty, $k:literal, $sum:ident = $add:expr, $min:ident = $minf:expr, $max:ident = $maxf:expr, $lo:expr, $hi:expr;)*) => {$(
-        #[doc = concat!("Per-block partial sums of `", stringify!($t), "`s (wrapping for integers): the first pass of [`sum`], and its second over the partials.")]
-        #[xlog_kernel(read(x), write(partials per block), block = 256)]
-        pub fn $sum(x: &[$t], partials: &mut [$t]) {
-            fold_block::<$t, $k>(x, partials, 0 as $t, $add);
-        }
-
-        #[doc = concat!("Per-block minima of `", stringify!($t), "`s: the passes of [`min`].")]
-        #[xlog_kernel(read(x), write(partials per block), block = 256)]
-        pub fn $min(x: &[$t], partials: &mut [$t]) {
-            fold_block::<$t, $k>(x, partials, $hi, $minf);
-        }
-
-        #[doc = concat!("Per-block maxima of `", stringify!($t), "`s: the passes of [`max`].")]
-        #[xlog_kernel(read(x), write(partials per block), block = 256)]
-        pub fn $max(x: &[$t], partials: &mut [$t]) {
-            fold_block::<$t, $k>(x, partials, $lo, $maxf);
-        }
-    )*};
-}
-
-reductions! {
-    u32, 4, reduce_sum_u32 = u32::wrapping_add, reduce_min_u32 = u32::min, reduce_max_u32 = u32::max, u32::MIN, u32::MAX;
-    i32, 4, reduce_sum_i32 = i32::wrapping_add, reduce_min_i32 = i32::min, reduce_max_i32 = i32::max, i32::MIN, i32::MAX;
-    f32, 4, reduce_sum_f32 = |a: f32, b: f32| a + b, reduce_min_f32 = f32::min, reduce_max_f32 = f32::max, f32::NEG_INFINITY, f32::INFINITY;
-    u64, 2, reduce_sum_u64 = u64::wrapping_add, reduce_min_u64 = u64::min, reduce_max_u64 = u64::max, u64::MIN, u64::MAX;
-    i64, 2, reduce_sum_i64 = i64::wrapping_add, reduce_min_i64 = i64::min, reduce_max_i64 = i64::max, i64::MIN, i64::MAX;
-    f64, 2, reduce_sum_f64 = |a: f64, b: f64| a + b, reduce_min_f64 = f64::min, reduce_max_f64 = f64::max, f64::NEG_INFINITY, f64::INFINITY;
-}
-
 /// The elements whose 16-byte chunks the reductions load: one [`fold_block`] over
 /// each type's chunk, so a kernel generic over the element type folds with
 /// [`fold_block_chunked`] (`K` is 4 for 32-bit types, 2 for 64-bit ones).
@@ -231,6 +200,97 @@ pub fn fold_block_chunked<T: Chunked>(
     op: impl Fn(T, T) -> T + Copy,
 ) {
     T::fold_block(x, partials, identity, op)
+}
+
+/// The built-in operators on each element type: [`sum`] (wrapping addition for
+/// integers, `+` for floats), [`min`] and [`max`] (for floats [`f32::min`] and
+/// [`f32::max`], which ignore NaNs), with their identities.
+pub trait Reduced: Chunked {
+    /// The sum's identity, 0.
+    const ZERO: Self;
+    /// The minimum's identity: the greatest value (`+∞` for floats).
+    const HIGHEST: Self;
+    /// The maximum's identity: the least value (`−∞` for floats).
+    const LOWEST: Self;
+    /// `a + b`, wrapping for integers.
+    fn sum(a: Self, b: Self) -> Self;
+    /// The lesser of `a` and `b` (for floats the other when one is NaN).
+    fn min(a: Self, b: Self) -> Self;
+    /// The greater of `a` and `b` (for floats the other when one is NaN).
+    fn max(a: Self, b: Self) -> Self;
+}
+
+// One arithmetic per kind of type, the same for every width.
+macro_rules! reduced {
+    (int: $($t:ty),*) => {$(
+        impl Reduced for $t {
+            const ZERO: Self = 0;
+            const HIGHEST: Self = <$t>::MAX;
+            const LOWEST: Self = <$t>::MIN;
+            #[inline(always)]
+            fn sum(a: Self, b: Self) -> Self {
+                a.wrapping_add(b)
+            }
+            #[inline(always)]
+            fn min(a: Self, b: Self) -> Self {
+                Ord::min(a, b)
+            }
+            #[inline(always)]
+            fn max(a: Self, b: Self) -> Self {
+                Ord::max(a, b)
+            }
+        }
+    )*};
+    (float: $($t:ty),*) => {$(
+        impl Reduced for $t {
+            const ZERO: Self = 0.0;
+            const HIGHEST: Self = <$t>::INFINITY;
+            const LOWEST: Self = <$t>::NEG_INFINITY;
+            #[inline(always)]
+            fn sum(a: Self, b: Self) -> Self {
+                a + b
+            }
+            #[inline(always)]
+            fn min(a: Self, b: Self) -> Self {
+                <$t>::min(a, b)
+            }
+            #[inline(always)]
+            fn max(a: Self, b: Self) -> Self {
+                <$t>::max(a, b)
+            }
+        }
+    )*};
+}
+
+reduced!(int: u32, i32, u64, i64);
+reduced!(float: f32, f64);
+
+/// Per-block partial sums (wrapping for integers): the first pass of [`sum`], and
+/// its second over the partials.
+#[xlog_kernel(
+    read(x), write(partials per block), block = 256,
+    for T in [u32, i32, f32, u64, i64, f64]
+)]
+pub fn reduce_sum<T: Reduced>(x: &[T], partials: &mut [T]) {
+    fold_block_chunked(x, partials, T::ZERO, T::sum);
+}
+
+/// Per-block minima: the passes of [`min`].
+#[xlog_kernel(
+    read(x), write(partials per block), block = 256,
+    for T in [u32, i32, f32, u64, i64, f64]
+)]
+pub fn reduce_min<T: Reduced>(x: &[T], partials: &mut [T]) {
+    fold_block_chunked(x, partials, T::HIGHEST, T::min);
+}
+
+/// Per-block maxima: the passes of [`max`].
+#[xlog_kernel(
+    read(x), write(partials per block), block = 256,
+    for T in [u32, i32, f32, u64, i64, f64]
+)]
+pub fn reduce_max<T: Reduced>(x: &[T], partials: &mut [T]) {
+    fold_block_chunked(x, partials, T::LOWEST, T::max);
 }
 
 /// Per-block bitwise exclusive ors of `u32`s or `u64`s: an operator outside the
@@ -593,16 +653,19 @@ mod host {
     #[derive(Clone, Copy, Debug)]
     pub struct BitOr;
 
-    macro_rules! kernel {
-        ($op:ident, $t:ty, $kernel:ident) => {
-            // SAFETY: the kernel's body is `fold_block`, launched with the given
-            // configuration: every block's leader writes its partial.
-            unsafe impl FoldKernel<$t> for $op {
+    // The built-in operators: one generic kernel each, so one implementation of
+    // each trait covers every type the kernel lists.
+    macro_rules! built_in {
+        ($op:ident, $kernel:ident, $types:ident) => {
+            // SAFETY: the kernel's body is `fold_block_chunked` (`fold_block`),
+            // launched with the given configuration: every block's leader writes
+            // its partial.
+            unsafe impl<T: super::$types + xlog::DeviceCopy> FoldKernel<T> for $op {
                 fn launch(
                     s: &Stream,
                     cfg: LaunchConfig,
-                    x: &BufferView<'_, $t>,
-                    partials: &mut DeviceBuffer<$t>,
+                    x: &BufferView<'_, T>,
+                    partials: &mut DeviceBuffer<T>,
                 ) -> Result<()> {
                     super::$kernel::launch(s, cfg, x, partials)
                 }
@@ -610,23 +673,23 @@ mod host {
 
             // The built-in kernels keep the safe contract too: `fold_safely` and
             // `record_fold` run them.
-            impl Fold<$t> for $op {
+            impl<T: super::$types + xlog::DeviceCopy> Fold<T> for $op {
                 fn launch(
                     s: &Stream,
                     cfg: LaunchConfig,
-                    x: &BufferView<'_, $t>,
-                    partials: &mut DeviceBuffer<$t>,
+                    x: &BufferView<'_, T>,
+                    partials: &mut DeviceBuffer<T>,
                 ) -> Result<()> {
                     super::$kernel::launch(s, cfg, x, partials)
                 }
             }
 
-            impl RecordFold<$t> for $op {
+            impl<T: super::$types + xlog::DeviceCopy> RecordFold<T> for $op {
                 fn record<'g>(
                     rec: &mut GraphRecorder<'g>,
                     cfg: LaunchConfig,
-                    x: &'g dyn ReadBuffer<$t>,
-                    partials: &'g DeviceBuffer<$t>,
+                    x: &'g dyn ReadBuffer<T>,
+                    partials: &'g DeviceBuffer<T>,
                 ) -> Result<NodeId> {
                     super::$kernel::record(rec, cfg, x, partials)
                 }
@@ -634,23 +697,44 @@ mod host {
         };
     }
 
-    macro_rules! kernels {
-        ($($t:ty: $sum:ident, $min:ident, $max:ident;)*) => {$(
-            kernel!(Sum, $t, $sum);
-            kernel!(Min, $t, $min);
-            kernel!(Max, $t, $max);
-        )*};
+    built_in!(Sum, reduce_sum, ReduceSumType);
+    built_in!(Min, reduce_min, ReduceMinType);
+    built_in!(Max, reduce_max, ReduceMaxType);
+
+    // SAFETY: the kernel's body is `fold_block`, launched with the given
+    // configuration: every block's leader writes its partial.
+    unsafe impl FoldKernel<u32> for BitOr {
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, u32>,
+            partials: &mut DeviceBuffer<u32>,
+        ) -> Result<()> {
+            super::fold_or_u32::launch(s, cfg, x, partials)
+        }
     }
 
-    kernels! {
-        u32: reduce_sum_u32, reduce_min_u32, reduce_max_u32;
-        i32: reduce_sum_i32, reduce_min_i32, reduce_max_i32;
-        f32: reduce_sum_f32, reduce_min_f32, reduce_max_f32;
-        u64: reduce_sum_u64, reduce_min_u64, reduce_max_u64;
-        i64: reduce_sum_i64, reduce_min_i64, reduce_max_i64;
-        f64: reduce_sum_f64, reduce_min_f64, reduce_max_f64;
+    impl Fold<u32> for BitOr {
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, u32>,
+            partials: &mut DeviceBuffer<u32>,
+        ) -> Result<()> {
+            super::fold_or_u32::launch(s, cfg, x, partials)
+        }
     }
-    kernel!(BitOr, u32, fold_or_u32);
+
+    impl RecordFold<u32> for BitOr {
+        fn record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<u32>,
+            partials: &'g DeviceBuffer<u32>,
+        ) -> Result<NodeId> {
+            super::fold_or_u32::record(rec, cfg, x, partials)
+        }
+    }
 
     /// The sum of `x` (wrapping for integers; a tree order for floats) as a
     /// one-element device buffer; `0` when `x` is empty. For `u32`, `i32`, `u64`,

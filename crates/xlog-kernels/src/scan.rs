@@ -48,6 +48,8 @@ use xlog::device::view::{self, Out, Tiles};
 use xlog::device::warp::Shuffle;
 use xlog::prelude::*;
 
+use crate::reduce::Reduced;
+
 /// Threads per block of every scan kernel.
 pub const BLOCK: u32 = 256;
 /// Elements per thread of a 32-bit scan (four 16-byte vectors).
@@ -135,29 +137,60 @@ macro_rules! launch_rule {
     };
 }
 
-macro_rules! sums {
-    ($($t:ty, $k:tt, $v:tt, $mb:tt, $incl:ident, $excl:ident, $zero:expr, $add:expr;)*) => {$(
-        #[doc = concat!("`out[i] = x[0] + … + x[i]` over `", stringify!($t), "`s, in one pass: the kernel of [`inclusive_sum`]. ", launch_rule!($k))]
-        #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 256, min_blocks = $mb)]
-        pub fn $incl(x: &[$t], out: &mut [$t], status: &mut [u64]) {
-            scan_tile::<$t, $k, $v, true>(x, out, status, $zero, $add);
-        }
-
-        #[doc = concat!("`out[i] = x[0] + … + x[i-1]` over `", stringify!($t), "`s, in one pass: the kernel of [`exclusive_sum`]. ", launch_rule!($k))]
-        #[xlog_kernel(read(x), write(out per tile($k)), lookback(status), block = 256, min_blocks = $mb)]
-        pub fn $excl(x: &[$t], out: &mut [$t], status: &mut [u64]) {
-            scan_tile::<$t, $k, $v, false>(x, out, status, $zero, $add);
-        }
-    )*};
+/// `out[i] = x[0] + … + x[i]` over 32-bit numbers (wrapping for integers), in one
+/// pass: the kernel of [`inclusive_sum`] for `u32`, `i32` and `f32` (16 elements a
+/// thread). The sum is [`Reduced::sum`], the reductions' own.
+#[doc = launch_rule!(16)]
+#[xlog_kernel(
+    read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 5,
+    for T in [u32, i32, f32]
+)]
+pub fn scan_inclusive_sum<T: Reduced>(x: &[T], out: &mut [T], status: &mut [u64])
+where
+    [T; 4]: Vector,
+{
+    scan_tile::<T, 16, 4, true>(x, out, status, T::ZERO, T::sum);
 }
 
-sums! {
-    u32, 16, 4, 5, scan_inclusive_sum_u32, scan_exclusive_sum_u32, 0, u32::wrapping_add;
-    i32, 16, 4, 5, scan_inclusive_sum_i32, scan_exclusive_sum_i32, 0, i32::wrapping_add;
-    f32, 16, 4, 5, scan_inclusive_sum_f32, scan_exclusive_sum_f32, 0.0, |a: f32, b: f32| a + b;
-    u64, 8, 2, 4, scan_inclusive_sum_u64, scan_exclusive_sum_u64, 0, u64::wrapping_add;
-    i64, 8, 2, 4, scan_inclusive_sum_i64, scan_exclusive_sum_i64, 0, i64::wrapping_add;
-    f64, 8, 2, 4, scan_inclusive_sum_f64, scan_exclusive_sum_f64, 0.0, |a: f64, b: f64| a + b;
+/// `out[i] = x[0] + … + x[i-1]` over 32-bit numbers, in one pass: the kernel of
+/// [`exclusive_sum`] for `u32`, `i32` and `f32`.
+#[doc = launch_rule!(16)]
+#[xlog_kernel(
+    read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 5,
+    for T in [u32, i32, f32]
+)]
+pub fn scan_exclusive_sum<T: Reduced>(x: &[T], out: &mut [T], status: &mut [u64])
+where
+    [T; 4]: Vector,
+{
+    scan_tile::<T, 16, 4, false>(x, out, status, T::ZERO, T::sum);
+}
+
+/// [`scan_inclusive_sum`] over 64-bit numbers (`u64`, `i64`, `f64`; 8 elements a
+/// thread, the same 64 bytes).
+#[doc = launch_rule!(8)]
+#[xlog_kernel(
+    read(x), write(out per tile(8)), lookback(status), block = 256, min_blocks = 4,
+    for T in [u64, i64, f64]
+)]
+pub fn scan_inclusive_sum64<T: Reduced>(x: &[T], out: &mut [T], status: &mut [u64])
+where
+    [T; 2]: Vector,
+{
+    scan_tile::<T, 8, 2, true>(x, out, status, T::ZERO, T::sum);
+}
+
+/// [`scan_exclusive_sum`] over 64-bit numbers (`u64`, `i64`, `f64`).
+#[doc = launch_rule!(8)]
+#[xlog_kernel(
+    read(x), write(out per tile(8)), lookback(status), block = 256, min_blocks = 4,
+    for T in [u64, i64, f64]
+)]
+pub fn scan_exclusive_sum64<T: Reduced>(x: &[T], out: &mut [T], status: &mut [u64])
+where
+    [T; 2]: Vector,
+{
+    scan_tile::<T, 8, 2, false>(x, out, status, T::ZERO, T::sum);
 }
 
 /// `out[i]` = the last non-zero element of `x[0..=i]` (0 if none): a scan under an
@@ -189,7 +222,7 @@ where
 #[doc = launch_rule!(16)]
 #[xlog_kernel(read(x), write(out per tile(16)), lookback(status), block = 256, min_blocks = 5)]
 pub fn scan_inclusive_max_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
-    scan_tile::<u32, 16, 4, true>(x, out, status, 0, u32::max);
+    scan_tile::<u32, 16, 4, true>(x, out, status, 0, Ord::max);
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -202,6 +235,8 @@ mod host {
         AllocTag, BufferView, DeviceBuffer, GraphArena, GraphRecorder, LaunchConfig, NodeId,
         ReadBuffer, Result, Stream,
     };
+
+    use crate::exec::{Exec, Now, Record};
 
     use super::BLOCK;
 
@@ -265,26 +300,70 @@ mod host {
         s: &Stream,
         x: &(impl ReadBuffer<T> + ?Sized),
     ) -> Result<DeviceBuffer<T>> {
-        let x = x.as_view();
-        let rt = s.runtime()?;
-        // Refused before anything is allocated.
-        let (tiles, grid) = tiles_and_grid(x.len(), K::ITEMS, "xlog_kernels::scan::scan")?;
-        // SAFETY: `K::launch` queues work writing every element of `out` whenever
-        // it returns `Ok` (the trait's obligation: one block per tile, each block
-        // `b` storing every element of tile `b`); on an error `out` is dropped
-        // unread. The launch is recorded as a write of the whole buffer.
-        let mut out = unsafe { rt.alloc_uninit::<T>(s, x.len(), AllocTag("scan output")) }?;
-        if x.is_empty() {
+        let mut e = Now(s);
+        let x = e.input(x);
+        // SAFETY: `K` keeps `ScanKernel`'s contract.
+        unsafe {
+            scan_on(
+                &mut e,
+                x,
+                K::ITEMS,
+                false,
+                "scan",
+                |e, cfg, x, out, status| K::launch(e.0, cfg, &x, out, status),
+            )
+        }
+    }
+
+    /// The scan of `x` through `e`, `launch` running the kernel once over a block
+    /// per tile: the output, and (for a non-empty `x`) the look-back words, both
+    /// zeroed when `zeroed` (and always when recording), else uninitialised.
+    /// Refused before anything is allocated when a grid cannot hold the tiles.
+    ///
+    /// # Safety
+    /// Unless `zeroed`, `launch` keeps `ScanKernel`'s contract: whenever it returns
+    /// `Ok`, the work it queued writes every element of `out`, and it hands the
+    /// look-back words to the kernel only as its `lookback` parameter (whose typed
+    /// launcher zeroes them right before the kernel).
+    unsafe fn scan_on<E: Exec, T: xlog::DeviceCopy>(
+        e: &mut E,
+        x: E::In<'_, T>,
+        items: usize,
+        zeroed: bool,
+        what: &str,
+        launch: impl FnOnce(
+            &mut E,
+            LaunchConfig,
+            E::In<'_, T>,
+            &mut E::Buf<T>,
+            &mut E::Buf<u64>,
+        ) -> Result<()>,
+    ) -> Result<E::Buf<T>> {
+        let len = E::len(&x);
+        let (tiles, grid) = tiles_and_grid(len, items, what)?;
+        let mut out = if zeroed {
+            e.zeroed::<T>(len)?
+        } else {
+            // SAFETY: the caller's obligation: the launch writes every element of
+            // `out` (on an error `out` is dropped unread).
+            unsafe { e.alloc_uninit::<T>(len, AllocTag("scan output")) }?
+        };
+        if len == 0 {
             return Ok(out);
         }
-        // SAFETY: the typed launcher zeroes a `lookback` parameter's words on the
-        // stream right before the kernel, as part of the same recorded launch.
-        let mut status =
-            unsafe { rt.alloc_uninit::<u64>(s, status_words(tiles), AllocTag("scan status")) }?;
-        K::launch(
-            s,
+        let words = status_words(tiles);
+        let mut status = if zeroed {
+            e.zeroed::<u64>(words)?
+        } else {
+            // SAFETY: the caller's obligation: the words reach the kernel only as
+            // its `lookback` parameter, which the typed launcher zeroes on the
+            // stream right before the kernel, in the same recorded launch.
+            unsafe { e.alloc_uninit::<u64>(words, AllocTag("scan status")) }?
+        };
+        launch(
+            e,
             LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]),
-            &x,
+            x,
             &mut out,
             &mut status,
         )?;
@@ -299,7 +378,7 @@ mod host {
             .ok()
             .filter(|&g| g <= xlog::MAX_GRID_BLOCKS)
             .ok_or_else(|| xlog::Error::InvalidArgument {
-                what: what.to_owned(),
+                what: format!("xlog_kernels::scan::{what}"),
                 reason: format!(
                     "{len} elements need {tiles} tiles, more than a grid holds (2^31 - 1); \
                      scan them in parts"
@@ -316,10 +395,10 @@ mod host {
     pub trait ScanRecord<T: xlog::DeviceCopy>: ScanKernel<T> + sealed::Sealed {
         /// Records the kernel as `ScanKernel::launch` launches it.
         #[doc(hidden)]
-        fn record<'g, X: ReadBuffer<T> + ?Sized>(
+        fn record<'g>(
             rec: &mut GraphRecorder<'g>,
             cfg: LaunchConfig,
-            x: &'g X,
+            x: &'g dyn ReadBuffer<T>,
             out: &'g DeviceBuffer<T>,
             status: &'g DeviceBuffer<u64>,
         ) -> Result<NodeId>;
@@ -351,24 +430,21 @@ mod host {
     pub fn record_scan<'g, T: xlog::DeviceCopy, K: ScanRecord<T>>(
         rec: &mut GraphRecorder<'g>,
         arena: &'g GraphArena,
-        x: &'g (impl ReadBuffer<T> + ?Sized),
+        x: &'g impl ReadBuffer<T>,
     ) -> Result<&'g DeviceBuffer<T>> {
-        let len = x.arg().len();
-        let (tiles, grid) = tiles_and_grid(len, K::ITEMS, "xlog_kernels::scan::record_scan")?;
-        let rt = rec.stream().runtime()?;
-        let out = arena.keep(rt.alloc_zeroed_on::<T>(rec.stream(), len)?);
-        if len == 0 {
-            return Ok(out);
+        let mut e = Record::new(rec, arena);
+        let x = e.input(x);
+        // SAFETY: `zeroed`: both buffers start zeroed (as every recorded one does).
+        unsafe {
+            scan_on(
+                &mut e,
+                x,
+                K::ITEMS,
+                true,
+                "record_scan",
+                |e, cfg, x, out, status| K::record(e.rec, cfg, x, *out, status).map(drop),
+            )
         }
-        let status = arena.keep(rt.alloc_zeroed_on::<u64>(rec.stream(), status_words(tiles))?);
-        K::record(
-            rec,
-            LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]),
-            x,
-            out,
-            status,
-        )?;
-        Ok(out)
     }
 
     /// A scan kernel of your own, for [`scan_safely`]: safe to implement, since
@@ -403,22 +479,19 @@ mod host {
         s: &Stream,
         x: &(impl ReadBuffer<T> + ?Sized),
     ) -> Result<DeviceBuffer<T>> {
-        let x = x.as_view();
-        let rt = s.runtime()?;
-        let (tiles, grid) = tiles_and_grid(x.len(), K::ITEMS, "xlog_kernels::scan::scan_safely")?;
-        let mut out = rt.alloc_zeroed_on::<T>(s, x.len())?;
-        if x.is_empty() {
-            return Ok(out);
+        let mut e = Now(s);
+        let x = e.input(x);
+        // SAFETY: `zeroed`: both buffers start zeroed.
+        unsafe {
+            scan_on(
+                &mut e,
+                x,
+                K::ITEMS,
+                true,
+                "scan_safely",
+                |e, cfg, x, out, status| K::launch(e.0, cfg, &x, out, status),
+            )
         }
-        let mut status = rt.alloc_zeroed_on::<u64>(s, status_words(tiles))?;
-        K::launch(
-            s,
-            LaunchConfig::new([grid, 1, 1], [BLOCK, 1, 1]),
-            &x,
-            &mut out,
-            &mut status,
-        )?;
-        Ok(out)
     }
 
     /// [`inclusive_sum`] recorded into a graph (see [`record_scan`]).
@@ -429,7 +502,7 @@ mod host {
     pub fn record_inclusive_sum<'g, T: xlog::DeviceCopy>(
         rec: &mut GraphRecorder<'g>,
         arena: &'g GraphArena,
-        x: &'g (impl ReadBuffer<T> + ?Sized),
+        x: &'g impl ReadBuffer<T>,
     ) -> Result<&'g DeviceBuffer<T>>
     where
         InclusiveSum: ScanRecord<T>,
@@ -445,7 +518,7 @@ mod host {
     pub fn record_exclusive_sum<'g, T: xlog::DeviceCopy>(
         rec: &mut GraphRecorder<'g>,
         arena: &'g GraphArena,
-        x: &'g (impl ReadBuffer<T> + ?Sized),
+        x: &'g impl ReadBuffer<T>,
     ) -> Result<&'g DeviceBuffer<T>>
     where
         ExclusiveSum: ScanRecord<T>,
@@ -485,58 +558,256 @@ mod host {
     #[derive(Clone, Copy, Debug)]
     pub struct LastNonZeroU32;
 
-    macro_rules! kernel {
-        ($op:ident, $t:ty, $items:expr, $kernel:ident) => {
-            // SAFETY: the kernel's body is `scan_tile` with `K = $items`, launched
-            // with `scan`'s configuration unchanged: every element of `out` is
-            // stored.
-            unsafe impl ScanKernel<$t> for $op {
-                const ITEMS: usize = $items;
-                fn launch(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    x: &BufferView<'_, $t>,
-                    out: &mut DeviceBuffer<$t>,
-                    status: &mut DeviceBuffer<u64>,
-                ) -> Result<()> {
-                    super::$kernel::launch(s, cfg, x, out, status)
-                }
-            }
+    /// The element types of the sum scans, each with the kernels of its width:
+    /// `u32`, `i32`, `f32` (16 elements a thread) and `u64`, `i64`, `f64` (8).
+    pub trait Summed: xlog::DeviceCopy + sealed::Sealed {
+        /// The kernels of this type's width.
+        #[doc(hidden)]
+        type Kernels: SumKernels<Self>;
+    }
 
-            impl ScanRecord<$t> for $op {
-                fn record<'g, X: ReadBuffer<$t> + ?Sized>(
-                    rec: &mut GraphRecorder<'g>,
-                    cfg: LaunchConfig,
-                    x: &'g X,
-                    out: &'g DeviceBuffer<$t>,
-                    status: &'g DeviceBuffer<u64>,
-                ) -> Result<NodeId> {
-                    super::$kernel::record(rec, cfg, x, out, status)
-                }
+    /// The inclusive and exclusive sum kernels of one element width.
+    #[doc(hidden)]
+    pub trait SumKernels<T: xlog::DeviceCopy> {
+        /// Elements per thread.
+        const ITEMS: usize;
+        /// Launches the inclusive (`inclusive`) or exclusive sum kernel.
+        fn launch(
+            inclusive: bool,
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            out: &mut DeviceBuffer<T>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()>;
+        /// Records the kernel `launch` launches.
+        fn record<'g>(
+            inclusive: bool,
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<T>,
+            out: &'g DeviceBuffer<T>,
+            status: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId>;
+    }
+
+    /// The 32-bit sum kernels ([`scan_inclusive_sum`](super::scan_inclusive_sum),
+    /// [`scan_exclusive_sum`](super::scan_exclusive_sum)).
+    #[doc(hidden)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct Narrow;
+    /// The 64-bit sum kernels ([`scan_inclusive_sum64`](super::scan_inclusive_sum64),
+    /// [`scan_exclusive_sum64`](super::scan_exclusive_sum64)).
+    #[doc(hidden)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct Wide;
+
+    impl<T> SumKernels<T> for Narrow
+    where
+        T: xlog::DeviceCopy + super::ScanInclusiveSumType + super::ScanExclusiveSumType,
+    {
+        const ITEMS: usize = super::ITEMS_32;
+        fn launch(
+            inclusive: bool,
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            out: &mut DeviceBuffer<T>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()> {
+            if inclusive {
+                super::scan_inclusive_sum::launch(s, cfg, x, out, status)
+            } else {
+                super::scan_exclusive_sum::launch(s, cfg, x, out, status)
             }
-        };
+        }
+        fn record<'g>(
+            inclusive: bool,
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<T>,
+            out: &'g DeviceBuffer<T>,
+            status: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId> {
+            if inclusive {
+                super::scan_inclusive_sum::record(rec, cfg, x, out, status)
+            } else {
+                super::scan_exclusive_sum::record(rec, cfg, x, out, status)
+            }
+        }
+    }
+
+    impl<T> SumKernels<T> for Wide
+    where
+        T: xlog::DeviceCopy + super::ScanInclusiveSum64Type + super::ScanExclusiveSum64Type,
+    {
+        const ITEMS: usize = super::ITEMS_64;
+        fn launch(
+            inclusive: bool,
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            out: &mut DeviceBuffer<T>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()> {
+            if inclusive {
+                super::scan_inclusive_sum64::launch(s, cfg, x, out, status)
+            } else {
+                super::scan_exclusive_sum64::launch(s, cfg, x, out, status)
+            }
+        }
+        fn record<'g>(
+            inclusive: bool,
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<T>,
+            out: &'g DeviceBuffer<T>,
+            status: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId> {
+            if inclusive {
+                super::scan_inclusive_sum64::record(rec, cfg, x, out, status)
+            } else {
+                super::scan_exclusive_sum64::record(rec, cfg, x, out, status)
+            }
+        }
+    }
+
+    impl sealed::Sealed for u32 {}
+    impl sealed::Sealed for i32 {}
+    impl sealed::Sealed for f32 {}
+    impl sealed::Sealed for u64 {}
+    impl sealed::Sealed for i64 {}
+    impl sealed::Sealed for f64 {}
+    impl Summed for u32 {
+        type Kernels = Narrow;
+    }
+    impl Summed for i32 {
+        type Kernels = Narrow;
+    }
+    impl Summed for f32 {
+        type Kernels = Narrow;
+    }
+    impl Summed for u64 {
+        type Kernels = Wide;
+    }
+    impl Summed for i64 {
+        type Kernels = Wide;
+    }
+    impl Summed for f64 {
+        type Kernels = Wide;
+    }
+
+    // SAFETY: the kernels' body is `scan_tile` with `K = ITEMS` of their width,
+    // launched with `scan`'s configuration unchanged: every element of `out` is
+    // stored.
+    unsafe impl<T: Summed> ScanKernel<T> for InclusiveSum {
+        const ITEMS: usize = <T::Kernels as SumKernels<T>>::ITEMS;
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            out: &mut DeviceBuffer<T>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()> {
+            T::Kernels::launch(true, s, cfg, x, out, status)
+        }
+    }
+
+    impl<T: Summed> ScanRecord<T> for InclusiveSum {
+        fn record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<T>,
+            out: &'g DeviceBuffer<T>,
+            status: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId> {
+            T::Kernels::record(true, rec, cfg, x, out, status)
+        }
+    }
+
+    // SAFETY: as for `InclusiveSum`.
+    unsafe impl<T: Summed> ScanKernel<T> for ExclusiveSum {
+        const ITEMS: usize = <T::Kernels as SumKernels<T>>::ITEMS;
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, T>,
+            out: &mut DeviceBuffer<T>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()> {
+            T::Kernels::launch(false, s, cfg, x, out, status)
+        }
+    }
+
+    impl<T: Summed> ScanRecord<T> for ExclusiveSum {
+        fn record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<T>,
+            out: &'g DeviceBuffer<T>,
+            status: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId> {
+            T::Kernels::record(false, rec, cfg, x, out, status)
+        }
+    }
+
+    // SAFETY: the kernel's body is `scan_tile` with `K = ITEMS_32`, launched with
+    // `scan`'s configuration unchanged: every element of `out` is stored.
+    unsafe impl ScanKernel<u32> for InclusiveMaxU32 {
+        const ITEMS: usize = super::ITEMS_32;
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, u32>,
+            out: &mut DeviceBuffer<u32>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()> {
+            super::scan_inclusive_max_u32::launch(s, cfg, x, out, status)
+        }
+    }
+
+    impl ScanRecord<u32> for InclusiveMaxU32 {
+        fn record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<u32>,
+            out: &'g DeviceBuffer<u32>,
+            status: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId> {
+            super::scan_inclusive_max_u32::record(rec, cfg, x, out, status)
+        }
+    }
+
+    // SAFETY: as for `InclusiveMaxU32`.
+    unsafe impl ScanKernel<u32> for LastNonZeroU32 {
+        const ITEMS: usize = super::ITEMS_32;
+        fn launch(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, u32>,
+            out: &mut DeviceBuffer<u32>,
+            status: &mut DeviceBuffer<u64>,
+        ) -> Result<()> {
+            super::scan_last_nonzero_u32::launch(s, cfg, x, out, status)
+        }
+    }
+
+    impl ScanRecord<u32> for LastNonZeroU32 {
+        fn record<'g>(
+            rec: &mut GraphRecorder<'g>,
+            cfg: LaunchConfig,
+            x: &'g dyn ReadBuffer<u32>,
+            out: &'g DeviceBuffer<u32>,
+            status: &'g DeviceBuffer<u64>,
+        ) -> Result<NodeId> {
+            super::scan_last_nonzero_u32::record(rec, cfg, x, out, status)
+        }
     }
 
     impl sealed::Sealed for InclusiveSum {}
     impl sealed::Sealed for ExclusiveSum {}
     impl sealed::Sealed for InclusiveMaxU32 {}
     impl sealed::Sealed for LastNonZeroU32 {}
-
-    use super::{ITEMS_32, ITEMS_64};
-    kernel!(InclusiveSum, u32, ITEMS_32, scan_inclusive_sum_u32);
-    kernel!(InclusiveSum, i32, ITEMS_32, scan_inclusive_sum_i32);
-    kernel!(InclusiveSum, f32, ITEMS_32, scan_inclusive_sum_f32);
-    kernel!(InclusiveSum, u64, ITEMS_64, scan_inclusive_sum_u64);
-    kernel!(InclusiveSum, i64, ITEMS_64, scan_inclusive_sum_i64);
-    kernel!(InclusiveSum, f64, ITEMS_64, scan_inclusive_sum_f64);
-    kernel!(ExclusiveSum, u32, ITEMS_32, scan_exclusive_sum_u32);
-    kernel!(ExclusiveSum, i32, ITEMS_32, scan_exclusive_sum_i32);
-    kernel!(ExclusiveSum, f32, ITEMS_32, scan_exclusive_sum_f32);
-    kernel!(ExclusiveSum, u64, ITEMS_64, scan_exclusive_sum_u64);
-    kernel!(ExclusiveSum, i64, ITEMS_64, scan_exclusive_sum_i64);
-    kernel!(ExclusiveSum, f64, ITEMS_64, scan_exclusive_sum_f64);
-    kernel!(InclusiveMaxU32, u32, ITEMS_32, scan_inclusive_max_u32);
-    kernel!(LastNonZeroU32, u32, ITEMS_32, scan_last_nonzero_u32);
 
     /// `out[i] = x[0] + … + x[i]` (wrapping for integers), in one pass, into a new
     /// buffer as long as `x`. `O(n)`, one launch, about 1 % of the input in

@@ -397,7 +397,7 @@ mod scan {
         let text = out.text();
         assert!(out.status.success(), "child process failed:\n{text}");
         assert!(
-            text.contains("LAUNCH FAILED: kernel `scan_inclusive_sum_u32` panicked on the device"),
+            text.contains("LAUNCH FAILED: kernel `scan_inclusive_sum__u32` panicked on the device"),
             "{text}"
         );
         assert!(text.contains(message), "{text}");
@@ -427,7 +427,7 @@ mod scan {
             .alloc_zeroed_on::<u64>(&s, status_words(status_tiles))
             .unwrap();
         let cfg = LaunchConfig::new([blocks, 1, 1], [scan::BLOCK, 1, 1]);
-        let outcome = scan::scan_inclusive_sum_u32::launch(&s, cfg, &xb, &mut out, &mut status)
+        let outcome = scan::scan_inclusive_sum::launch(&s, cfg, &xb, &mut out, &mut status)
             .and_then(|_| s.synchronize());
         match outcome {
             Ok(()) => println!("LAUNCH SUCCEEDED"),

@@ -48,15 +48,14 @@ fn library() -> Vec<String> {
     let mut v: Vec<String> = LIBRARY_TYPES
         .iter()
         .flat_map(|t| {
+            let wide = if t.ends_with("64") { "64" } else { "" };
             [
-                "reduce_sum",
-                "reduce_min",
-                "reduce_max",
-                "scan_inclusive_sum",
-                "scan_exclusive_sum",
+                format!("reduce_sum__{t}"),
+                format!("reduce_min__{t}"),
+                format!("reduce_max__{t}"),
+                format!("scan_inclusive_sum{wide}__{t}"),
+                format!("scan_exclusive_sum{wide}__{t}"),
             ]
-            .iter()
-            .map(move |op| format!("{op}_{t}"))
         })
         .collect();
     for t in ["u8", "u16", "u32", "i32", "f32", "u64", "i64", "f64"] {
@@ -135,7 +134,7 @@ fn selection_kernels() -> Vec<String> {
         })
         .collect();
     for t in ["i32", "u32", "u8"] {
-        v.push(format!("histogram_counts_{t}"));
+        v.push(format!("histogram_counts__{t}"));
     }
     for t in ["f32", "i32", "u32"] {
         v.push(format!("histogram_even_{t}"));
@@ -168,6 +167,25 @@ fn predicate_kernels() -> Vec<String> {
         .collect()
 }
 
+/// The dense group-by's kernels: counts by `u32` and `u64` counts, sums and order
+/// keys over its value types, each by every key type; the decode per value type.
+fn dense_group_kernels() -> Vec<String> {
+    let keys = ["u8", "u16", "u32"];
+    let values = ["u32", "i32", "f32", "u64", "i64", "f64"];
+    let mut v = Vec::new();
+    for k in keys {
+        for c in ["u32", "u64"] {
+            v.push(format!("dense_group_count__{c}__{k}"));
+        }
+        for t in values {
+            v.push(format!("dense_group_sum__{t}__{k}"));
+            v.push(format!("dense_group_least__{t}__{k}"));
+        }
+    }
+    v.extend(values.map(|t| format!("dense_group_decode__{t}")));
+    v
+}
+
 #[test]
 fn module_defines_every_kernel_for_every_type() {
     let mut want: Vec<String> = elementwise()
@@ -178,6 +196,7 @@ fn module_defines_every_kernel_for_every_type() {
         .chain(selection_kernels())
         .chain(set_kernels())
         .chain(predicate_kernels())
+        .chain(dense_group_kernels())
         .collect();
     want.sort();
     let mut got: Vec<String> = MODULE
@@ -264,13 +283,15 @@ fn every_launcher_agrees_with_the_device_build() {
     }
     use xlog_kernels::{gather as g, join as j, reduce as r, scan as s};
     for check in [
-        r::reduce_sum_f32::check_abi as fn() -> xlog::Result<()>,
-        r::reduce_min_i64::check_abi,
-        r::reduce_max_u64::check_abi,
+        r::reduce_sum::check_abi_all as fn() -> xlog::Result<()>,
+        r::reduce_min::check_abi_all,
+        r::reduce_max::check_abi_all,
         r::fold_or_u32::check_abi,
         r::fold_xor::check_abi_all,
-        s::scan_inclusive_sum_i32::check_abi,
-        s::scan_exclusive_sum_f64::check_abi,
+        s::scan_inclusive_sum::check_abi_all,
+        s::scan_exclusive_sum::check_abi_all,
+        s::scan_inclusive_sum64::check_abi_all,
+        s::scan_exclusive_sum64::check_abi_all,
         s::scan_inclusive_max_u32::check_abi,
         s::scan_last_nonzero_u32::check_abi,
         s::scan_inclusive_xor::check_abi_all,
@@ -294,6 +315,11 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::predicate::compare_flags::check_abi_all,
         xlog_kernels::predicate::between_flags::check_abi_all,
         xlog_kernels::predicate::combine_flags::check_abi,
+        xlog_kernels::histogram::histogram_counts::check_abi_all,
+        xlog_kernels::dense_group::dense_group_count::check_abi_all,
+        xlog_kernels::dense_group::dense_group_sum::check_abi_all,
+        xlog_kernels::dense_group::dense_group_least::check_abi_all,
+        xlog_kernels::dense_group::dense_group_decode::check_abi_all,
     ] {
         check().unwrap();
     }
@@ -304,7 +330,8 @@ fn every_launcher_agrees_with_the_device_build() {
             + sort_kernels().len()
             + selection_kernels().len()
             + set_kernels().len()
-            + predicate_kernels().len(),
+            + predicate_kernels().len()
+            + dense_group_kernels().len(),
         MODULE.kernels().len()
     );
 }
@@ -527,10 +554,10 @@ fn min_blocks_become_launch_bounds_in_the_module() {
         Some(".maxntid 256, 1, 1 .minnctapersm 2")
     );
     assert_eq!(
-        bounds("scan_inclusive_sum_i32").as_deref(),
+        bounds("scan_inclusive_sum__i32").as_deref(),
         Some(".maxntid 256, 1, 1 .minnctapersm 5")
     );
-    assert_eq!(bounds("reduce_sum_f32").as_deref(), Some(""));
+    assert_eq!(bounds("reduce_sum__f32").as_deref(), Some(""));
 }
 
 /// The PTX of `kernel`'s entry, from `.entry` to its closing brace.
@@ -669,7 +696,7 @@ fn the_reductions_keep_four_loads_in_flight() {
     // H200 that held the sum at 0.83x CUB's (run 29 of bench/runs/2026-11-26-archive/log.md).
     for t in LIBRARY_TYPES {
         for op in ["reduce_sum", "reduce_min", "reduce_max"] {
-            let kernel = format!("{op}_{t}");
+            let kernel = format!("{op}__{t}");
             assert!(four_loads_in_flight(MODULE.ptx(), &kernel), "{kernel}");
         }
     }
@@ -689,7 +716,7 @@ fn the_reductions_keep_four_loads_in_flight() {
     // behind their own alignment test.
     assert!(!four_loads_in_flight(
         MODULE.ptx(),
-        "scan_inclusive_sum_u32"
+        "scan_inclusive_sum__u32"
     ));
 }
 
