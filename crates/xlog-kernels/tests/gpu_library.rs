@@ -1093,7 +1093,7 @@ mod compact {
             let mut count = rt.alloc_zeroed_on::<u64>(&s, 1).unwrap();
             let mut status = rt.alloc_zeroed_on::<u64>(&s, status_words(tiles)).unwrap();
             let mut out = rt.alloc_zeroed_on::<u64>(&s, kept.len()).unwrap();
-            compact::select_flagged_u64::launch(
+            compact::select_by_flags64::launch(
                 &s,
                 cfg,
                 &xb,
@@ -1106,7 +1106,7 @@ mod compact {
             assert_eq!(out.download(&s).unwrap(), kept, "u64, {blocks} blocks");
             assert_eq!(count.download(&s).unwrap(), [kept.len() as u64]);
             let mut out = rt.alloc_zeroed_on::<u32>(&s, kept.len()).unwrap();
-            compact::select_flagged_u32::launch(
+            compact::select_by_flags::launch(
                 &s,
                 cfg,
                 &xb32,
