@@ -458,6 +458,15 @@ mod host {
     /// `f64`, the types its kernels are compiled for. Sealed: the selections
     /// return outputs they allocated uninitialised, which only their own kernels
     /// are trusted to write in full.
+    ///
+    /// ```compile_fail,E0277
+    /// #[derive(Clone, Copy, xlog::DeviceCopy)]
+    /// #[repr(C)]
+    /// struct Flag(u32);
+    /// impl xlog_kernels::compact::Compactable for Flag {
+    ///     type Select = xlog_kernels::compact::Narrow;
+    /// }
+    /// ```
     pub trait Compactable:
         xlog::DeviceCopy
         + super::PartitionByFlagsType
