@@ -1,7 +1,8 @@
 //! Segmented reductions: the sum, minimum, maximum or a fold of your own over each
 //! segment `x[offsets[s]..offsets[s + 1]]` ([`segmented_reduce`]), and reductions
 //! of the values of each run of equal keys ([`reduce_by_key`]), for `u32`, `i32`,
-//! `u64`, `i64`, `f32`, `f64`.
+//! `u64`, `i64`, `f32`, `f64`. Each built-in operator is one generic kernel, an
+//! entry point per type (`segment_sum__f32`).
 //!
 //! # Algorithm
 //!
@@ -31,7 +32,8 @@
 //! # Your own operator
 //!
 //! Write a kernel whose body is [`reduce_segment`] with your operator and identity
-//! and name it in an (`unsafe`) [`SegmentKernel`] implementation, as [`BitOr`] is.
+//! and name it in an (`unsafe`) [`SegmentKernel`] implementation, as [`BitOr`] is
+//! ([`segment_or`], a generic kernel: one implementation covers its types).
 
 use xlog::device::view::{Out, PerBlock};
 use xlog::device::warp::Shuffle;
