@@ -1,7 +1,11 @@
 //! Stream compaction in order: select by flags ([`select_flagged`],
 //! [`select_flagged_into`]), stable partition ([`partition_flagged`]) and the runs
 //! of a sorted input ([`unique_counts`]: unique values, run lengths and their
-//! count), for `u32`, `i32`, `u64`, `i64`, `f32`, `f64`.
+//! count), for `u32`, `i32`, `u64`, `i64`, `f32`, `f64`. Each kernel is generic
+//! over the element type, an entry point per type (`unique__u32`); the selection
+//! is one kernel per width (`select_by_flags` for 32-bit elements,
+//! `select_by_flags64` for 64-bit ones), which differ in vector width and resident
+//! blocks.
 //!
 //! # Algorithm
 //!
@@ -252,99 +256,183 @@ pub fn run_lengths(starts: &[u64], counts: &mut [u64]) {
     }
 }
 
-/// The compaction kernels of each element type: `$v` elements per vector load of a
-/// selection, `$mb` the selection's resident blocks per SM. On an H100 (run 23 of
-/// `bench/runs/2026-11-26-archive/log.md`): a 32-bit selection at three blocks uses 80 registers
-/// without spills and ran as fast as four blocks with its inputs loaded after the
-/// look-back (which spills); a 64-bit selection holds twice the registers for its
-/// tile, and two blocks ran 11 % faster than three, which spill.
-macro_rules! compaction {
-    ($($t:ty, $v:tt, $mb:tt: $select:ident, $partition:ident, $unique:ident, $heads:ident;)*) => {$(
-        #[doc = concat!("Copies the `", stringify!($t), "`s of `x` whose flag is non-zero to the front of `out`, in order, and their number to `count[0]`. The kernel of [`select_flagged`].")]
-        #[xlog_kernel(read(x, flags), atomic(out, count), lookback(status), block = 256, min_blocks = $mb)]
-        pub fn $select(x: &[$t], flags: &[u8], out: &mut [$t], count: &mut [u64], status: &mut [u64]) {
-            select_tiles::<$t, $v>(x, flags, out, count, status, <$t>::default());
-        }
-
-        #[doc = concat!("Stable partition of `", stringify!($t), "`s by flag: kept ones at the front in order, rejected ones after them in order; `kept[0]` is the number of non-zero flags. The kernel of [`partition_flagged`].")]
-        #[xlog_kernel(read(x, flags, kept), atomic(out, count), lookback(status), block = 256, min_blocks = 4)]
-        pub fn $partition(
-            x: &[$t],
-            flags: &[u8],
-            kept: &[u64],
-            out: &mut [$t],
-            count: &mut [u64],
-            status: &mut [u64],
-        ) {
-            let front = kept[0] as usize;
-            let ahead = |i| {
-                view::prefetch_l2(flags, i);
-                view::prefetch_l2(x, i);
-            };
-            compact_tiles(x.len(), status, count, |i| flags[i] != 0, ahead, |i, rank, k| {
-                out.store(if k { rank } else { front + rank }, x[i]);
-            });
-        }
-
-        #[doc = concat!("The first `", stringify!($t), "` of every run of equal values of `x` and where it starts: `values[r]`, `starts[r]` for run `r`, `starts[runs] = x.len()`, `count[0] = runs`. The kernel of [`unique_counts`].")]
-        #[xlog_kernel(read(x), atomic(values, starts, count), lookback(status), block = 256, min_blocks = 4)]
-        pub fn $unique(
-            x: &[$t],
-            values: &mut [$t],
-            starts: &mut [u64],
-            count: &mut [u64],
-            status: &mut [u64],
-        ) {
-            let n = x.len();
-            let ahead = |i| view::prefetch_l2(x, i);
-            compact_tiles(n, status, count, |i| i == 0 || x[i] != x[i - 1], ahead, |i, rank, kept| {
-                if kept {
-                    values.store(rank, x[i]);
-                    starts.store(rank, i as u64);
-                }
-                // The last element's thread knows the number of runs: its rank
-                // plus one when it starts a run, the kept elements before it
-                // otherwise.
-                let runs = if kept { rank + 1 } else { i - rank };
-                if i + 1 == n && runs < starts.len() {
-                    starts.store(runs, n as u64);
-                }
-            });
-        }
-
-        #[doc = concat!("`count[0] +=` the number of runs of equal `", stringify!($t), "`s in `x`: [`count_flags`]' loop over run heads.")]
-        #[xlog_kernel(read(x), atomic(count), block = 256)]
-        pub fn $heads(x: &[$t], count: &mut [u64]) {
-            // Vector chunks, four in flight; each chunk's first element compares
-            // with the element before the chunk.
-            let mine = crate::reduce::fold_chunks::<$t, u64, $v>(x, <$t>::default(), 0, |n, c, v| {
-                let start = c * $v;
-                let live = x.len().saturating_sub(start);
-                let mut prev = start.checked_sub(1).and_then(|i| x.get(i).copied());
-                let mut heads = n;
-                for (j, &e) in v.iter().enumerate() {
-                    if j < live {
-                        heads += u64::from(prev.is_none_or(|p| p != e));
-                        prev = Some(e);
-                    }
-                }
-                heads
-            });
-            let total = collective::block_reduce(mine, u64::wrapping_add);
-            if thread::thread_idx().x == 0 && total > 0 {
-                count.fetch_add(0, total);
-            }
-        }
-    )*};
+/// Copies the 32-bit elements of `x` whose flag is non-zero to the front of
+/// `out`, in order, and their number to `count[0]`: the kernel of
+/// [`select_flagged`] for `u32`, `i32`, `f32` (four elements a vector load). Three
+/// resident blocks per SM: on an H100 (run 23 of
+/// `bench/runs/2026-11-26-archive/log.md`) it uses 80 registers without spills
+/// there and ran as fast as four blocks with its inputs loaded after the
+/// look-back (which spills).
+#[xlog_kernel(
+    read(x, flags), atomic(out, count), lookback(status), block = 256, min_blocks = 3,
+    for T in [u32, i32, f32]
+)]
+pub fn select_by_flags<T: Compacted>(
+    x: &[T],
+    flags: &[u8],
+    out: &mut [T],
+    count: &mut [u64],
+    status: &mut [u64],
+) where
+    [T; 4]: Vector,
+{
+    select_tiles::<T, 4>(x, flags, out, count, status, T::default());
 }
 
-compaction! {
-    u32, 4, 3: select_flagged_u32, partition_flagged_u32, unique_u32, count_runs_u32;
-    i32, 4, 3: select_flagged_i32, partition_flagged_i32, unique_i32, count_runs_i32;
-    u64, 2, 2: select_flagged_u64, partition_flagged_u64, unique_u64, count_runs_u64;
-    i64, 2, 2: select_flagged_i64, partition_flagged_i64, unique_i64, count_runs_i64;
-    f32, 4, 3: select_flagged_f32, partition_flagged_f32, unique_f32, count_runs_f32;
-    f64, 2, 2: select_flagged_f64, partition_flagged_f64, unique_f64, count_runs_f64;
+/// [`select_by_flags`] for 64-bit elements (`u64`, `i64`,
+/// `f64`; two a vector load). Two resident blocks per SM: a 64-bit selection holds
+/// twice the registers for its tile, and two blocks ran 11 % faster than three,
+/// which spill.
+#[xlog_kernel(
+    read(x, flags), atomic(out, count), lookback(status), block = 256, min_blocks = 2,
+    for T in [u64, i64, f64]
+)]
+pub fn select_by_flags64<T: Compacted>(
+    x: &[T],
+    flags: &[u8],
+    out: &mut [T],
+    count: &mut [u64],
+    status: &mut [u64],
+) where
+    [T; 2]: Vector,
+{
+    select_tiles::<T, 2>(x, flags, out, count, status, T::default());
+}
+
+/// Stable partition by flag: kept elements at the front in order, rejected ones
+/// after them in order; `kept[0]` is the number of non-zero flags. The kernel of
+/// [`partition_flagged`].
+#[xlog_kernel(
+    read(x, flags, kept), atomic(out, count), lookback(status), block = 256, min_blocks = 4,
+    for T in [u32, i32, f32, u64, i64, f64]
+)]
+pub fn partition_by_flags<T: Compacted>(
+    x: &[T],
+    flags: &[u8],
+    kept: &[u64],
+    out: &mut [T],
+    count: &mut [u64],
+    status: &mut [u64],
+) {
+    let front = kept[0] as usize;
+    let ahead = |i| {
+        view::prefetch_l2(flags, i);
+        view::prefetch_l2(x, i);
+    };
+    compact_tiles(
+        x.len(),
+        status,
+        count,
+        |i| flags[i] != 0,
+        ahead,
+        |i, rank, k| {
+            out.store(if k { rank } else { front + rank }, x[i]);
+        },
+    );
+}
+
+/// The first element of every run of equal values of `x` and where it starts:
+/// `values[r]`, `starts[r]` for run `r`, `starts[runs] = x.len()`,
+/// `count[0] = runs`. The kernel of [`unique_counts`].
+#[xlog_kernel(
+    read(x), atomic(values, starts, count), lookback(status), block = 256, min_blocks = 4,
+    for T in [u32, i32, f32, u64, i64, f64]
+)]
+pub fn unique<T: Compacted>(
+    x: &[T],
+    values: &mut [T],
+    starts: &mut [u64],
+    count: &mut [u64],
+    status: &mut [u64],
+) {
+    let n = x.len();
+    let ahead = |i| view::prefetch_l2(x, i);
+    compact_tiles(
+        n,
+        status,
+        count,
+        |i| i == 0 || x[i] != x[i - 1],
+        ahead,
+        |i, rank, kept| {
+            if kept {
+                values.store(rank, x[i]);
+                starts.store(rank, i as u64);
+            }
+            // The last element's thread knows the number of runs: its rank plus one
+            // when it starts a run, the kept elements before it otherwise.
+            let runs = if kept { rank + 1 } else { i - rank };
+            if i + 1 == n && runs < starts.len() {
+                starts.store(runs, n as u64);
+            }
+        },
+    );
+}
+
+/// `count[0] +=` the number of runs of equal values in `x`: [`count_flags`]' loop
+/// over run heads.
+#[xlog_kernel(
+    read(x), atomic(count), block = 256,
+    for T in [u32, i32, f32, u64, i64, f64]
+)]
+pub fn count_runs<T: Compacted>(x: &[T], count: &mut [u64]) {
+    let total = collective::block_reduce(T::run_heads(x), u64::wrapping_add);
+    if thread::thread_idx().x == 0 && total > 0 {
+        count.fetch_add(0, total);
+    }
+}
+
+/// This thread's share of the run heads of `x` (elements differing from the one
+/// before): vector chunks of `V`, four in flight, each chunk's first element
+/// compared with the element before the chunk.
+#[inline(always)]
+fn run_heads<T: Copy + PartialEq + Default, const V: usize>(x: &[T]) -> u64
+where
+    [T; V]: Vector,
+{
+    crate::reduce::fold_chunks::<T, u64, V>(x, T::default(), 0, |n, c, v| {
+        let start = c * V;
+        let live = x.len().saturating_sub(start);
+        let mut prev = start.checked_sub(1).and_then(|i| x.get(i).copied());
+        let mut heads = n;
+        for (j, &e) in v.iter().enumerate() {
+            if j < live {
+                heads += u64::from(prev.is_none_or(|p| p != e));
+                prev = Some(e);
+            }
+        }
+        heads
+    })
+}
+
+pub use compacted::Compacted;
+
+mod compacted {
+    use super::*;
+
+    /// An element type of the compaction kernels, with its vector width for
+    /// counting runs. Sealed: the kernels' types are listed in their attributes.
+    pub trait Compacted: Shuffle + AtomicAdd + PartialEq + Default + sealed::Sealed {
+        /// This thread's share of the run heads of `x`, in 16-byte vector loads.
+        fn run_heads(x: &[Self]) -> u64;
+    }
+
+    mod sealed {
+        pub trait Sealed {}
+    }
+
+    // Four 32-bit or two 64-bit elements a 16-byte vector.
+    macro_rules! compacted {
+        ($($t:ty: $v:literal),*) => {$(
+            impl sealed::Sealed for $t {}
+            impl Compacted for $t {
+                #[inline(always)]
+                fn run_heads(x: &[Self]) -> u64 {
+                    run_heads::<$t, $v>(x)
+                }
+            }
+        )*};
+    }
+    compacted!(u32: 4, i32: 4, f32: 4, u64: 2, i64: 2, f64: 2);
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -367,189 +455,111 @@ mod host {
     }
 
     /// Element types of the compaction family: `u32`, `i32`, `u64`, `i64`, `f32`,
-    /// `f64`.
-    pub trait Compactable: xlog::DeviceCopy + sealed::Sealed {
+    /// `f64`, the types its kernels are compiled for. Sealed: the selections
+    /// return outputs they allocated uninitialised, which only their own kernels
+    /// are trusted to write in full.
+    ///
+    /// ```compile_fail,E0277
+    /// #[derive(Clone, Copy, xlog::DeviceCopy)]
+    /// #[repr(C)]
+    /// struct Flag(u32);
+    /// impl xlog_kernels::compact::Compactable for Flag {
+    ///     type Select = xlog_kernels::compact::Narrow;
+    /// }
+    /// ```
+    pub trait Compactable:
+        xlog::DeviceCopy
+        + super::PartitionByFlagsType
+        + super::UniqueType
+        + super::CountRunsType
+        + sealed::Sealed
+    {
+        /// The selection kernel of this type's width.
         #[doc(hidden)]
-        fn __select(
+        type Select: Select<Self>;
+    }
+
+    /// A selection kernel, launched or recorded: that of 32-bit elements
+    /// ([`Narrow`]) or of 64-bit ones ([`Wide`]), which differ in their vector
+    /// width and resident blocks.
+    #[doc(hidden)]
+    pub trait Select<T: xlog::DeviceCopy> {
+        /// Launches the kernel.
+        fn launch(
             s: &Stream,
             cfg: LaunchConfig,
-            x: &BufferView<'_, Self>,
+            x: &BufferView<'_, T>,
             flags: &BufferView<'_, u8>,
-            out: &mut BufferViewMut<'_, Self>,
+            out: &mut BufferViewMut<'_, T>,
             count: &mut DeviceBuffer<u64>,
             status: &mut DeviceBuffer<u64>,
         ) -> Result<()>;
-        #[doc(hidden)]
-        #[allow(clippy::too_many_arguments)]
-        fn __partition(
-            s: &Stream,
-            cfg: LaunchConfig,
-            x: &BufferView<'_, Self>,
-            flags: &BufferView<'_, u8>,
-            kept: &DeviceBuffer<u64>,
-            out: &mut DeviceBuffer<Self>,
-            count: &mut DeviceBuffer<u64>,
-            status: &mut DeviceBuffer<u64>,
-        ) -> Result<()>;
-        #[doc(hidden)]
-        #[allow(clippy::too_many_arguments)]
-        fn __unique(
-            s: &Stream,
-            cfg: LaunchConfig,
-            x: &BufferView<'_, Self>,
-            values: &mut DeviceBuffer<Self>,
-            starts: &mut DeviceBuffer<u64>,
-            count: &mut DeviceBuffer<u64>,
-            status: &mut DeviceBuffer<u64>,
-        ) -> Result<()>;
-        #[doc(hidden)]
-        fn __count_runs(
-            s: &Stream,
-            cfg: LaunchConfig,
-            x: &BufferView<'_, Self>,
-            count: &mut DeviceBuffer<u64>,
-        ) -> Result<()>;
-        #[doc(hidden)]
-        fn __record_select<'g>(
+
+        /// Records the kernel `launch` launches.
+        fn record<'g>(
             rec: &mut GraphRecorder<'g>,
             cfg: LaunchConfig,
-            x: &'g dyn ReadBuffer<Self>,
+            x: &'g dyn ReadBuffer<T>,
             flags: &'g dyn ReadBuffer<u8>,
-            out: &'g dyn WriteBuffer<Self>,
+            out: &'g dyn WriteBuffer<T>,
             count: &'g DeviceBuffer<u64>,
             status: &'g DeviceBuffer<u64>,
-        ) -> Result<NodeId>;
-        #[doc(hidden)]
-        #[allow(clippy::too_many_arguments)]
-        fn __record_partition<'g>(
-            rec: &mut GraphRecorder<'g>,
-            cfg: LaunchConfig,
-            x: &'g dyn ReadBuffer<Self>,
-            flags: &'g dyn ReadBuffer<u8>,
-            kept: &'g DeviceBuffer<u64>,
-            out: &'g DeviceBuffer<Self>,
-            count: &'g DeviceBuffer<u64>,
-            status: &'g DeviceBuffer<u64>,
-        ) -> Result<NodeId>;
-        #[doc(hidden)]
-        fn __record_unique<'g>(
-            rec: &mut GraphRecorder<'g>,
-            cfg: LaunchConfig,
-            x: &'g dyn ReadBuffer<Self>,
-            values: &'g DeviceBuffer<Self>,
-            starts: &'g DeviceBuffer<u64>,
-            count: &'g DeviceBuffer<u64>,
-            status: &'g DeviceBuffer<u64>,
-        ) -> Result<NodeId>;
-        #[doc(hidden)]
-        fn __record_count_runs<'g>(
-            rec: &mut GraphRecorder<'g>,
-            cfg: LaunchConfig,
-            x: &'g dyn ReadBuffer<Self>,
-            count: &'g DeviceBuffer<u64>,
         ) -> Result<NodeId>;
     }
 
+    /// The selection of 32-bit elements, [`select_by_flags`](super::select_by_flags).
+    #[doc(hidden)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct Narrow;
+
+    /// The selection of 64-bit elements,
+    /// [`select_by_flags64`](super::select_by_flags64).
+    #[doc(hidden)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct Wide;
+
+    // One implementation per width, over every type its kernel lists.
+    macro_rules! select {
+        ($width:ident, $kernel:ident, $types:ident) => {
+            impl<T: super::$types> Select<T> for $width {
+                fn launch(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, T>,
+                    flags: &BufferView<'_, u8>,
+                    out: &mut BufferViewMut<'_, T>,
+                    count: &mut DeviceBuffer<u64>,
+                    status: &mut DeviceBuffer<u64>,
+                ) -> Result<()> {
+                    super::$kernel::launch(s, cfg, x, flags, out, count, status)
+                }
+
+                fn record<'g>(
+                    rec: &mut GraphRecorder<'g>,
+                    cfg: LaunchConfig,
+                    x: &'g dyn ReadBuffer<T>,
+                    flags: &'g dyn ReadBuffer<u8>,
+                    out: &'g dyn WriteBuffer<T>,
+                    count: &'g DeviceBuffer<u64>,
+                    status: &'g DeviceBuffer<u64>,
+                ) -> Result<NodeId> {
+                    super::$kernel::record(rec, cfg, x, flags, out, count, status)
+                }
+            }
+        };
+    }
+    select!(Narrow, select_by_flags, SelectByFlagsType);
+    select!(Wide, select_by_flags64, SelectByFlags64Type);
+
     macro_rules! compactable {
-        ($($t:ty: $select:ident, $partition:ident, $unique:ident, $heads:ident;)*) => {$(
+        ($($t:ty: $width:ident),*) => {$(
             impl sealed::Sealed for $t {}
             impl Compactable for $t {
-                fn __select(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    x: &BufferView<'_, Self>,
-                    flags: &BufferView<'_, u8>,
-                    out: &mut BufferViewMut<'_, Self>,
-                    count: &mut DeviceBuffer<u64>,
-                    status: &mut DeviceBuffer<u64>,
-                ) -> Result<()> {
-                    super::$select::launch(s, cfg, x, flags, out, count, status)
-                }
-                fn __partition(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    x: &BufferView<'_, Self>,
-                    flags: &BufferView<'_, u8>,
-                    kept: &DeviceBuffer<u64>,
-                    out: &mut DeviceBuffer<Self>,
-                    count: &mut DeviceBuffer<u64>,
-                    status: &mut DeviceBuffer<u64>,
-                ) -> Result<()> {
-                    super::$partition::launch(s, cfg, x, flags, kept, out, count, status)
-                }
-                fn __unique(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    x: &BufferView<'_, Self>,
-                    values: &mut DeviceBuffer<Self>,
-                    starts: &mut DeviceBuffer<u64>,
-                    count: &mut DeviceBuffer<u64>,
-                    status: &mut DeviceBuffer<u64>,
-                ) -> Result<()> {
-                    super::$unique::launch(s, cfg, x, values, starts, count, status)
-                }
-                fn __count_runs(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    x: &BufferView<'_, Self>,
-                    count: &mut DeviceBuffer<u64>,
-                ) -> Result<()> {
-                    super::$heads::launch(s, cfg, x, count)
-                }
-                fn __record_select<'g>(
-                    rec: &mut GraphRecorder<'g>,
-                    cfg: LaunchConfig,
-                    x: &'g dyn ReadBuffer<Self>,
-                    flags: &'g dyn ReadBuffer<u8>,
-                    out: &'g dyn WriteBuffer<Self>,
-                    count: &'g DeviceBuffer<u64>,
-                    status: &'g DeviceBuffer<u64>,
-                ) -> Result<NodeId> {
-                    super::$select::record(rec, cfg, x, flags, out, count, status)
-                }
-                fn __record_partition<'g>(
-                    rec: &mut GraphRecorder<'g>,
-                    cfg: LaunchConfig,
-                    x: &'g dyn ReadBuffer<Self>,
-                    flags: &'g dyn ReadBuffer<u8>,
-                    kept: &'g DeviceBuffer<u64>,
-                    out: &'g DeviceBuffer<Self>,
-                    count: &'g DeviceBuffer<u64>,
-                    status: &'g DeviceBuffer<u64>,
-                ) -> Result<NodeId> {
-                    super::$partition::record(rec, cfg, x, flags, kept, out, count, status)
-                }
-                fn __record_unique<'g>(
-                    rec: &mut GraphRecorder<'g>,
-                    cfg: LaunchConfig,
-                    x: &'g dyn ReadBuffer<Self>,
-                    values: &'g DeviceBuffer<Self>,
-                    starts: &'g DeviceBuffer<u64>,
-                    count: &'g DeviceBuffer<u64>,
-                    status: &'g DeviceBuffer<u64>,
-                ) -> Result<NodeId> {
-                    super::$unique::record(rec, cfg, x, values, starts, count, status)
-                }
-                fn __record_count_runs<'g>(
-                    rec: &mut GraphRecorder<'g>,
-                    cfg: LaunchConfig,
-                    x: &'g dyn ReadBuffer<Self>,
-                    count: &'g DeviceBuffer<u64>,
-                ) -> Result<NodeId> {
-                    super::$heads::record(rec, cfg, x, count)
-                }
+                type Select = $width;
             }
         )*};
     }
-
-    compactable! {
-        u32: select_flagged_u32, partition_flagged_u32, unique_u32, count_runs_u32;
-        i32: select_flagged_i32, partition_flagged_i32, unique_i32, count_runs_i32;
-        u64: select_flagged_u64, partition_flagged_u64, unique_u64, count_runs_u64;
-        i64: select_flagged_i64, partition_flagged_i64, unique_i64, count_runs_i64;
-        f32: select_flagged_f32, partition_flagged_f32, unique_f32, count_runs_f32;
-        f64: select_flagged_f64, partition_flagged_f64, unique_f64, count_runs_f64;
-    }
+    compactable!(u32: Narrow, i32: Narrow, f32: Narrow, u64: Wide, i64: Wide, f64: Wide);
 
     fn invalid(what: &str, reason: String) -> Error {
         Error::InvalidArgument {
@@ -569,8 +579,22 @@ mod host {
         }
     }
 
+    kernel_calls! {
+        /// The compaction kernels of element type `T` but the selection.
+        trait Kernels<T: Compactable> {
+            fn partition = super::partition_by_flags(
+                x: r T, flags: r u8, kept: r u64, out: w T, count: w u64, status: w u64
+            );
+            fn unique = super::unique(
+                x: r T, values: w T, starts: w u64, count: w u64, status: w u64
+            );
+            fn count_runs = super::count_runs(x: r T, count: w u64);
+        }
+    }
+
     /// The compaction kernels of element type `T`, launched or recorded.
-    pub(crate) trait Calls<T: Compactable>: Exec {
+    pub(crate) trait Calls<T: Compactable>: Kernels<T> {
+        /// The selection kernel of `T`'s width.
         fn select(
             &mut self,
             cfg: LaunchConfig,
@@ -579,32 +603,6 @@ mod host {
             out: &mut Self::Out<'_, T>,
             count: &mut Self::Buf<u64>,
             status: &mut Self::Buf<u64>,
-        ) -> Result<()>;
-        #[allow(clippy::too_many_arguments)]
-        fn partition(
-            &mut self,
-            cfg: LaunchConfig,
-            x: Self::In<'_, T>,
-            flags: Self::In<'_, u8>,
-            kept: &Self::Buf<u64>,
-            out: &mut Self::Buf<T>,
-            count: &mut Self::Buf<u64>,
-            status: &mut Self::Buf<u64>,
-        ) -> Result<()>;
-        fn unique(
-            &mut self,
-            cfg: LaunchConfig,
-            x: Self::In<'_, T>,
-            values: &mut Self::Buf<T>,
-            starts: &mut Self::Buf<u64>,
-            count: &mut Self::Buf<u64>,
-            status: &mut Self::Buf<u64>,
-        ) -> Result<()>;
-        fn count_runs(
-            &mut self,
-            cfg: LaunchConfig,
-            x: Self::In<'_, T>,
-            count: &mut Self::Buf<u64>,
         ) -> Result<()>;
     }
 
@@ -618,38 +616,7 @@ mod host {
             count: &mut DeviceBuffer<u64>,
             status: &mut DeviceBuffer<u64>,
         ) -> Result<()> {
-            T::__select(self.0, cfg, &x, &flags, out, count, status)
-        }
-        fn partition(
-            &mut self,
-            cfg: LaunchConfig,
-            x: BufferView<'_, T>,
-            flags: BufferView<'_, u8>,
-            kept: &DeviceBuffer<u64>,
-            out: &mut DeviceBuffer<T>,
-            count: &mut DeviceBuffer<u64>,
-            status: &mut DeviceBuffer<u64>,
-        ) -> Result<()> {
-            T::__partition(self.0, cfg, &x, &flags, kept, out, count, status)
-        }
-        fn unique(
-            &mut self,
-            cfg: LaunchConfig,
-            x: BufferView<'_, T>,
-            values: &mut DeviceBuffer<T>,
-            starts: &mut DeviceBuffer<u64>,
-            count: &mut DeviceBuffer<u64>,
-            status: &mut DeviceBuffer<u64>,
-        ) -> Result<()> {
-            T::__unique(self.0, cfg, &x, values, starts, count, status)
-        }
-        fn count_runs(
-            &mut self,
-            cfg: LaunchConfig,
-            x: BufferView<'_, T>,
-            count: &mut DeviceBuffer<u64>,
-        ) -> Result<()> {
-            T::__count_runs(self.0, cfg, &x, count)
+            T::Select::launch(self.0, cfg, &x, &flags, out, count, status)
         }
     }
 
@@ -663,38 +630,7 @@ mod host {
             count: &mut Self::Buf<u64>,
             status: &mut Self::Buf<u64>,
         ) -> Result<()> {
-            T::__record_select(self.rec, cfg, x, flags, out.write, count, status).map(drop)
-        }
-        fn partition(
-            &mut self,
-            cfg: LaunchConfig,
-            x: Self::In<'_, T>,
-            flags: Self::In<'_, u8>,
-            kept: &Self::Buf<u64>,
-            out: &mut Self::Buf<T>,
-            count: &mut Self::Buf<u64>,
-            status: &mut Self::Buf<u64>,
-        ) -> Result<()> {
-            T::__record_partition(self.rec, cfg, x, flags, kept, out, count, status).map(drop)
-        }
-        fn unique(
-            &mut self,
-            cfg: LaunchConfig,
-            x: Self::In<'_, T>,
-            values: &mut Self::Buf<T>,
-            starts: &mut Self::Buf<u64>,
-            count: &mut Self::Buf<u64>,
-            status: &mut Self::Buf<u64>,
-        ) -> Result<()> {
-            T::__record_unique(self.rec, cfg, x, values, starts, count, status).map(drop)
-        }
-        fn count_runs(
-            &mut self,
-            cfg: LaunchConfig,
-            x: Self::In<'_, T>,
-            count: &mut Self::Buf<u64>,
-        ) -> Result<()> {
-            T::__record_count_runs(self.rec, cfg, x, count).map(drop)
+            T::Select::record(self.rec, cfg, x, flags, out.write, count, status).map(drop)
         }
     }
 
@@ -814,7 +750,8 @@ mod host {
         let mut count = e.filled::<u64>(1, 0)?;
         let kept = count_kept(e, flags)?;
         if n > 0 {
-            e.partition(cfg, x, flags, &kept, &mut values, &mut count, &mut status)?;
+            let kept = E::view(&kept);
+            e.partition(cfg, x, flags, kept, &mut values, &mut count, &mut status)?;
         }
         Ok((values, kept))
     }

@@ -1,13 +1,14 @@
 //! Histograms with per-block privatised bins: even bins over a range
-//! ([`even`], `f32` / `u32` / `i32` samples) and counts by small integer key
-//! ([`counts`], `u8` / `u32` / `i32` keys).
+//! ([`even`], `f32` / `u8` / `u16` / `u32` / `i32` samples) and counts by small
+//! integer key ([`counts`], `u8` / `u16` / `u32` / `i32` / `u64` / `i64` keys).
+//! Each is one generic kernel, an entry point per type (`histogram_counts__u8`).
 //!
 //! # Algorithm
 //!
 //! One launch (CUB's `DeviceHistogram` shape). Each block keeps its own copy of the
 //! first [`SHARED_BINS`] bins in shared memory: it zeroes them, its threads walk a
-//! grid-stride sequence of the input (16-byte vector loads for 32-bit samples, one
-//! byte at a time for `u8` keys) and add one to a shared bin per sample, and after a
+//! grid-stride sequence of the input (16-byte vector loads for 32- and 64-bit
+//! samples, one at a time for `u8` and `u16` ones) and add one to a shared bin per sample, and after a
 //! block barrier each thread adds a share of the block's non-zero bins into the
 //! output with one global atomic each. Bins past [`SHARED_BINS`] (only with more
 //! bins than that) take global atomics directly.
@@ -22,7 +23,7 @@
 //! # Edge cases
 //!
 //! Samples outside `[lo, hi)` are ignored (not counted anywhere), as are float
-//! NaNs; keys `≥ bins` (and negative `i32` keys) likewise. An empty input gives
+//! NaNs; keys `≥ bins` (and negative signed keys) likewise. An empty input gives
 //! `bins` zeros. Counts are `u32`: inputs of more than `u32::MAX` elements are
 //! refused rather than risk a wrapped count.
 //!
@@ -171,122 +172,143 @@ fn int_bin(d: u64, range: u64, bins: u64, scale: f64) -> usize {
     core::cmp::min(b, bins - 1) as usize
 }
 
-/// Counts `f32` samples into even bins over `[lo, hi)`: `scale = bins / (hi/2 − lo/2)`
-/// (computed by the host in `f32`; halved bounds keep every difference finite).
-/// The kernel of [`even`].
-#[xlog_kernel(read(x), atomic(out), block = 256)]
-pub fn histogram_even_f32(x: &[f32], lo: f32, hi: f32, scale: f32, out: &mut [u32]) {
+/// Counts samples into even bins over `[lo, hi)`, `scale` being `bins / (hi − lo)`
+/// as the host computes it for the type (see [`Even::even_bin`]). The kernel of
+/// [`even`].
+#[xlog_kernel(read(x), atomic(out), block = 256, for T in [f32, u8, u16, u32, i32])]
+pub fn histogram_even<T: Even>(x: &[T], lo: T, hi: T, scale: f64, out: &mut [u32]) {
     let bins = out.len();
     let shared = begin(out);
-    let neg_half_lo = -(lo * 0.5);
-    each_sample::<f32, 4>(x, |v| {
-        if v >= lo && v < hi {
-            // `x/2 − lo/2` in one `fma` (one rounding), as many instructions per
-            // sample as `(x − lo) · scale`.
-            let offset = xlog::device::math::fma(v, 0.5, neg_half_lo);
-            let b = core::cmp::min((offset * scale) as usize, bins - 1);
+    T::each_sample(x, |v| {
+        if let Some(b) = T::even_bin(v, lo, hi, scale, bins) {
             count(&shared, out, b);
         }
     });
     finish(shared, out);
 }
 
-/// Counts `u32` samples into even bins over `[lo, hi)` (`scale = bins / (hi − lo)`
-/// in `f64`, for the estimate). The kernel of [`even`].
-#[xlog_kernel(read(x), atomic(out), block = 256)]
-pub fn histogram_even_u32(x: &[u32], lo: u32, hi: u32, scale: f64, out: &mut [u32]) {
-    let bins = out.len() as u64;
-    let range = (hi - lo) as u64;
-    let shared = begin(out);
-    each_sample::<u32, 4>(x, |v| {
-        if v >= lo && v < hi {
-            count(&shared, out, int_bin((v - lo) as u64, range, bins, scale));
-        }
-    });
-    finish(shared, out);
-}
-
-/// Counts `i32` samples into even bins over `[lo, hi)`, as
-/// [`histogram_even_u32`]. The kernel of [`even`].
-#[xlog_kernel(read(x), atomic(out), block = 256)]
-pub fn histogram_even_i32(x: &[i32], lo: i32, hi: i32, scale: f64, out: &mut [u32]) {
-    let bins = out.len() as u64;
-    let range = (hi as i64 - lo as i64) as u64;
-    let shared = begin(out);
-    each_sample::<i32, 4>(x, |v| {
-        if v >= lo && v < hi {
-            let d = (v as i64 - lo as i64) as u64;
-            count(&shared, out, int_bin(d, range, bins, scale));
-        }
-    });
-    finish(shared, out);
-}
-
-/// Key types of [`counts`] on the device: how a thread walks its keys and which
-/// bin a key names.
-pub trait CountKey: Copy + sealed_key::Sealed {
-    /// Calls `f` on every key of `keys` this thread visits in a grid-stride loop
-    /// (16-byte vector loads for 32-bit keys, one byte at a time for `u8`).
-    #[doc(hidden)]
-    fn __each(keys: &[Self], f: impl FnMut(Self));
-    /// The bin of this key, `None` for a negative one.
-    #[doc(hidden)]
-    fn __bin(self) -> Option<usize>;
-}
-
-mod sealed_key {
-    pub trait Sealed {}
-    impl Sealed for u8 {}
-    impl Sealed for u32 {}
-    impl Sealed for i32 {}
-}
-
-impl CountKey for u8 {
-    #[inline(always)]
-    fn __each(keys: &[u8], mut f: impl FnMut(u8)) {
-        for i in thread::grid_stride(keys.len()) {
-            f(keys[i]);
-        }
-    }
-    #[inline(always)]
-    fn __bin(self) -> Option<usize> {
-        Some(self as usize)
-    }
-}
-
-impl CountKey for u32 {
-    #[inline(always)]
-    fn __each(keys: &[u32], f: impl FnMut(u32)) {
-        each_sample::<u32, 4>(keys, f);
-    }
-    #[inline(always)]
-    fn __bin(self) -> Option<usize> {
-        Some(self as usize)
-    }
-}
-
-impl CountKey for i32 {
-    #[inline(always)]
-    fn __each(keys: &[i32], f: impl FnMut(i32)) {
-        each_sample::<i32, 4>(keys, f);
-    }
-    #[inline(always)]
-    fn __bin(self) -> Option<usize> {
-        usize::try_from(self).ok()
-    }
-}
-
-/// `out[k] += |{ i : keys[i] == k }|` (keys `≥ out.len()` and negative keys
+/// `out[k] += |{ i : keys[i] == k }|` (negative keys and keys `≥ out.len()`
 /// ignored). The kernel of [`counts`].
-#[xlog_kernel(read(keys), atomic(out), block = 256, for K in [u8, u32, i32])]
+#[xlog_kernel(
+    read(keys), atomic(out), block = 256,
+    for K in [u8, u16, u32, i32, u64, i64]
+)]
 pub fn histogram_counts<K: CountKey>(keys: &[K], out: &mut [u32]) {
     let shared = begin(out);
-    K::__each(keys, |k| {
-        if let Some(b) = k.__bin() {
+    K::each_sample(keys, |k| {
+        if let Some(b) = k.bin() {
             count(&shared, out, b);
         }
     });
     finish(shared, out);
+}
+
+pub use samples::{CountKey, Even, Sample};
+
+mod samples {
+    use super::*;
+
+    /// A histogram's sample type: how a thread visits its samples. Sealed: the
+    /// kernels' types are listed in their attributes.
+    pub trait Sample: Copy + sealed::Sealed {
+        /// Calls `f` on every element of `x` this thread visits in the kernels'
+        /// grid-stride loop (16-byte vector loads where the type has them).
+        fn each_sample(x: &[Self], f: impl FnMut(Self));
+    }
+
+    /// A key type of [`counts`](super::counts).
+    pub trait CountKey: Sample {
+        /// The bin of key `self`: `None` for a negative key.
+        fn bin(self) -> Option<usize>;
+    }
+
+    /// A sample type of even bins.
+    pub trait Even: Sample {
+        /// The even bin of `v` among `bins` over `[lo, hi)`, `None` outside it.
+        /// `scale` is `bins / (hi − lo)`: for integers in `f64`, an estimate an
+        /// exact correction follows; for `f32` an `f32` value,
+        /// `bins / (hi/2 − lo/2)` (halved bounds keep every difference finite),
+        /// widened losslessly to pass it.
+        fn even_bin(v: Self, lo: Self, hi: Self, scale: f64, bins: usize) -> Option<usize>;
+    }
+
+    mod sealed {
+        pub trait Sealed {}
+    }
+
+    /// Visits one element at a time: a grid-stride loop.
+    #[inline(always)]
+    fn each_one<T: Copy>(x: &[T], mut f: impl FnMut(T)) {
+        for i in thread::grid_stride(x.len()) {
+            f(x[i.get()]);
+        }
+    }
+
+    // How each type is visited: 16-byte vectors for 32- and 64-bit types.
+    macro_rules! sample {
+        ($($t:ty: |$x:ident, $f:ident| $each:expr;)*) => {$(
+            impl sealed::Sealed for $t {}
+            impl Sample for $t {
+                #[inline(always)]
+                fn each_sample($x: &[Self], $f: impl FnMut(Self)) {
+                    $each
+                }
+            }
+        )*};
+    }
+    sample! {
+        u8: |x, f| each_one(x, f);
+        u16: |x, f| each_one(x, f);
+        u32: |x, f| each_sample::<u32, 4>(x, f);
+        i32: |x, f| each_sample::<i32, 4>(x, f);
+        u64: |x, f| each_sample::<u64, 2>(x, f);
+        i64: |x, f| each_sample::<i64, 2>(x, f);
+        f32: |x, f| each_sample::<f32, 4>(x, f);
+    }
+
+    // A key is its own bin, if it fits one.
+    macro_rules! count_key {
+        ($($t:ty),*) => {$(
+            impl CountKey for $t {
+                #[inline(always)]
+                fn bin(self) -> Option<usize> {
+                    usize::try_from(self).ok()
+                }
+            }
+        )*};
+    }
+    count_key!(u8, u16, u32, i32, u64, i64);
+
+    impl Even for f32 {
+        #[inline(always)]
+        fn even_bin(v: f32, lo: f32, hi: f32, scale: f64, bins: usize) -> Option<usize> {
+            if !(v >= lo && v < hi) {
+                return None;
+            }
+            // `x/2 − lo/2` in one `fma` (one rounding), as many instructions per
+            // sample as `(x − lo) · scale`.
+            let offset = xlog::device::math::fma(v, 0.5, -(lo * 0.5));
+            Some(core::cmp::min((offset * scale as f32) as usize, bins - 1))
+        }
+    }
+
+    // Integer samples: the exact bin of the difference from `lo` (below 2^33).
+    macro_rules! even_int {
+        ($($t:ty),*) => {$(
+            impl Even for $t {
+                #[inline(always)]
+                fn even_bin(v: $t, lo: $t, hi: $t, scale: f64, bins: usize) -> Option<usize> {
+                    if !(v >= lo && v < hi) {
+                        return None;
+                    }
+                    let d = (v as i64 - lo as i64) as u64;
+                    let range = (hi as i64 - lo as i64) as u64;
+                    Some(int_bin(d, range, bins as u64, scale))
+                }
+            }
+        )*};
+    }
+    even_int!(u8, u16, u32, i32);
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -295,8 +317,7 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use xlog::{
-        BufferView, DeviceBuffer, Error, GraphArena, GraphRecorder, LaunchConfig, NodeId,
-        ReadBuffer, Result, Stream,
+        DeviceBuffer, Error, GraphArena, GraphRecorder, LaunchConfig, ReadBuffer, Result, Stream,
     };
 
     use crate::exec::{Exec, Now, Record};
@@ -307,33 +328,14 @@ mod host {
         pub trait Sealed {}
     }
 
-    /// Sample types of [`even`]: `f32`, `u32`, `i32`.
+    /// Sample types of [`even`]: `f32`, `u8`, `u16`, `u32`, `i32`, the types its
+    /// kernel ([`histogram_even`](super::histogram_even)) is compiled for.
     pub trait EvenSample:
-        xlog::DeviceCopy + PartialOrd + core::fmt::Debug + sealed::Sealed
+        super::HistogramEvenType + PartialOrd + core::fmt::Debug + sealed::Sealed
     {
+        /// The kernel's `scale` for `bins` over `[lo, hi)`.
         #[doc(hidden)]
-        fn __launch(
-            s: &Stream,
-            cfg: LaunchConfig,
-            x: &BufferView<'_, Self>,
-            lo: Self,
-            hi: Self,
-            bins: usize,
-            out: &mut DeviceBuffer<u32>,
-        ) -> Result<()>;
-
-        /// Records the kernel `__launch` launches.
-        #[doc(hidden)]
-        #[allow(clippy::too_many_arguments)]
-        fn __record<'g>(
-            rec: &mut GraphRecorder<'g>,
-            cfg: LaunchConfig,
-            x: &'g dyn ReadBuffer<Self>,
-            lo: Self,
-            hi: Self,
-            bins: usize,
-            out: &'g DeviceBuffer<u32>,
-        ) -> Result<NodeId>;
+        fn __scale(lo: Self, hi: Self, bins: usize) -> f64;
 
         /// Why `[lo, hi)` (with `lo < hi`) cannot be split into `bins` even bins,
         /// if it cannot.
@@ -343,54 +345,16 @@ mod host {
         }
     }
 
-    /// Key types of [`counts`]: `u8`, `u32`, `i32`.
-    pub trait Key: xlog::DeviceCopy + sealed::Sealed {
-        #[doc(hidden)]
-        fn __launch(
-            s: &Stream,
-            cfg: LaunchConfig,
-            keys: &BufferView<'_, Self>,
-            out: &mut DeviceBuffer<u32>,
-        ) -> Result<()>;
-
-        /// Records the kernel `__launch` launches.
-        #[doc(hidden)]
-        fn __record<'g>(
-            rec: &mut GraphRecorder<'g>,
-            cfg: LaunchConfig,
-            keys: &'g dyn ReadBuffer<Self>,
-            out: &'g DeviceBuffer<u32>,
-        ) -> Result<NodeId>;
-    }
+    /// Key types of [`counts`]: `u8`, `u16`, `u32`, `i32`, `u64`, `i64`, the types
+    /// its kernel ([`histogram_counts`](super::histogram_counts)) is compiled for.
+    pub trait Key: super::HistogramCountsType {}
+    impl<K: super::HistogramCountsType> Key for K {}
 
     impl sealed::Sealed for f32 {}
-    impl sealed::Sealed for u32 {}
-    impl sealed::Sealed for i32 {}
-    impl sealed::Sealed for u8 {}
-
     impl EvenSample for f32 {
-        fn __launch(
-            s: &Stream,
-            cfg: LaunchConfig,
-            x: &BufferView<'_, f32>,
-            lo: f32,
-            hi: f32,
-            bins: usize,
-            out: &mut DeviceBuffer<u32>,
-        ) -> Result<()> {
-            super::histogram_even_f32::launch(s, cfg, x, lo, hi, f32_scale(lo, hi, bins), out)
-        }
-
-        fn __record<'g>(
-            rec: &mut GraphRecorder<'g>,
-            cfg: LaunchConfig,
-            x: &'g dyn ReadBuffer<f32>,
-            lo: f32,
-            hi: f32,
-            bins: usize,
-            out: &'g DeviceBuffer<u32>,
-        ) -> Result<NodeId> {
-            super::histogram_even_f32::record(rec, cfg, x, lo, hi, f32_scale(lo, hi, bins), out)
+        fn __scale(lo: f32, hi: f32, bins: usize) -> f64 {
+            // An `f32` value: the kernel narrows it back exactly.
+            f64::from(f32_scale(lo, hi, bins))
         }
 
         fn __refuse_range(lo: f32, hi: f32, bins: usize) -> Option<String> {
@@ -410,92 +374,40 @@ mod host {
         }
     }
 
-    /// The kernel's `scale`: `bins / (hi/2 − lo/2)`. Halving both bounds keeps the
-    /// width finite for every finite `lo` and `hi` (`f32::MAX − f32::MIN` is
-    /// infinite); for normal numbers halving is exact, so the bins are those of
+    /// The `f32` kernel's `scale`: `bins / (hi/2 − lo/2)`. Halving both bounds
+    /// keeps the width finite for every finite `lo` and `hi` (`f32::MAX − f32::MIN`
+    /// is infinite); for normal numbers halving is exact, so the bins are those of
     /// `bins / (hi − lo)`.
     fn f32_scale(lo: f32, hi: f32, bins: usize) -> f32 {
         bins as f32 / (hi * 0.5 - lo * 0.5)
     }
 
-    /// The integer kernels' `scale`: `bins / (hi − lo)`.
-    fn int_scale(lo: f64, hi: f64, bins: usize) -> f64 {
-        bins as f64 / (hi - lo)
+    // The integer kernels' `scale`: `bins / (hi − lo)`, for the estimate.
+    macro_rules! even_int {
+        ($($t:ty),*) => {$(
+            impl sealed::Sealed for $t {}
+            impl EvenSample for $t {
+                fn __scale(lo: $t, hi: $t, bins: usize) -> f64 {
+                    bins as f64 / (hi as f64 - lo as f64)
+                }
+            }
+        )*};
     }
+    even_int!(u8, u16, u32, i32);
 
-    impl EvenSample for u32 {
-        fn __launch(
-            s: &Stream,
-            cfg: LaunchConfig,
-            x: &BufferView<'_, u32>,
-            lo: u32,
-            hi: u32,
-            bins: usize,
-            out: &mut DeviceBuffer<u32>,
-        ) -> Result<()> {
-            let scale = int_scale(lo as f64, hi as f64, bins);
-            super::histogram_even_u32::launch(s, cfg, x, lo, hi, scale, out)
-        }
-
-        fn __record<'g>(
-            rec: &mut GraphRecorder<'g>,
-            cfg: LaunchConfig,
-            x: &'g dyn ReadBuffer<u32>,
-            lo: u32,
-            hi: u32,
-            bins: usize,
-            out: &'g DeviceBuffer<u32>,
-        ) -> Result<NodeId> {
-            let scale = int_scale(lo as f64, hi as f64, bins);
-            super::histogram_even_u32::record(rec, cfg, x, lo, hi, scale, out)
+    kernel_calls! {
+        /// The even-bins kernel.
+        trait EvenCalls<T: EvenSample> {
+            fn even = super::histogram_even(
+                x: r T, lo: v T, hi: v T, scale: v f64, out: w u32
+            );
         }
     }
 
-    impl EvenSample for i32 {
-        fn __launch(
-            s: &Stream,
-            cfg: LaunchConfig,
-            x: &BufferView<'_, i32>,
-            lo: i32,
-            hi: i32,
-            bins: usize,
-            out: &mut DeviceBuffer<u32>,
-        ) -> Result<()> {
-            let scale = int_scale(lo as f64, hi as f64, bins);
-            super::histogram_even_i32::launch(s, cfg, x, lo, hi, scale, out)
-        }
-
-        fn __record<'g>(
-            rec: &mut GraphRecorder<'g>,
-            cfg: LaunchConfig,
-            x: &'g dyn ReadBuffer<i32>,
-            lo: i32,
-            hi: i32,
-            bins: usize,
-            out: &'g DeviceBuffer<u32>,
-        ) -> Result<NodeId> {
-            let scale = int_scale(lo as f64, hi as f64, bins);
-            super::histogram_even_i32::record(rec, cfg, x, lo, hi, scale, out)
-        }
-    }
-
-    impl<K: super::HistogramCountsType + xlog::DeviceCopy + sealed::Sealed> Key for K {
-        fn __launch(
-            s: &Stream,
-            cfg: LaunchConfig,
-            keys: &BufferView<'_, K>,
-            out: &mut DeviceBuffer<u32>,
-        ) -> Result<()> {
-            super::histogram_counts::launch(s, cfg, keys, out)
-        }
-
-        fn __record<'g>(
-            rec: &mut GraphRecorder<'g>,
-            cfg: LaunchConfig,
-            keys: &'g dyn ReadBuffer<K>,
-            out: &'g DeviceBuffer<u32>,
-        ) -> Result<NodeId> {
-            super::histogram_counts::record(rec, cfg, keys, out)
+    kernel_calls! {
+        /// The counting kernel.
+        trait CountCalls<K: Key> {
+            fn counts = super::histogram_counts(keys: r K, out: w u32);
         }
     }
 
@@ -568,9 +480,21 @@ mod host {
     ) -> Result<DeviceBuffer<u32>> {
         let mut e = Now(s);
         let x = e.input(x);
-        check_even(x.len(), lo, hi, bins)?;
-        histogram_on(&mut e, x, bins, |e, cfg, x, out| {
-            T::__launch(e.0, cfg, &x, lo, hi, bins, out)
+        even_on(&mut e, x, lo, hi, bins)
+    }
+
+    /// [`even`] through `e`.
+    fn even_on<E: EvenCalls<T>, T: EvenSample>(
+        e: &mut E,
+        x: E::In<'_, T>,
+        lo: T,
+        hi: T,
+        bins: usize,
+    ) -> Result<E::Buf<u32>> {
+        check_even(E::len(&x), lo, hi, bins)?;
+        let scale = T::__scale(lo, hi, bins);
+        histogram_on(e, x, bins, |e, cfg, x, out| {
+            e.even(cfg, x, lo, hi, scale, out)
         })
     }
 
@@ -622,10 +546,7 @@ mod host {
     ) -> Result<&'g DeviceBuffer<u32>> {
         let mut e = Record::new(rec, arena);
         let x = e.input(x);
-        check_even(Record::len(&x), lo, hi, bins)?;
-        histogram_on(&mut e, x, bins, |e, cfg, x, out| {
-            T::__record(e.rec, cfg, x, lo, hi, bins, out).map(drop)
-        })
+        even_on(&mut e, x, lo, hi, bins)
     }
 
     /// How many times each key `0..bins` occurs in `keys`, as a new buffer of `bins`
@@ -653,10 +574,17 @@ mod host {
     ) -> Result<DeviceBuffer<u32>> {
         let mut e = Now(s);
         let keys = e.input(keys);
-        check_sizes("counts", keys.len(), bins)?;
-        histogram_on(&mut e, keys, bins, |e, cfg, x, out| {
-            K::__launch(e.0, cfg, &x, out)
-        })
+        counts_on(&mut e, keys, bins)
+    }
+
+    /// [`counts`] through `e`.
+    fn counts_on<E: CountCalls<K>, K: Key>(
+        e: &mut E,
+        keys: E::In<'_, K>,
+        bins: usize,
+    ) -> Result<E::Buf<u32>> {
+        check_sizes("counts", E::len(&keys), bins)?;
+        histogram_on(e, keys, bins, |e, cfg, x, out| e.counts(cfg, x, out))
     }
 
     /// [`counts`] recorded into a graph, as [`record_even`] records [`even`].
@@ -672,9 +600,6 @@ mod host {
     ) -> Result<&'g DeviceBuffer<u32>> {
         let mut e = Record::new(rec, arena);
         let keys = e.input(keys);
-        check_sizes("counts", Record::len(&keys), bins)?;
-        histogram_on(&mut e, keys, bins, |e, cfg, x, out| {
-            K::__record(e.rec, cfg, x, out).map(drop)
-        })
+        counts_on(&mut e, keys, bins)
     }
 }

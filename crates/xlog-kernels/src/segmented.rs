@@ -1,7 +1,8 @@
 //! Segmented reductions: the sum, minimum, maximum or a fold of your own over each
 //! segment `x[offsets[s]..offsets[s + 1]]` ([`segmented_reduce`]), and reductions
 //! of the values of each run of equal keys ([`reduce_by_key`]), for `u32`, `i32`,
-//! `u64`, `i64`, `f32`, `f64`.
+//! `u64`, `i64`, `f32`, `f64`. Each built-in operator is one generic kernel, an
+//! entry point per type (`segment_sum__f32`).
 //!
 //! # Algorithm
 //!
@@ -31,11 +32,14 @@
 //! # Your own operator
 //!
 //! Write a kernel whose body is [`reduce_segment`] with your operator and identity
-//! and name it in an (`unsafe`) [`SegmentKernel`] implementation, as [`BitOr`] is.
+//! and name it in an (`unsafe`) [`SegmentKernel`] implementation, as [`BitOr`] is
+//! ([`segment_or`], a generic kernel: one implementation covers its types).
 
 use xlog::device::view::{Out, PerBlock};
 use xlog::device::warp::Shuffle;
 use xlog::prelude::*;
+
+use ops::Reducible;
 
 /// Threads per block of the segmented reductions.
 pub const BLOCK: u32 = 256;
@@ -76,42 +80,105 @@ pub fn reduce_segment<T: Shuffle>(
     }
 }
 
-macro_rules! segmented {
-    ($($t:ty: $sum:ident = $add:expr, $min:ident = $minf:expr, $max:ident = $maxf:expr, $lo:expr, $hi:expr;)*) => {$(
-        #[doc = concat!("Per-segment sums of `", stringify!($t), "`s: the kernel of [`segmented_reduce`] with [`Sum`].")]
-        #[xlog_kernel(read(x, offsets), write(out per block), block = 256)]
-        pub fn $sum(x: &[$t], offsets: &[u64], out: &mut [$t]) {
-            reduce_segment(x, offsets, out, 0 as $t, $add);
-        }
-
-        #[doc = concat!("Per-segment minima of `", stringify!($t), "`s: the kernel of [`segmented_reduce`] with [`Min`].")]
-        #[xlog_kernel(read(x, offsets), write(out per block), block = 256)]
-        pub fn $min(x: &[$t], offsets: &[u64], out: &mut [$t]) {
-            reduce_segment(x, offsets, out, $hi, $minf);
-        }
-
-        #[doc = concat!("Per-segment maxima of `", stringify!($t), "`s: the kernel of [`segmented_reduce`] with [`Max`].")]
-        #[xlog_kernel(read(x, offsets), write(out per block), block = 256)]
-        pub fn $max(x: &[$t], offsets: &[u64], out: &mut [$t]) {
-            reduce_segment(x, offsets, out, $lo, $maxf);
-        }
-    )*};
+/// Per-segment sums (wrapping for integers): the kernel of [`segmented_reduce`]
+/// with [`Sum`].
+#[xlog_kernel(
+    read(x, offsets), write(out per block), block = 256,
+    for T in [u32, i32, u64, i64, f32, f64]
+)]
+pub fn segment_sum<T: Reducible>(x: &[T], offsets: &[u64], out: &mut [T]) {
+    reduce_segment(x, offsets, out, T::ZERO, T::sum);
 }
 
-segmented! {
-    u32: segment_sum_u32 = u32::wrapping_add, segment_min_u32 = u32::min, segment_max_u32 = u32::max, u32::MIN, u32::MAX;
-    i32: segment_sum_i32 = i32::wrapping_add, segment_min_i32 = i32::min, segment_max_i32 = i32::max, i32::MIN, i32::MAX;
-    u64: segment_sum_u64 = u64::wrapping_add, segment_min_u64 = u64::min, segment_max_u64 = u64::max, u64::MIN, u64::MAX;
-    i64: segment_sum_i64 = i64::wrapping_add, segment_min_i64 = i64::min, segment_max_i64 = i64::max, i64::MIN, i64::MAX;
-    f32: segment_sum_f32 = |a: f32, b: f32| a + b, segment_min_f32 = f32::min, segment_max_f32 = f32::max, f32::NEG_INFINITY, f32::INFINITY;
-    f64: segment_sum_f64 = |a: f64, b: f64| a + b, segment_min_f64 = f64::min, segment_max_f64 = f64::max, f64::NEG_INFINITY, f64::INFINITY;
+/// Per-segment minima: the kernel of [`segmented_reduce`] with [`Min`].
+#[xlog_kernel(
+    read(x, offsets), write(out per block), block = 256,
+    for T in [u32, i32, u64, i64, f32, f64]
+)]
+pub fn segment_min<T: Reducible>(x: &[T], offsets: &[u64], out: &mut [T]) {
+    reduce_segment(x, offsets, out, T::HIGHEST, T::min);
 }
 
-/// Per-segment bitwise ors of `u32`s: an operator written the way a user's is (the
-/// kernel of [`BitOr`]).
-#[xlog_kernel(read(x, offsets), write(out per block), block = 256)]
-pub fn segment_or_u32(x: &[u32], offsets: &[u64], out: &mut [u32]) {
-    reduce_segment(x, offsets, out, 0, |a, b| a | b);
+/// Per-segment maxima: the kernel of [`segmented_reduce`] with [`Max`].
+#[xlog_kernel(
+    read(x, offsets), write(out per block), block = 256,
+    for T in [u32, i32, u64, i64, f32, f64]
+)]
+pub fn segment_max<T: Reducible>(x: &[T], offsets: &[u64], out: &mut [T]) {
+    reduce_segment(x, offsets, out, T::LOWEST, T::max);
+}
+
+mod ops {
+    use xlog::device::warp::Shuffle;
+
+    /// The built-in operators on each element type, with their identities: the
+    /// sum (wrapping for integers), and the minimum and maximum (for floats
+    /// `f32::min` and `f32::max`, which ignore NaNs). Sealed: the kernels' types
+    /// are listed in their attributes.
+    pub trait Reducible: Shuffle + sealed::Sealed {
+        /// The sum's identity, 0.
+        const ZERO: Self;
+        /// The minimum's identity: the greatest value (`+∞` for floats).
+        const HIGHEST: Self;
+        /// The maximum's identity: the least value (`−∞` for floats).
+        const LOWEST: Self;
+        /// `a + b`, wrapping for integers.
+        fn sum(a: Self, b: Self) -> Self;
+        /// The lesser of `a` and `b`.
+        fn min(a: Self, b: Self) -> Self;
+        /// The greater of `a` and `b`.
+        fn max(a: Self, b: Self) -> Self;
+    }
+
+    mod sealed {
+        pub trait Sealed {}
+    }
+
+    // One arithmetic per kind of type, the same for every width.
+    macro_rules! reducible {
+        ($($t:ty: $zero:expr, $add:expr, $min:path, $max:path, $lo:expr, $hi:expr;)*) => {$(
+            impl sealed::Sealed for $t {}
+            impl Reducible for $t {
+                const ZERO: Self = $zero;
+                const HIGHEST: Self = $hi;
+                const LOWEST: Self = $lo;
+                #[inline(always)]
+                fn sum(a: Self, b: Self) -> Self {
+                    $add(a, b)
+                }
+                #[inline(always)]
+                fn min(a: Self, b: Self) -> Self {
+                    $min(a, b)
+                }
+                #[inline(always)]
+                fn max(a: Self, b: Self) -> Self {
+                    $max(a, b)
+                }
+            }
+        )*};
+    }
+    reducible! {
+        u32: 0, u32::wrapping_add, Ord::min, Ord::max, u32::MIN, u32::MAX;
+        i32: 0, i32::wrapping_add, Ord::min, Ord::max, i32::MIN, i32::MAX;
+        u64: 0, u64::wrapping_add, Ord::min, Ord::max, u64::MIN, u64::MAX;
+        i64: 0, i64::wrapping_add, Ord::min, Ord::max, i64::MIN, i64::MAX;
+        f32: 0.0, |a: f32, b: f32| a + b, f32::min, f32::max, f32::NEG_INFINITY, f32::INFINITY;
+        f64: 0.0, |a: f64, b: f64| a + b, f64::min, f64::max, f64::NEG_INFINITY, f64::INFINITY;
+    }
+}
+
+/// Per-segment bitwise ors of `u32`s or `u64`s: an operator written the way a
+/// user's is, as a generic kernel (the kernel of [`BitOr`]).
+#[xlog_kernel(
+    read(x, offsets), write(out per block), block = 256,
+    for T in [u32, u64]
+)]
+pub fn segment_or<T: Shuffle + Default + core::ops::BitOr<Output = T>>(
+    x: &[T],
+    offsets: &[u64],
+    out: &mut [T],
+) {
+    reduce_segment(x, offsets, out, T::default(), |a, b| a | b);
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -170,41 +237,9 @@ mod host {
 
     pub use crate::reduce::{Max, Min, Sum};
 
-    /// Bitwise or of `u32`s (an operator written the way a user's is).
+    /// Bitwise or of `u32`s or `u64`s (an operator written the way a user's is).
     #[derive(Clone, Copy, Debug)]
     pub struct BitOr;
-
-    macro_rules! kernel {
-        ($op:ident, $t:ty, $kernel:ident) => {
-            // SAFETY: the kernel's body is `reduce_segment`, launched with the given
-            // configuration: block `b` writes `out[b]`.
-            unsafe impl SegmentKernel<$t> for $op {
-                fn launch(
-                    s: &Stream,
-                    cfg: LaunchConfig,
-                    x: &BufferView<'_, $t>,
-                    offsets: &BufferView<'_, u64>,
-                    out: &mut DeviceBuffer<$t>,
-                ) -> Result<()> {
-                    super::$kernel::launch(s, cfg, x, offsets, out)
-                }
-            }
-
-            impl sealed::Sealed<$t> for $op {}
-
-            impl SegmentRecord<$t> for $op {
-                fn record<'g>(
-                    rec: &mut GraphRecorder<'g>,
-                    cfg: LaunchConfig,
-                    x: &'g dyn ReadBuffer<$t>,
-                    offsets: &'g dyn ReadBuffer<u64>,
-                    out: &'g DeviceBuffer<$t>,
-                ) -> Result<NodeId> {
-                    super::$kernel::record(rec, cfg, x, offsets, out)
-                }
-            }
-        };
-    }
 
     mod sealed {
         pub trait Sealed<T> {}
@@ -223,22 +258,44 @@ mod host {
             out: &'g DeviceBuffer<T>,
         ) -> Result<NodeId>;
     }
-    macro_rules! kernels {
-        ($($t:ty: $sum:ident, $min:ident, $max:ident;)*) => {$(
-            kernel!(Sum, $t, $sum);
-            kernel!(Min, $t, $min);
-            kernel!(Max, $t, $max);
-        )*};
+
+    // One implementation of each trait per operator, over every type its kernel
+    // lists.
+    macro_rules! kernel {
+        ($op:ident, $kernel:ident, $types:ident) => {
+            // SAFETY: the kernel's body is `reduce_segment`, launched with the given
+            // configuration: block `b` writes `out[b]`.
+            unsafe impl<T: super::$types> SegmentKernel<T> for $op {
+                fn launch(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, T>,
+                    offsets: &BufferView<'_, u64>,
+                    out: &mut DeviceBuffer<T>,
+                ) -> Result<()> {
+                    super::$kernel::launch(s, cfg, x, offsets, out)
+                }
+            }
+
+            impl<T: super::$types> sealed::Sealed<T> for $op {}
+
+            impl<T: super::$types> SegmentRecord<T> for $op {
+                fn record<'g>(
+                    rec: &mut GraphRecorder<'g>,
+                    cfg: LaunchConfig,
+                    x: &'g dyn ReadBuffer<T>,
+                    offsets: &'g dyn ReadBuffer<u64>,
+                    out: &'g DeviceBuffer<T>,
+                ) -> Result<NodeId> {
+                    super::$kernel::record(rec, cfg, x, offsets, out)
+                }
+            }
+        };
     }
-    kernels! {
-        u32: segment_sum_u32, segment_min_u32, segment_max_u32;
-        i32: segment_sum_i32, segment_min_i32, segment_max_i32;
-        u64: segment_sum_u64, segment_min_u64, segment_max_u64;
-        i64: segment_sum_i64, segment_min_i64, segment_max_i64;
-        f32: segment_sum_f32, segment_min_f32, segment_max_f32;
-        f64: segment_sum_f64, segment_min_f64, segment_max_f64;
-    }
-    kernel!(BitOr, u32, segment_or_u32);
+    kernel!(Sum, segment_sum, SegmentSumType);
+    kernel!(Min, segment_min, SegmentMinType);
+    kernel!(Max, segment_max, SegmentMaxType);
+    kernel!(BitOr, segment_or, SegmentOrType);
 
     /// The fold of every segment `x[offsets[s]..offsets[s + 1]]` under kernel
     /// `K`'s operator, as a new buffer of `offsets.len() − 1` values (none for

@@ -929,6 +929,69 @@ mod histogram {
         }
     }
 
+    /// The key and sample types beyond the 32-bit ones: `u16`, `u64`, `i64` keys
+    /// (one at a time or as 16-byte vectors), `u8` and `u16` samples of even bins
+    /// (one at a time), against the CPU.
+    #[test]
+    fn narrow_and_wide_types_match_the_cpu() {
+        fn want_counts(keys: impl Iterator<Item = i128>, bins: usize) -> Vec<u32> {
+            let mut want = vec![0u32; bins];
+            for k in keys {
+                if k >= 0 && k < bins as i128 {
+                    want[k as usize] += 1;
+                }
+            }
+            want
+        }
+        let rt = gpu_runtime();
+        let (p, c) = streams(&rt);
+        for n in lib_sizes() {
+            for (k, shape) in SHAPES.into_iter().enumerate() {
+                if big(n) && k > 0 {
+                    break;
+                }
+                let raw = shaped(shape, n, 70_000, 29 + n as u64 + k as u64);
+                for bins in [1usize, 300, 13_000, 70_000] {
+                    let keys: Vec<u16> = raw.iter().map(|&v| v as u16).collect();
+                    let got = histogram::counts(&c, &upload(&rt, &p, &keys), bins).unwrap();
+                    let want = want_counts(keys.iter().map(|&k| k as i128), bins);
+                    assert_eq!(got.download(&c).unwrap(), want, "u16 {n} {shape} {bins}");
+                    // Keys past `u32::MAX` must not wrap into a bin.
+                    let keys: Vec<u64> = raw.iter().map(|&v| v | (v & 1) << 32).collect();
+                    let got = histogram::counts(&c, &upload(&rt, &p, &keys), bins).unwrap();
+                    let want = want_counts(keys.iter().map(|&k| k as i128), bins);
+                    assert_eq!(got.download(&c).unwrap(), want, "u64 {n} {shape} {bins}");
+                    let keys: Vec<i64> = raw.iter().map(|&v| v as i64 - 100).collect();
+                    let got = histogram::counts(&c, &upload(&rt, &p, &keys), bins).unwrap();
+                    let want = want_counts(keys.iter().map(|&k| k as i128), bins);
+                    assert_eq!(got.download(&c).unwrap(), want, "i64 {n} {shape} {bins}");
+
+                    let x8: Vec<u8> = raw.iter().map(|&v| v as u8).collect();
+                    let wide: Vec<i64> = x8.iter().map(|&v| v as i64).collect();
+                    for (lo, hi) in [(0u8, u8::MAX), (3, 200)] {
+                        let got = histogram::even(&c, &upload(&rt, &p, &x8), lo, hi, bins).unwrap();
+                        assert_eq!(
+                            got.download(&c).unwrap(),
+                            even_ref_int(&wide, lo as i64, hi as i64, bins),
+                            "u8 {n} {shape} {bins} bins [{lo}, {hi})"
+                        );
+                    }
+                    let x16: Vec<u16> = raw.iter().map(|&v| v as u16).collect();
+                    let wide: Vec<i64> = x16.iter().map(|&v| v as i64).collect();
+                    for (lo, hi) in [(0u16, u16::MAX), (1000, 60_001)] {
+                        let got =
+                            histogram::even(&c, &upload(&rt, &p, &x16), lo, hi, bins).unwrap();
+                        assert_eq!(
+                            got.download(&c).unwrap(),
+                            even_ref_int(&wide, lo as i64, hi as i64, bins),
+                            "u16 {n} {shape} {bins} bins [{lo}, {hi})"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn bad_arguments_are_refused_before_anything_runs() {
         let rt = gpu_runtime();
@@ -1093,7 +1156,7 @@ mod compact {
             let mut count = rt.alloc_zeroed_on::<u64>(&s, 1).unwrap();
             let mut status = rt.alloc_zeroed_on::<u64>(&s, status_words(tiles)).unwrap();
             let mut out = rt.alloc_zeroed_on::<u64>(&s, kept.len()).unwrap();
-            compact::select_flagged_u64::launch(
+            compact::select_by_flags64::launch(
                 &s,
                 cfg,
                 &xb,
@@ -1106,7 +1169,7 @@ mod compact {
             assert_eq!(out.download(&s).unwrap(), kept, "u64, {blocks} blocks");
             assert_eq!(count.download(&s).unwrap(), [kept.len() as u64]);
             let mut out = rt.alloc_zeroed_on::<u32>(&s, kept.len()).unwrap();
-            compact::select_flagged_u32::launch(
+            compact::select_by_flags::launch(
                 &s,
                 cfg,
                 &xb32,
@@ -1254,6 +1317,31 @@ mod segmented {
             .map(|w| x[w[0] as usize..w[1] as usize].iter().fold(0, |a, b| a | b))
             .collect();
         assert_eq!(got, want);
+    }
+
+    /// The user-style operator is a generic kernel: `u64` bits past the low 32
+    /// reach the result.
+    #[test]
+    fn a_user_operator_is_generic_over_its_types() {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        let x: Vec<u64> = (0..10_000).map(|i| 1u64 << (i % 64)).collect();
+        let offsets: Vec<u64> = vec![0, 1, 40, 40, 9_999, 10_000];
+        let got = segmented::segmented_reduce::<u64, segmented::BitOr>(
+            &s,
+            &upload(&rt, &s, &x),
+            &upload(&rt, &s, &offsets),
+        )
+        .unwrap()
+        .download(&s)
+        .unwrap();
+        let want: Vec<u64> = offsets
+            .windows(2)
+            .map(|w| x[w[0] as usize..w[1] as usize].iter().fold(0, |a, b| a | b))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(want[2], 0, "an empty segment gives 0");
+        assert_eq!(want[3], u64::MAX);
     }
 }
 

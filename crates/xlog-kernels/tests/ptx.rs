@@ -123,23 +123,32 @@ fn selection_kernels() -> Vec<String> {
         .iter()
         .flat_map(|t| {
             [
-                format!("count_runs_{t}"),
-                format!("partition_flagged_{t}"),
-                format!("select_flagged_{t}"),
-                format!("unique_{t}"),
-                format!("segment_max_{t}"),
-                format!("segment_min_{t}"),
-                format!("segment_sum_{t}"),
+                "count_runs",
+                "partition_by_flags",
+                "unique",
+                "segment_max",
+                "segment_min",
+                "segment_sum",
             ]
+            .map(|k| format!("{k}__{t}"))
         })
         .collect();
-    for t in ["i32", "u32", "u8"] {
+    for t in ["u32", "i32", "f32"] {
+        v.push(format!("select_by_flags__{t}"));
+    }
+    for t in ["u64", "i64", "f64"] {
+        v.push(format!("select_by_flags64__{t}"));
+    }
+    for t in ["u8", "u16", "u32", "i32", "u64", "i64"] {
         v.push(format!("histogram_counts__{t}"));
     }
-    for t in ["f32", "i32", "u32"] {
-        v.push(format!("histogram_even_{t}"));
+    for t in ["f32", "u8", "u16", "u32", "i32"] {
+        v.push(format!("histogram_even__{t}"));
     }
-    for k in ["count_flags", "run_lengths", "segment_or_u32"] {
+    for t in ["u32", "u64"] {
+        v.push(format!("segment_or__{t}"));
+    }
+    for k in ["count_flags", "run_lengths"] {
         v.push(k.to_owned());
     }
     v
@@ -315,11 +324,21 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::predicate::compare_flags::check_abi_all,
         xlog_kernels::predicate::between_flags::check_abi_all,
         xlog_kernels::predicate::combine_flags::check_abi,
-        xlog_kernels::histogram::histogram_counts::check_abi_all,
         xlog_kernels::dense_group::dense_group_count::check_abi_all,
         xlog_kernels::dense_group::dense_group_sum::check_abi_all,
         xlog_kernels::dense_group::dense_group_least::check_abi_all,
         xlog_kernels::dense_group::dense_group_decode::check_abi_all,
+        xlog_kernels::compact::select_by_flags::check_abi_all,
+        xlog_kernels::compact::select_by_flags64::check_abi_all,
+        xlog_kernels::compact::partition_by_flags::check_abi_all,
+        xlog_kernels::compact::unique::check_abi_all,
+        xlog_kernels::compact::count_runs::check_abi_all,
+        xlog_kernels::segmented::segment_sum::check_abi_all,
+        xlog_kernels::segmented::segment_min::check_abi_all,
+        xlog_kernels::segmented::segment_max::check_abi_all,
+        xlog_kernels::segmented::segment_or::check_abi_all,
+        xlog_kernels::histogram::histogram_even::check_abi_all,
+        xlog_kernels::histogram::histogram_counts::check_abi_all,
     ] {
         check().unwrap();
     }
@@ -746,5 +765,36 @@ fn every_kernel_comes_out_of_the_module_alone() {
                 "the {arch} cubin of `{kernel}` does not define it"
             );
         }
+    }
+}
+
+/// The compaction kernels keep their resident blocks per width and step: the
+/// selection three for 32-bit elements and two for 64-bit ones (its tile's
+/// registers), the partition and the runs four, whatever the type.
+#[test]
+fn the_compaction_kernels_keep_their_launch_bounds_per_width() {
+    let ptx = MODULE.ptx();
+    let min_blocks = |kernel: &str| -> String {
+        let at = ptx
+            .find(&format!(".entry {kernel}("))
+            .unwrap_or_else(|| panic!("no entry {kernel}"));
+        let body = at + ptx[at..].find("\n{").unwrap();
+        let close = at + ptx[at..].find(')').unwrap();
+        ptx[close..body]
+            .split_whitespace()
+            .skip_while(|w| *w != ".minnctapersm")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{kernel} has no .minnctapersm"))
+            .to_owned()
+    };
+    for t in ["u32", "i32", "f32"] {
+        assert_eq!(min_blocks(&format!("select_by_flags__{t}")), "3", "{t}");
+    }
+    for t in ["u64", "i64", "f64"] {
+        assert_eq!(min_blocks(&format!("select_by_flags64__{t}")), "2", "{t}");
+    }
+    for t in LIBRARY_TYPES {
+        assert_eq!(min_blocks(&format!("partition_by_flags__{t}")), "4", "{t}");
+        assert_eq!(min_blocks(&format!("unique__{t}")), "4", "{t}");
     }
 }
