@@ -91,6 +91,11 @@ echo "-- cargo publish --dry-run: every crate but xlog-kernels, each built from 
 # device build) that resolves the crate's dependencies from the registry, which
 # does not hold the unpublished xlog crates during a dry run (a release publishes
 # it last, after xlog-build and the crates it depends on are on the registry).
+# Cargo unpacks each package of the dry run under the cargo home's registry/src/
+# (in a folder named after the local overlay registry, starting with "-") and reuses
+# that folder for the same name and version: one left by an earlier run of this check
+# holds that run's sources. They are caches; clear ours first.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/xlog-*
 cargo publish --quiet --dry-run --allow-dirty --workspace --exclude xlog-kernels
 echo "-- cargo package, into the same directory"
 # --allow-dirty: this checks the working tree as it is; a release is packaged from
