@@ -12,7 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:-gpu-out}}
-regex=${2:-^(scan_inclusive_sum__i32|select_flagged_f32|sort_onesweep_u32)$}
+regex=${2:-^(scan_inclusive_sum__i32|select_by_flags__f32|sort_onesweep__u32)$}
 mkdir -p "$out"
 if [ ! -d .gpu-bundle ] && [ -f .gpu-bundle.tgz ]; then
   tar xzf .gpu-bundle.tgz
@@ -24,7 +24,7 @@ export PATH=/usr/local/cuda/bin:$PATH
 # (they then stop after xlog's side, which is all `ncu` needs).
 export XLOG_CUB_SCRIPT=/nonexistent XLOG_LIBRARY_N=${XLOG_LIBRARY_N:-100000000}
 # One kernel per bench run: `--launch-count` counts every matching launch.
-for k in scan_inclusive_sum__i32:library select_flagged_f32:library sort_onesweep_u32:sort; do
+for k in scan_inclusive_sum__i32:library select_by_flags__f32:library sort_onesweep__u32:sort; do
   kernel=${k%%:*}
   b=${k#*:}
   [[ "$kernel" =~ $regex ]] || continue
