@@ -478,14 +478,6 @@ impl Large {
         self.insert_free(start, size, segment, points);
     }
 
-    /// Take out every wholly free segment: upstream's blocks and the points to
-    /// wait for before giving each back.
-    fn drain_whole(&mut self) -> Vec<(DeviceBlock, Points)> {
-        let whole = std::mem::take(&mut self.whole);
-        self.cached_bytes -= whole.iter().map(|w| w.block.bytes()).sum::<usize>();
-        whole.into_iter().map(|w| (w.block, w.points)).collect()
-    }
-
     fn largest_free(&self) -> usize {
         let piece = self.free.iter().next_back().map_or(0, |&(s, _)| s);
         let whole = self.whole.last().map_or(0, |w| w.block.bytes());
@@ -922,37 +914,13 @@ impl<R: DeviceMemoryResource> Shared<R> {
         let mut given = 0;
         let mut first_error = None;
         for shard in self.streams.iter() {
-            let (taken, whole): (Vec<(Stream, Vec<Cached>)>, _) = {
-                let mut shard = shard.lock_unpoisoned();
-                shard.cached_bytes = 0;
-                shard.cached_count = 0;
-                let small = std::mem::take(&mut shard.bins)
-                    .into_iter()
-                    .map(|b| (b.stream, b.classes.into_iter().flatten().collect()))
-                    .collect();
-                (small, shard.large.drain_whole())
-            };
-            for (block, points) in whole {
+            let taken = shard.lock_unpoisoned().shed(&mut { usize::MAX });
+            for (block, points) in taken {
                 let bytes = block.bytes();
                 match self.upstream_free(block, &points) {
                     Ok(()) => given += bytes,
                     Err(e) => {
                         first_error.get_or_insert(e);
-                    }
-                }
-            }
-            for (stream, blocks) in taken {
-                for c in blocks {
-                    let bytes = c.block.bytes();
-                    let point = UsePoint {
-                        stream: stream.clone(),
-                        epoch: c.freed_at,
-                    };
-                    match self.upstream_free(c.block, &[point]) {
-                        Ok(()) => given += bytes,
-                        Err(e) => {
-                            first_error.get_or_insert(e);
-                        }
                     }
                 }
             }
