@@ -533,6 +533,10 @@ pub mod peer {
     pub const TORCH_INDEX_COPY: &str = "torch index_copy_";
     /// `torch.masked_select` (CUB's select).
     pub const TORCH_MASKED_SELECT: &str = "torch.masked_select";
+    /// `torch.unique_consecutive(x, return_counts=True)` (CUB's run-length encode).
+    pub const TORCH_UNIQUE_CONSECUTIVE: &str = "torch.unique_consecutive";
+    /// `torch.segment_reduce(x, "sum", lengths=...)`.
+    pub const TORCH_SEGMENT_REDUCE: &str = "torch.segment_reduce";
     /// `cupy.sort` (`cub::DeviceRadixSort`).
     pub const CUPY_SORT: &str = "cupy.sort (CUB)";
     /// `torch.sort` (`cub::DeviceRadixSort`, pairs).
@@ -702,6 +706,18 @@ pub const TARGETS: &[Target] = &[
         peer::TORCH_MASKED_SELECT,
         Bound::AtLeast(0.9),
     ),
+    t(
+        "library",
+        "unique counts",
+        peer::TORCH_UNIQUE_CONSECUTIVE,
+        Bound::AtLeast(1.0),
+    ),
+    t(
+        "library",
+        "segmented sum",
+        peer::TORCH_SEGMENT_REDUCE,
+        Bound::AtLeast(1.0),
+    ),
     // All-reduce over two GPUs of one process: bus bandwidth for large messages,
     // end-to-end time (host included) for a small one.
     t(
@@ -719,15 +735,11 @@ pub const TARGETS: &[Target] = &[
     // A copy between two GPUs, bandwidth.
     t("peer_copy", "", peer::TORCH_PEER_COPY, Bound::AtLeast(0.9)),
     // Radix sort against CUB's, n = 10^8, keys per second.
-    t("sort", "sort", peer::CUPY_SORT, Bound::AtLeast(0.8)),
-    t("sort", "sort", peer::TORCH_SORT, Bound::AtLeast(0.8)),
-    // The hash join's inner probe against a random gather of the same length.
-    t(
-        "join",
-        "inner join probe",
-        peer::GATHER_U64,
-        Bound::AtLeast(0.5),
-    ),
+    t("sort", "sort", peer::CUPY_SORT, Bound::AtLeast(1.0)),
+    t("sort", "sort", peer::TORCH_SORT, Bound::AtLeast(1.0)),
+    // The hash join's probes against a random gather of the same length.
+    t("join", "", peer::GATHER_U64, Bound::AtLeast(0.8)),
+    t("join", "", peer::GATHER_U32, Bound::AtLeast(0.8)),
 ];
 
 const fn t(
