@@ -3,12 +3,13 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use xlog_device::DeviceCopy;
 
 use super::agree::Ledger;
 use super::ffi::{self, RawComm, RawUniqueId, Site};
+use super::poll::{self, Waited};
 use super::{Group, ReduceOp, Reducible};
 use crate::buffer::{ReadBuffer, WriteBuffer};
 use crate::driver::{self, Context};
@@ -17,6 +18,11 @@ use crate::runtime::Runtime;
 use crate::sim::{self, SimRank};
 use crate::stream::Stream;
 use crate::sync::Unpoisoned;
+
+/// How long [`Communicator::init_rank`] waits for its ranks' descriptor exchange,
+/// which starts once every rank has joined: a rank that has not answered by then
+/// stopped in between.
+pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The identifier every rank of a communicator is made with
 /// ([`Communicator::init_rank`]): made once ([`UniqueId::new`], by one process,
@@ -111,10 +117,10 @@ pub(crate) struct State {
 
 pub(crate) struct Inner {
     pub(crate) backend: Backend,
-    /// Made nonblocking ([`Communicator::init_rank_within`]): NCCL calls on it may
-    /// return before their work is queued, so a group waits for
-    /// [`ffi::comm_ready`] before it commits.
-    pub(crate) nonblocking: bool,
+    /// Set when made nonblocking ([`Communicator::init_rank_within`], with its
+    /// timeout): NCCL calls on it may return before their work is queued, so a
+    /// group waits for [`ffi::comm_ready`] before it commits, up to this long.
+    pub(crate) queue_timeout: Option<Duration>,
     /// The ledger the communicators made together (one `init_all`) share, where
     /// every group records its operations before queueing them.
     pub(crate) ledger: Option<Arc<Ledger>>,
@@ -192,7 +198,7 @@ impl Communicator {
             .zip(runtimes)
             .enumerate()
             .map(|(rank, (backend, rt))| {
-                Communicator::wrap(backend, Some(ledger.clone()), rank as u32, ranks, rt, false)
+                Communicator::wrap(backend, Some(ledger.clone()), rank as u32, ranks, rt, None)
             })
             .collect())
     }
@@ -201,7 +207,10 @@ impl Communicator {
     /// (`ncclCommInitRank`), joined through `id`, which every rank must be given.
     /// Blocks until every rank has joined, however long that takes: prefer
     /// [`init_rank_within`](Self::init_rank_within) where a rank may never start.
-    /// Then the ranks check that they agree (see `init_rank_within`).
+    /// Then the ranks check that they agree (see `init_rank_within`); every rank
+    /// has joined by then, so that exchange is waited for up to
+    /// [`EXCHANGE_TIMEOUT`] and ends in [`Error::CommTimeout`] (the communicator
+    /// aborted) if a rank stopped in between.
     pub fn init_rank(
         runtime: &Runtime,
         id: &UniqueId,
@@ -212,8 +221,8 @@ impl Communicator {
         runtime.device().bind()?;
         // SAFETY: the runtime's device context is bound just above.
         let raw = unsafe { ffi::comm_init_rank(&id.0, site) }?;
-        let comm = Communicator::wrap(Backend::Nccl(raw), None, rank, ranks, runtime, false);
-        comm.check_peers(runtime, Duration::MAX)?;
+        let comm = Communicator::wrap(Backend::Nccl(raw), None, rank, ranks, runtime, None);
+        comm.check_peers(runtime, EXCHANGE_TIMEOUT)?;
         Ok(comm)
     }
 
@@ -223,7 +232,9 @@ impl Communicator {
     /// is aborted and [`Error::CommInitTimeout`] returned. NCCL's nonblocking
     /// initialisation (`ncclCommInitRankConfig` with `blocking = 0`), polled with
     /// `ncclCommGetAsyncError`; the communicator stays nonblocking, and each
-    /// [`Group::launch`] on it returns once NCCL has queued its work.
+    /// [`Group::launch`] on it returns once NCCL has queued its work, waiting up
+    /// to `timeout` for that too: past it the communicator is aborted and the
+    /// launch returns [`Error::CommTimeout`].
     ///
     /// Once joined, the ranks exchange a descriptor (an all-gather, waited for up
     /// to `timeout` again) and refuse to go on, on every rank, unless each runs
@@ -241,7 +252,6 @@ impl Communicator {
         runtime.device().bind()?;
         // SAFETY: the runtime's device context is bound just above.
         let raw = unsafe { ffi::comm_init_rank_nonblocking(&id.0, site) }?;
-        let start = Instant::now();
         let give_up = |e: Error| {
             // SAFETY: the handle is live and never used after this; NCCL's abort
             // ends a background initialisation too.
@@ -250,25 +260,28 @@ impl Communicator {
             }
             e
         };
-        loop {
-            runtime.device().bind().map_err(give_up)?;
+        let joined = poll::until(timeout, 0, Duration::from_millis(1), || {
+            runtime.device().bind()?;
             // SAFETY: the handle is live (neither aborted nor destroyed).
-            match unsafe { ffi::comm_ready(raw, site) } {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(e) => return Err(give_up(e)),
-            }
-            if start.elapsed() >= timeout {
-                return Err(give_up(Error::CommInitTimeout {
-                    rank,
-                    ranks,
-                    device: site.device,
-                    timeout,
-                }));
-            }
-            std::thread::sleep(Duration::from_millis(1));
+            unsafe { ffi::comm_ready(raw, site) }
+        })
+        .map_err(give_up)?;
+        if joined == Waited::TimedOut {
+            return Err(give_up(Error::CommInitTimeout {
+                rank,
+                ranks,
+                device: site.device,
+                timeout,
+            }));
         }
-        let comm = Communicator::wrap(Backend::Nccl(raw), None, rank, ranks, runtime, true);
+        let comm = Communicator::wrap(
+            Backend::Nccl(raw),
+            None,
+            rank,
+            ranks,
+            runtime,
+            Some(timeout),
+        );
         comm.check_peers(runtime, timeout)?;
         Ok(comm)
     }
@@ -376,12 +389,12 @@ impl Communicator {
         rank: u32,
         ranks: u32,
         rt: &Runtime,
-        nonblocking: bool,
+        queue_timeout: Option<Duration>,
     ) -> Communicator {
         Communicator {
             inner: Arc::new(Inner {
                 backend,
-                nonblocking,
+                queue_timeout,
                 ledger,
                 rank,
                 ranks,
@@ -422,9 +435,7 @@ impl Communicator {
     /// queued work, and the error is returned: never a hang.
     pub fn wait(&self, stream: &Stream, timeout: Duration) -> Result<()> {
         self.inner.check_stream(stream, "Communicator::wait")?;
-        let start = Instant::now();
-        let mut spins = 0u32;
-        loop {
+        let waited = poll::until(timeout, 2_000, Duration::from_micros(200), || {
             stream.bind()?;
             // SAFETY: the stream is live and its context is bound.
             let done = unsafe { driver::stream_query(stream.raw()) }
@@ -435,25 +446,14 @@ impl Communicator {
                 self.inner.abort(format!("{e}"));
                 return Err(e);
             }
-            if done {
-                return Ok(());
-            }
-            if start.elapsed() >= timeout {
-                let e = Error::CommTimeout {
-                    rank: self.inner.rank,
-                    ranks: self.inner.ranks,
-                    device: self.inner.device,
-                    timeout,
-                };
+            Ok(done)
+        })?;
+        match waited {
+            Waited::Ready => Ok(()),
+            Waited::TimedOut => {
+                let e = self.inner.timed_out(timeout);
                 self.inner.abort(format!("{e}"));
-                return Err(e);
-            }
-            // Spin briefly (short collectives end in microseconds), then sleep.
-            spins += 1;
-            if spins < 2_000 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(200));
+                Err(e)
             }
         }
     }
@@ -661,12 +661,23 @@ impl Inner {
         }
     }
 
+    /// The error of a wait on this communicator that ran past `timeout`.
+    pub(crate) fn timed_out(&self, timeout: Duration) -> Error {
+        Error::CommTimeout {
+            rank: self.rank,
+            ranks: self.ranks,
+            device: self.device,
+            timeout,
+        }
+    }
+
     pub(crate) fn abort(&self, why: String) {
         let mut state = self.state.lock_unpoisoned();
         self.abort_locked(&mut state, why);
     }
 
-    fn abort_locked(&self, state: &mut State, why: String) {
+    /// [`abort`](Self::abort) with the state already locked.
+    pub(crate) fn abort_locked(&self, state: &mut State, why: String) {
         state.failed.get_or_insert(why);
         if state.aborted {
             return;

@@ -2,12 +2,14 @@
 //! queued together.
 
 use std::sync::MutexGuard;
+use std::time::Duration;
 
 use xlog_device::DeviceCopy;
 
 use super::agree::{self, Ledger};
 use super::comm::{Backend, Communicator, Inner, State};
 use super::ffi::{self, DataType, Op};
+use super::poll::{self, Waited};
 use super::{reduce_as, ReduceOp, Reducible};
 use crate::buffer::{ArgRef, ReadBuffer, WriteBuffer};
 use crate::error::{Error, Result};
@@ -446,8 +448,16 @@ impl<'a> Group<'a> {
                 }
             });
         if let Err(e) = &queued {
-            for state in &mut guards {
-                Inner::fail_locked(state, format!("a group failed partway: {e}"));
+            // A communicator whose work NCCL never finished queueing is stuck:
+            // aborted, which ends what it did queue.
+            let stuck = matches!(e, Error::CommTimeout { .. });
+            for (comm, state) in comms.iter().zip(&mut guards) {
+                let why = format!("a group failed partway: {e}");
+                if stuck {
+                    comm.abort_locked(state, why);
+                } else {
+                    Inner::fail_locked(state, why);
+                }
             }
         }
         // Commit every part, also after a failure partway (part of the group may
@@ -547,7 +557,8 @@ fn queue_nccl(planned: &[(Part<'_>, WorkRecorder<'_, Preflighted>)]) -> Result<(
 /// Waits until NCCL has queued the group's work on every nonblocking
 /// communicator of it (`ncclGroupEnd` may return `ncclInProgress` there, with
 /// the work still being set up), so the commit that follows records work that
-/// is on its streams.
+/// is on its streams; up to the communicator's timeout, past which the launch
+/// aborts it ([`Error::CommTimeout`]).
 fn queued_by_nccl(planned: &[(Part<'_>, WorkRecorder<'_, Preflighted>)]) -> Result<()> {
     for (i, (part, _)) in planned.iter().enumerate() {
         let inner = &*part.comm.inner;
@@ -557,18 +568,18 @@ fn queued_by_nccl(planned: &[(Part<'_>, WorkRecorder<'_, Preflighted>)]) -> Resu
         let Backend::Nccl(raw) = inner.backend else {
             continue;
         };
-        if !inner.nonblocking || seen {
+        let Some(timeout) = inner.queue_timeout else {
+            continue;
+        };
+        if seen {
             continue;
         }
-        let mut spins = 0u32;
         // SAFETY: the communicator is live and locked by the caller.
-        while !unsafe { ffi::comm_ready(raw, inner.site()) }? {
-            spins += 1;
-            if spins < 1_000 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(std::time::Duration::from_micros(100));
-            }
+        let queued = poll::until(timeout, 1_000, Duration::from_micros(100), || unsafe {
+            ffi::comm_ready(raw, inner.site())
+        })?;
+        if queued == Waited::TimedOut {
+            return Err(inner.timed_out(timeout));
         }
     }
     Ok(())

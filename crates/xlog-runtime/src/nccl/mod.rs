@@ -41,7 +41,11 @@
 //! (`ncclCommGetAsyncError`) meanwhile; on an error or at the timeout it aborts
 //! the communicator (`ncclCommAbort`, which ends its kernels) and returns the
 //! error. A failed communicator refuses further work and is aborted, not
-//! destroyed, when dropped.
+//! destroyed, when dropped. No wait of this module is without end but
+//! [`Communicator::init_rank`]'s wait for its ranks to join, as NCCL's blocking
+//! initialisation waits: [`Communicator::init_rank_within`] bounds that one too,
+//! and a [`Group::launch`] on the communicator it makes waits for NCCL to queue
+//! the work up to the same timeout, then aborts it.
 //!
 //! # On the simulator
 //!
@@ -55,8 +59,9 @@ mod comm;
 mod env;
 pub(crate) mod ffi;
 mod group;
+mod poll;
 
-pub use comm::{Communicator, UniqueId};
+pub use comm::{Communicator, UniqueId, EXCHANGE_TIMEOUT};
 pub use env::{ProcessEnv, UNIQUE_ID_ENV, UNIQUE_ID_FILE_ENV};
 pub use ffi::NCCL_ENV;
 pub use group::Group;

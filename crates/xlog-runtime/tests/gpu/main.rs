@@ -12,6 +12,7 @@ mod contexts;
 mod copies;
 mod hazards;
 mod launch;
+mod nccl;
 mod pinned;
 mod pool;
 mod runtime;
