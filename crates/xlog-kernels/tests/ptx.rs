@@ -243,11 +243,28 @@ fn ptxas_accepts_every_kernel_without_spills() {
     }
 }
 
+/// `(path, check)` for each `check_abi` / `check_abi_all` path.
+macro_rules! checks {
+    ($($($seg:ident)::+),* $(,)?) => {
+        [$((stringify!($($seg)::+), $($seg)::+ as fn() -> xlog::Result<()>)),*]
+    };
+}
+
+/// The kernel a launcher's check belongs to: the path's second-last segment.
+fn kernel_of(path: &str) -> String {
+    let mut segs = path.rsplit("::").map(str::trim);
+    segs.next();
+    segs.next().unwrap_or("").to_owned()
+}
+
 #[test]
 fn every_launcher_agrees_with_the_device_build() {
+    // The kernels whose launchers were checked, by name (an instantiation's entry
+    // point is its kernel's name, `__`, its types).
+    let mut checked: Vec<String> = Vec::new();
     use xlog_kernels::elementwise as e;
-    for check in [
-        e::fill::check_abi_all as fn() -> xlog::Result<()>,
+    for (path, check) in checks![
+        e::fill::check_abi_all,
         e::copy::check_abi_all,
         e::cast_f32::check_abi_all,
         e::cast_f64::check_abi_all,
@@ -261,11 +278,12 @@ fn every_launcher_agrees_with_the_device_build() {
         e::min::check_abi_all,
         e::max::check_abi_all,
     ] {
-        check().unwrap();
+        check().unwrap_or_else(|e| panic!("{path}: {e}"));
+        checked.push(kernel_of(path));
     }
     use xlog_kernels::cooperative as c;
-    for check in [
-        c::histogram_u8::check_abi as fn() -> xlog::Result<()>,
+    for (path, check) in checks![
+        c::histogram_u8::check_abi,
         c::atomic_fold_i64::check_abi,
         c::block_sum_u64::check_abi,
         c::block_sum_f32::check_abi,
@@ -277,22 +295,24 @@ fn every_launcher_agrees_with_the_device_build() {
         c::block_collectives_u32::check_abi,
         c::warp_collectives_u64::check_abi,
     ] {
-        check().unwrap();
+        check().unwrap_or_else(|e| panic!("{path}: {e}"));
+        checked.push(kernel_of(path));
     }
     use xlog_kernels::single_pass as p;
-    for check in [
-        p::inclusive_scan_u32::check_abi as fn() -> xlog::Result<()>,
+    for (path, check) in checks![
+        p::inclusive_scan_u32::check_abi,
         p::inclusive_scan_u64::check_abi,
         p::inclusive_scan_f32::check_abi,
         p::inclusive_max_scan_u32::check_abi,
         p::transpose_f32::check_abi,
         p::transpose_f64::check_abi,
     ] {
-        check().unwrap();
+        check().unwrap_or_else(|e| panic!("{path}: {e}"));
+        checked.push(kernel_of(path));
     }
     use xlog_kernels::{gather as g, join as j, reduce as r, scan as s};
-    for check in [
-        r::reduce_sum::check_abi_all as fn() -> xlog::Result<()>,
+    for (path, check) in checks![
+        r::reduce_sum::check_abi_all,
         r::reduce_min::check_abi_all,
         r::reduce_max::check_abi_all,
         r::fold_or_u32::check_abi,
@@ -333,6 +353,8 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::compact::partition_by_flags::check_abi_all,
         xlog_kernels::compact::unique::check_abi_all,
         xlog_kernels::compact::count_runs::check_abi_all,
+        xlog_kernels::compact::count_flags::check_abi,
+        xlog_kernels::compact::run_lengths::check_abi,
         xlog_kernels::segmented::segment_sum::check_abi_all,
         xlog_kernels::segmented::segment_min::check_abi_all,
         xlog_kernels::segmented::segment_max::check_abi_all,
@@ -340,7 +362,15 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::histogram::histogram_even::check_abi_all,
         xlog_kernels::histogram::histogram_counts::check_abi_all,
     ] {
-        check().unwrap();
+        check().unwrap_or_else(|e| panic!("{path}: {e}"));
+        checked.push(kernel_of(path));
+    }
+    for (entry, _) in MODULE.kernels() {
+        let kernel = entry.split("__").next().unwrap_or_default();
+        assert!(
+            checked.iter().any(|k| k == kernel),
+            "no launcher of `{entry}` is checked against the device build"
+        );
     }
     assert_eq!(
         elementwise().len()
