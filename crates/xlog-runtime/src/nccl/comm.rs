@@ -207,10 +207,11 @@ impl Communicator {
     /// (`ncclCommInitRank`), joined through `id`, which every rank must be given.
     /// Blocks until every rank has joined, however long that takes: prefer
     /// [`init_rank_within`](Self::init_rank_within) where a rank may never start.
-    /// Then the ranks check that they agree (see `init_rank_within`); every rank
-    /// has joined by then, so that exchange is waited for up to
-    /// [`EXCHANGE_TIMEOUT`] and ends in [`Error::CommTimeout`] (the communicator
-    /// aborted) if a rank stopped in between.
+    /// Then the ranks check that they agree (see `init_rank_within`): every rank
+    /// has joined by then, and the exchange's result is waited for up to
+    /// [`EXCHANGE_TIMEOUT`] ([`Error::CommTimeout`], the communicator aborted);
+    /// NCCL's own calls on a blocking communicator are not bounded (see the
+    /// [module docs](super#failures)).
     pub fn init_rank(
         runtime: &Runtime,
         id: &UniqueId,

@@ -448,12 +448,14 @@ impl<'a> Group<'a> {
                 }
             });
         if let Err(e) = &queued {
-            // A communicator whose work NCCL never finished queueing is stuck:
-            // aborted, which ends what it did queue.
-            let stuck = matches!(e, Error::CommTimeout { .. });
+            // A nonblocking communicator may still be queueing what NCCL accepted
+            // after the commit below records its fence, and one whose queueing
+            // timed out is stuck: both are aborted, which ends their work, so
+            // nothing of it outlives what the commit recorded.
+            let timed_out = matches!(e, Error::CommTimeout { .. });
             for (comm, state) in comms.iter().zip(&mut guards) {
                 let why = format!("a group failed partway: {e}");
-                if stuck {
+                if timed_out || comm.queue_timeout.is_some() {
                     comm.abort_locked(state, why);
                 } else {
                     Inner::fail_locked(state, why);

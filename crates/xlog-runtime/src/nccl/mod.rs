@@ -41,11 +41,21 @@
 //! (`ncclCommGetAsyncError`) meanwhile; on an error or at the timeout it aborts
 //! the communicator (`ncclCommAbort`, which ends its kernels) and returns the
 //! error. A failed communicator refuses further work and is aborted, not
-//! destroyed, when dropped. No wait of this module is without end but
-//! [`Communicator::init_rank`]'s wait for its ranks to join, as NCCL's blocking
-//! initialisation waits: [`Communicator::init_rank_within`] bounds that one too,
-//! and a [`Group::launch`] on the communicator it makes waits for NCCL to queue
-//! the work up to the same timeout, then aborts it.
+//! destroyed, when dropped.
+//!
+//! Which waits are bounded depends on how the communicator was made:
+//! - [`Communicator::init_rank_within`] makes a nonblocking one: its join, each
+//!   [`Group::launch`]'s wait for NCCL to queue the work (a launch that fails
+//!   partway aborts it) and [`Communicator::wait`] all end in an error by the
+//!   caller's timeout;
+//! - [`Communicator::init_rank`] and [`Communicator::init_all`] make blocking ones:
+//!   the join waits for every rank, and NCCL's own calls inside a launch (which
+//!   connect the peers on first use) can wait for a peer that stopped, holding
+//!   the communicator's lock; only [`Communicator::wait`] is bounded;
+//! - dropping a communicator that has not failed destroys it
+//!   (`ncclCommDestroy`), which waits for its queued work: wait for that work
+//!   with a timeout, or [`abort`](Communicator::abort), before dropping one whose
+//!   peers may not issue their part.
 //!
 //! # On the simulator
 //!
