@@ -58,6 +58,10 @@
 //! least for a maximum (`−∞`); the counts tell such keys apart. Minimum and maximum
 //! skip NaN values (a key whose values are all NaN gets the identity); a sum adds
 //! them (giving NaN), as `index_add_` does. `-0.0` is less than `+0.0`.
+//! Float sums are in no fixed order (atomic adds), and on the GPU an `f32` sum of
+//! a domain too large for shared memory adds in global memory, where the
+//! hardware's `f32` atomic add flushes subnormal values to zero; the shared-memory
+//! path and the simulator keep them.
 
 use xlog::device::atomic::{AtomicAdd, AtomicInt};
 use xlog::device::exchange::SharedWords;
