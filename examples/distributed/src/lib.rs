@@ -22,7 +22,8 @@
 //! 3. **join** and **sum** (on `s`): every rank builds its table over its
 //!    customers as soon as they have arrived, joins the orders it kept while the
 //!    others are still arriving over NVLink, then those it received, and sums the
-//!    pairs by group (`sum_by_group`): rows with one key are on one rank;
+//!    pairs by group (`sum_by_group`, each block into its own copy of the sums in
+//!    shared memory): rows with one key are on one rank;
 //! 4. **all-reduce**: the ranks' group sums are added.
 //!
 //! With one rank every row is already where its key hashes to: steps 1, 2 and 4
@@ -31,7 +32,7 @@
 
 use std::time::{Duration, Instant};
 
-use distributed_kernels::{rank_bit_clear, rank_starts, sum_by_group};
+use distributed_kernels::{rank_bit_clear, rank_starts, sum_by_group, SUM_SHARED_BYTES};
 use xlog::nccl::{Communicator, Group, ReduceOp};
 use xlog::prelude::*;
 use xlog::{BufferView, BufferViewMut};
@@ -435,9 +436,13 @@ fn sum(
     if pairs.is_empty() {
         return Ok(());
     }
+    // Blocks of 256 threads, 16 pairs a thread, at most 2048 blocks: each block's
+    // shared sums are merged with one atomic add a group.
+    let blocks = pairs.len().div_ceil(256 * 16).clamp(1, 2048) as u32;
+    let cfg = LaunchConfig::new([blocks, 1, 1], [256, 1, 1]).with_shared_bytes(SUM_SHARED_BYTES);
     sum_by_group::launch(
         &k.s,
-        LaunchConfig::for_len(pairs.len()),
+        cfg,
         &pairs.build_rows,
         &pairs.probe_rows,
         group,

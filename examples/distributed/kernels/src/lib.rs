@@ -2,6 +2,7 @@
 //! order rows by it, where each rank's rows start, and the grouped sum over a
 //! local join's pairs.
 
+use xlog::device::shared::DynamicShared;
 use xlog::prelude::*;
 
 xlog::kernel_module!();
@@ -56,9 +57,12 @@ pub fn rank_bit_clear(keys: &[u32], ranks: u32, bit: u32, flags: &mut [u8]) {
 }
 
 /// `GROUP BY group SUM(amount)` over joined pairs: for each pair `k`,
-/// `sums[group[build_rows[k]]] += amount[probe_rows[k]]` (atomic adds). A
-/// grid-stride loop over the pairs.
-#[xlog_kernel(read(build_rows, probe_rows, group, amount), atomic(sums))]
+/// `sums[group[build_rows[k]]] += amount[probe_rows[k]]`. Each block adds its
+/// pairs into a private copy of the sums in its dynamic shared memory (two
+/// 32-bit words a group, low then high, [`SUM_SHARED_BYTES`] for every group of
+/// `sums`), then adds its copy into `sums` with one atomic add a group. A grid-stride
+/// loop over the pairs; a group past the shared copy is added in `sums` directly.
+#[xlog_kernel(read(build_rows, probe_rows, group, amount), atomic(sums), block = 256)]
 pub fn sum_by_group(
     build_rows: &[u32],
     probe_rows: &[u32],
@@ -66,9 +70,41 @@ pub fn sum_by_group(
     amount: &[u32],
     sums: &mut [u64],
 ) {
+    let words = DynamicShared::<u32>::get().words();
+    let kept = core::cmp::min(sums.len(), words.len() / 2);
+    for w in thread::block_stride(2 * kept) {
+        words.store(w.get(), 0);
+    }
+    barrier::sync_threads();
     for k in thread::grid_stride(build_rows.len()) {
         let g = group[build_rows[k] as usize] as usize;
         let a = amount[probe_rows[k.get()] as usize];
-        sums.fetch_add(g, a as u64);
+        if g < kept {
+            // The low add's old word says whether this add wrapped it: the carry
+            // goes to the high word, so the pair is the exact 64-bit sum.
+            let old = words.fetch_add(2 * g, a);
+            if old.checked_add(a).is_none() {
+                words.fetch_add(2 * g + 1, 1);
+            }
+        } else {
+            sums.fetch_add(g, a as u64);
+        }
+    }
+    barrier::sync_threads();
+    for g in thread::block_stride(kept) {
+        let g = g.get();
+        let v = words.load(2 * g) as u64 | (words.load(2 * g + 1) as u64) << 32;
+        if v != 0 {
+            sums.fetch_add(g, v);
+        }
     }
 }
+
+/// The dynamic shared memory [`sum_by_group`] needs to keep `groups` sums per
+/// block.
+pub const fn sum_shared_bytes(groups: usize) -> u32 {
+    (groups * 8) as u32
+}
+
+/// [`sum_shared_bytes`] of the example's 256 groups.
+pub const SUM_SHARED_BYTES: u32 = sum_shared_bytes(256);
