@@ -330,7 +330,7 @@ pub trait Narrow: Copy + sealed::Narrow {
     /// `i32` for the signed ones.
     type Wide: Shuffle + Ord;
     /// The type of the sum: `u64` for `u8` and `u16`, `i64` for `i8` and `i16`
-    /// (PyTorch sums 8-bit integers into `int64` the same way), so a sum of up to
+    /// (PyTorch sums them into `int64`), so a sum of up to
     /// 2^47 elements cannot wrap.
     type Total: Reduced;
     /// The minimum's identity, `Self::MAX`.
