@@ -78,7 +78,8 @@ cargo test --profile sim --no-fail-fast --test '*' \
   -p xlog-kernels --features xlog-kernels/gpu-tests \
   -p xlog-device-kernels --features xlog-device-kernels/gpu \
   -p xlog-stress --features xlog-stress/gpu-tests \
-  -p xlog-abi-kernels --features xlog-abi-kernels/gpu-tests
+  -p xlog-abi-kernels --features xlog-abi-kernels/gpu-tests \
+  -p xlog-guide-kernels --features xlog-guide-kernels/gpu-tests
 XLOG_SIM_DEVICES=4 cargo test --profile sim -p xlog-stress --features xlog-stress/gpu-tests --test gpu_multi
 cargo run --profile sim -p saxpy
 cargo run --profile sim -p pipeline

@@ -42,6 +42,7 @@ suites=(
   "xlog-device-kernels:gpu"
   "xlog-stress:gpu-tests"
   "xlog-abi-kernels:gpu-tests"
+  "xlog-guide-kernels:gpu-tests"
 )
 for entry in "${suites[@]}"; do
   pkg=${entry%%:*}

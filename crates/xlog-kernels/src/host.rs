@@ -11,7 +11,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// The binary operations of the elementwise family.
+/// The binary operations of the elementwise kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Binary {
     /// `x + y` (wrapping for integers).
@@ -26,7 +26,7 @@ pub enum Binary {
     Max,
 }
 
-/// Element types the elementwise family is compiled for: `f32`, `f64`, `i32`,
+/// Element types the elementwise kernels are compiled for: `f32`, `f64`, `i32`,
 /// `u32`, `u64` (each kernel of [`elementwise`](crate::elementwise) lists them).
 pub trait Element:
     xlog::DeviceCopy
@@ -215,65 +215,3 @@ binary_fn! {
     min => Min, "`min(x, y)` elementwise.";
     max => Max, "`max(x, y)` elementwise.";
 }
-
-/// Threads per block of the cooperative kernels' host functions.
-const COOP_BLOCK: u32 = 256;
-
-/// Blocks for a grid-stride pass over `n` elements: one element per thread, capped
-/// (each thread then loops).
-fn coop_grid(n: usize) -> LaunchConfig {
-    let blocks = n.div_ceil(COOP_BLOCK as usize).clamp(1, 4096);
-    LaunchConfig::new([blocks as u32, 1, 1], [COOP_BLOCK, 1, 1])
-}
-
-/// The 256-bin histogram of the bytes of `data`.
-pub fn histogram_u8(
-    s: &Stream,
-    data: &(impl ReadBuffer<u8> + ?Sized),
-) -> Result<DeviceBuffer<u32>> {
-    let data = data.as_view();
-    let mut bins = s.runtime()?.alloc_zeroed_on::<u32>(s, 256)?;
-    if !data.is_empty() {
-        crate::cooperative::histogram_u8::launch(s, coop_grid(data.len()), &data, &mut bins)?;
-    }
-    Ok(bins)
-}
-
-macro_rules! sum_fn {
-    ($name:ident, $t:ty, $kernel:ident, $doc:literal) => {
-        #[doc = $doc]
-        ///
-        /// Two launches: one block-sum per block (at most 1024 blocks, each thread
-        /// looping over the input), then one block over the partials. Returns a
-        /// one-element buffer.
-        pub fn $name(s: &Stream, x: &(impl ReadBuffer<$t> + ?Sized)) -> Result<DeviceBuffer<$t>> {
-            let x = x.as_view();
-            let rt = s.runtime()?;
-            let mut total = rt.alloc_zeroed_on::<$t>(s, 1)?;
-            if x.is_empty() {
-                return Ok(total);
-            }
-            let blocks = x.len().div_ceil(COOP_BLOCK as usize).min(1024);
-            let mut partials = rt.alloc_zeroed_on::<$t>(s, blocks)?;
-            let one_pass = LaunchConfig::new([blocks as u32, 1, 1], [COOP_BLOCK, 1, 1]);
-            crate::cooperative::$kernel::launch(s, one_pass, &x, &mut partials)?;
-            let last = LaunchConfig::new([1, 1, 1], [1024, 1, 1]);
-            crate::cooperative::$kernel::launch(s, last, &partials, &mut total)?;
-            Ok(total)
-        }
-    };
-}
-
-sum_fn!(sum_u64, u64, block_sum_u64, "The wrapping sum of `x`.");
-sum_fn!(
-    sum_f32,
-    f32,
-    block_sum_f32,
-    "The sum of `x` (in a tree order, not left to right)."
-);
-sum_fn!(
-    sum_f64,
-    f64,
-    block_sum_f64,
-    "The sum of `x` (in a tree order, not left to right)."
-);

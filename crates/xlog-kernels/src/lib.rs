@@ -1,39 +1,29 @@
-//! GPU kernels written in Rust with `#[xlog_kernel]`, with host APIs that allocate
-//! their outputs from the runtime.
+//! A library of GPU kernels written in Rust with `#[xlog_kernel]`, and host
+//! functions that launch them: each takes a stream and buffers (or views), checks
+//! its inputs, allocates its outputs and temporaries from the stream's runtime (so
+//! from its budget), launches on that stream and returns device buffers. Inputs are
+//! fenced against work on other streams like any launch; kernel bodies have no
+//! `unsafe`.
 //!
-//! The first family is elementwise over `f32`, `f64`, `i32`, `u32` and `u64`:
-//! [`fill`], [`copy`], [`cast_f32`] / [`cast_f64`], [`scale`], [`axpy`], and the binary [`add`],
-//! [`sub`], [`mul`], [`min`], [`max`]. Each host function launches on the stream it
-//! is given; xlog fences its inputs against work on other streams. The typed
-//! launchers themselves are in [`elementwise`], one generic kernel per operation
-//! (`elementwise::add::launch::<f32>`, the type inferred from the buffers).
-//! [`axpy`] runs the vectorised kernel (`elementwise::axpy_vec`: each thread owns
-//! a chunk of four `f32`s and moves it with one 128-bit load and store).
+//! | module | what |
+//! | --- | --- |
+//! | [`elementwise`] (host functions at the crate root) | [`fill`], [`copy`], [`cast_f32`] / [`cast_f64`], [`scale`], [`axpy`] (vectorised), [`add`], [`sub`], [`mul`], [`min`], [`max`] |
+//! | [`reduce`] | sum, minimum, maximum, and [`reduce::fold`] under a kernel of your own |
+//! | [`scan`] | single-pass inclusive and exclusive scans with a warp-wide decoupled look-back |
+//! | [`gather`] | gather and scatter by index (an index out of range is an error) |
+//! | [`predicate`] | comparisons and range tests making `u8` filter flags, flags combined |
+//! | [`compact`] | select by flags, stable partition, run-length encoding |
+//! | [`histogram`] | even bins over a range, counts by key (privatised per block) |
+//! | [`dense_group`] | count, sum, minimum and maximum by a key from a small dense domain, without a sort |
+//! | [`segmented`] | segmented reduce by offsets, reduce-by-key |
+//! | [`sort`] | a stable onesweep radix sort of keys or key–value pairs, or of keys by their low bits |
+//! | [`set`] | merge, difference and intersection of sorted runs |
+//! | [`join`] | hash joins (inner, semi, anti) on `u32` and `u64` keys |
+//! | [`single_pass`] | single-pass scans ([`scan_u32`], [`scan_u64`], [`scan_f32`], [`max_scan_u32`]) and tiled transposes ([`transpose_matrix_f32`], [`transpose_matrix_f64`]) |
 //!
-//! The second family, [`cooperative`], has threads working together without `unsafe`:
-//! [`histogram_u8`] (atomics), [`sum_u64`] / [`sum_f32`] / [`sum_f64`] (a block
-//! reduction per block, then one block over the partials), compaction and tiles.
-//!
-//! The third, [`single_pass`], has blocks that talk to each other, still without
-//! `unsafe`: [`scan_u32`] / [`scan_u64`] / [`scan_f32`] / [`max_scan_u32`]
-//! (single-pass inclusive scans with decoupled look-back) and
-//! [`transpose_matrix_f32`] / [`transpose_matrix_f64`] (shared-memory tiled transposes).
-//!
-//! The query-engine library, still without `unsafe` in kernel bodies: [`reduce`]
-//! (sum, min, max and [`reduce::fold`] under a kernel of your own), [`scan`]
-//! (single-pass inclusive and exclusive scans with a warp-wide decoupled look-back),
-//! [`gather`] (gather and scatter by index, out-of-range indices reported as
-//! errors), [`histogram`] (even bins and counts by key, privatised per block),
-//! [`dense_group`] (count, sum, min and max by a key from a small dense domain,
-//! without a sort), [`predicate`] (comparisons and range tests that make filter
-//! flags, flags combined),
-//! [`compact`] (select by flags, stable partition, run-length encoding),
-//! [`segmented`] (segmented reduce by offsets, reduce-by-key) and [`sort`] (a stable
-//! onesweep radix sort of keys or key–value pairs, or of keys by their low bits),
-//! [`set`] (merge, difference and intersection of sorted runs). Results stay on the device;
-//! temporary memory comes from the stream's
-//! runtime and its budget.
-//! [`join`] has hash joins (inner, semi, anti) on `u32` and `u64` keys.
+//! Each module's docs give its element types; the guide's chapter "The kernel
+//! library" (`docs/guide.md`) has the table of algorithms by element type and a
+//! filter, join and group-by written with these calls.
 //!
 //! ```no_run
 //! # fn main() -> xlog::Result<()> {
@@ -53,8 +43,8 @@ xlog::kernel_module!();
 /// How many tiles ahead of its own a block of the [`scan`] and [`compact`] kernels
 /// prefetches inputs into L2: 256 tiles, 4 MiB ahead for the scans and the 32-bit
 /// compactions (tiles of 16 KiB, plus 1 MiB of flags for select and partition), 8
-/// MiB for the 64-bit compactions (tiles of 32 KiB). The demonstration scans of
-/// [`single_pass`] do not prefetch.
+/// MiB for the 64-bit compactions (tiles of 32 KiB). The scans of [`single_pass`]
+/// do not prefetch.
 /// While a block waits on its look-back, DRAM keeps fetching a later block's
 /// inputs, which then load from L2. On an H100 this took the inclusive scan of
 /// 10^8 `i32`s from 0.555 to 0.486 ms; at 1024 tiles ahead (16 MiB) prefetched
@@ -104,7 +94,6 @@ macro_rules! each_item {
 mod exec;
 
 pub mod compact;
-pub mod cooperative;
 pub mod dense_group;
 pub mod elementwise;
 pub mod gather;

@@ -57,6 +57,14 @@
 //!
 //! The operator must be associative and commutative: threads and blocks are
 //! combined in an order fixed by the launch shape, not the elements' order.
+//!
+//! # 8- and 16-bit integers
+//!
+//! [`min`] and [`max`] take `u8`, `u16`, `i8` and `i16` too, through kernels of
+//! their own ([`reduce_min_narrow`], [`reduce_max_narrow`]) that read element by
+//! element and fold in 32 bits ([`Narrow`]). Their sum is [`sum_widened`]'s, in
+//! `u64` (unsigned) or `i64` (signed), as PyTorch sums them into `int64`; [`sum`]
+//! does not take them, since in their own type it would wrap.
 
 use xlog::device::vector::Vector;
 use xlog::device::view::{read_chunk, read_chunks, Out, PerBlock};
@@ -164,6 +172,7 @@ pub trait Chunked: Shuffle + sealed::Chunked {
 
 mod sealed {
     pub trait Chunked {}
+    pub trait Narrow {}
 }
 
 // Each type's chunk: four 32-bit or two 64-bit elements.
@@ -309,6 +318,131 @@ where
 #[xlog_kernel(read(x), write(partials per block), block = 256)]
 pub fn fold_or_u32(x: &[u32], partials: &mut [u32]) {
     fold_block::<u32, 4>(x, partials, 0, |a, b| a | b);
+}
+
+/// The 8- and 16-bit integers, which the reductions fold in a wider accumulator:
+/// each element is widened as it is read, a block folds the widened values
+/// ([`collective::block_reduce`] moves 32- and 64-bit numbers only), and a block's
+/// minimum or maximum is narrowed back (losslessly: it is one of the elements, or
+/// the identity). Their sum is [`sum_widened`]'s, in [`Narrow::Total`].
+pub trait Narrow: Copy + sealed::Narrow {
+    /// What blocks fold the minimum and maximum in: `u32` for the unsigned types,
+    /// `i32` for the signed ones.
+    type Wide: Shuffle + Ord;
+    /// The type of the sum: `u64` for `u8` and `u16`, `i64` for `i8` and `i16`
+    /// (PyTorch sums them into `int64`), so a sum of up to
+    /// 2^47 elements cannot wrap.
+    type Total: Reduced;
+    /// The minimum's identity, `Self::MAX`.
+    const HIGHEST: Self;
+    /// The maximum's identity, `Self::MIN`.
+    const LOWEST: Self;
+    /// `self` in the accumulator of the minimum and maximum.
+    fn widen(self) -> Self::Wide;
+    /// A widened value of this type back in it (the value of an element or an
+    /// identity, so nothing is lost).
+    fn narrow(w: Self::Wide) -> Self;
+}
+
+// Zero-extension for the unsigned types, sign-extension for the signed ones.
+macro_rules! narrow {
+    ($($t:ty => $wide:ty, $total:ty;)*) => {$(
+        impl sealed::Narrow for $t {}
+        impl Narrow for $t {
+            type Wide = $wide;
+            type Total = $total;
+            const HIGHEST: Self = <$t>::MAX;
+            const LOWEST: Self = <$t>::MIN;
+            #[inline(always)]
+            fn widen(self) -> $wide {
+                self as $wide
+            }
+            #[inline(always)]
+            fn narrow(w: $wide) -> Self {
+                w as $t
+            }
+        }
+    )*};
+}
+
+narrow! {
+    u8 => u32, u64;
+    u16 => u32, u64;
+    i8 => i32, i64;
+    i16 => i32, i64;
+}
+
+/// One block's share of the minimum or maximum of 8- or 16-bit integers: this
+/// block's threads fold a grid-stride sequence of `x`'s elements, widened, under
+/// `op`, the block folds its threads, and its leader stores the result, narrowed,
+/// in `partials[blockIdx.x]` (nothing when `partials` is shorter). Every thread of
+/// the block must call it (it contains a block collective).
+#[inline(always)]
+fn fold_block_narrow<T: Narrow>(
+    x: &[T],
+    partials: &mut Out<'_, T, PerBlock>,
+    identity: T,
+    op: impl Fn(T::Wide, T::Wide) -> T::Wide + Copy,
+) {
+    let mut acc = identity.widen();
+    for i in thread::grid_stride(x.len()) {
+        acc = op(acc, x[i].widen());
+    }
+    let total = collective::block_reduce(acc, op);
+    if let Some(b) = thread::block_leader() {
+        if let Some(p) = partials.get_mut(b) {
+            *p = T::narrow(total);
+        }
+    }
+}
+
+/// One block's share of a widened sum: as [`fold_block_narrow`], each element
+/// converted to `W` and added (wrapping, which a sum of fewer than 2^47 8- or
+/// 16-bit elements never does).
+#[inline(always)]
+fn sum_block_widened<T: Copy + Into<W>, W: Reduced>(x: &[T], partials: &mut Out<'_, W, PerBlock>) {
+    let mut acc = W::ZERO;
+    for i in thread::grid_stride(x.len()) {
+        acc = W::sum(acc, x[i].into());
+    }
+    let total = collective::block_reduce(acc, W::sum);
+    if let Some(b) = thread::block_leader() {
+        if let Some(p) = partials.get_mut(b) {
+            *p = total;
+        }
+    }
+}
+
+/// Per-block minima of 8- and 16-bit integers: the passes of [`min`] for them.
+#[xlog_kernel(
+    read(x), write(partials per block), block = 256,
+    for T in [u8, u16, i8, i16]
+)]
+pub fn reduce_min_narrow<T: Narrow>(x: &[T], partials: &mut [T]) {
+    fold_block_narrow(x, partials, T::HIGHEST, Ord::min);
+}
+
+/// Per-block maxima of 8- and 16-bit integers: the passes of [`max`] for them.
+#[xlog_kernel(
+    read(x), write(partials per block), block = 256,
+    for T in [u8, u16, i8, i16]
+)]
+pub fn reduce_max_narrow<T: Narrow>(x: &[T], partials: &mut [T]) {
+    fold_block_narrow(x, partials, T::LOWEST, Ord::max);
+}
+
+/// Per-block sums of `u8`s or `u16`s as `u64`s: the first pass of
+/// [`sum_widened`] for them (the second is [`reduce_sum`] over the `u64`s).
+#[xlog_kernel(read(x), write(partials per block), block = 256, for T in [u8, u16])]
+pub fn reduce_sum_widened_u64<T: Copy + Into<u64>>(x: &[T], partials: &mut [u64]) {
+    sum_block_widened(x, partials);
+}
+
+/// Per-block sums of `i8`s or `i16`s as `i64`s: the first pass of
+/// [`sum_widened`] for them.
+#[xlog_kernel(read(x), write(partials per block), block = 256, for T in [i8, i16])]
+pub fn reduce_sum_widened_i64<T: Copy + Into<i64>>(x: &[T], partials: &mut [i64]) {
+    sum_block_widened(x, partials);
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -701,6 +835,147 @@ mod host {
     built_in!(Min, reduce_min, ReduceMinType);
     built_in!(Max, reduce_max, ReduceMaxType);
 
+    // The minimum and maximum of the 8- and 16-bit integers: their own kernels
+    // (folded widened), one implementation per type, since a second blanket
+    // implementation would overlap the built-in one.
+    macro_rules! narrow_built_in {
+        ($op:ident, $kernel:ident: $($t:ty),*) => {$(
+            // SAFETY: the kernel's body is `fold_block_narrow`, launched with the
+            // given configuration: every block's leader writes its partial.
+            unsafe impl FoldKernel<$t> for $op {
+                fn launch(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, $t>,
+                    partials: &mut DeviceBuffer<$t>,
+                ) -> Result<()> {
+                    super::$kernel::launch(s, cfg, x, partials)
+                }
+            }
+
+            impl Fold<$t> for $op {
+                fn launch(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, $t>,
+                    partials: &mut DeviceBuffer<$t>,
+                ) -> Result<()> {
+                    super::$kernel::launch(s, cfg, x, partials)
+                }
+            }
+
+            impl RecordFold<$t> for $op {
+                fn record<'g>(
+                    rec: &mut GraphRecorder<'g>,
+                    cfg: LaunchConfig,
+                    x: &'g dyn ReadBuffer<$t>,
+                    partials: &'g DeviceBuffer<$t>,
+                ) -> Result<NodeId> {
+                    super::$kernel::record(rec, cfg, x, partials)
+                }
+            }
+        )*};
+    }
+
+    narrow_built_in!(Min, reduce_min_narrow: u8, u16, i8, i16);
+    narrow_built_in!(Max, reduce_max_narrow: u8, u16, i8, i16);
+
+    mod sealed {
+        pub trait Widened {}
+    }
+
+    /// The 8- and 16-bit integers, whose sum [`sum_widened`] takes in a wider type:
+    /// [`Narrow::Total`](super::Narrow::Total), `u64` for `u8` and `u16`, `i64` for
+    /// `i8` and `i16`.
+    pub trait Widened:
+        super::Narrow<Total: xlog::DeviceCopy> + xlog::DeviceCopy + sealed::Widened
+    {
+        /// The first pass of the sum: per-block sums of `x` in the wide type.
+        #[doc(hidden)]
+        fn __launch_sum(
+            s: &Stream,
+            cfg: LaunchConfig,
+            x: &BufferView<'_, Self>,
+            partials: &mut DeviceBuffer<Self::Total>,
+        ) -> Result<()>;
+    }
+
+    macro_rules! widened {
+        ($kernel:ident: $($t:ty),*) => {$(
+            impl sealed::Widened for $t {}
+            impl Widened for $t {
+                fn __launch_sum(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    x: &BufferView<'_, Self>,
+                    partials: &mut DeviceBuffer<Self::Total>,
+                ) -> Result<()> {
+                    super::$kernel::launch(s, cfg, x, partials)
+                }
+            }
+        )*};
+    }
+
+    widened!(reduce_sum_widened_u64: u8, u16);
+    widened!(reduce_sum_widened_i64: i8, i16);
+
+    /// The sum of 8- or 16-bit integers in a wider type, as a one-element device
+    /// buffer: `u64` for `u8` and `u16`, `i64` for `i8` and `i16` (as PyTorch sums
+    /// them into `int64`); `0` when `x` is empty. Exact for fewer than 2^47
+    /// elements. ([`sum`] keeps its element type and is not defined for these
+    /// types, where it would wrap after a few hundred elements.)
+    ///
+    /// Two launches as [`sum`]'s: per-block sums of the widened elements (each
+    /// thread reads its grid-stride share element by element), then
+    /// [`reduce_sum`](super::reduce_sum) over the at most
+    /// [`MAX_BLOCKS`](super::MAX_BLOCKS) partials; one launch when `x` fits one
+    /// block's share.
+    ///
+    /// ```no_run
+    /// # fn main() -> xlog::Result<()> {
+    /// let rt = xlog::Runtime::get(0)?;
+    /// let s = rt.stream()?;
+    /// let x = rt.upload_on(&s, &[200u8, 100, 250])?;
+    /// assert_eq!(xlog_kernels::reduce::sum_widened(&s, &x)?.download(&s)?, [550u64]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`fold`].
+    pub fn sum_widened<T: Widened>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+    ) -> Result<DeviceBuffer<T::Total>>
+    where
+        Sum: FoldKernel<T::Total>,
+    {
+        let x = x.as_view();
+        let rt = s.runtime()?;
+        let per_block = BLOCK as usize * (16 / core::mem::size_of::<T>());
+        // SAFETY: every launch below writes each element of its output before
+        // anything reads it (the first-pass kernel's body is `sum_block_widened`,
+        // whose block leaders write their partials, and a one-block launch writes
+        // element 0; `reduce_sum` keeps `FoldKernel`'s contract), and later uses of
+        // the buffers are fenced on those launches.
+        let mut out = unsafe { rt.alloc_uninit::<T::Total>(s, 1, AllocTag("reduce result")) }?;
+        if x.len() <= per_block {
+            T::__launch_sum(s, one_block(), &x, &mut out)?;
+            return Ok(out);
+        }
+        let blocks = x
+            .len()
+            .div_ceil(per_block * UNROLL)
+            .clamp(1, MAX_BLOCKS as usize);
+        // SAFETY: as `out`'s.
+        let mut partials =
+            unsafe { rt.alloc_uninit::<T::Total>(s, blocks, AllocTag("reduce partials")) }?;
+        let cfg = LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1]);
+        T::__launch_sum(s, cfg, &x, &mut partials)?;
+        <Sum as FoldKernel<T::Total>>::launch(s, one_block(), &partials.as_view(), &mut out)?;
+        Ok(out)
+    }
+
     // SAFETY: the kernel's body is `fold_block`, launched with the given
     // configuration: every block's leader writes its partial.
     unsafe impl FoldKernel<u32> for BitOr {
@@ -738,7 +1013,7 @@ mod host {
 
     /// The sum of `x` (wrapping for integers; a tree order for floats) as a
     /// one-element device buffer; `0` when `x` is empty. For `u32`, `i32`, `u64`,
-    /// `i64`, `f32`, `f64`. `O(n)`, two launches, at most
+    /// `i64`, `f32`, `f64`; the 8- and 16-bit integers sum with [`sum_widened`]. `O(n)`, two launches, at most
     /// [`MAX_BLOCKS`](super::MAX_BLOCKS) elements of temporary memory
     /// ([module docs](super)).
     ///
@@ -765,7 +1040,8 @@ mod host {
     }
 
     /// The minimum of `x` as a one-element device buffer; `T::MAX` (`+∞` for
-    /// floats) when `x` is empty. Float NaNs are ignored (all NaN gives `+∞`);
+    /// floats) when `x` is empty. For `u8`, `u16`, `i8`, `i16` (folded widened
+    /// to 32 bits, element by element), `u32`, `i32`, `u64`, `i64`, `f32`, `f64`. Float NaNs are ignored (all NaN gives `+∞`);
     /// `-0.0` and `+0.0` compare equal (either may come back). As [`sum`]
     /// otherwise.
     ///

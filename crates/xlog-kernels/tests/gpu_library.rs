@@ -328,6 +328,114 @@ mod reduce {
         let got = reduce::sum(&s, &xb.slice(3..9_998)).unwrap();
         assert_eq!(got.download(&s).unwrap(), [(3..9_998u64).sum::<u64>()]);
     }
+
+    /// The 8- and 16-bit integers: `sum_widened` (into `u64` / `i64`), `min` and
+    /// `max` against the CPU on sizes around their one-block threshold (4096 `u8`s,
+    /// 2048 `u16`s) and two-launch shapes, odd sizes and 10^8 elements, on random
+    /// data, all-`MAX` data (where a sum in the element type would wrap) and all-`MIN`
+    /// data, and through a view at an odd byte offset.
+    mod narrow {
+        use super::*;
+
+        const NARROW_SIZES: &[usize] = &[
+            0,
+            1,
+            3,
+            255,
+            257,
+            2047,
+            2048,
+            2049,
+            4095,
+            4096,
+            4097,
+            16_383,
+            16_385,
+            100_003,
+            (1 << 24) + 7,
+            100_000_000,
+        ];
+
+        fn check<T>(from_bits: fn(u64) -> T, max: T, min: T)
+        where
+            T: reduce::Widened + Ord + std::fmt::Debug + Into<i128>,
+            T::Total: PartialEq + std::fmt::Debug + TryFrom<i128>,
+            <T::Total as TryFrom<i128>>::Error: std::fmt::Debug,
+            reduce::Sum: reduce::FoldKernel<T::Total>,
+            reduce::Min: reduce::FoldKernel<T>,
+            reduce::Max: reduce::FoldKernel<T>,
+        {
+            let rt = gpu_runtime();
+            let (p, c) = streams(&rt);
+            for &n in NARROW_SIZES.iter().filter(|&&n| within_cap(n)) {
+                let mut r = Rng::from_state(n as u64 * 3 + 1);
+                let random: Vec<T> = (0..n).map(|_| from_bits(r.next_u64())).collect();
+                for (kind, x) in [
+                    ("random", random),
+                    ("MAX", vec![max; n]),
+                    ("MIN", vec![min; n]),
+                ] {
+                    let xb = upload(&rt, &p, &x);
+                    let sum = reduce::sum_widened(&c, &xb).unwrap().download(&c).unwrap();
+                    let want: i128 = x.iter().map(|&v| v.into()).sum();
+                    assert_eq!(
+                        sum,
+                        [T::Total::try_from(want).unwrap()],
+                        "sum of {n} {kind}"
+                    );
+                    let least = reduce::min(&c, &xb).unwrap().download(&c).unwrap();
+                    assert_eq!(
+                        least,
+                        [x.iter().copied().min().unwrap_or(max)],
+                        "min of {n} {kind}"
+                    );
+                    let most = reduce::max(&c, &xb).unwrap().download(&c).unwrap();
+                    assert_eq!(
+                        most,
+                        [x.iter().copied().max().unwrap_or(min)],
+                        "max of {n} {kind}"
+                    );
+                    if n > 7 {
+                        let v = xb.slice(3..n - 1);
+                        let part = &x[3..n - 1];
+                        let sum = reduce::sum_widened(&c, &v).unwrap().download(&c).unwrap();
+                        let want: i128 = part.iter().map(|&v| v.into()).sum();
+                        assert_eq!(
+                            sum,
+                            [T::Total::try_from(want).unwrap()],
+                            "view sum of {n} {kind}"
+                        );
+                        let least = reduce::min(&c, &v).unwrap().download(&c).unwrap();
+                        assert_eq!(
+                            least,
+                            [*part.iter().min().unwrap()],
+                            "view min of {n} {kind}"
+                        );
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn u8_matches_the_cpu() {
+            check::<u8>(|b| b as u8, u8::MAX, u8::MIN);
+        }
+
+        #[test]
+        fn u16_matches_the_cpu() {
+            check::<u16>(|b| b as u16, u16::MAX, u16::MIN);
+        }
+
+        #[test]
+        fn i8_matches_the_cpu() {
+            check::<i8>(|b| b as i8, i8::MAX, i8::MIN);
+        }
+
+        #[test]
+        fn i16_matches_the_cpu() {
+            check::<i16>(|b| b as i16, i16::MAX, i16::MIN);
+        }
+    }
 }
 
 mod scan {

@@ -11,6 +11,8 @@
 //! - [`bench`](mod@bench): the benches' timer (warm-up, interleaved rounds, medians), the
 //!   rows of their results table, the results file the report is made from and the
 //!   targets; with `gpu`, the table's heading.
+//! - [`shared_ptx`]: the shared-memory accesses of a PTX module, for the checks that
+//!   safe kernels touch shared memory only as relaxed 32-bit words.
 //!
 //! Without the `gpu` feature this crate has no xlog dependency.
 //!
@@ -30,6 +32,7 @@ pub mod child;
 mod gpu;
 pub mod nested;
 mod rng;
+pub mod shared_ptx;
 
 #[cfg(feature = "gpu")]
 pub use gpu::gpu_runtime;

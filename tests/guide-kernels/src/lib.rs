@@ -1,18 +1,44 @@
-//! Kernels whose threads cooperate — through atomics, per-block and per-warp
-//! results, shared-memory tiles and collectives — all written without `unsafe`.
+//! The kernels of the guide's chapter on threads working together
+//! (`docs/guide.md`, "Threads working together"): one kernel per tool a safe kernel
+//! shares data with — atomics, per-block and per-warp results, shared-memory tiles,
+//! collectives — each written without `unsafe`.
+//!
+//! The guide shows some of them verbatim: `tests/guide_text.rs` fails when a
+//! kernel the guide prints differs from the one here, and `tests/gpu_guide.rs`
+//! (feature `gpu-tests`) runs each kernel against a CPU model, on a GPU or on the
+//! simulator (`XLOG_BACKEND=sim`). `tests/ptx.rs` holds them to the library's
+//! shared-memory rule: every access a relaxed 32-bit word.
 //!
 //! | kernel | tool |
 //! | --- | --- |
 //! | [`histogram_u8`] | `atomic(bins)`: any thread adds to any bin |
 //! | [`atomic_fold_i64`] | every operation of an atomic view |
-//! | `block_sum_{u64,f32,f64}` | a block reduction, written `per block` by the block's leader |
+//! | [`block_sum_u64`] | a block reduction, written `per block` by the block's leader |
 //! | [`warp_sum_u32`] | a warp reduction, written `per warp` by the warp's leader |
 //! | [`block_reverse_f32`] | a shared-memory tile: write phase, barrier, read phase |
 //! | [`block_reverse_u64`] | the same through dynamic shared memory |
 //! | [`select_odd_u32`] | stream compaction: block ranks, one atomic reservation per block |
-//! | [`block_collectives_u32`], [`warp_collectives_u64`] | each collective, value by value (for the GPU suite) |
+//! | [`block_collectives_u32`], [`warp_collectives_u64`] | each collective, value by value |
+//!
+//! The library's versions of these algorithms are `xlog_kernels::histogram`,
+//! `xlog_kernels::reduce` and `xlog_kernels::compact`.
 
 use xlog::prelude::*;
+
+xlog::kernel_module!();
+
+/// The entry points this module defines, checked against the PTX by the tests.
+pub const KERNELS: &[&str] = &[
+    "histogram_u8",
+    "atomic_fold_i64",
+    "block_sum_u64",
+    "warp_sum_u32",
+    "block_reverse_f32",
+    "block_reverse_u64",
+    "select_odd_u32",
+    "block_collectives_u32",
+    "warp_collectives_u64",
+];
 
 /// `bins[b] += |{ i : data[i] == b }|`: a 256-bin histogram of bytes. `bins` needs
 /// 256 elements (a shorter one stops the kernel with a bounds panic). Any 1-D
@@ -25,10 +51,11 @@ pub fn histogram_u8(data: &[u8], bins: &mut [u32]) {
 }
 
 /// Folds `data` into `stats` with every integer atomic: `stats[0]` wrapping sum,
-/// `[1]` min, `[2]` max, `[3]` and, `[4]` or, `[5]` xor, `[6]` the count of every 64th
-/// element, kept with a compare-exchange loop, `[7]` the value of one element (exchange), `[8]` 42 stored
-/// by thread 0; and with float atomics: `sums[0] += data[i] as f64`, `sums[1]`
-/// swapped to `data[i] as f64`, `small[0] += 1.0` for the first 1000 elements.
+/// `[1]` min, `[2]` max, `[3]` and, `[4]` or, `[5]` xor, `[6]` the count of every
+/// 64th element, kept with a compare-exchange loop, `[7]` the value of one element
+/// (exchange), `[8]` 42 stored by thread 0; and with float atomics: `sums[0] +=
+/// data[i] as f64`, `sums[1]` swapped to `data[i] as f64`, `small[0] += 1.0` for the
+/// first 1000 elements.
 #[xlog_kernel(read(data), atomic(stats, sums, small))]
 pub fn atomic_fold_i64(data: &[i64], stats: &mut [i64], sums: &mut [f64], small: &mut [f32]) {
     if thread::index_1d() == 0 {
@@ -57,32 +84,22 @@ pub fn atomic_fold_i64(data: &[i64], stats: &mut [i64], sums: &mut [f64], small:
     }
 }
 
-macro_rules! block_sum {
-    ($name:ident, $t:ty, $zero:expr, $add:expr) => {
-        #[doc = concat!("`partials[b]` = the sum of the `", stringify!($t), "`s of `x` that block `b`'s threads visit in a")]
-        /// grid-stride loop (element `i` belongs to block `(i mod T) / blockDim`, `T`
-        /// the launch's threads): a thread-local sum, a block reduction, and one store
-        /// by the block's leader. With a second launch over the partials in one block,
-        /// the sum of `x` (see `crate::sum_u64`).
-        #[xlog_kernel(read(x), write(partials per block))]
-        pub fn $name(x: &[$t], partials: &mut [$t]) {
-            let mut acc: $t = $zero;
-            for i in thread::grid_stride(x.len()) {
-                acc = ($add)(acc, x[i]);
-            }
-            let total = collective::block_reduce(acc, $add);
-            if let Some(b) = thread::block_leader() {
-                if let Some(p) = partials.get_mut(b) {
-                    *p = total;
-                }
-            }
-        }
-    };
+/// `partials[b]` = the wrapping sum of the elements of `x` that block `b`'s threads
+/// visit in a grid-stride loop (element `i` belongs to block `(i mod T) / blockDim`,
+/// `T` the launch's threads). `partials` needs one element per block. A second
+/// launch over the partials in one block gives the sum of `x`.
+#[xlog_kernel(read(x), write(partials per block))]
+pub fn block_sum_u64(x: &[u64], partials: &mut [u64]) {
+    let mut acc = 0u64;
+    for i in thread::grid_stride(x.len()) {
+        acc = acc.wrapping_add(x[i]);
+    }
+    let total = collective::block_reduce(acc, u64::wrapping_add); // every thread gets it
+    if let Some(b) = thread::block_leader() {
+        // only thread 0 of block b
+        partials[b] = total;
+    }
 }
-
-block_sum!(block_sum_u64, u64, 0, u64::wrapping_add);
-block_sum!(block_sum_f32, f32, 0.0, |a: f32, b: f32| a + b);
-block_sum!(block_sum_f64, f64, 0.0, |a: f64, b: f64| a + b);
 
 /// `sums[w]` = the wrapping sum of `x` over the threads of warp `w` (one element per
 /// thread, 0 past the end), stored by the warp's leader.
@@ -103,11 +120,11 @@ pub fn warp_sum_u32(x: &[u32], sums: &mut [u32]) {
 #[xlog_kernel(read(x), write(out), block = 256)]
 pub fn block_reverse_f32(x: &[f32], out: &mut [f32]) {
     let i = thread::index_1d();
-    let t = thread::local_index();
+    let t = thread::local_index(); // this thread's slot, threadIdx.x
     let mut tile = xlog::device::static_shared!(REVERSE: [f32; 256]).tile();
-    tile.set(t, if i < x.len() { x[i] } else { 0.0 });
-    let tile = tile.sync();
-    let v = tile.get(255 - t.get());
+    tile.set(t, if i < x.len() { x[i] } else { 0.0 }); // write phase: own slot only
+    let tile = tile.sync(); // barrier → read phase
+    let v = tile.get(255 - t.get()); // any slot
     if let Some(o) = out.get_mut(i) {
         *o = v;
     }
@@ -151,7 +168,7 @@ pub fn select_odd_u32(x: &[u32], out: &mut [u32], count: &mut [u32]) {
 /// The right operand unless it is 0: associative but not commutative, so a scan
 /// with it shows whether a collective combines in thread order.
 #[inline(always)]
-fn last_nonzero<T: PartialEq + Default>(a: T, b: T) -> T {
+pub fn last_nonzero<T: PartialEq + Default>(a: T, b: T) -> T {
     if b == T::default() {
         a
     } else {
@@ -159,10 +176,10 @@ fn last_nonzero<T: PartialEq + Default>(a: T, b: T) -> T {
     }
 }
 
-/// Every block collective on `v = x[i]` (0 past the end), for the GPU suite:
-/// `incl` inclusive sum, `excl` exclusive sum from 7, `agg` the block's sum,
-/// `rank` `(rank << 16) | count` of odd values, `bcast` the value of the block's last
-/// thread, `last` the inclusive scan of `last_nonzero` over the multiples of 3.
+/// Every block collective on `v = x[i]` (0 past the end): `incl` inclusive sum,
+/// `excl` exclusive sum from 7, `agg` the block's sum, `rank` `(rank << 16) | count`
+/// of odd values, `bcast` the value of the block's last thread, `last` the inclusive
+/// scan of [`last_nonzero`] over the multiples of 3.
 #[xlog_kernel(read(x), write(incl, excl, agg, rank, bcast, last))]
 #[allow(clippy::too_many_arguments)]
 pub fn block_collectives_u32(
@@ -191,10 +208,10 @@ pub fn block_collectives_u32(
     }
 }
 
-/// Every warp collective on `v = x[i]` (0 past the end), for the GPU suite: `incl`
-/// inclusive sum, `excl` exclusive sum from 5, `red` the warp's `last_nonzero`
-/// reduction over the multiples of 3, `rank` `(rank << 16) | count` of odd values,
-/// `bcast` the value of the warp's last lane.
+/// Every warp collective on `v = x[i]` (0 past the end): `incl` inclusive sum,
+/// `excl` exclusive sum from 5, `red` the warp's [`last_nonzero`] reduction over the
+/// multiples of 3, `rank` `(rank << 16) | count` of odd values, `bcast` the value of
+/// the warp's last lane.
 #[xlog_kernel(read(x), write(incl, excl, red, rank, bcast))]
 pub fn warp_collectives_u64(
     x: &[u64],
