@@ -96,11 +96,13 @@ pub const TILE: usize = BLOCK as usize * ITEMS;
 /// Wider tiles mean fewer tiles, so fewer look-back waits per key: the waiting was
 /// a third of a pass at 16 keys per thread. Measured on an H100 at n = 10^8 (u32
 /// keys, two rounds each): 16 keys per thread sorted at 0.75× `cupy.sort`, 20 at
-/// 0.80×, 24 at 0.85×, 32 at 0.83× (their registers spill more). With `u32`
+/// 0.80×, 24 at 0.85×, 32 at 0.83× (their registers spill more). With the
+/// scatter's in-tile arithmetic in 32 bits and its shared accesses addressed from
+/// the `.shared` window (fewer registers), 28 keys per thread. With `u32`
 /// values, 20 keys per thread gained under 1 % (measured before the values were
 /// loaded ahead of the keys' stores), so the key–value kernels keep 16; 64-bit
 /// keys or values at 24 would not fit [`TILE_BYTES`].
-pub const WIDE_ITEMS: usize = 24;
+pub const WIDE_ITEMS: usize = 28;
 /// Keys per scatter tile of 32-bit keys alone.
 pub const WIDE_TILE: usize = BLOCK as usize * WIDE_ITEMS;
 /// Bytes of the scatter's shared tile: a tile's reordered keys, then its values.
