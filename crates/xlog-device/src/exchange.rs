@@ -170,11 +170,12 @@ impl<T: Shuffle> SharedWords<T> {
     #[track_caller]
     pub fn load(&self, i: usize) -> T {
         let at = self.offset(i);
-        // SAFETY (both words): slot `i` is in bounds (checked) in the shared array
-        // `base` came from, aligned to 4 bytes (static arrays are, and dynamic
-        // shared memory is aligned to 16; a `cast` keeps the base), its second
-        // word inside it when `T` is 8 bytes; every safe access to shared memory
-        // is a 4-byte atomic on an aligned word.
+        // Slot `i` is in bounds (checked) in the shared array `base` came from,
+        // aligned to 4 bytes (static arrays are, and dynamic shared memory is
+        // aligned to 16; a `cast` keeps the base), its second word inside it when
+        // `T` is 8 bytes; every safe access to shared memory is a 4-byte atomic on
+        // an aligned word.
+        // SAFETY: the first word of the slot, as above.
         let lo = unsafe { window::load(self.base, at) };
         let hi = if T::__WIDE {
             // SAFETY: as above.
@@ -344,6 +345,7 @@ mod tests {
         let mut mem = [0u32; 8];
         let words: SharedWords<u32> = SharedWords {
             ptr: mem.as_mut_ptr(),
+            base: window::base(mem.as_mut_ptr()),
             len: mem.len(),
             owner: Owner::UNSIMULATED,
             _marker: PhantomData,
@@ -355,6 +357,10 @@ mod tests {
         wide.store(3, 0x1122_3344_5566_7788);
         assert_eq!((mem[6], mem[7]), (0x5566_7788, 0x1122_3344));
         assert_eq!(wide.load(2), 0xdead_beef_0000_0000);
+        // Adds land in the slot named, through the cast's base too.
+        assert_eq!(words.fetch_add(1, 5), 0);
+        assert_eq!(wide.cast::<u32>().fetch_add(1, 2), 5);
+        assert_eq!(mem[1], 7);
     }
 
     #[test]
@@ -363,6 +369,7 @@ mod tests {
         let mut mem = [0u64; 4];
         let words: SharedWords<u64> = SharedWords {
             ptr: mem.as_mut_ptr(),
+            base: window::base(mem.as_mut_ptr()),
             len: mem.len(),
             owner: Owner::UNSIMULATED,
             _marker: PhantomData,
@@ -375,6 +382,7 @@ mod tests {
         let mut mem = [7u32, 7, 0, 0];
         let words: SharedWords<u32> = SharedWords {
             ptr: mem.as_mut_ptr(),
+            base: window::base(mem.as_mut_ptr()),
             len: mem.len(),
             owner: Owner::UNSIMULATED,
             _marker: PhantomData,
