@@ -34,7 +34,9 @@
 //! unchanged: every access through a `SharedWords` is a relaxed atomic load, store,
 //! add, minimum or maximum of an aligned 4-byte word inside the array it was made from (a 64-bit
 //! value is two words, low first), bounds-checked, and every bit pattern is a valid
-//! value of its types. Those are the only sizes safe code uses on shared memory, so
+//! value of its types. (On the GPU, loads, stores and adds address the word from
+//! the array's 32-bit `.shared` window address plus the checked slot's byte offset,
+//! `crate::window`: the same word the generic address names.) Those are the only sizes safe code uses on shared memory, so
 //! two accesses touch the same word or disjoint ones and atomics never race: no use
 //! of a `SharedWords` is a data race, whatever index any thread passes, and even
 //! against a tile or another `SharedWords` of another type over the same bytes. What
@@ -56,9 +58,10 @@
 
 use core::marker::PhantomData;
 
-use crate::shared::{load_word, store_word, DynamicShared, Owner, SharedArray};
+use crate::shared::{DynamicShared, Owner, SharedArray};
 use crate::thread::{block_dim, thread_idx};
 use crate::warp::{Shuffle, FULL_MASK, WARP_SIZE};
+use crate::window::{self, Base};
 
 /// A block's shared array of 32- or 64-bit numbers that any thread may access at
 /// any index, each access one or two relaxed 4-byte atomics (see the module's
@@ -67,6 +70,9 @@ use crate::warp::{Shuffle, FULL_MASK, WARP_SIZE};
 /// every access), `Copy`.
 pub struct SharedWords<T: Shuffle> {
     ptr: *mut T,
+    // `ptr` as a `.shared` window address on the GPU: what loads, stores and
+    // adds compute their addresses from (see `crate::window`).
+    base: Base,
     len: usize,
     owner: Owner,
     _marker: PhantomData<*const T>,
@@ -86,6 +92,7 @@ impl<T: Shuffle, const N: usize> SharedArray<T, N> {
     pub fn words(self) -> SharedWords<T> {
         SharedWords {
             ptr: self.as_mut_ptr(),
+            base: window::base(self.as_mut_ptr()),
             len: N,
             owner: self.owner(),
             _marker: PhantomData,
@@ -99,6 +106,7 @@ impl<T: Shuffle> DynamicShared<T> {
     pub fn words(self) -> SharedWords<T> {
         SharedWords {
             ptr: self.as_mut_ptr(),
+            base: window::base(self.as_mut_ptr()),
             len: self.len(),
             owner: self.owner(),
             _marker: PhantomData,
@@ -125,6 +133,7 @@ impl<T: Shuffle> SharedWords<T> {
     pub fn cast<U: Shuffle>(self) -> SharedWords<U> {
         SharedWords {
             ptr: self.ptr.cast::<U>(),
+            base: self.base,
             len: self.len * core::mem::size_of::<T>() / core::mem::size_of::<U>(),
             owner: self.owner,
             _marker: PhantomData,
@@ -140,6 +149,18 @@ impl<T: Shuffle> SharedWords<T> {
         unsafe { crate::view::checked_element(self.ptr, self.len, i, "shared words ") }
     }
 
+    /// The byte offset of slot `i` from `base`, checked as `slot` does. A shared
+    /// array is far below 4 GiB, so the offset of an in-bounds slot fits 32 bits.
+    #[inline(always)]
+    #[track_caller]
+    fn offset(&self, i: usize) -> u32 {
+        self.owner.check();
+        if i >= self.len {
+            crate::panic::cold::out_of_bounds("shared words ", self.len, i);
+        }
+        (i * core::mem::size_of::<T>()) as u32
+    }
+
     /// Reads slot `i`.
     ///
     /// # Panics
@@ -148,21 +169,35 @@ impl<T: Shuffle> SharedWords<T> {
     #[inline(always)]
     #[track_caller]
     pub fn load(&self, i: usize) -> T {
-        let p = self.slot(i);
-        // SAFETY: `p` is an in-bounds slot of a shared array aligned to 4 bytes
-        // (static arrays are, and dynamic shared memory is aligned to 16; a `cast`
-        // keeps the base), and every safe access to shared memory is a 4-byte
-        // atomic on an aligned word.
-        unsafe { load_word(p) }
+        let at = self.offset(i);
+        // Slot `i` is in bounds (checked) in the shared array `base` came from,
+        // aligned to 4 bytes (static arrays are, and dynamic shared memory is
+        // aligned to 16; a `cast` keeps the base), its second word inside it when
+        // `T` is 8 bytes; every safe access to shared memory is a 4-byte atomic on
+        // an aligned word.
+        // SAFETY: the first word of the slot, as above.
+        let lo = unsafe { window::load(self.base, at) };
+        let hi = if T::__WIDE {
+            // SAFETY: as above.
+            unsafe { window::load(self.base, at + 4) }
+        } else {
+            0
+        };
+        T::__from_bits(lo, hi)
     }
 
     /// Writes `v` into slot `i`.
     #[inline(always)]
     #[track_caller]
     pub fn store(&self, i: usize, v: T) {
-        let p = self.slot(i);
+        let at = self.offset(i);
+        let (lo, hi) = v.__to_bits();
         // SAFETY: as in `load`.
-        unsafe { store_word(p, v) }
+        unsafe { window::store(self.base, at, lo) };
+        if T::__WIDE {
+            // SAFETY: as in `load`.
+            unsafe { window::store(self.base, at + 4, hi) };
+        }
     }
 }
 
@@ -171,10 +206,10 @@ impl SharedWords<u32> {
     #[inline(always)]
     #[track_caller]
     pub fn fetch_add(&self, i: usize, v: u32) -> u32 {
-        let p = self.slot(i);
-        // SAFETY: `p` is an in-bounds, aligned word of shared memory, and every safe
+        let at = self.offset(i);
+        // SAFETY: an in-bounds, aligned word of shared memory, and every safe
         // access to it is a 4-byte atomic (as in `load`).
-        unsafe { crate::shared::fetch_add_word(p, v) }
+        unsafe { window::fetch_add(self.base, at, v) }
     }
 }
 
@@ -310,6 +345,7 @@ mod tests {
         let mut mem = [0u32; 8];
         let words: SharedWords<u32> = SharedWords {
             ptr: mem.as_mut_ptr(),
+            base: window::base(mem.as_mut_ptr()),
             len: mem.len(),
             owner: Owner::UNSIMULATED,
             _marker: PhantomData,
@@ -321,6 +357,10 @@ mod tests {
         wide.store(3, 0x1122_3344_5566_7788);
         assert_eq!((mem[6], mem[7]), (0x5566_7788, 0x1122_3344));
         assert_eq!(wide.load(2), 0xdead_beef_0000_0000);
+        // Adds land in the slot named, through the cast's base too.
+        assert_eq!(words.fetch_add(1, 5), 0);
+        assert_eq!(wide.cast::<u32>().fetch_add(1, 2), 5);
+        assert_eq!(mem[1], 7);
     }
 
     #[test]
@@ -329,6 +369,7 @@ mod tests {
         let mut mem = [0u64; 4];
         let words: SharedWords<u64> = SharedWords {
             ptr: mem.as_mut_ptr(),
+            base: window::base(mem.as_mut_ptr()),
             len: mem.len(),
             owner: Owner::UNSIMULATED,
             _marker: PhantomData,
@@ -341,6 +382,7 @@ mod tests {
         let mut mem = [7u32, 7, 0, 0];
         let words: SharedWords<u32> = SharedWords {
             ptr: mem.as_mut_ptr(),
+            base: window::base(mem.as_mut_ptr()),
             len: mem.len(),
             owner: Owner::UNSIMULATED,
             _marker: PhantomData,

@@ -90,6 +90,7 @@ pub mod transpose;
 pub mod vector;
 pub mod view;
 pub mod warp;
+mod window;
 
 pub use copy::DeviceCopy;
 

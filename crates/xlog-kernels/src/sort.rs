@@ -96,11 +96,13 @@ pub const TILE: usize = BLOCK as usize * ITEMS;
 /// Wider tiles mean fewer tiles, so fewer look-back waits per key: the waiting was
 /// a third of a pass at 16 keys per thread. Measured on an H100 at n = 10^8 (u32
 /// keys, two rounds each): 16 keys per thread sorted at 0.75× `cupy.sort`, 20 at
-/// 0.80×, 24 at 0.85×, 32 at 0.83× (their registers spill more). With `u32`
+/// 0.80×, 24 at 0.85×, 32 at 0.83× (their registers spill more). With the
+/// scatter's in-tile arithmetic in 32 bits and its shared accesses addressed from
+/// the `.shared` window (fewer registers), 28 keys per thread. With `u32`
 /// values, 20 keys per thread gained under 1 % (measured before the values were
 /// loaded ahead of the keys' stores), so the key–value kernels keep 16; 64-bit
 /// keys or values at 24 would not fit [`TILE_BYTES`].
-pub const WIDE_ITEMS: usize = 24;
+pub const WIDE_ITEMS: usize = 28;
 /// Keys per scatter tile of 32-bit keys alone.
 pub const WIDE_TILE: usize = BLOCK as usize * WIDE_ITEMS;
 /// Bytes of the scatter's shared tile: a tile's reordered keys, then its values.
@@ -511,19 +513,24 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
             descending,
             tile,
         } = self;
+        // In-tile positions (items, ranks, slots, lanes, warps) are `u32`: a tile
+        // holds at most 8192 keys, and 32-bit arithmetic takes half the registers
+        // and instructions of `usize` (64-bit on the GPU). Only positions in the
+        // input and output are 64-bit.
+        let items = ITEMS as u32;
         // The kernels run in blocks of `BLOCK` threads (their `block` attribute);
         // the remainder is a no-op that lets the compiler bound every index below
         // by the tile.
-        let t = thread::thread_idx().x as usize % BLOCK as usize;
+        let t = thread::thread_idx().x % BLOCK;
         let (lane, warp) = (t % 32, t / 32);
         let start = tile * size;
         let src = &keys_in[start.min(keys_in.len())..];
         let (src, valid) = if FULL {
-            (&src[..size], size)
+            (&src[..size], size as u32)
         } else {
-            (src, src.len().min(size))
+            (src, src.len().min(size) as u32)
         };
-        let digit = |k: K, i: usize| -> u32 {
+        let digit = |k: K, i: u32| -> u32 {
             if FULL || i < valid {
                 k.ordered().twiddle(descending).digit(shift)
             } else {
@@ -531,21 +538,24 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
                 RADIX as u32 - 1
             }
         };
+        // Counter `d` of warp `w`: its slot in the shared words.
+        let counter = |w: u32, d: u32| (w * RADIX as u32 + d) as usize;
 
         // Rank: warp `w` holds tile items [w·32·ITEMS, (w+1)·32·ITEMS), item `j` of
         // lane `l` at `w·32·ITEMS + 32·j + l`; ranking item by item, lane by lane,
         // follows the input order, which makes the pass stable.
         let words = sort_shared();
-        for w in 0..WARPS {
-            words.store(w * RADIX + t, 0);
+        for w in 0..WARPS as u32 {
+            words.store(counter(w, t), 0);
         }
         barrier::sync_threads();
-        let first = warp * 32 * ITEMS + lane;
+        let first = warp * 32 * items + lane;
+        let item = |j: usize| first + 32 * j as u32;
         let mut keys = [K::ZERO; ITEMS];
         each_item!(j < ITEMS => {
-            let i = first + 32 * j;
+            let i = item(j);
             if FULL || i < valid {
-                keys[j] = src[i];
+                keys[j] = src[i as usize];
             }
         });
         let below = exchange::lanes_below();
@@ -557,19 +567,19 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
             if g < ITEMS {
                 each_item!(k in 0 1 2 3 => {
                     let j = g + k;
-                    let d = digit(keys[j], first + 32 * j);
+                    let d = digit(keys[j], item(j));
                     peers[k] = exchange::full_warp_match_bits::<RADIX_BITS>(d);
                 });
                 each_item!(k in 0 1 2 3 => {
                     let j = g + k;
                     let peers = peers[k];
-                    let d = digit(keys[j], first + 32 * j);
+                    let d = digit(keys[j], item(j));
                     // Any lane of the group may add its count: the highest is one
                     // instruction away.
                     let leader = 31 - peers.leading_zeros();
                     let mut old = 0;
-                    if lane as u32 == leader {
-                        old = words.fetch_add(warp * RADIX + d as usize, peers.count_ones());
+                    if lane == leader {
+                        old = words.fetch_add(counter(warp, d), peers.count_ones());
                     }
                     ranks[j] =
                         exchange::full_warp_shuffle_from(old, leader) + (peers & below).count_ones();
@@ -580,20 +590,20 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
 
         // Thread `t` now owns digit `t`: its count in each warp, in the tile, and the
         // tile's first rank of it.
-        let counts: [u32; WARPS] = core::array::from_fn(|w| words.load(w * RADIX + t));
+        let counts: [u32; WARPS] = core::array::from_fn(|w| words.load(counter(w as u32, t)));
         let total = counts.iter().fold(0u32, |a, &c| a.wrapping_add(c));
         // Published as early as it is known, so the tiles after this one wait less.
-        publish(status, tile, t, total);
+        publish(status, tile, t as usize, total);
         let (digit_start, _) = collective::block_exclusive_scan(total, 0u32, u32::wrapping_add);
         let mut run = digit_start;
         for (w, &c) in counts.iter().enumerate() {
-            words.store(w * RADIX + t, run);
+            words.store(counter(w as u32, t), run);
             run = run.wrapping_add(c);
         }
         barrier::sync_threads();
         each_item!(j < ITEMS => {
-            let d = digit(keys[j], first + 32 * j);
-            ranks[j] = ranks[j].wrapping_add(words.load(warp * RADIX + d as usize));
+            let d = digit(keys[j], item(j));
+            ranks[j] = ranks[j].wrapping_add(words.load(counter(warp, d)));
         });
         // The counters are read: the tile may reuse their words.
         barrier::sync_threads();
@@ -602,23 +612,26 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         // registers while it waits), then store each digit's run to consecutive
         // positions: output position = base[d] + rank. A rank is below the tile's
         // length by construction; the mask only lets the compiler see it.
-        let slot = |j: usize| ranks[j] as usize & (size.next_power_of_two() - 1);
+        let slot = |j: usize| (ranks[j] & (size.next_power_of_two() as u32 - 1)) as usize;
         let slots = words.cast::<K::Bits>();
         each_item!(j < ITEMS => {
-            if FULL || first + 32 * j < valid {
+            if FULL || item(j) < valid {
                 slots.store(slot(j), keys[j].to_raw());
             }
         });
-        let before = look_back(status, tile, t, total);
-        let mut base = xlog::device::static_shared!(XLOG_SORT_BASE: [u64; RADIX]).tile();
-        base.set(
-            thread::local_index(),
-            offsets[t]
+        let before = look_back(status, tile, t as usize, total);
+        // Where digit `d`'s run of this tile starts in the output, less the tile's
+        // first rank of it: thread `t` writes entry `t`, every thread reads any.
+        let base = xlog::device::static_shared!(XLOG_SORT_BASE: [u64; RADIX]).words();
+        base.store(
+            t as usize,
+            offsets[t as usize]
                 .wrapping_add(before as u64)
                 .wrapping_sub(digit_start as u64),
         );
-        // The barrier also separates the reordered tile's writes from its reads.
-        let base = base.sync();
+        // The barrier separates the entries' writes from their reads, and the
+        // reordered tile's.
+        barrier::sync_threads();
         // The values, loaded into registers now (in input order, as the keys
         // were), so their loads are in flight while the keys are stored, instead
         // of starting after the last key store. On an H200 (run 27) this took
@@ -636,22 +649,26 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         let mut vals = [V::from_index(0); ITEMS];
         if let Some((_, given, index_base)) = values {
             each_item!(j < ITEMS => {
-                let i = first + 32 * j;
+                let i = item(j);
                 if FULL || i < valid {
                     vals[j] = match given {
-                        Some(v) => v[i],
+                        Some(v) => v[i as usize],
                         None => V::from_index(index_base + i as u64),
                     };
                 }
             });
         }
+        // Slot `k·BLOCK + t` of the reordered tile: this thread's `k`-th key.
+        let owned = |k: usize| k as u32 * BLOCK + t;
+        // Its output position: the run of its digit starts at `base[d]`.
+        let position = |d: u32, i: u32| base.load(d as usize).wrapping_add(i as u64) as usize;
         let mut digits = [0u32; ITEMS];
         each_item!(k < ITEMS => {
-            let i = k * BLOCK as usize + t;
+            let i = owned(k);
             if FULL || i < valid {
-                let key = K::from_raw(slots.load(i));
+                let key = K::from_raw(slots.load(i as usize));
                 digits[k] = digit(key, i);
-                keys_out.store(base.get(digits[k] as usize).wrapping_add(i as u64) as usize, key);
+                keys_out.store(position(digits[k], i), key);
             }
         });
         let Some((vals_out, _, _)) = values else {
@@ -660,18 +677,15 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         barrier::sync_threads();
         let slots = words.cast::<V::Slot>();
         each_item!(j < ITEMS => {
-            if FULL || first + 32 * j < valid {
+            if FULL || item(j) < valid {
                 slots.store(slot(j), vals[j].to_slot());
             }
         });
         barrier::sync_threads();
         each_item!(k < ITEMS => {
-            let i = k * BLOCK as usize + t;
+            let i = owned(k);
             if FULL || i < valid {
-                vals_out.store(
-                    base.get(digits[k] as usize).wrapping_add(i as u64) as usize,
-                    V::from_slot(slots.load(i)),
-                );
+                vals_out.store(position(digits[k], i), V::from_slot(slots.load(i as usize)));
             }
         });
     }

@@ -1,7 +1,7 @@
 //! GPU suite of the radix sort (`xlog_kernels::sort`), opt-in with
 //! `--features gpu-tests`; every test fails without a device. Every key type, both
 //! orders, keys alone and with their permutation, against a CPU stable sort, on
-//! sizes around the block (256), the tiles (4096, and 6144 for 32-bit keys alone),
+//! sizes around the block (256), the tiles (4096, and 7168 for 32-bit keys alone),
 //! 2^k ± 1 and 2^24 + 7 (capped by
 //! `XLOG_TEST_MAX_LEN` for the compute-sanitizer passes), and on all-equal,
 //! sorted, reverse-sorted, few-distinct and full-range data; stability is checked
