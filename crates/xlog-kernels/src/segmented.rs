@@ -12,8 +12,9 @@
 //!
 //! - up to [`WARP_SEGMENT_LEN`] elements on average, one warp per segment, eight
 //!   segments a block ([`reduce_segment_warp`]): the warp's lanes fold its
-//!   segment's 16-byte chunks, four loads in flight per lane (the at most three
-//!   elements before the first whole chunk and after the last one by one), the
+//!   segment's 16-byte chunks, four loads in flight per lane (the last few chunks,
+//!   and the elements before the first whole chunk and after the last, one by
+//!   one), the
 //!   warp folds its lanes with shuffles, and lane 0 writes the segment's value. No
 //!   barrier, no shared memory: a block per segment of a thousand elements spends
 //!   most of its time starting up and in its block reduction.
@@ -124,17 +125,24 @@ pub fn reduce_segment_warp<T: Shuffle, const K: usize>(
         if tail < hi {
             acc = op(acc, xs[tail]);
         }
+        // `UNROLL` chunks a step, all loaded before any is folded, then the last
+        // few one by one. The chunks are folded through references: an array
+        // iterated by value (or an array of optional chunks) goes to local
+        // memory.
         let mut c = first + lane;
-        while c < end {
-            // All loads issued before any is folded.
-            let v: [Option<[T; K]>; UNROLL] =
-                core::array::from_fn(|u| view::read_chunk::<T, K>(xs, c + u * WARP));
-            for chunk in v.into_iter().flatten() {
-                for e in chunk {
+        while let Some(v) = view::read_chunks::<T, K, UNROLL>(xs, c, WARP) {
+            for chunk in &v {
+                for &e in chunk {
                     acc = op(acc, e);
                 }
             }
             c += UNROLL * WARP;
+        }
+        while let Some(chunk) = view::read_chunk::<T, K>(xs, c) {
+            for &e in &chunk {
+                acc = op(acc, e);
+            }
+            c += WARP;
         }
     } else {
         let mut i = lo + lane;
