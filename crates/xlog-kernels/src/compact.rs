@@ -21,8 +21,11 @@
 //! and after a barrier the block copies the staged run out, consecutive threads
 //! writing consecutive elements (32 neighbours per warp store, where writing each
 //! thread's elements straight to their final positions scatters a warp store over
-//! 32 places). A partition and the runs of [`unique_counts`] write each element at
-//! its final position directly. The last tile writes the total into a one-element
+//! 32 places). The runs of [`unique_counts`] go out the same way: each head's
+//! position is staged, and the block writes the tile's run starts and values
+//! (read back from the input at those positions, which the block has just
+//! loaded) consecutively. A partition writes each element at its final position
+//! directly. The last tile writes the total into a one-element
 //! `u64` count on the device, which later kernels on the stream can read.
 //!
 //! A stable partition also places each rejected element, after all the kept ones,
@@ -345,27 +348,84 @@ pub fn unique<T: Compacted>(
     count: &mut [u64],
     status: &mut [u64],
 ) {
-    let n = x.len();
-    let ahead = |i| view::prefetch_l2(x, i);
-    compact_tiles(
-        n,
-        status,
-        count,
-        |i| i == 0 || x[i] != x[i - 1],
-        ahead,
-        |i, rank, kept| {
-            if kept {
-                values.store(rank, x[i]);
-                starts.store(rank, i as u64);
+    T::unique_tiles(x, values, starts, count, status);
+}
+
+/// One block's share of [`unique`]: while tiles remain, take one, load this
+/// thread's [`ITEMS`] consecutive elements (as vectors of `V`), mark the run heads
+/// (an element differing from the one before it), rank them against the whole
+/// input, and write them out in two phases as [`select_tiles`] does: each head's
+/// position into the block's staging array at its place within the tile, then,
+/// after a barrier, the tile's runs from there, consecutive threads writing
+/// consecutive runs (each run's value read back from `x` at its position, a cache
+/// hit: the block has just loaded it). The last tile stores the number of runs in
+/// `count[0]` and the input's length after the last start.
+#[inline(always)]
+fn unique_tiles<T: Shuffle + AtomicAdd + PartialEq + Default, const V: usize>(
+    x: &[T],
+    values: &AtomicView<'_, T>,
+    starts: &AtomicView<'_, u64>,
+    count: &AtomicView<'_, u64>,
+    status: &mut LookBack<'_>,
+) where
+    [T; V]: Vector,
+{
+    let len = x.len();
+    let tiles = status.tiles();
+    let staged = staging::<u64>();
+    let t = thread::thread_idx().x as usize;
+    let threads = thread::block_dim().x as usize;
+    while let Some(tile) = status.next_tile() {
+        let last = tile.index() + 1 == tiles;
+        let c = tile.chunk_index();
+        let start = c.saturating_mul(ITEMS);
+        let v: [T; ITEMS] = lookback::load_chunk_by::<T, ITEMS, V>(x, c, T::default());
+        // The element before the chunk (the previous thread's last, a cache hit);
+        // none before the first element.
+        let mut prev = start.checked_sub(1).and_then(|i| x.get(i).copied());
+        let mut mask = 0u32;
+        each_item!(j => {
+            let e = v[j];
+            if start.saturating_add(j) < len && prev.is_none_or(|p| p != e) {
+                mask |= 1 << j;
             }
-            // The last element's thread knows the number of runs: its rank plus one
-            // when it starts a run, the kept elements before it otherwise.
-            let runs = if kept { rank + 1 } else { i - rank };
-            if i + 1 == n && runs < starts.len() {
-                starts.store(runs, n as u64);
+            prev = Some(e);
+        });
+        view::prefetch_l2(x, crate::prefetch_start(c, ITEMS));
+        // A tile has at most `blockDim.x · ITEMS` heads: a `u32` count.
+        let (before, total) =
+            collective::block_exclusive_scan(mask.count_ones(), 0, u32::wrapping_add);
+        let prefix = tile.exclusive_count(total as u64);
+        // Unrolled by hand, as in `select_tiles`, so that nothing goes to local
+        // memory.
+        each_item!(j => {
+            if mask & (1 << j) != 0 {
+                let below = (mask & ((1 << j) - 1)).count_ones();
+                staged.store((before + below) as usize, start.saturating_add(j) as u64);
             }
-        },
-    );
+        });
+        barrier::sync_threads();
+        let base = prefix as usize;
+        let mut r = t;
+        while r < total as usize {
+            let p = staged.load(r);
+            starts.store(base + r, p);
+            values.store(base + r, x[p as usize]);
+            r += threads;
+        }
+        if last && t == 0 {
+            let runs = prefix + total as u64;
+            if !count.is_empty() {
+                count.store(0, runs);
+            }
+            if (runs as usize) < starts.len() {
+                starts.store(runs as usize, len as u64);
+            }
+        }
+        // The next tile overwrites the staging array. Defensive: the barriers of
+        // the next ticket's broadcast and of the block scan already come first.
+        barrier::sync_threads();
+    }
 }
 
 /// `count[0] +=` the number of runs of equal values in `x`: [`count_flags`]' loop
@@ -414,6 +474,15 @@ mod compacted {
     pub trait Compacted: Shuffle + AtomicAdd + PartialEq + Default + sealed::Sealed {
         /// This thread's share of the run heads of `x`, in 16-byte vector loads.
         fn run_heads(x: &[Self]) -> u64;
+        /// The body of [`unique`](super::unique) for this type, in 16-byte vector
+        /// loads.
+        fn unique_tiles(
+            x: &[Self],
+            values: &AtomicView<'_, Self>,
+            starts: &AtomicView<'_, u64>,
+            count: &AtomicView<'_, u64>,
+            status: &mut LookBack<'_>,
+        );
     }
 
     mod sealed {
@@ -428,6 +497,16 @@ mod compacted {
                 #[inline(always)]
                 fn run_heads(x: &[Self]) -> u64 {
                     run_heads::<$t, $v>(x)
+                }
+                #[inline(always)]
+                fn unique_tiles(
+                    x: &[Self],
+                    values: &AtomicView<'_, Self>,
+                    starts: &AtomicView<'_, u64>,
+                    count: &AtomicView<'_, u64>,
+                    status: &mut LookBack<'_>,
+                ) {
+                    super::unique_tiles::<$t, $v>(x, values, starts, count, status)
                 }
             }
         )*};

@@ -6,19 +6,38 @@
 //!
 //! # Algorithm
 //!
-//! One block of [`BLOCK`] threads per segment (CUB's `DeviceSegmentedReduce`): the
-//! block's threads fold a block-stride sequence of the segment and the block folds
-//! its threads ([`collective::block_reduce`]); its leader writes the segment's
-//! value. [`reduce_by_key`] finds the runs of its keys with
+//! The built-in operators ([`Sum`], [`Min`], [`Max`]) take one of two shapes by
+//! the average segment length (CUB's `DeviceSegmentedReduce` splits segments by
+//! size the same way):
+//!
+//! - up to [`WARP_SEGMENT_LEN`] elements on average, one warp per segment, eight
+//!   segments a block ([`reduce_segment_warp`]): the warp's lanes fold its
+//!   segment's 16-byte chunks, four loads in flight per lane (the last few chunks,
+//!   and the elements before the first whole chunk and after the last, one by
+//!   one), the
+//!   warp folds its lanes with shuffles, and lane 0 writes the segment's value. No
+//!   barrier, no shared memory: a block per segment of a thousand elements spends
+//!   most of its time starting up and in its block reduction.
+//! - longer, one block of [`BLOCK`] threads per segment ([`reduce_segment`]): the
+//!   block's threads fold a block-stride sequence of the segment and the block
+//!   folds its threads ([`collective::block_reduce`]); its leader writes the
+//!   segment's value. A user's operator ([`SegmentKernel`]) always takes this
+//!   shape.
+//!
+//! [`reduce_by_key`] finds the runs of its keys with
 //! [`compact::unique_counts`](crate::compact::unique_counts), then reduces the
 //! values over the run offsets.
 //!
 //! | | |
 //! | --- | --- |
-//! | work | `O(n + segments · BLOCK)`: every element read once; a block per segment, so very many tiny segments cost a block each |
+//! | work | `O(n + segments)` for the warp shape; `O(n + segments · BLOCK)` for the block shape (a block per segment) |
 //! | launches | 1 ([`reduce_by_key`]: the three of `unique_counts`, then 1) |
 //! | temporary memory | none ([`reduce_by_key`]: that of `unique_counts`) |
-//! | determinism | the combination order depends only on the segment lengths |
+//! | determinism | the same inputs give the same result: the combination order depends only on the offsets and the address of `x` (which decides the whole chunks) |
+//!
+//! A warp per segment is slow for a few very long segments among many short ones
+//! (one warp reads each long one): with such skew, reduce the long segments
+//! apart.
 //!
 //! # Edge cases
 //!
@@ -35,7 +54,8 @@
 //! and name it in an (`unsafe`) [`SegmentKernel`] implementation, as [`BitOr`] is
 //! ([`segment_or`], a generic kernel: one implementation covers its types).
 
-use xlog::device::view::{Out, PerBlock};
+use xlog::device::vector::Vector;
+use xlog::device::view::{self, Out, PerBlock, PerWarp};
 use xlog::device::warp::Shuffle;
 use xlog::prelude::*;
 
@@ -43,6 +63,101 @@ use ops::Reducible;
 
 /// Threads per block of the segmented reductions.
 pub const BLOCK: u32 = 256;
+
+/// Segments per block of the warp-per-segment kernels: a warp each.
+pub const WARP_SEGMENTS: u32 = BLOCK / 32;
+
+/// The longest average segment, in elements, that the built-in operators reduce
+/// with a warp per segment; longer ones get a block each.
+pub const WARP_SEGMENT_LEN: usize = 4096;
+
+/// Chunk loads in flight per lane in [`reduce_segment_warp`].
+const UNROLL: usize = 4;
+
+/// Segment `s` of `offsets`, clamped to `x` (empty when `offsets` has no segment
+/// `s` or its offsets decrease).
+#[inline(always)]
+fn bounds(len: usize, offsets: &[u64], s: usize) -> (usize, usize) {
+    match (offsets.get(s), offsets.get(s.wrapping_add(1))) {
+        (Some(&lo), Some(&hi)) => {
+            let hi = core::cmp::min(hi as usize, len);
+            (core::cmp::min(lo as usize, hi), hi)
+        }
+        _ => (0, 0),
+    }
+}
+
+/// One warp's segment: `out[w]`, `w` the warp's number in the launch, is the fold
+/// of `x[offsets[w]..offsets[w + 1]]` under `op` (`identity` for an empty
+/// segment; nothing is written when `offsets` has no segment `w`). The lanes fold
+/// the segment's whole `K`-element chunks (one vector load each when `x` is
+/// aligned for it, [`UNROLL`] in flight per lane) and its at most `K − 1`
+/// elements before and after them one by one; the warp folds its lanes. Every
+/// thread of the warp must call it (it holds a warp collective). `op` must be
+/// associative and commutative.
+#[inline(always)]
+pub fn reduce_segment_warp<T: Shuffle, const K: usize>(
+    x: &[T],
+    offsets: &[u64],
+    out: &mut Out<'_, T, PerWarp>,
+    identity: T,
+    op: impl Fn(T, T) -> T + Copy,
+) where
+    [T; K]: Vector,
+{
+    const WARP: usize = 32;
+    let w = thread::block_idx().x as usize * thread::warps_per_block() + thread::warp_index();
+    let (lo, hi) = bounds(x.len(), offsets, w);
+    // Chunk `c` of `x` is `x[K·c..K·c + K]`; `xs` ends with the segment, so a chunk
+    // reads as `Some` exactly when it lies before `hi`.
+    let xs = &x[..hi];
+    let lane = thread::lane_id() as usize;
+    let (first, end) = (lo.div_ceil(K), hi / K);
+    let mut acc = identity;
+    if first < end {
+        // The elements before the first whole chunk and after the last (fewer
+        // than `K` each), a lane each.
+        let head = lo + lane;
+        if head < first * K {
+            acc = op(acc, xs[head]);
+        }
+        let tail = end * K + lane;
+        if tail < hi {
+            acc = op(acc, xs[tail]);
+        }
+        // `UNROLL` chunks a step, all loaded before any is folded, then the last
+        // few one by one. The chunks are folded through references: an array
+        // iterated by value (or an array of optional chunks) goes to local
+        // memory.
+        let mut c = first + lane;
+        while let Some(v) = view::read_chunks::<T, K, UNROLL>(xs, c, WARP) {
+            for chunk in &v {
+                for &e in chunk {
+                    acc = op(acc, e);
+                }
+            }
+            c += UNROLL * WARP;
+        }
+        while let Some(chunk) = view::read_chunk::<T, K>(xs, c) {
+            for &e in &chunk {
+                acc = op(acc, e);
+            }
+            c += WARP;
+        }
+    } else {
+        let mut i = lo + lane;
+        while i < hi {
+            acc = op(acc, xs[i]);
+            i += WARP;
+        }
+    }
+    let total = collective::warp_reduce(acc, op);
+    if let Some(leader) = thread::warp_leader() {
+        if let Some(o) = out.get_mut(leader) {
+            *o = total;
+        }
+    }
+}
 
 /// One block's segment: `out[b]`, `b = blockIdx.x`, is the fold of
 /// `x[offsets[b]..offsets[b + 1]]` under `op` (`identity` for an empty segment;
@@ -58,13 +173,7 @@ pub fn reduce_segment<T: Shuffle>(
     op: impl Fn(T, T) -> T + Copy,
 ) {
     let b = thread::block_idx().x as usize;
-    let (lo, hi) = match (offsets.get(b), offsets.get(b + 1)) {
-        (Some(&lo), Some(&hi)) => {
-            let hi = core::cmp::min(hi as usize, x.len());
-            (core::cmp::min(lo as usize, hi), hi)
-        }
-        _ => (0, 0),
-    };
+    let (lo, hi) = bounds(x.len(), offsets, b);
     let mut acc = identity;
     let mut i = lo + thread::thread_idx().x as usize;
     let stride = thread::block_dim().x as usize;
@@ -108,7 +217,36 @@ pub fn segment_max<T: Reducible>(x: &[T], offsets: &[u64], out: &mut [T]) {
     reduce_segment(x, offsets, out, T::LOWEST, T::max);
 }
 
+/// Per-segment sums a warp per segment: the kernel of [`segmented_reduce`] with
+/// [`Sum`] when segments are short ([`WARP_SEGMENT_LEN`]).
+#[xlog_kernel(
+    read(x, offsets), write(out per warp), block = 256,
+    for T in [u32, i32, u64, i64, f32, f64]
+)]
+pub fn segment_sum_warps<T: Reducible>(x: &[T], offsets: &[u64], out: &mut [T]) {
+    T::reduce_warps(x, offsets, out, T::ZERO, T::sum);
+}
+
+/// Per-segment minima a warp per segment: [`segment_sum_warps`] with [`Min`].
+#[xlog_kernel(
+    read(x, offsets), write(out per warp), block = 256,
+    for T in [u32, i32, u64, i64, f32, f64]
+)]
+pub fn segment_min_warps<T: Reducible>(x: &[T], offsets: &[u64], out: &mut [T]) {
+    T::reduce_warps(x, offsets, out, T::HIGHEST, T::min);
+}
+
+/// Per-segment maxima a warp per segment: [`segment_sum_warps`] with [`Max`].
+#[xlog_kernel(
+    read(x, offsets), write(out per warp), block = 256,
+    for T in [u32, i32, u64, i64, f32, f64]
+)]
+pub fn segment_max_warps<T: Reducible>(x: &[T], offsets: &[u64], out: &mut [T]) {
+    T::reduce_warps(x, offsets, out, T::LOWEST, T::max);
+}
+
 mod ops {
+    use xlog::device::view::{Out, PerWarp};
     use xlog::device::warp::Shuffle;
 
     /// The built-in operators on each element type, with their identities: the
@@ -128,6 +266,15 @@ mod ops {
         fn min(a: Self, b: Self) -> Self;
         /// The greater of `a` and `b`.
         fn max(a: Self, b: Self) -> Self;
+        /// [`reduce_segment_warp`](super::reduce_segment_warp) with this type's
+        /// 16-byte chunk (four 32-bit or two 64-bit elements).
+        fn reduce_warps(
+            x: &[Self],
+            offsets: &[u64],
+            out: &mut Out<'_, Self, PerWarp>,
+            identity: Self,
+            op: impl Fn(Self, Self) -> Self + Copy,
+        );
     }
 
     mod sealed {
@@ -136,7 +283,7 @@ mod ops {
 
     // One arithmetic per kind of type, the same for every width.
     macro_rules! reducible {
-        ($($t:ty: $zero:expr, $add:expr, $min:path, $max:path, $lo:expr, $hi:expr;)*) => {$(
+        ($($t:ty: $k:literal, $zero:expr, $add:expr, $min:path, $max:path, $lo:expr, $hi:expr;)*) => {$(
             impl sealed::Sealed for $t {}
             impl Reducible for $t {
                 const ZERO: Self = $zero;
@@ -154,16 +301,26 @@ mod ops {
                 fn max(a: Self, b: Self) -> Self {
                     $max(a, b)
                 }
+                #[inline(always)]
+                fn reduce_warps(
+                    x: &[Self],
+                    offsets: &[u64],
+                    out: &mut Out<'_, Self, PerWarp>,
+                    identity: Self,
+                    op: impl Fn(Self, Self) -> Self + Copy,
+                ) {
+                    super::reduce_segment_warp::<Self, $k>(x, offsets, out, identity, op);
+                }
             }
         )*};
     }
     reducible! {
-        u32: 0, u32::wrapping_add, Ord::min, Ord::max, u32::MIN, u32::MAX;
-        i32: 0, i32::wrapping_add, Ord::min, Ord::max, i32::MIN, i32::MAX;
-        u64: 0, u64::wrapping_add, Ord::min, Ord::max, u64::MIN, u64::MAX;
-        i64: 0, i64::wrapping_add, Ord::min, Ord::max, i64::MIN, i64::MAX;
-        f32: 0.0, |a: f32, b: f32| a + b, f32::min, f32::max, f32::NEG_INFINITY, f32::INFINITY;
-        f64: 0.0, |a: f64, b: f64| a + b, f64::min, f64::max, f64::NEG_INFINITY, f64::INFINITY;
+        u32: 4, 0, u32::wrapping_add, Ord::min, Ord::max, u32::MIN, u32::MAX;
+        i32: 4, 0, i32::wrapping_add, Ord::min, Ord::max, i32::MIN, i32::MAX;
+        u64: 2, 0, u64::wrapping_add, Ord::min, Ord::max, u64::MIN, u64::MAX;
+        i64: 2, 0, i64::wrapping_add, Ord::min, Ord::max, i64::MIN, i64::MAX;
+        f32: 4, 0.0, |a: f32, b: f32| a + b, f32::min, f32::max, f32::NEG_INFINITY, f32::INFINITY;
+        f64: 2, 0.0, |a: f64, b: f64| a + b, f64::min, f64::max, f64::NEG_INFINITY, f64::INFINITY;
     }
 }
 
@@ -259,13 +416,30 @@ mod host {
         ) -> Result<NodeId>;
     }
 
+    /// The warp-per-segment configuration for a launch of one block per segment
+    /// (`cfg`) over `len` elements, when its segments are short enough on average
+    /// ([`WARP_SEGMENT_LEN`](super::WARP_SEGMENT_LEN)); `None` to keep `cfg`.
+    fn warp_config(cfg: LaunchConfig, len: usize) -> Option<LaunchConfig> {
+        let segments = cfg.grid[0];
+        let one_per_block = cfg.block == [BLOCK, 1, 1] && cfg.grid[1..] == [1, 1];
+        (one_per_block && len <= segments as usize * super::WARP_SEGMENT_LEN).then(|| {
+            LaunchConfig::new(
+                [segments.div_ceil(super::WARP_SEGMENTS), 1, 1],
+                [BLOCK, 1, 1],
+            )
+        })
+    }
+
     // One implementation of each trait per operator, over every type its kernel
-    // lists.
+    // lists; a built-in operator launches its warp-per-segment kernel instead when
+    // segments are short.
     macro_rules! kernel {
-        ($op:ident, $kernel:ident, $types:ident) => {
+        ($op:ident, $kernel:ident, $types:ident $(, $warps:ident: $wtypes:ident)?) => {
             // SAFETY: the kernel's body is `reduce_segment`, launched with the given
-            // configuration: block `b` writes `out[b]`.
-            unsafe impl<T: super::$types> SegmentKernel<T> for $op {
+            // configuration: block `b` writes `out[b]`; or (short segments) it is
+            // `reduce_segment_warp`, launched with a warp per block `b` of the given
+            // configuration: warp `b` writes `out[b]`.
+            unsafe impl<T: super::$types $(+ super::$wtypes)?> SegmentKernel<T> for $op {
                 fn launch(
                     s: &Stream,
                     cfg: LaunchConfig,
@@ -273,13 +447,16 @@ mod host {
                     offsets: &BufferView<'_, u64>,
                     out: &mut DeviceBuffer<T>,
                 ) -> Result<()> {
+                    $(if let Some(w) = warp_config(cfg, x.len()) {
+                        return super::$warps::launch(s, w, x, offsets, out);
+                    })?
                     super::$kernel::launch(s, cfg, x, offsets, out)
                 }
             }
 
-            impl<T: super::$types> sealed::Sealed<T> for $op {}
+            impl<T: super::$types $(+ super::$wtypes)?> sealed::Sealed<T> for $op {}
 
-            impl<T: super::$types> SegmentRecord<T> for $op {
+            impl<T: super::$types $(+ super::$wtypes)?> SegmentRecord<T> for $op {
                 fn record<'g>(
                     rec: &mut GraphRecorder<'g>,
                     cfg: LaunchConfig,
@@ -287,20 +464,23 @@ mod host {
                     offsets: &'g dyn ReadBuffer<u64>,
                     out: &'g DeviceBuffer<T>,
                 ) -> Result<NodeId> {
+                    $(if let Some(w) = warp_config(cfg, x.as_view().len()) {
+                        return super::$warps::record(rec, w, x, offsets, out);
+                    })?
                     super::$kernel::record(rec, cfg, x, offsets, out)
                 }
             }
         };
     }
-    kernel!(Sum, segment_sum, SegmentSumType);
-    kernel!(Min, segment_min, SegmentMinType);
-    kernel!(Max, segment_max, SegmentMaxType);
+    kernel!(Sum, segment_sum, SegmentSumType, segment_sum_warps: SegmentSumWarpsType);
+    kernel!(Min, segment_min, SegmentMinType, segment_min_warps: SegmentMinWarpsType);
+    kernel!(Max, segment_max, SegmentMaxType, segment_max_warps: SegmentMaxWarpsType);
     kernel!(BitOr, segment_or, SegmentOrType);
 
     /// The fold of every segment `x[offsets[s]..offsets[s + 1]]` under kernel
     /// `K`'s operator, as a new buffer of `offsets.len() − 1` values (none for
-    /// fewer than two offsets); an empty segment gives the identity. One launch of
-    /// one block per segment, no temporary memory ([module docs](super)).
+    /// fewer than two offsets); an empty segment gives the identity. One launch (a
+    /// warp or a block per segment), no temporary memory ([module docs](super)).
     ///
     /// ```no_run
     /// # fn main() -> xlog::Result<()> {

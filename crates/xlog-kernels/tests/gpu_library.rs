@@ -1291,6 +1291,96 @@ mod compact {
         }
     }
 
+    /// Each run's value and length, the CPU reference of `unique_counts`.
+    fn cpu_runs<T: Copy + PartialEq>(x: &[T]) -> (Vec<T>, Vec<u64>) {
+        let (mut values, mut counts) = (Vec::new(), Vec::<u64>::new());
+        for (i, &v) in x.iter().enumerate() {
+            if i == 0 || v != x[i - 1] {
+                values.push(v);
+                counts.push(0);
+            }
+            *counts.last_mut().unwrap() += 1;
+        }
+        (values, counts)
+    }
+
+    /// Runs of 1 to 40 equal elements, so that they cross threads' chunks and
+    /// tiles at every position: over views starting 0 to 3 elements past an
+    /// aligned address (the tiles then load element by element) and ending at
+    /// `n`, `n − 1` or `n − 2`; and launched with fewer blocks than tiles (each
+    /// block takes tiles in turn and reuses its staging array), 32- and 64-bit.
+    #[test]
+    fn runs_of_unaligned_views_and_of_fewer_blocks_than_tiles_match_the_cpu() {
+        use xlog::device::lookback::status_words;
+        use xlog::LaunchConfig;
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        let tile = compact::BLOCK as usize * compact::ITEMS;
+        let n = 5 * tile + 123;
+        let mut r = Rng::from_state(41);
+        let mut x: Vec<u64> = Vec::with_capacity(n);
+        while x.len() < n {
+            let (v, len) = (r.next_u64(), 1 + r.next_u64() % 40);
+            x.extend(std::iter::repeat_n(v, (len as usize).min(n - x.len())));
+        }
+        let xb = upload(&rt, &s, &x);
+        for o in 0..4 {
+            for end in n - 2..=n {
+                let runs = compact::unique_counts(&s, &xb.slice(o..end)).unwrap();
+                let (values, counts) = cpu_runs(&x[o..end]);
+                assert_eq!(runs.values.download(&s).unwrap(), values, "{o}..{end}");
+                assert_eq!(runs.counts.download(&s).unwrap(), counts, "{o}..{end}");
+            }
+        }
+        let x32: Vec<u32> = x.iter().map(|&v| v as u32).collect();
+        let xb32 = upload(&rt, &s, &x32);
+        let tiles = n.div_ceil(tile);
+        let (values, counts) = cpu_runs(&x);
+        let mut starts: Vec<u64> = counts
+            .iter()
+            .scan(0, |at, &c| {
+                *at += c;
+                Some(*at - c)
+            })
+            .collect();
+        starts.push(n as u64);
+        let values32: Vec<u32> = values.iter().map(|&v| v as u32).collect();
+        assert_eq!(cpu_runs(&x32).0, values32, "the 32-bit runs are the same");
+        for blocks in [1u32, 2, 3] {
+            let cfg = LaunchConfig::new([blocks, 1, 1], [compact::BLOCK, 1, 1]);
+            let mut count = rt.alloc_zeroed_on::<u64>(&s, 1).unwrap();
+            let mut status = rt.alloc_zeroed_on::<u64>(&s, status_words(tiles)).unwrap();
+            let mut got_starts = rt.alloc_zeroed_on::<u64>(&s, starts.len()).unwrap();
+            let mut got = rt.alloc_zeroed_on::<u64>(&s, values.len()).unwrap();
+            compact::unique::launch(
+                &s,
+                cfg,
+                &xb,
+                &mut got,
+                &mut got_starts,
+                &mut count,
+                &mut status,
+            )
+            .unwrap();
+            assert_eq!(got.download(&s).unwrap(), values, "u64, {blocks} blocks");
+            assert_eq!(got_starts.download(&s).unwrap(), starts, "{blocks} blocks");
+            assert_eq!(count.download(&s).unwrap(), [values.len() as u64]);
+            let mut got = rt.alloc_zeroed_on::<u32>(&s, values.len()).unwrap();
+            compact::unique::launch(
+                &s,
+                cfg,
+                &xb32,
+                &mut got,
+                &mut got_starts,
+                &mut count,
+                &mut status,
+            )
+            .unwrap();
+            assert_eq!(got.download(&s).unwrap(), values32, "u32, {blocks} blocks");
+            assert_eq!(got_starts.download(&s).unwrap(), starts, "{blocks} blocks");
+        }
+    }
+
     #[test]
     fn mismatched_lengths_are_refused() {
         let rt = gpu_runtime();
@@ -1406,6 +1496,90 @@ mod segmented {
 
     each_type_matches_the_cpu!(check);
 
+    /// Both shapes of the built-in operators against the CPU, over views of `x`
+    /// starting 0 to 3 elements past an aligned address: segments short on
+    /// average (a warp each) of every length from 0 to 40 and some of hundreds,
+    /// so they start and end at every alignment, with one of 9000 among them (a
+    /// warp folds it alone); and three long ones (a block each).
+    fn shapes_match_the_cpu<T: Num + xlog_kernels::compact::Compactable>()
+    where
+        Sum: segmented::SegmentKernel<T>,
+        Min: segmented::SegmentKernel<T>,
+        Max: segmented::SegmentKernel<T>,
+    {
+        let rt = gpu_runtime();
+        let s = rt.new_stream().unwrap();
+        let n = 13_001;
+        let mut r = Rng::from_state(5);
+        let x: Vec<T> = (0..n)
+            .map(|i| T::make(Kind::Random, i, n, &mut r))
+            .collect();
+        let xb = upload(&rt, &s, &x);
+        for o in 0..4 {
+            let len = (n - o) as u64;
+            let mut short = vec![0u64];
+            let mut j = 0;
+            while *short.last().unwrap() < len {
+                let next = match j % 50 {
+                    17 if j == 67 => 9000,
+                    17 => 300 + j as u64,
+                    k => k as u64 % 41,
+                };
+                short.push((short.last().unwrap() + next).min(len));
+                j += 1;
+            }
+            let long = vec![0, 1, len / 2, len];
+            assert!(len <= (short.len() as u64 - 1) * segmented::WARP_SEGMENT_LEN as u64);
+            assert!(len > 3 * segmented::WARP_SEGMENT_LEN as u64);
+            for offsets in [short, long] {
+                let view = xb.slice(o..n);
+                let ob = upload(&rt, &s, &offsets);
+                let sum = segmented::segmented_reduce::<T, Sum>(&s, &view, &ob).unwrap();
+                let min = segmented::segmented_reduce::<T, Min>(&s, &view, &ob).unwrap();
+                let max = segmented::segmented_reduce::<T, Max>(&s, &view, &ob).unwrap();
+                let (sum, min, max) = (
+                    sum.download(&s).unwrap(),
+                    min.download(&s).unwrap(),
+                    max.download(&s).unwrap(),
+                );
+                for (k, w) in offsets.windows(2).enumerate() {
+                    let seg = &x[o + w[0] as usize..o + w[1] as usize];
+                    let want = seg.iter().fold(T::ZERO, |a, &b| T::add(a, b));
+                    let exact = seg.iter().fold(0.0, |a, &b| T::add_exact(a, b));
+                    assert!(
+                        T::close(sum[k], want, exact, seg.len(), magnitude(seg)),
+                        "sum of segment {k} ({} long) at view offset {o}",
+                        seg.len()
+                    );
+                    let lo = seg.iter().fold(T::HIGHEST, |a, &b| T::min(a, b));
+                    let hi = seg.iter().fold(T::LOWEST, |a, &b| T::max(a, b));
+                    assert_eq!(min[k], lo, "min of segment {k} at view offset {o}");
+                    assert_eq!(max[k], hi, "max of segment {k} at view offset {o}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn both_shapes_match_the_cpu_at_every_alignment_u32() {
+        shapes_match_the_cpu::<u32>();
+    }
+
+    #[test]
+    fn both_shapes_match_the_cpu_at_every_alignment_f32() {
+        shapes_match_the_cpu::<f32>();
+    }
+
+    #[test]
+    fn both_shapes_match_the_cpu_at_every_alignment_i64() {
+        shapes_match_the_cpu::<i64>();
+    }
+
+    #[test]
+    fn both_shapes_match_the_cpu_at_every_alignment_f64() {
+        shapes_match_the_cpu::<f64>();
+    }
+
     #[test]
     fn a_user_operator_runs_per_segment() {
         let rt = gpu_runtime();
@@ -1519,5 +1693,44 @@ fn ten_to_the_eighth_elements_match_the_cpu() {
     let got = gather::gather(&s, &xb, &ib).unwrap().download(&s).unwrap();
     for (i, (&j, &g)) in idx.iter().zip(&got).enumerate() {
         assert_eq!(g, x[j as usize], "gather at {i}");
+    }
+    drop((got, idx, ib));
+
+    // Runs of sorted keys, one to eight long, and their lengths.
+    let mut key = 0i32;
+    let keys: Vec<i32> = (0..N)
+        .map(|_| {
+            key += i32::from(r.next_u64() % 4 == 0);
+            key
+        })
+        .collect();
+    let runs = compact::unique_counts(&s, &upload(&rt, &s, &keys)).unwrap();
+    let (values, counts) = (
+        runs.values.download(&s).unwrap(),
+        runs.counts.download(&s).unwrap(),
+    );
+    assert_eq!(values.len(), key as usize + 1, "number of runs");
+    let mut at = 0;
+    for (j, (&v, &c)) in values.iter().zip(&counts).enumerate() {
+        let len = keys[at..].iter().take_while(|&&k| k == v).count();
+        assert!(v == j as i32 && c == len as u64, "run {j}: {v} x {c}");
+        at += len;
+    }
+    assert_eq!(at, N);
+    drop((runs, values, counts, keys));
+
+    // Sums of segments of 1000 (the benchmark's shape: a warp each).
+    let offsets: Vec<u64> = (0..=N / 1000).map(|j| (j * 1000) as u64).collect();
+    let sums = xlog_kernels::segmented::segmented_reduce::<i32, xlog_kernels::segmented::Sum>(
+        &s,
+        &xb,
+        &upload(&rt, &s, &offsets),
+    )
+    .unwrap()
+    .download(&s)
+    .unwrap();
+    for (j, seg) in x.chunks(1000).enumerate() {
+        let want = seg.iter().fold(0i32, |a, &b| a.wrapping_add(b));
+        assert_eq!(sums[j], want, "segment {j}");
     }
 }
