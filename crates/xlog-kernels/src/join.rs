@@ -286,50 +286,50 @@ where
     }
 }
 
-/// What bucket `b`, whose words are `bucket`, says about `key` (whose complement
-/// is `want`): `Some((count, head))` when the search ends there, `(0, 0)` for a
-/// key no build row has; `None` when the bucket is full of other keys and the
-/// search goes on at the next one. Without `values` a found key gives `(1, 0)`:
-/// the bucket's value words were not read.
+/// Walks the table from bucket `b`, whose words are `bucket`, to `key`'s slot or an
+/// empty one: `(count, head)` of `key`, `(0, 0)` when no build row has it. Without
+/// `values` a found key gives `(1, 0)`: the bucket's value words were not read.
 #[inline(always)]
-fn look<K: Key>(
+fn walk<K: Key>(
     table: &[K],
-    want: K,
-    b: usize,
-    bucket: Option<[[K; BUCKET]; 2]>,
+    key: K,
+    mut b: usize,
+    mut bucket: Option<[[K; BUCKET]; 2]>,
     values: bool,
-) -> Option<(u32, u32)>
+) -> (u32, u32)
 where
     [K; 2]: Vector,
 {
-    let Some([keys, vals]) = bucket else {
-        return Some((0, 0));
-    };
-    let mut empty = false;
-    for j in 0..BUCKET {
-        if keys[j] == want {
-            return Some(match (values, vals[j]) {
-                (false, _) => (1, 0),
-                (true, v) if v == K::MAX => side(table, BUCKET * b + j, capacity_of(table.len())),
-                (true, v) => (1, v.as_u32()),
-            });
+    let capacity = capacity_of(table.len());
+    let want = !key;
+    loop {
+        let Some([keys, vals]) = bucket else {
+            return (0, 0);
+        };
+        let mut empty = false;
+        for j in 0..BUCKET {
+            if keys[j] == want {
+                return match (values, vals[j]) {
+                    (false, _) => (1, 0),
+                    (true, v) if v == K::MAX => side(table, BUCKET * b + j, capacity),
+                    (true, v) => (1, v.as_u32()),
+                };
+            }
+            empty |= keys[j] == K::ZERO;
         }
-        empty |= keys[j] == K::ZERO;
-    }
-    if empty {
-        Some((0, 0))
-    } else {
-        None
+        if empty {
+            return (0, 0);
+        }
+        b = (b + 1) & (capacity / BUCKET - 1);
+        bucket = K::read_bucket(table, b, values);
     }
 }
 
 /// For each of [`ROWS`] keys (`None` finds nothing), the count of build rows with
 /// it and the head of their chain (a row plus one), `(0, 0)` when there is none;
-/// without `values`, `(1, 0)` for a key that is there.
-///
-/// The search goes in rounds: every row still searching reads its next bucket,
-/// then every row looks at what it read, so a thread waits for one memory round
-/// trip per round (at most as many as its longest search), never one per row.
+/// without `values`, `(1, 0)` for a key that is there. The first bucket of every
+/// key is read before any is looked at, so a thread has `ROWS` random reads in
+/// flight instead of one.
 #[inline(always)]
 fn find_rows<K: Key>(table: &[K], keys: [Option<K>; ROWS], values: bool) -> [(u32, u32); ROWS]
 where
@@ -340,41 +340,26 @@ where
     if capacity == 0 {
         return found;
     }
-    let mask = capacity / BUCKET - 1;
     let mut b = [0; ROWS];
-    let mut want = [K::ZERO; ROWS];
-    let mut open = [false; ROWS];
+    let mut first = [None; ROWS];
     // Written out per row: a rolled loop would keep these arrays in local memory.
     each_item!(j in 0 1 2 3 => {
         if let Some(k) = keys[j] {
-            if k == K::MAX {
-                found[j] = side(table, capacity, capacity);
-            } else {
+            if k != K::MAX {
                 b[j] = home(k, capacity);
-                want[j] = !k;
-                open[j] = true;
+                first[j] = K::read_bucket(table, b[j], values);
             }
         }
     });
-    while open[0] || open[1] || open[2] || open[3] {
-        let mut bucket = [None; ROWS];
-        each_item!(j in 0 1 2 3 => {
-            if open[j] {
-                bucket[j] = K::read_bucket(table, b[j], values);
-            }
-        });
-        each_item!(j in 0 1 2 3 => {
-            if open[j] {
-                match look(table, want[j], b[j], bucket[j], values) {
-                    Some(r) => {
-                        found[j] = r;
-                        open[j] = false;
-                    }
-                    None => b[j] = (b[j] + 1) & mask,
-                }
-            }
-        });
-    }
+    each_item!(j in 0 1 2 3 => {
+        if let Some(k) = keys[j] {
+            found[j] = if k == K::MAX {
+                side(table, capacity, capacity)
+            } else {
+                walk(table, k, b[j], first[j], values)
+            };
+        }
+    });
     found
 }
 
