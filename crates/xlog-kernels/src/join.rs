@@ -13,8 +13,8 @@
 //! # Algorithm
 //!
 //! **Layout.** The table has `capacity` slots, the smallest power of two at least
-//! twice the build side (a load factor of at most 0.5) and at least [`BUCKET`],
-//! grouped in buckets of [`BUCKET`] (4) slots. A bucket holds its slots' key words
+//! twice the build side (a load factor of at most 0.5) and at least one bucket,
+//! grouped in buckets of four slots. A bucket holds its slots' key words
 //! (the key's bitwise complement) and then their value words, so a bucket of `u32`
 //! keys is one 32-byte memory sector and a probe that ends in its home bucket costs
 //! one random read, like a gather. A value word is the key's build row plus one
