@@ -12,39 +12,50 @@
 //!
 //! # Algorithm
 //!
-//! **Build** (one launch, one thread per build row). The table has `capacity`
-//! slots, the smallest power of two at least twice the build side (a load factor
-//! of at most 0.5), each four words of the key type: the key's bitwise complement,
-//! how many build rows have that key, the head of their chain (a row id plus one,
-//! 0 for none), and padding. A thread hashes its key (MurmurHash3's finaliser)
-//! to a slot, rounded down to the first of its 32-byte memory sector (two slots of
-//! `u32` keys), walks from there by linear probing to the key's slot or the first
-//! empty one and claims it with an atomic compare-exchange of the key word; then it adds one
-//! to the slot's count (`fetch_add`) and pushes its row on the slot's chain
-//! (`swap` of the head, the old head stored in `next[row]`). Every distinct key
-//! has one slot, so duplicates cost one atomic add and one swap each, never a
-//! longer probe: all-equal keys build in `O(n)`.
+//! **Layout.** The table has `capacity` slots, the smallest power of two at least
+//! twice the build side (a load factor of at most 0.5) and at least one bucket,
+//! grouped in buckets of four slots. A bucket holds its slots' key words
+//! (the key's bitwise complement) and then their value words, so a bucket of `u32`
+//! keys is one 32-byte memory sector and a probe that ends in its home bucket costs
+//! one random read, like a gather. A value word is the key's build row plus one
+//! when it has one build row, and `MAX` when it has more: then a side array,
+//! indexed by slot, holds the key's count of build rows and the head of their chain
+//! (a row id plus one), the chain continuing through `next[row]`. The side array
+//! is read only for duplicate keys.
+//!
+//! **Build** (one launch, one thread per build row). A thread hashes its key
+//! (MurmurHash3's finaliser) to a bucket, walks from there by linear probing over
+//! buckets to the key's slot or the first empty one and claims it with an atomic
+//! compare-exchange of the key word; then it adds one to the slot's count
+//! (`fetch_add`), pushes its row on the slot's chain (`swap` of the head, the old
+//! head stored in `next[row]`) and sets the value word: the first row of a key
+//! stores its row by a compare-exchange from 0, the second stores `MAX`, which the
+//! first row's compare-exchange cannot overwrite. Every distinct key has one slot,
+//! so duplicates cost a few atomics each, never a longer probe: all-equal keys
+//! build in `O(n)`.
 //!
 //! **Sentinel-free.** A zeroed slot is empty, and its key word holds the
 //! complement of the key, so only the key whose complement is 0 (`u32::MAX`,
-//! `u64::MAX`) could be mistaken for an empty slot: that one key has its own slot
-//! past the end of the table, reached without hashing. Every key value joins.
+//! `u64::MAX`) could be mistaken for an empty slot: that one key has its own entry
+//! in the side array, past the hashed slots, reached without hashing. Every key
+//! value joins. A value word of `MAX` is never a row: build rows are fewer than
+//! `u32::MAX`.
 //!
 //! **Probe** (count, scan, write). One block of [`BLOCK`] threads per tile of
 //! `BLOCK · ROWS` probe rows, [`ROWS`] (4) consecutive rows a thread, whose keys,
 //! counts and heads move as vectors. The *count* pass finds each row's slot: a
-//! thread reads the first slot of all its rows before looking at any (four random
-//! reads in flight), each read fetching the key word, count and chain head
-//! together. It writes each row's number of output rows (its key's count for an
-//! inner join, 0 or 1 for a semi or anti join), for an inner join the head of its
-//! chain, and each tile's total; an inclusive scan of the tile totals
-//! ([`scan::inclusive_sum`](crate::scan::inclusive_sum)) gives every tile's end in
-//! the output and, in its last element, the output count, which the host reads to
-//! allocate the output exactly. The *write* pass scans the counts within each tile
-//! ([`collective::block_exclusive_scan`]) for each row's first position and stores
-//! the row's pairs there: the head, then the rest of the chain (`next`), so a key
-//! with one build row costs no second random read. A semi or anti join's write
-//! pass is a stream compaction of the counts.
+//! thread reads the home bucket of all its rows before looking at any (four random
+//! reads in flight), each read a whole bucket (for a semi or anti join only its
+//! key words). An inner join writes each row's number of output rows (its key's
+//! count) and the head of its chain; a semi or anti join one word of flags per
+//! thread, a bit a row. Each tile's total follows; an inclusive scan of the tile
+//! totals ([`scan::inclusive_sum`](crate::scan::inclusive_sum)) gives every tile's
+//! end in the output and, in its last element, the output count, which the host
+//! reads to allocate the output exactly. The *write* pass scans the counts within
+//! each tile ([`collective::block_exclusive_scan`]) for each row's first position
+//! and stores the row's pairs there: the head, then the rest of the chain (`next`),
+//! so a key with one build row costs no second random read. A semi or anti join's
+//! write pass is a stream compaction of the flags.
 //!
 //! Writes to computed positions go through atomic views (`atomic(build_rows,
 //! probe_rows)`): each is one relaxed store, as cheap as a plain one, and safe
@@ -55,8 +66,8 @@
 //! | build | `O(b)` work for `b` build rows (expected), 1 launch, plus zeroing the table |
 //! | probe | `O(p + m)` work for `p` probe rows and `m` output rows (expected), 3 launches (count, scan, write) and one synchronisation, to read the output count |
 //! | graphs | not recordable: the probe reads its output count back to size the output, which a graph cannot do between its nodes |
-//! | table memory (kept) | `capacity + 1` slots of four keys: `16 · (capacity + 1)` bytes for `u32` keys, `32 · (capacity + 1)` for `u64` (about 32 or 64 bytes a build row, 16 to 32 at best), and a `u32` a build row for the chains |
-//! | probe memory (temporary) | a `u32` a probe row (its count) and, for an inner join, another (its chain's head); 16 bytes per tile of 1024 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result |
+//! | table memory (kept) | four words of the key type a slot (key and value in the buckets, count and head in the side array), `capacity + 1` slots: `16 · (capacity + 1)` bytes for `u32` keys, `32 · (capacity + 1)` for `u64` (about 32 or 64 bytes a build row, 16 to 32 at best), and a `u32` a build row for the chains. A probe reads the buckets, half of it, and the side array only for duplicate keys |
+//! | probe memory (temporary) | an inner join: two `u32`s a probe row (its count and its chain's head); a semi or anti join: a `u32` per four probe rows (their flags); 16 bytes per tile of 1024 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result |
 //! | order | ascending probe row; within one probe row of an inner join, the build rows in an unspecified order (the order the build's atomics ran in) |
 //!
 //! All memory comes from the stream's runtime, under its budget. A refused
@@ -89,12 +100,20 @@ pub const BLOCK: u32 = 256;
 /// issued together. A tile is `BLOCK · ROWS` (1024) probe rows.
 pub const ROWS: usize = 4;
 
-/// The count pass's modes (what a probe row contributes to the output) other than
-/// the inner join's, 0 (its number of matches).
+/// The count pass's modes (what a probe row contributes to the output): an inner
+/// join's, its number of matches; a semi join's, 1 when it has a match; an anti
+/// join's, 1 when it has none.
+const INNER: u32 = 0;
 const SEMI: u32 = 1;
 const ANTI: u32 = 2;
 
-/// Words of the key type per slot: complemented key, count, chain head, padding.
+/// Slots per bucket. A bucket is its slots' key words then their value words, so a
+/// bucket of `u32` keys is one 32-byte memory sector (of `u64` keys, two of one
+/// 128-byte line): a probe reads a whole bucket at once.
+const BUCKET: usize = 4;
+
+/// Words of the key type per slot in the table's buffer: a key word and a value
+/// word in the buckets, a count and a chain head in the side array.
 const SLOT_WORDS: usize = 4;
 
 mod sealed {
@@ -110,24 +129,25 @@ pub trait Key: Copy + PartialEq + Not<Output = Self> + AtomicInt + sealed::Seale
     const ZERO: Self;
     /// 1.
     const ONE: Self;
-    /// The largest value, the one key whose complement is an empty slot's word.
+    /// The largest value: the one key whose complement is an empty slot's word,
+    /// and the value word of a key with more than one build row.
     const MAX: Self;
-    /// Slots per 32-byte memory sector (2 for `u32` keys, 1 for `u64`): probing
-    /// starts at the first slot of the sector the hash names.
-    const SECTOR_SLOTS: usize;
     /// The key's hash (MurmurHash3's 32- or 64-bit finaliser, a bijection).
     fn hash(self) -> u64;
     /// `n` as a key-typed word (a count or a row id plus one, both below `2^32`).
     fn word(n: u32) -> Self;
     /// A count or chain word back as a `u32` (it was made by [`Key::word`]).
     fn as_u32(self) -> u32;
+    /// Bucket `b` of `table`: its key words and, when `values`, its value words
+    /// (zeros otherwise), read as the widest vectors the type has; `None` past the
+    /// end of `table`.
+    fn read_bucket(table: &[Self], b: usize, values: bool) -> Option<[[Self; BUCKET]; 2]>;
 }
 
 impl Key for u32 {
     const ZERO: Self = 0;
     const ONE: Self = 1;
     const MAX: Self = u32::MAX;
-    const SECTOR_SLOTS: usize = 2;
     #[inline(always)]
     fn hash(self) -> u64 {
         let mut h = self;
@@ -146,13 +166,22 @@ impl Key for u32 {
     fn as_u32(self) -> u32 {
         self
     }
+    #[inline(always)]
+    fn read_bucket(table: &[u32], b: usize, values: bool) -> Option<[[u32; BUCKET]; 2]> {
+        // A bucket is two 16-byte chunks: keys, values.
+        let first = b.checked_mul(2)?;
+        if values {
+            read_chunks::<u32, 4, 2>(table, first, 1)
+        } else {
+            read_chunks::<u32, 4, 1>(table, first, 1).map(|[keys]| [keys, [0; BUCKET]])
+        }
+    }
 }
 
 impl Key for u64 {
     const ZERO: Self = 0;
     const ONE: Self = 1;
     const MAX: Self = u64::MAX;
-    const SECTOR_SLOTS: usize = 1;
     #[inline(always)]
     fn hash(self) -> u64 {
         let mut h = self;
@@ -171,27 +200,50 @@ impl Key for u64 {
     fn as_u32(self) -> u32 {
         self as u32
     }
+    #[inline(always)]
+    fn read_bucket(table: &[u64], b: usize, values: bool) -> Option<[[u64; BUCKET]; 2]> {
+        // A bucket is four 16-byte chunks: two of keys, two of values.
+        let first = b.checked_mul(4)?;
+        if values {
+            let [k0, k1, v0, v1] = read_chunks::<u64, 2, 4>(table, first, 1)?;
+            Some([[k0[0], k0[1], k1[0], k1[1]], [v0[0], v0[1], v1[0], v1[1]]])
+        } else {
+            let [k0, k1] = read_chunks::<u64, 2, 2>(table, first, 1)?;
+            Some([[k0[0], k0[1], k1[0], k1[1]], [0; BUCKET]])
+        }
+    }
 }
 
-/// The table's capacity (slots reached by hashing, a power of two) from its
-/// length in words, `SLOT_WORDS · (capacity + 1)`; 0 for a table too short to be
-/// one.
+/// The table's capacity (slots reached by hashing, a power of two of at least one
+/// bucket) from its length in words, `SLOT_WORDS · (capacity + 1)`; 0 for a table
+/// too short to be one.
 #[inline(always)]
 fn capacity_of(words: usize) -> usize {
     let cap = (words / SLOT_WORDS).saturating_sub(1);
-    if cap.is_power_of_two() {
+    if cap.is_power_of_two() && cap >= BUCKET {
         cap
     } else {
         0
     }
 }
 
-/// The first slot a probe for `key` reads: the first of the 32-byte sector its
-/// hash names (`mask` is the capacity minus one), so that a probe reads whole
-/// sectors and a miss less often crosses into the next one.
+/// The bucket a search for `key` starts at, in a table of `capacity` slots.
 #[inline(always)]
-fn start<K: Key>(key: K, mask: usize) -> usize {
-    (key.hash() as usize & mask) & !(K::SECTOR_SLOTS - 1)
+fn home<K: Key>(key: K, capacity: usize) -> usize {
+    key.hash() as usize & (capacity / BUCKET - 1)
+}
+
+/// The word index of slot `p`'s key word (its value word is `BUCKET` further on).
+#[inline(always)]
+fn key_word(p: usize) -> usize {
+    2 * BUCKET * (p / BUCKET) + p % BUCKET
+}
+
+/// The word index of slot `p`'s count in the side array of a table of `capacity`
+/// slots (its chain head is the next word).
+#[inline(always)]
+fn side_word(p: usize, capacity: usize) -> usize {
+    2 * capacity + 2 * p
 }
 
 /// The slot of `key`, claimed for it if it has none yet. `capacity` is the table's
@@ -202,107 +254,84 @@ fn claim<K: Key>(table: &AtomicView<'_, K>, key: K, capacity: usize) -> usize {
         return capacity;
     }
     let want = !key;
-    let mask = capacity - 1;
-    let mut p = start(key, mask);
+    let mut b = home(key, capacity);
     loop {
-        let w = table.load(SLOT_WORDS * p);
-        if w == want {
-            return p;
-        }
-        if w == K::ZERO {
-            match table.compare_exchange(SLOT_WORDS * p, K::ZERO, want) {
-                Ok(_) => return p,
-                Err(now) if now == want => return p,
-                Err(_) => {}
+        for p in BUCKET * b..BUCKET * (b + 1) {
+            let w = table.load(key_word(p));
+            if w == want {
+                return p;
+            }
+            if w == K::ZERO {
+                match table.compare_exchange(key_word(p), K::ZERO, want) {
+                    Ok(_) => return p,
+                    Err(now) if now == want => return p,
+                    Err(_) => {}
+                }
             }
         }
-        p = (p + 1) & mask;
+        b = (b + 1) & (capacity / BUCKET - 1);
     }
 }
 
-/// What one slot says about a key a probe looks for.
-enum Step {
-    /// The key's slot: its count of build rows and the head of their chain (a row
-    /// plus one).
-    Found(u32, u32),
-    /// An empty slot: no build row has the key.
-    Missing,
-    /// Another key's slot: look at the next one.
-    Next,
-}
-
-/// The first slot a probe for `key` reads in a table of `capacity` hashed slots:
-/// the key `MAX` has its own slot, `capacity`, past the hashed ones.
+/// The count and chain head of slot `p` from the side array (`(0, 0)` for a count
+/// of 0 or outside the table).
 #[inline(always)]
-fn first_slot<K: Key>(key: K, capacity: usize) -> usize {
-    if key == K::MAX {
-        capacity
-    } else {
-        start(key, capacity - 1)
-    }
-}
-
-/// What slot `p`, read as chunks `[[key word, count], [head, padding]]`, says about
-/// `key`.
-#[inline(always)]
-fn step<K: Key>(key: K, p: usize, capacity: usize, slot: [[K; 2]; 2]) -> Step {
-    let [[w, n], [head, _]] = slot;
-    if p == capacity {
-        // The `MAX` key's own slot: it is there when its count is not 0.
-        return if n != K::ZERO {
-            Step::Found(n.as_u32(), head.as_u32())
-        } else {
-            Step::Missing
-        };
-    }
-    if w == !key {
-        Step::Found(n.as_u32(), head.as_u32())
-    } else if w == K::ZERO {
-        Step::Missing
-    } else {
-        Step::Next
-    }
-}
-
-/// Slot `p` of `table` as its two chunks of two words (chunks `2p` and `2p + 1`:
-/// key word and count, head and padding), both loads issued together.
-#[inline(always)]
-fn read_slot<K: Key>(table: &[K], p: usize) -> Option<[[K; 2]; 2]>
+fn side<K: Key>(table: &[K], p: usize, capacity: usize) -> (u32, u32)
 where
     [K; 2]: Vector,
 {
-    read_chunks::<K, 2, 2>(table, p.checked_mul(2)?, 1)
+    match read_chunks::<K, 2, 1>(table, side_word(p, capacity) / 2, 1) {
+        Some([[n, head]]) if n != K::ZERO => (n.as_u32(), head.as_u32()),
+        _ => (0, 0),
+    }
 }
 
-/// Walks the table from slot `p`, whose words are `slot`, to `key`'s slot or an
-/// empty one: `(count, head)` of `key`, `(0, 0)` when no build row has it.
+/// Walks the table from bucket `b`, whose words are `bucket`, to `key`'s slot or an
+/// empty one: `(count, head)` of `key`, `(0, 0)` when no build row has it. Without
+/// `values` a found key gives `(1, 0)`: the bucket's value words were not read.
 #[inline(always)]
-fn walk<K: Key>(table: &[K], key: K, mut p: usize, mut slot: Option<[[K; 2]; 2]>) -> (u32, u32)
+fn walk<K: Key>(
+    table: &[K],
+    key: K,
+    mut b: usize,
+    mut bucket: Option<[[K; BUCKET]; 2]>,
+    values: bool,
+) -> (u32, u32)
 where
     [K; 2]: Vector,
 {
     let capacity = capacity_of(table.len());
+    let want = !key;
     loop {
-        let Some(words) = slot else {
+        let Some([keys, vals]) = bucket else {
             return (0, 0);
         };
-        match step(key, p, capacity, words) {
-            Step::Found(n, head) => return (n, head),
-            Step::Missing => return (0, 0),
-            Step::Next => {
-                p = (p + 1) & (capacity - 1);
-                slot = read_slot(table, p);
+        let mut empty = false;
+        for j in 0..BUCKET {
+            if keys[j] == want {
+                return match (values, vals[j]) {
+                    (false, _) => (1, 0),
+                    (true, v) if v == K::MAX => side(table, BUCKET * b + j, capacity),
+                    (true, v) => (1, v.as_u32()),
+                };
             }
+            empty |= keys[j] == K::ZERO;
         }
+        if empty {
+            return (0, 0);
+        }
+        b = (b + 1) & (capacity / BUCKET - 1);
+        bucket = K::read_bucket(table, b, values);
     }
 }
 
 /// For each of [`ROWS`] keys (`None` finds nothing), the count of build rows with
-/// it and the head of their chain (a row plus one), `(0, 0)` when there is none.
-/// The first slot of every key is read before any is looked at, so a thread has
-/// `ROWS` random reads in flight instead of one.
+/// it and the head of their chain (a row plus one), `(0, 0)` when there is none;
+/// without `values`, `(1, 0)` for a key that is there. The first bucket of every
+/// key is read before any is looked at, so a thread has `ROWS` random reads in
+/// flight instead of one.
 #[inline(always)]
-fn find_rows<K: Key>(table: &[K], keys: [Option<K>; ROWS]) -> [(u32, u32); ROWS]
+fn find_rows<K: Key>(table: &[K], keys: [Option<K>; ROWS], values: bool) -> [(u32, u32); ROWS]
 where
     [K; 2]: Vector,
 {
@@ -311,18 +340,24 @@ where
     if capacity == 0 {
         return found;
     }
-    let mut p = [0; ROWS];
+    let mut b = [0; ROWS];
     let mut first = [None; ROWS];
     // Written out per row: a rolled loop would keep these arrays in local memory.
     each_item!(j in 0 1 2 3 => {
         if let Some(k) = keys[j] {
-            p[j] = first_slot(k, capacity);
-            first[j] = read_slot(table, p[j]);
+            if k != K::MAX {
+                b[j] = home(k, capacity);
+                first[j] = K::read_bucket(table, b[j], values);
+            }
         }
     });
     each_item!(j in 0 1 2 3 => {
         if let Some(k) = keys[j] {
-            found[j] = walk(table, k, p[j], first[j]);
+            found[j] = if k == K::MAX {
+                side(table, capacity, capacity)
+            } else {
+                walk(table, k, b[j], first[j], values)
+            };
         }
     });
     found
@@ -339,24 +374,39 @@ fn build_rows<K: Key>(keys: &[K], table: &AtomicView<'_, K>, next: &mut Out<'_, 
     }
     for row in thread::grid_stride(keys.len()) {
         let p = claim(table, keys[row], capacity);
-        table.fetch_add(SLOT_WORDS * p + 1, K::ONE);
-        let head = table.swap(SLOT_WORDS * p + 2, K::word(row.get() as u32 + 1));
+        let id = K::word(row.get() as u32 + 1);
+        let before = table.fetch_add(side_word(p, capacity), K::ONE);
+        let head = table.swap(side_word(p, capacity) + 1, id);
         if let Some(link) = next.get_mut(row) {
             *link = head.as_u32();
+        }
+        // The value word: the row of a key's only build row, `MAX` once it has a
+        // second. The first row's compare-exchange fails when the second row's
+        // store came first, so the word ends `MAX` in either order.
+        if p < capacity {
+            let value = key_word(p) + BUCKET;
+            if before == K::ZERO {
+                let _ = table.compare_exchange(value, K::ZERO, id);
+            } else if before == K::ONE {
+                table.store(value, K::MAX);
+            }
         }
     }
 }
 
-/// The count step: `counts[i]` = probe row `i`'s output rows under `mode`,
-/// `firsts[i]` (when `firsts` is not empty) the head of its key's chain (a build
-/// row plus one, 0 for none), and `totals[b]` the sum over tile `b` (block `b`'s
-/// rows `[BLOCK·ROWS·b, BLOCK·ROWS·(b + 1))`, [`ROWS`] consecutive ones a thread).
+/// The count step: probe row `i`'s output rows under `mode` as `counts[i]` (an
+/// inner join: `counts` not empty) or as bit `i mod ROWS` of `flags[i / ROWS]` (a
+/// semi or anti join, whose rows count 0 or 1), `firsts[i]` (when `firsts` is not
+/// empty) the head of its key's chain (a build row plus one, 0 for none), and
+/// `totals[b]` the sum over tile `b` (block `b`'s rows `[BLOCK·ROWS·b,
+/// BLOCK·ROWS·(b + 1))`, [`ROWS`] consecutive ones a thread).
 #[inline(always)]
 fn count_rows<K: Key>(
     keys: &[K],
     table: &[K],
     counts: &mut Out<'_, u32, Chunks<ROWS>>,
     firsts: &mut Out<'_, u32, Chunks<ROWS>>,
+    flags: &mut Out<'_, u32>,
     totals: &mut Out<'_, u64, PerBlock>,
     mode: u32,
 ) where
@@ -366,13 +416,21 @@ fn count_rows<K: Key>(
     let row = c.get().saturating_mul(ROWS);
     let mine: [K; ROWS] = lookback::load_chunk_by::<K, ROWS, 2>(keys, c.get(), K::ZERO);
     let live = |j: usize| row.saturating_add(j) < keys.len();
-    let found = find_rows(table, core::array::from_fn(|j| live(j).then_some(mine[j])));
+    let found = find_rows(
+        table,
+        core::array::from_fn(|j| live(j).then_some(mine[j])),
+        mode == INNER,
+    );
     let n: [u32; ROWS] = core::array::from_fn(|j| match mode {
         SEMI => u32::from(found[j].0 > 0),
         ANTI => u32::from(live(j) && found[j].0 == 0),
         _ => found[j].0,
     });
-    store_rows(counts, c, n);
+    if !counts.is_empty() {
+        store_rows(counts, c, n);
+    } else if let Some(f) = flags.get_mut(c) {
+        *f = n.iter().rev().fold(0, |bits, &x| bits << 1 | x);
+    }
     if !firsts.is_empty() {
         store_rows(firsts, c, found.map(|(_, head)| head));
     }
@@ -406,6 +464,14 @@ fn store_rows(out: &mut Out<'_, u32, Chunks<ROWS>>, c: ThreadIndex, v: [u32; ROW
 fn first_position(counts: &[u32], ends: &[u64]) -> (usize, [u32; ROWS]) {
     let c = thread::index_1d().get();
     let n: [u32; ROWS] = lookback::load_chunk_by::<u32, ROWS, ROWS>(counts, c, 0);
+    (tile_position(n, ends), n)
+}
+
+/// The output position of this thread's first row, whose [`ROWS`] rows have `n`
+/// output rows: the end of the tiles before its block plus the output rows of the
+/// threads before it in its tile. Every thread of the block calls it.
+#[inline(always)]
+fn tile_position(n: [u32; ROWS], ends: &[u64]) -> usize {
     let mine = n.iter().fold(0u64, |t, &x| t + u64::from(x));
     let (before, _) = collective::block_exclusive_scan(mine, 0, u64::wrapping_add);
     let b = thread::block_idx().x as usize;
@@ -413,7 +479,7 @@ fn first_position(counts: &[u32], ends: &[u64]) -> (usize, [u32; ROWS]) {
         Some(prev) => ends.get(prev).copied().unwrap_or(0),
         None => 0,
     };
-    ((start + before) as usize, n)
+    (start + before) as usize
 }
 
 /// The write step of an inner join: probe row `i`'s pairs at its positions,
@@ -458,7 +524,9 @@ pub fn join_build<K: Key>(keys: &[K], table: &mut [K], next: &mut [u32]) {
 /// The count step: each probe row's output rows under `mode` (0 inner, 1 semi, 2
 /// anti), its chain's head (when `firsts` is not empty) and each tile's total.
 #[xlog_kernel(
-    read(keys, table), write(counts per chunk(4), firsts per chunk(4), totals per block), block = 256,
+    read(keys, table),
+    write(counts per chunk(4), firsts per chunk(4), flags, totals per block),
+    block = 256,
     for K in [u32, u64]
 )]
 pub fn join_count<K: Key>(
@@ -466,12 +534,13 @@ pub fn join_count<K: Key>(
     table: &[K],
     counts: &mut [u32],
     firsts: &mut [u32],
+    flags: &mut [u32],
     totals: &mut [u64],
     mode: u32,
 ) where
     [K; 2]: Vector,
 {
-    count_rows::<K>(keys, table, counts, firsts, totals, mode);
+    count_rows::<K>(keys, table, counts, firsts, flags, totals, mode);
 }
 
 /// The write step of an inner join: each probe row's `(build row, probe row)`
@@ -492,12 +561,15 @@ pub fn join_write_pairs(
     write_pairs(firsts, next, counts, ends, build_rows, probe_rows);
 }
 
-/// The write step of a semi or anti join: the probe rows whose count is 1, in
-/// order, at their scanned positions (a stream compaction of the counts).
-#[xlog_kernel(read(counts, ends), atomic(rows), block = 256)]
-pub fn join_select_rows(counts: &[u32], ends: &[u64], rows: &mut [u32]) {
-    let (mut pos, n) = first_position(counts, ends);
+/// The write step of a semi or anti join: the probe rows whose flag is set, in
+/// order, at their scanned positions (a stream compaction of the flags, [`ROWS`]
+/// bits a thread).
+#[xlog_kernel(read(flags, ends), atomic(rows), block = 256)]
+pub fn join_select_rows(flags: &[u32], ends: &[u64], rows: &mut [u32]) {
     let c = thread::index_1d().get();
+    let bits = flags.get(c).copied().unwrap_or(0);
+    let n: [u32; ROWS] = core::array::from_fn(|j| bits >> j & 1);
+    let mut pos = tile_position(n, ends);
     for (j, &kept) in n.iter().enumerate() {
         if kept > 0 {
             rows.store(pos, (c * ROWS + j) as u32);
@@ -517,10 +589,7 @@ mod host {
         AllocTag, BufferView, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result, Stream,
     };
 
-    use super::{Key, ANTI, BLOCK, ROWS, SEMI, SLOT_WORDS};
-
-    /// The count pass's mode of an inner join: a probe row's number of matches.
-    const INNER: u32 = 0;
+    use super::{Key, ANTI, BLOCK, BUCKET, INNER, ROWS, SEMI, SLOT_WORDS};
 
     /// Key types a [`JoinTable`] is built over: `u32` and `u64`, the types the
     /// join's kernels are compiled for.
@@ -577,6 +646,20 @@ mod host {
         rows: usize,
     }
 
+    /// What a probe's count pass leaves for its write pass.
+    struct Counted {
+        /// An inner join's count of pairs per probe row (empty otherwise).
+        counts: DeviceBuffer<u32>,
+        /// An inner join's chain head per probe row (empty otherwise).
+        firsts: DeviceBuffer<u32>,
+        /// A semi or anti join's kept rows, `ROWS` bits a word (empty otherwise).
+        flags: DeviceBuffer<u32>,
+        /// The inclusive scan of the tiles' output rows.
+        ends: DeviceBuffer<u64>,
+        /// The output count.
+        total: usize,
+    }
+
     /// Tiles of `BLOCK · ROWS` probe rows over `n` rows.
     fn tiles(n: usize) -> usize {
         n.div_ceil(BLOCK as usize * ROWS)
@@ -602,7 +685,7 @@ mod host {
         ///
         /// Memory, kept while the table lives: `4 · (capacity + 1)` keys for the
         /// table, `capacity` the smallest power of two at least `2 · keys.len()`
-        /// (and at least 2), and a `u32` per row.
+        /// (and at least one bucket, 4), and a `u32` per row.
         ///
         /// # Errors
         ///
@@ -620,7 +703,7 @@ mod host {
                     u32::MAX as u64 - 1,
                 ));
             }
-            let capacity = (2 * rows).max(2).next_power_of_two();
+            let capacity = (2 * rows).max(BUCKET).next_power_of_two();
             let rt = s.runtime()?;
             let mut table = rt.alloc_zeroed_on::<K>(s, SLOT_WORDS * (capacity + 1))?;
             // SAFETY: the build kernel writes `next[row]` for every row (a
@@ -653,32 +736,35 @@ mod host {
         /// The count pass and the scan: each probe row's count (and, for an inner
         /// join, its chain's head), the tiles' ends and the output count (read
         /// back, synchronising `s`).
-        #[allow(clippy::type_complexity)]
         fn count(
             &self,
             s: &Stream,
             what: &str,
             probe: &BufferView<'_, K>,
             mode: u32,
-        ) -> Result<(
-            DeviceBuffer<u32>,
-            DeviceBuffer<u32>,
-            DeviceBuffer<u64>,
-            usize,
-        )> {
+        ) -> Result<Counted> {
             let n = probe.len();
             if n > u32::MAX as usize + 1 {
                 return Err(too_long(what, "probe", n, u32::MAX as u64 + 1));
             }
             let tiles = tiles(n);
             let rt = s.runtime()?;
+            // An inner join's count pass writes a count and a chain head per row, a
+            // semi or anti join's a word of `ROWS` flags per thread.
+            let (per_row, per_thread) = match mode {
+                INNER => (n, 0),
+                _ => (0, n.div_ceil(ROWS)),
+            };
             // SAFETY: the grid's threads own `ROWS` consecutive rows each and cover
-            // every row; each writes its rows' counts, and heads for an inner join,
-            // before anything reads them.
-            let mut counts = unsafe { rt.alloc_uninit::<u32>(s, n, AllocTag("join counts")) }?;
-            let heads = if mode == INNER { n } else { 0 };
+            // every row; each writes its rows' counts and heads (an inner join) or
+            // its word of flags (a semi or anti join) before anything reads them.
+            let mut counts =
+                unsafe { rt.alloc_uninit::<u32>(s, per_row, AllocTag("join counts")) }?;
             // SAFETY: as for `counts`.
-            let mut firsts = unsafe { rt.alloc_uninit::<u32>(s, heads, AllocTag("join heads")) }?;
+            let mut firsts = unsafe { rt.alloc_uninit::<u32>(s, per_row, AllocTag("join heads")) }?;
+            // SAFETY: as for `counts`.
+            let mut flags =
+                unsafe { rt.alloc_uninit::<u32>(s, per_thread, AllocTag("join flags")) }?;
             // SAFETY: every block's leader writes its tile's total.
             let mut totals =
                 unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("join tile totals")) }?;
@@ -689,6 +775,7 @@ mod host {
                 &self.table,
                 &mut counts,
                 &mut firsts,
+                &mut flags,
                 &mut totals,
                 mode,
             )?;
@@ -698,7 +785,13 @@ mod host {
                 what: format!("xlog_kernels::join::{what}"),
                 reason: format!("the join has {total} rows, more than this host can address"),
             })?;
-            Ok((counts, firsts, ends, total))
+            Ok(Counted {
+                counts,
+                firsts,
+                flags,
+                ends,
+                total,
+            })
         }
 
         /// Every `(build row, probe row)` pair with equal keys, ordered by probe row
@@ -725,7 +818,13 @@ mod host {
                     probe_rows: rt.alloc_zeroed_on(s, 0)?,
                 });
             }
-            let (counts, firsts, ends, total) = self.count(s, "inner_join", &probe, INNER)?;
+            let Counted {
+                counts,
+                firsts,
+                ends,
+                total,
+                ..
+            } = self.count(s, "inner_join", &probe, INNER)?;
             // SAFETY: the write pass stores every position `0..total`: the scanned
             // counts give each probe row the disjoint range of its pairs, the ranges
             // tile `0..total`, and each row stores exactly its count of pairs there.
@@ -792,7 +891,9 @@ mod host {
             if probe.is_empty() {
                 return rt.alloc_zeroed_on(s, 0);
             }
-            let (counts, _, ends, total) = self.count(s, what, probe, mode)?;
+            let Counted {
+                flags, ends, total, ..
+            } = self.count(s, what, probe, mode)?;
             // SAFETY: the compaction stores every position `0..total` once: each
             // kept row at its rank among the kept rows.
             let mut rows = unsafe { rt.alloc_uninit::<u32>(s, total, AllocTag("join rows")) }?;
@@ -800,7 +901,7 @@ mod host {
                 super::join_select_rows::launch(
                     s,
                     tile_grid(probe.len()),
-                    &counts,
+                    &flags,
                     &ends,
                     &mut rows,
                 )?;
@@ -881,9 +982,10 @@ mod tests {
 
     #[test]
     fn capacity_is_read_back_from_the_table_length() {
-        assert_eq!(capacity_of(SLOT_WORDS * 3), 2);
+        assert_eq!(capacity_of(SLOT_WORDS * 5), 4);
         assert_eq!(capacity_of(SLOT_WORDS * 1025), 1024);
         assert_eq!(capacity_of(SLOT_WORDS * 1024), 0);
+        assert_eq!(capacity_of(SLOT_WORDS * 3), 0);
         assert_eq!(capacity_of(3), 0);
         assert_eq!(capacity_of(0), 0);
     }
@@ -895,27 +997,81 @@ mod tests {
         assert_ne!(!0u32, 0);
     }
 
-    #[test]
-    fn find_walks_a_table_built_on_the_host() {
-        // capacity 4: slots 0..4 and the MAX slot 4; key 9 in the slot its hash
-        // names, key MAX in its own slot.
-        let mut t = vec![0u32; SLOT_WORDS * 5];
-        let p = start(9u32, 3);
-        t[SLOT_WORDS * p] = !9;
-        t[SLOT_WORDS * p + 1] = 2;
-        t[SLOT_WORDS * p + 2] = 8;
-        t[SLOT_WORDS * 4] = 0;
-        t[SLOT_WORDS * 4 + 1] = 1;
-        t[SLOT_WORDS * 4 + 2] = 6;
-        let other = (0..100u32).find(|&k| k != 9 && start(k, 3) != p);
+    /// Puts `key` into slot `p` of the host table `t` of `capacity` slots with
+    /// `value` as its value word and `(count, head)` in the side array.
+    fn put<K: Key>(t: &mut [K], capacity: usize, p: usize, key: K, value: K, side: (u32, u32)) {
+        t[key_word(p)] = !key;
+        t[key_word(p) + BUCKET] = value;
+        t[side_word(p, capacity)] = K::word(side.0);
+        t[side_word(p, capacity) + 1] = K::word(side.1);
+    }
+
+    fn find_walks_a_table_built_on_the_host<K: Key + core::fmt::Debug>(keys: &[K])
+    where
+        [K; 2]: Vector,
+    {
+        // capacity 8: buckets 0 and 1, the MAX key's side entry at slot 8. The home
+        // bucket of `a` is full of other keys, so `a` sits in the next bucket
+        // (wrapping around); `b` has two build rows, the MAX key one.
+        let cap = 8;
+        let mut t = vec![K::ZERO; SLOT_WORDS * (cap + 1)];
+        let a = keys[0];
+        let home_a = home(a, cap);
+        let others: Vec<K> = keys[1..]
+            .iter()
+            .copied()
+            .filter(|&k| k != K::MAX && home(k, cap) == home_a)
+            .take(BUCKET)
+            .collect();
+        assert_eq!(others.len(), BUCKET);
+        for (j, &k) in others.iter().enumerate() {
+            put(
+                &mut t,
+                cap,
+                BUCKET * home_a + j,
+                k,
+                K::word(20 + j as u32),
+                (1, 20 + j as u32),
+            );
+        }
+        let spill = BUCKET * (1 - home_a);
+        put(&mut t, cap, spill, a, K::word(3), (1, 3));
+        let b = keys[1..]
+            .iter()
+            .copied()
+            .find(|&k| k != K::MAX && !others.contains(&k) && home(k, cap) != home_a)
+            .unwrap();
+        put(&mut t, cap, spill + 1, b, K::MAX, (2, 9));
+        put(&mut t, cap, cap, K::MAX, K::ZERO, (1, 6));
+        let missing = keys[1..]
+            .iter()
+            .copied()
+            .find(|&k| k != K::MAX && k != b && !others.contains(&k))
+            .unwrap();
+        let q = [Some(a), Some(K::MAX), Some(b), Some(missing)];
+        assert_eq!(find_rows(&t, q, true), [(1, 3), (1, 6), (2, 9), (0, 0)]);
+        assert_eq!(find_rows(&t, q, false), [(1, 0), (1, 6), (1, 0), (0, 0)]);
         assert_eq!(
-            find_rows(&t, [Some(9u32), Some(u32::MAX), other, None]),
-            [(2, 8), (1, 6), (0, 0), (0, 0)]
+            find_rows(&t, [None, Some(others[2]), None, None], true)[1],
+            (1, 22)
         );
-        t[SLOT_WORDS * 4 + 1] = 0;
+        // The MAX key with no build row: its count is 0.
+        t[side_word(cap, cap)] = K::ZERO;
         assert_eq!(
-            find_rows(&t, [None, Some(u32::MAX), None, None]),
+            find_rows(&t, [None, Some(K::MAX), None, None], true),
             [(0, 0); 4]
         );
+    }
+
+    #[test]
+    fn find_walks_a_table_built_on_the_host_u32() {
+        let keys: Vec<u32> = (0..1000).collect();
+        find_walks_a_table_built_on_the_host(&keys);
+    }
+
+    #[test]
+    fn find_walks_a_table_built_on_the_host_u64() {
+        let keys: Vec<u64> = (0..1000).map(|k| k << 40).collect();
+        find_walks_a_table_built_on_the_host(&keys);
     }
 }

@@ -124,6 +124,7 @@ for_each_key!(
     zero_and_max_keys,
     sizes_around_the_tile,
     large_random,
+    hundred_million_probe_rows,
 );
 
 fn empty_build<K: TestKey>() {
@@ -234,6 +235,46 @@ fn large_random<K: TestKey>() {
         })
         .collect();
     assert!(check::<K>(&rt, &build, &probe) >= p / 3);
+}
+
+/// 10^8 probe rows against 2^24 distinct build keys: probe row `j` has build row
+/// `j mod 2^25`'s key, which exists when that is below 2^24 (about half the rows
+/// match), so every result is known without a CPU join.
+fn hundred_million_probe_rows<K: TestKey>() {
+    let (b, p) = (1usize << 24, 100_000_000usize);
+    if !within_test_cap(p) {
+        return;
+    }
+    let rt = gpu_runtime();
+    let s = rt.new_stream().unwrap();
+    // Distinct `i` below 2^32 give distinct keys (an odd multiplier is a bijection).
+    let key = |i: usize| K::from_u64((i as u32).wrapping_mul(0x9E37_79B1) as u64);
+    let build: Vec<K> = (0..b).map(key).collect();
+    let probe: Vec<K> = (0..p).map(|j| key(j % (2 * b))).collect();
+    let bb = rt.upload_on(&s, &build).unwrap();
+    let pb = rt.upload_on(&s, &probe).unwrap();
+    let table = JoinTable::build(&s, &bb).unwrap();
+    let matches = |j: usize| j % (2 * b) < b;
+    let kept: Vec<u32> = (0..p).filter(|&j| matches(j)).map(|j| j as u32).collect();
+    let pairs = table.inner_join(&s, &pb).unwrap();
+    let build_rows = pairs.build_rows.download(&s).unwrap();
+    assert_eq!(pairs.probe_rows.download(&s).unwrap(), kept);
+    assert!(
+        kept.iter()
+            .zip(&build_rows)
+            .all(|(&j, &r)| r as usize == j as usize % (2 * b)),
+        "an inner join pair names the wrong build row"
+    );
+    drop(pairs);
+    assert_eq!(
+        table.semi_join(&s, &pb).unwrap().download(&s).unwrap(),
+        kept
+    );
+    let dropped: Vec<u32> = (0..p).filter(|&j| !matches(j)).map(|j| j as u32).collect();
+    assert_eq!(
+        table.anti_join(&s, &pb).unwrap().download(&s).unwrap(),
+        dropped
+    );
 }
 
 #[test]
