@@ -110,6 +110,12 @@ for line in sys.stdin:
         print("bundled example-" + name)
 ' "$bundle" "$example"
 done
+# The distributed join's bench (one GPU against two, in one process); run by hand
+# on a machine of two GPUs, not by run.sh.
+if [[ " $modes " == *" bench "* ]]; then
+  cargo build -p distributed --bin join_bench --profile gpu
+  cp "${CARGO_TARGET_DIR:-target}/gpu/join_bench" "$bundle/bin/join_bench" && echo "bundled join_bench"
+fi
 # The report generator (run.sh runs it after the benches) and the peers bench:
 # xlog against CubeCL and cudarc in one process. The peers bench is a workspace of
 # its own so that the root workspace's builds and tests never compile CubeCL.
