@@ -25,8 +25,12 @@ const COOPERATIVE: &[&str] = &[
     "inclusive_scan_u64",
     "inclusive_scan_f32",
     "inclusive_max_scan_u32",
-    "transpose_f32",
-    "transpose_f64",
+    "transpose__u32",
+    "transpose__i32",
+    "transpose__f32",
+    "transpose__u64",
+    "transpose__i64",
+    "transpose__f64",
 ];
 const TYPES: &[&str] = &["f32", "f64", "i32", "u32", "u64"];
 
@@ -285,8 +289,7 @@ fn every_launcher_agrees_with_the_device_build() {
         p::inclusive_scan_u64::check_abi,
         p::inclusive_scan_f32::check_abi,
         p::inclusive_max_scan_u32::check_abi,
-        p::transpose_f32::check_abi,
-        p::transpose_f64::check_abi,
+        p::transpose::check_abi_all,
     ] {
         check().unwrap();
     }
@@ -476,7 +479,7 @@ fn every_shared_memory_access_is_a_32_bit_word() {
         "block_sum_u64",
         "warp_collectives_u64",
         "inclusive_scan_u64",
-        "transpose_f64",
+        "transpose__f64",
     ] {
         let n = accesses.iter().filter(|(f, _)| f == kernel).count();
         if kernel == "warp_collectives_u64" {
