@@ -218,7 +218,10 @@ impl<T: Shuffle> TransposeOut<'_, T, 32> {
         let n = crate::thread::block_dim().x as usize;
         let t = crate::thread::thread_idx().x as usize;
         if n == STAGE_THREADS {
-            let (r, c) = (t / 32, t % 32);
+            // `t < 256`, so `t / 32 < 8`: the `% 8` tells the compiler, which then
+            // drops the slot checks of `Stage` (a panic branch between a load and
+            // its store keeps ptxas from issuing the four loads together).
+            let (r, c) = ((t / 32) % 8, t % 32);
             // A whole tile inside the shape and inside `x` (whose length the
             // caller chose) needs no check per element: every index below is at
             // most `(r0 + 31)·cols + c0 + 31`.

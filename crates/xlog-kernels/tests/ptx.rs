@@ -734,6 +734,13 @@ fn the_reductions_keep_four_loads_in_flight() {
         let kernel = format!("sort_histogram__{t}");
         assert!(four_loads_in_flight(MODULE.ptx(), &kernel), "{kernel}");
     }
+    // The transpose reads a thread's four elements of a tile before storing any: a
+    // loop storing each as it arrives kept one load in flight and the transpose at
+    // 0.27x a copy on an H200 (`bench/runs/2026-11-28-bench`).
+    for t in LIBRARY_TYPES {
+        let kernel = format!("transpose__{t}");
+        assert!(four_loads_in_flight(MODULE.ptx(), &kernel), "{kernel}");
+    }
     // The check tells them apart: the scan's four loads of one tile each sit
     // behind their own alignment test.
     assert!(!four_loads_in_flight(
