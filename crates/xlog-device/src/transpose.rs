@@ -203,6 +203,15 @@ impl<T: Shuffle> TransposeOut<'_, T, 32> {
     ///
     /// When an element of the tile lies past the end of `x` (`x` shorter than the
     /// `rows × cols` the output's shape implies).
+    ///
+    /// The staging tile holds 32 × 32 elements, so other tile sizes have no such
+    /// method:
+    ///
+    /// ```compile_fail
+    /// fn f(out: &mut xlog_device::transpose::TransposeOut<'_, f32, 64>, x: &[f32]) {
+    ///     out.transpose_tile(x);
+    /// }
+    /// ```
     #[inline(always)]
     #[track_caller]
     pub fn transpose_tile(&mut self, x: &[T]) {
