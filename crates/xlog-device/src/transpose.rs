@@ -29,6 +29,12 @@
 //! }
 //! ```
 //!
+//! For 32 × 32 tiles, [`TransposeOut::transpose_tile`] is that whole body in one
+//! call, written for speed: with 256 threads a block each thread reads its four
+//! input elements before storing any (the loop above keeps one load in flight per
+//! thread), through a staging tile that only it reaches, and a tile that lies
+//! inside the matrix and the input slice is checked once instead of per element.
+//!
 //! The shared tile has `TILE + 1` slots a row ([`TransposeTile::SLOTS`]), so the
 //! column-wise reads of the store phase fall in different banks. It is a
 //! [`Padded<TILE>`](crate::shared::Padded) tile (`padded_tile::<TILE>()`), written
@@ -63,11 +69,21 @@
 //! no two threads of the block hold one slot. A [`LocalIndex`](crate::thread::LocalIndex)
 //! (slot `s` of thread `s mod blockDim.x`) cannot index that tile, nor a
 //! `PaddedSlot` a [`Linear`](crate::shared::Linear) one.
+//!
+//! [`TransposeOut::transpose_tile`] writes, in thread `t`, the elements of items
+//! `t, t + blockDim.x, …` of the transposed tile: the ones its `TransposedIndex`es
+//! from `stores()` would name, so the argument above holds. Its unchecked path runs
+//! only for a tile inside the shape (so every output index is below `cols · rows ≤
+//! len`) whose last input index is below `x.len()`; its staging array is private, of
+//! `2 · 32 · 33` words, and every access to it is a relaxed 4-byte atomic of an
+//! in-bounds word, as every safe shared-memory access is, so a call on a divergent
+//! path gives unspecified numbers, never a data race (see `docs/SOUNDNESS.md`).
 
 use core::marker::PhantomData;
 use core::ops::{Index, IndexMut};
 
 use crate::thread::{BlockStride, ThreadBound};
+use crate::warp::Shuffle;
 
 /// The device side of a `write(out per transposed(TILE, rows))` parameter: the
 /// `cols × rows` output of a transpose of a `rows × cols` input. See the
@@ -152,6 +168,222 @@ impl<'a, T, const TILE: usize> TransposeOut<'a, T, TILE> {
             self.cols(),
             crate::thread::block_idx().x as usize,
         )
+    }
+}
+
+/// Threads per block of [`TransposeOut::transpose_tile`]'s unrolled path: 32 × 8,
+/// each moving [`STAGE_ITEMS`] elements of a 32 × 32 tile.
+pub const STAGE_THREADS: usize = 256;
+
+/// Elements each thread moves in [`TransposeOut::transpose_tile`]'s unrolled path:
+/// `32 · 32 / STAGE_THREADS`, rows `r, r + 8, r + 16, r + 24` of column `t mod 32`.
+pub const STAGE_ITEMS: usize = 32 * 32 / STAGE_THREADS;
+
+/// Words of one plane of the staging tile: 32 rows of 33 (the padding column puts
+/// the column-wise reads of the store phase in 32 different banks).
+const PLANE: usize = 32 * 33;
+
+impl<T: Shuffle> TransposeOut<'_, T, 32> {
+    /// Transposes this block's 32 × 32 tile of `x` into the output: the whole
+    /// step of a transpose kernel, `#[xlog_kernel(read(x), write(out per
+    /// transposed(32, rows)))]` with the body `out.transpose_tile(x)`.
+    ///
+    /// Blocks past [`tiles()`](Self::tiles) return at once. With
+    /// [`STAGE_THREADS`] threads a block, each thread first reads its
+    /// [`STAGE_ITEMS`] input elements (rows `t / 32 + 8k`, column `t mod 32` of the
+    /// tile) and only then stores them into a staging tile that only this function
+    /// reaches, so the reads are in flight together; after the barrier it reads its
+    /// four transposed elements back and writes them out, coalesced on both sides,
+    /// and waits at a second barrier, which leaves the tile free for another call.
+    /// Other block sizes take the same steps one element at a time. Every thread
+    /// of the block must call it (see the module's # Soundness for what a call on
+    /// a divergent path gives).
+    ///
+    /// # Panics
+    ///
+    /// When an element of the tile lies past the end of `x` (`x` shorter than the
+    /// `rows × cols` the output's shape implies).
+    ///
+    /// The staging tile holds 32 × 32 elements, so other tile sizes have no such
+    /// method:
+    ///
+    /// ```compile_fail
+    /// fn f(out: &mut xlog_device::transpose::TransposeOut<'_, f32, 64>, x: &[f32]) {
+    ///     out.transpose_tile(x);
+    /// }
+    /// ```
+    #[inline(always)]
+    #[track_caller]
+    pub fn transpose_tile(&mut self, x: &[T]) {
+        let Some(tile) = self.tile() else { return };
+        let stage = crate::static_shared!(XLOG_TRANSPOSE_STAGE: [u32; 2 * PLANE]);
+        let stage = Stage {
+            words: stage.as_mut_ptr(),
+            _owner: stage.owner(),
+        };
+        let (rows, cols) = (self.rows, tile.cols);
+        // Input origin of the tile; its output origin is (c0, r0).
+        let (r0, c0) = (tile.tr * 32, tile.tc * 32);
+        let n = crate::thread::block_dim().x as usize;
+        let t = crate::thread::thread_idx().x as usize;
+        if n == STAGE_THREADS {
+            // `t < 256`, so `t / 32 < 8`: the `% 8` tells the compiler, which then
+            // drops the slot checks of `Stage` (a panic branch between a load and
+            // its store keeps ptxas from issuing the four loads together).
+            let (r, c) = ((t / 32) % 8, t % 32);
+            // A whole tile inside the shape and inside `x` (whose length the
+            // caller chose) needs no check per element: every index below is at
+            // most `(r0 + 31)·cols + c0 + 31`.
+            let whole = r0 + 32 <= rows && c0 + 32 <= cols && (r0 + 31) * cols + c0 + 31 < x.len();
+            if whole {
+                let base = (r0 + r) * cols + c0 + c;
+                let v: [T; STAGE_ITEMS] = core::array::from_fn(|k| {
+                    // SAFETY: `base + 8k·cols = (r0 + r + 8k)·cols + c0 + c` with
+                    // `r + 8k <= 31` and `c <= 31`: at most the index `whole`
+                    // checked against `x.len()`.
+                    unsafe { *x.get_unchecked(base + 8 * k * cols) }
+                });
+                for (k, v) in v.into_iter().enumerate() {
+                    stage.store((r + 8 * k) * 33 + c, v);
+                }
+                phase_barrier();
+                let v: [T; STAGE_ITEMS] = core::array::from_fn(|k| stage.load(c * 33 + r + 8 * k));
+                // Output (c0 + r + 8k, r0 + c) is input (r0 + c, c0 + r + 8k): in
+                // the shape (`whole`), so `(c0 + r + 8k)·rows + r0 + c < cols·rows
+                // <= len`.
+                let base = (c0 + r) * rows + r0 + c;
+                for (k, v) in v.into_iter().enumerate() {
+                    // SAFETY: in bounds (above); the element is the one the
+                    // `TransposedIndex` of this thread's item `t + 256k` of
+                    // `block_stride(1024)` names, which no other thread holds
+                    // (module # Soundness), and `&mut self` excludes another
+                    // reference from this thread.
+                    unsafe { self.ptr.add(base + 8 * k * rows).write(v) };
+                }
+            } else {
+                // An edge tile: the same steps, each element checked.
+                let v: [Option<T>; STAGE_ITEMS] = core::array::from_fn(|k| {
+                    let (row, col) = (r0 + r + 8 * k, c0 + c);
+                    (row < rows && col < cols).then(|| x[row * cols + col])
+                });
+                for (k, v) in v.into_iter().enumerate() {
+                    if let Some(v) = v {
+                        stage.store((r + 8 * k) * 33 + c, v);
+                    }
+                }
+                phase_barrier();
+                for k in 0..STAGE_ITEMS {
+                    let (row, col) = (c0 + r + 8 * k, r0 + c);
+                    if row < cols && col < rows {
+                        let v = stage.load(c * 33 + r + 8 * k);
+                        self.put(row, col, v);
+                    }
+                }
+            }
+        } else {
+            for e in (t..32 * 32).step_by(n.max(1)) {
+                let (r, c) = (e / 32, e % 32);
+                let (row, col) = (r0 + r, c0 + c);
+                if row < rows && col < cols {
+                    stage.store(r * 33 + c, x[row * cols + col]);
+                }
+            }
+            phase_barrier();
+            for e in (t..32 * 32).step_by(n.max(1)) {
+                let (r, c) = (e / 32, e % 32);
+                let (row, col) = (c0 + r, r0 + c);
+                if row < cols && col < rows {
+                    let v = stage.load(c * 33 + r);
+                    self.put(row, col, v);
+                }
+            }
+        }
+        crate::barrier::sync_threads();
+    }
+
+    /// Writes output element `(row, col)`, which the caller checked is inside the
+    /// shape and is this thread's.
+    #[inline(always)]
+    fn put(&mut self, row: usize, col: usize, v: T) {
+        let i = TransposedIndex::<32> {
+            row,
+            col,
+            _thread: ThreadBound::here(),
+        };
+        self[i] = v;
+    }
+}
+
+/// The barrier between the load and the store phase of
+/// [`TransposeOut::transpose_tile`]: the block barrier (in the unit tests, skipped
+/// when a test asks for the broken variant, to show the check catches it).
+#[inline(always)]
+fn phase_barrier() {
+    #[cfg(test)]
+    if tests::SKIP_PHASE_BARRIER.with(|s| s.get()) {
+        return;
+    }
+    crate::barrier::sync_threads();
+}
+
+/// The staging tile of [`TransposeOut::transpose_tile`]: two planes of 32 × 33
+/// words (the low and the high words of each element), reached by nothing else.
+/// Every access is a relaxed 4-byte atomic on an in-bounds aligned word
+/// ([`store_word`](crate::shared::store_word)), as every safe shared-memory access
+/// is, so a misuse (a call on a divergent path, two calls racing) gives
+/// unspecified numbers, never a data race.
+struct Stage {
+    words: *mut u32,
+    _owner: crate::shared::Owner,
+}
+
+impl Stage {
+    /// Stores `v` in slot `s` (`s < 32 · 33`): its low word in plane 0, its high
+    /// word (64-bit `T`) in plane 1.
+    #[inline(always)]
+    #[track_caller]
+    fn store<T: Shuffle>(&self, s: usize, v: T) {
+        self._owner.check();
+        assert_slot(s);
+        let (lo, hi) = v.__to_bits();
+        // SAFETY: `s < PLANE` (above), so `s` and `PLANE + s` are words of the
+        // `2·PLANE`-word static array, which this block owns (checked above), aligned
+        // to 4; every access to it is one of these 4-byte atomics.
+        unsafe {
+            crate::shared::store_word(self.words.add(s), lo);
+            if T::__WIDE {
+                crate::shared::store_word(self.words.add(PLANE + s), hi);
+            }
+        }
+    }
+
+    /// Loads slot `s` (`s < 32 · 33`).
+    #[inline(always)]
+    #[track_caller]
+    fn load<T: Shuffle>(&self, s: usize) -> T {
+        self._owner.check();
+        assert_slot(s);
+        // SAFETY: as in `store`.
+        let (lo, hi) = unsafe {
+            let lo: u32 = crate::shared::load_word(self.words.add(s));
+            let hi: u32 = if T::__WIDE {
+                crate::shared::load_word(self.words.add(PLANE + s))
+            } else {
+                0
+            };
+            (lo, hi)
+        };
+        T::__from_bits(lo, hi)
+    }
+}
+
+/// The slots `transpose_tile` computes are `r·33 + c` with `r, c < 32`; the check
+/// folds away on the device when the compiler sees that bound.
+#[inline(always)]
+#[track_caller]
+fn assert_slot(s: usize) {
+    if s >= PLANE {
+        crate::panic::cold::out_of_bounds("transpose stage ", PLANE, s);
     }
 }
 
@@ -508,6 +740,122 @@ mod tests {
             for threads in [1, 3, 16, 20] {
                 simulate(rows, cols, threads);
             }
+        }
+    }
+
+    std::thread_local! {
+        /// Set by a test to run `transpose_tile` without its phase barrier.
+        pub(super) static SKIP_PHASE_BARRIER: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    }
+
+    /// Runs `transpose_tile` on the simulator over a `rows × cols` matrix of `T`
+    /// with `threads` per block and two spare blocks, the output between guard
+    /// elements, and returns the output and whether the guards are intact; `x` may
+    /// be shorter than `rows · cols`.
+    fn simulate_tile<T: Shuffle + Send + Sync + PartialEq + core::fmt::Debug>(
+        x: &[T],
+        rows: usize,
+        cols: usize,
+        threads: u32,
+        guard: T,
+    ) -> Result<Vec<T>, crate::sim::Fault> {
+        let len = rows * cols;
+        let mut mem = std::vec![guard; len + 2];
+        let out = mem[1..].as_mut_ptr() as usize;
+        let tiles = rows.div_ceil(32) * cols.div_ceil(32);
+        let launch = crate::sim::Launch {
+            grid: crate::Dim3 {
+                x: tiles as u32 + 2,
+                y: 1,
+                z: 1,
+            },
+            block: crate::Dim3 {
+                x: threads,
+                y: 1,
+                z: 1,
+            },
+            dynamic_shared_bytes: 0,
+        };
+        let res = crate::sim::run(
+            &launch,
+            &|| {
+                // SAFETY: `mem[1..=len]` outlives the launch; every thread builds
+                // its view from the same pointer and shape, as a kernel does.
+                let mut view =
+                    unsafe { TransposeOut::<T, 32>::__from_raw_parts(out as *mut T, len, rows) };
+                view.transpose_tile(x);
+            },
+            // One worker: the calling thread, whose `SKIP_PHASE_BARRIER` counts.
+            1,
+        );
+        assert_eq!(
+            (mem[0], mem[len + 1]),
+            (guard, guard),
+            "{rows} × {cols}: written outside the output"
+        );
+        res.map(|()| mem[1..=len].to_vec())
+    }
+
+    fn transposed<T: Copy>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
+        (0..rows * cols)
+            .map(|o| x[(o % rows) * cols + o / rows])
+            .collect()
+    }
+
+    #[test]
+    fn transpose_tile_matches_the_cpu_on_awkward_shapes_and_block_sizes() {
+        for (rows, cols) in [
+            (0, 5),
+            (5, 0),
+            (1, 1),
+            (1, 70),
+            (70, 1),
+            (32, 32),
+            (33, 31),
+            (64, 96),
+            (45, 70),
+        ] {
+            let x: Vec<u32> = (0..rows * cols).map(|i| i as u32 * 3 + 1).collect();
+            for threads in [256, 100, 32, 1024] {
+                let got = simulate_tile(&x, rows, cols, threads, u32::MAX).unwrap();
+                assert_eq!(
+                    got,
+                    transposed(&x, rows, cols),
+                    "{rows} × {cols}, {threads} threads"
+                );
+            }
+            let y: Vec<f64> = (0..rows * cols).map(|i| i as f64 * -0.5 - 1e12).collect();
+            let got = simulate_tile(&y, rows, cols, 256, f64::MAX).unwrap();
+            assert_eq!(got, transposed(&y, rows, cols), "f64 {rows} × {cols}");
+        }
+    }
+
+    /// The phase barrier is what makes the values right: without it the first
+    /// thread of a block reads slots no thread has stored yet.
+    #[test]
+    fn transpose_tile_without_its_phase_barrier_gives_wrong_values() {
+        let (rows, cols) = (64, 64);
+        let x: Vec<u32> = (0..rows * cols).map(|i| i as u32).collect();
+        SKIP_PHASE_BARRIER.with(|s| s.set(true));
+        let got = simulate_tile(&x, rows, cols, 256, u32::MAX);
+        SKIP_PHASE_BARRIER.with(|s| s.set(false));
+        assert_ne!(got.unwrap(), transposed(&x, rows, cols));
+    }
+
+    /// A whole tile reads `x` without a check per element, after one check of its
+    /// last index: an input shorter than the shape stops the kernel with a bounds
+    /// panic instead of reading past it (here into the rest of a longer vector).
+    #[test]
+    fn transpose_tile_refuses_an_input_shorter_than_its_shape() {
+        let (rows, cols) = (64, 64);
+        let x: Vec<u32> = (0..rows * cols).map(|i| i as u32).collect();
+        let short = &x[..rows * cols - 1];
+        match simulate_tile(short, rows, cols, 256, u32::MAX) {
+            Err(crate::sim::Fault::Panic(p)) => {
+                let m = std::format!("{p}");
+                assert!(m.contains("index out of bounds"), "{m}");
+            }
+            other => panic!("a short input was read past its end: {other:?}"),
         }
     }
 

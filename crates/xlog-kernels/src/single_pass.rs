@@ -4,11 +4,11 @@
 //! | kernel | tool |
 //! | --- | --- |
 //! | `inclusive_scan_{u32,u64,f32}`, [`inclusive_max_scan_u32`] | `lookback(status)`: tile = block index with a block per tile, tickets in start order when blocks loop, aggregates and prefixes published packed with their status (32-bit) or with release/acquire (64-bit); `write(out per tile(K))` |
-//! | `transpose_{f32,f64}` | `write(out per transposed(32, rows))`: a shared tile, coalesced on both sides |
+//! | [`transpose`] (`u32`, `i32`, `f32`, `u64`, `i64`, `f64`) | `write(out per transposed(32, rows))`: [`TransposeOut::transpose_tile`](xlog::device::view::TransposeOut::transpose_tile), a padded shared tile, coalesced on both sides |
 
 use xlog::device::lookback::{self, LookBack};
 use xlog::device::vector::Vector;
-use xlog::device::view::{Out, Tiles, TransposeOut};
+use xlog::device::view::{Out, Tiles};
 use xlog::device::warp::Shuffle;
 use xlog::prelude::*;
 
@@ -73,41 +73,20 @@ pub fn inclusive_max_scan_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
     scan_tiles(x, out, status, 0, u32::max);
 }
 
-macro_rules! transpose {
-    ($name:ident, $t:ty, $shared:ident) => {
-        #[doc = concat!("`out` (`cols × rows`) = the transpose of `x` (`rows × cols`, row-major) for `", stringify!($t), "`:")]
-        /// block `b` moves tile `b` of 32 × 32 elements through shared memory, reading
-        /// and writing whole rows. Needs `out.tiles()` blocks (more do nothing), of
-        /// any size.
-        #[xlog_kernel(read(x), write(out per transposed(32, rows)))]
-        pub fn $name(x: &[$t], out: &mut [$t], rows: usize) {
-            // The view carries the shape: `rows` came with it.
-            let _ = rows;
-            transpose_tile(x, out, xlog::device::static_shared!($shared: [$t; 32 * 33]).padded_tile());
-        }
-    };
+/// `out` (`cols × rows`) = the transpose of `x` (`rows × cols`, row-major): block
+/// `b` moves tile `b` of 32 × 32 elements through shared memory, reading and
+/// writing whole rows ([`TransposeOut::transpose_tile`]). Needs `out.tiles()`
+/// blocks (more do nothing), of any size; 256 threads take the unrolled path,
+/// four elements a thread.
+#[xlog_kernel(
+    read(x), write(out per transposed(32, rows)),
+    for T in [u32, i32, f32, u64, i64, f64]
+)]
+pub fn transpose<T: Shuffle>(x: &[T], out: &mut [T], rows: usize) {
+    // The view carries the shape: `rows` came with it.
+    let _ = rows;
+    out.transpose_tile(x);
 }
-
-/// One block's tile of a transpose through the padded shared tile `shared`.
-#[inline(always)]
-fn transpose_tile<T: Shuffle>(
-    x: &[T],
-    out: &mut TransposeOut<'_, T, 32>,
-    mut shared: shared::Tile<T, shared::Writing, shared::Padded<32>>,
-) {
-    if let Some(tile) = out.tile() {
-        for (slot, i) in tile.loads() {
-            shared.set(slot, x[i]);
-        }
-        let shared = shared.sync();
-        for (o, slot) in tile.stores() {
-            out[o] = shared.get(slot);
-        }
-    }
-}
-
-transpose!(transpose_f32, f32, TRANSPOSE_F32);
-transpose!(transpose_f64, f64, TRANSPOSE_F64);
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
@@ -166,45 +145,74 @@ mod host {
         "The running maximum of `x`, in one pass."
     );
 
-    macro_rules! transpose_fn {
-        ($name:ident, $t:ty) => {
-            #[doc = concat!("The `cols × rows` transpose of `x`, a `rows × cols` row-major matrix of `", stringify!($t), "`.")]
-            pub fn $name(
-                s: &Stream,
-                x: &(impl ReadBuffer<$t> + ?Sized),
-                rows: usize,
-                cols: usize,
-            ) -> Result<DeviceBuffer<$t>> {
-                let x = x.as_view();
-                if rows.checked_mul(cols) != Some(x.len()) {
-                    return Err(xlog::Error::InvalidArgument {
-                        what: concat!("xlog_kernels::", stringify!($name)).to_owned(),
-                        reason: format!(
-                            "a {rows} × {cols} matrix has {} elements but the input has {}; pass its shape",
-                            rows as u128 * cols as u128,
-                            x.len()
-                        ),
-                    });
-                }
-                let mut out = s.runtime()?.alloc_zeroed_on::<$t>(s, x.len())?;
-                if x.is_empty() {
-                    return Ok(out);
-                }
-                let tiles = rows.div_ceil(32) * cols.div_ceil(32);
-                let cfg = LaunchConfig::new([tiles as u32, 1, 1], [256, 1, 1]);
-                crate::single_pass::$name::launch(s, cfg, &x, &mut out, rows)?;
-                Ok(out)
-            }
+    /// The `cols × rows` transpose of `x`, a `rows × cols` row-major matrix of
+    /// 32- or 64-bit numbers: one launch of [`transpose`](super::transpose), a
+    /// 256-thread block per 32 × 32 tile.
+    ///
+    /// # Errors
+    ///
+    /// [`xlog::Error::InvalidArgument`] when `rows × cols` is not `x.len()`
+    /// (nothing is allocated or queued); launch and allocation errors otherwise.
+    pub fn transpose_matrix<T: super::TransposeType + xlog::DeviceCopy>(
+        s: &Stream,
+        x: &(impl ReadBuffer<T> + ?Sized),
+        rows: usize,
+        cols: usize,
+    ) -> Result<DeviceBuffer<T>> {
+        let x = x.as_view();
+        if rows.checked_mul(cols) != Some(x.len()) {
+            return Err(xlog::Error::InvalidArgument {
+                what: "xlog_kernels::transpose_matrix".to_owned(),
+                reason: format!(
+                    "a {rows} × {cols} matrix has {} elements but the input has {}; pass its shape",
+                    rows as u128 * cols as u128,
+                    x.len()
+                ),
+            });
+        }
+        let mut out = s.runtime()?.alloc_zeroed_on::<T>(s, x.len())?;
+        if x.is_empty() {
+            return Ok(out);
+        }
+        let tiles = rows.div_ceil(32) * cols.div_ceil(32);
+        let Ok(blocks) = u32::try_from(tiles) else {
+            return Err(xlog::Error::InvalidArgument {
+                what: "xlog_kernels::transpose_matrix".to_owned(),
+                reason: format!(
+                    "a {rows} × {cols} matrix has {tiles} tiles of 32 × 32, more than a launch's {} blocks",
+                    u32::MAX
+                ),
+            });
         };
+        let cfg = LaunchConfig::new([blocks, 1, 1], [256, 1, 1]);
+        crate::single_pass::transpose::launch(s, cfg, &x, &mut out, rows)?;
+        Ok(out)
     }
 
-    transpose_fn!(transpose_f32, f32);
-    transpose_fn!(transpose_f64, f64);
+    /// [`transpose_matrix`] of `f32`s.
+    pub fn transpose_f32(
+        s: &Stream,
+        x: &(impl ReadBuffer<f32> + ?Sized),
+        rows: usize,
+        cols: usize,
+    ) -> Result<DeviceBuffer<f32>> {
+        transpose_matrix(s, x, rows, cols)
+    }
+
+    /// [`transpose_matrix`] of `f64`s.
+    pub fn transpose_f64(
+        s: &Stream,
+        x: &(impl ReadBuffer<f64> + ?Sized),
+        rows: usize,
+        cols: usize,
+    ) -> Result<DeviceBuffer<f64>> {
+        transpose_matrix(s, x, rows, cols)
+    }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::{
     inclusive_max_scan_u32 as max_scan_u32, inclusive_scan_f32 as scan_f32,
     inclusive_scan_u32 as scan_u32, inclusive_scan_u64 as scan_u64,
-    transpose_f32 as transpose_matrix_f32, transpose_f64 as transpose_matrix_f64,
+    transpose_f32 as transpose_matrix_f32, transpose_f64 as transpose_matrix_f64, transpose_matrix,
 };

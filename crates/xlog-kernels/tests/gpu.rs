@@ -620,41 +620,58 @@ mod single_pass {
         }
     }
 
-    #[test]
-    fn transposes_match_the_cpu_on_awkward_shapes() {
-        let rt = gpu_runtime();
-        let (p, c) = streams(&rt);
+    /// Transposes `rows × cols` matrices of `T` and checks them against the CPU.
+    fn transposes_of<T>(rt: &Runtime, p: &Stream, c: &Stream, seed: u64, sample: fn(u64) -> T)
+    where
+        T: k::TransposeType + xlog::DeviceCopy + PartialEq + std::fmt::Debug,
+    {
         for (rows, cols) in [
-            (1usize, 1usize),
+            (0usize, 0usize),
+            (0, 7),
+            (7, 0),
+            (1, 1),
             (1, 1000),
             (1000, 1),
             (33, 65),
             (32, 32),
             (31, 33),
+            (64, 96),
             (1000, 1003),
             (4099, 4097),
         ] {
             if !within_cap(rows * cols) {
                 continue;
             }
-            let x = data::<f32>((rows * 7 + cols) as u64, rows * cols);
-            let xb = rt.upload_on(&p, &x).unwrap();
-            let got = xlog_kernels::transpose_matrix_f32(&c, &xb, rows, cols)
+            let mut r = Rng::from_state((seed ^ (rows * 7 + cols) as u64) | 1);
+            let x: Vec<T> = (0..rows * cols).map(|_| sample(r.next_u64())).collect();
+            let xb = rt.upload_on(p, &x).unwrap();
+            let got = k::transpose_matrix(c, &xb, rows, cols)
                 .unwrap()
-                .download(&c)
+                .download(c)
                 .unwrap();
-            assert_transposed(&got, &x, rows, &format!("{rows} × {cols}"));
-            let y = data::<f64>((rows * 5 + cols) as u64, rows * cols);
-            let yb = rt.upload_on(&p, &y).unwrap();
-            let got = xlog_kernels::transpose_matrix_f64(&c, &yb, rows, cols)
-                .unwrap()
-                .download(&c)
-                .unwrap();
-            assert_transposed(&got, &y, rows, &format!("f64 {rows} × {cols}"));
+            assert_eq!(got.len(), x.len());
+            let what = format!("{} {rows} × {cols}", std::any::type_name::<T>());
+            assert_transposed(&got, &x, rows, &what);
         }
+    }
+
+    #[test]
+    fn transposes_match_the_cpu_on_awkward_shapes() {
+        let rt = gpu_runtime();
+        let (p, c) = streams(&rt);
+        transposes_of(&rt, &p, &c, 1, |b| b as u32);
+        transposes_of(&rt, &p, &c, 2, |b| b as i32);
+        transposes_of(&rt, &p, &c, 3, |b| (b % 20_001) as f32 / 100.0 - 100.0);
+        transposes_of(&rt, &p, &c, 4, |b| b);
+        transposes_of(&rt, &p, &c, 5, |b| b as i64);
+        transposes_of(&rt, &p, &c, 6, |b| (b as i64 >> 11) as f64 * 0.25);
         let x = rt.upload_on(&p, &[1.0f32; 6]).unwrap();
         assert!(matches!(
             xlog_kernels::transpose_matrix_f32(&c, &x, 4, 2),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            k::transpose_matrix(&c, &x, usize::MAX, 2),
             Err(Error::InvalidArgument { .. })
         ));
     }
@@ -666,11 +683,11 @@ mod single_pass {
         let (rows, cols) = (70usize, 45usize);
         let x = data::<f32>(99, rows * cols);
         let xb = rt.upload_on(&s, &x).unwrap();
-        for block in [32u32, 100, 1024] {
+        for block in [32u32, 100, 256, 1024] {
             let mut out = rt.upload_on(&s, &vec![-1.0f32; rows * cols]).unwrap();
             let tiles = rows.div_ceil(32) * cols.div_ceil(32);
             let cfg = LaunchConfig::new([tiles as u32 + 5, 1, 1], [block, 1, 1]);
-            k::transpose_f32::launch(&s, cfg, &xb, &mut out, rows).unwrap();
+            k::transpose::launch(&s, cfg, &xb, &mut out, rows).unwrap();
             let got = out.download(&s).unwrap();
             assert_transposed(&got, &x, rows, &format!("block {block}"));
         }

@@ -550,6 +550,14 @@ pub mod peer {
 /// Every target the benches are held to. A ratio is xlog's figure over the peer's:
 /// host costs must stay at or below their bound, bandwidths and rates at or above.
 pub const TARGETS: &[Target] = &[
+    // The tiled transpose against the textbook CUDA C++ one (32 × 32 tile padded
+    // to 33 columns, 32 × 8 threads), same matrix, same process.
+    t(
+        "single_pass",
+        "transpose",
+        "CUDA C++ 32×32 padded-tile transpose via NVRTC",
+        Bound::AtLeast(0.85),
+    ),
     // Typed launch of a 3-buffer kernel (elementwise add).
     // A regression guard since graphs took over the launch-bound workloads.
     t(
