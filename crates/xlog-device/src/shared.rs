@@ -795,11 +795,12 @@ pub(crate) unsafe fn store_word<T: Shuffle>(p: *mut T, v: T) {
 }
 
 /// A relaxed atomic wrapping add to a word of shared memory, returning the old
-/// value.
+/// value: the simulator's (on the GPU, `SharedWords` adds through `window.rs`).
 ///
 /// # Safety
 ///
 /// As [`load_word`], for a `u32`.
+#[cfg(not(target_arch = "nvptx64"))]
 #[inline(always)]
 pub(crate) unsafe fn fetch_add_word(p: *mut u32, v: u32) -> u32 {
     // SAFETY: forwarded obligations.
@@ -904,24 +905,6 @@ mod word {
         /// # Safety
         /// As [`load`].
         #[inline(always)]
-        pub(in super::super) unsafe fn fetch_add(p: *mut u32, v: u32) -> u32 {
-            let r: u32;
-            // SAFETY: the caller's obligations; a 4-byte relaxed atomic add.
-            unsafe {
-                core::arch::asm!(
-                    "atom.relaxed.cta.shared.add.u32 {r}, [{a}], {v};",
-                    r = out(reg32) r,
-                    a = in(reg32) shared(p),
-                    v = in(reg32) v,
-                    options(nostack)
-                )
-            };
-            r
-        }
-
-        /// # Safety
-        /// As [`load`].
-        #[inline(always)]
         pub(in super::super) unsafe fn fetch_min(p: *mut u32, v: u32) -> u32 {
             let r: u32;
             // SAFETY: the caller's obligations; a 4-byte relaxed atomic minimum.
@@ -974,7 +957,7 @@ mod word {
         }
     }
     #[cfg(target_arch = "nvptx64")]
-    pub(super) use device::{fetch_add, fetch_add_f32, fetch_max, fetch_min, load, store};
+    pub(super) use device::{fetch_add_f32, fetch_max, fetch_min, load, store};
 
     #[cfg(not(target_arch = "nvptx64"))]
     mod host {

@@ -91,7 +91,7 @@ fn bounds(len: usize, offsets: &[u64], s: usize) -> (usize, usize) {
 /// of `x[offsets[w]..offsets[w + 1]]` under `op` (`identity` for an empty
 /// segment; nothing is written when `offsets` has no segment `w`). The lanes fold
 /// the segment's whole `K`-element chunks (one vector load each when `x` is
-/// aligned for it, [`UNROLL`] in flight per lane) and its at most `K − 1`
+/// aligned for it, four in flight per lane) and its at most `K − 1`
 /// elements before and after them one by one; the warp folds its lanes. Every
 /// thread of the warp must call it (it holds a warp collective). `op` must be
 /// associative and commutative.
