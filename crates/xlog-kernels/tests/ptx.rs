@@ -131,8 +131,11 @@ fn selection_kernels() -> Vec<String> {
                 "partition_by_flags",
                 "unique",
                 "segment_max",
+                "segment_max_warps",
                 "segment_min",
+                "segment_min_warps",
                 "segment_sum",
+                "segment_sum_warps",
             ]
             .map(|k| format!("{k}__{t}"))
         })
@@ -349,6 +352,9 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::segmented::segment_min::check_abi_all,
         xlog_kernels::segmented::segment_max::check_abi_all,
         xlog_kernels::segmented::segment_or::check_abi_all,
+        xlog_kernels::segmented::segment_sum_warps::check_abi_all,
+        xlog_kernels::segmented::segment_min_warps::check_abi_all,
+        xlog_kernels::segmented::segment_max_warps::check_abi_all,
         xlog_kernels::histogram::histogram_even::check_abi_all,
         xlog_kernels::histogram::histogram_counts::check_abi_all,
     ] {
