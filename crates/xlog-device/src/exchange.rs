@@ -34,9 +34,10 @@
 //! unchanged: every access through a `SharedWords` is a relaxed atomic load, store,
 //! add, minimum or maximum of an aligned 4-byte word inside the array it was made from (a 64-bit
 //! value is two words, low first), bounds-checked, and every bit pattern is a valid
-//! value of its types. (On the GPU, loads, stores and adds address the word from
+//! value of its types. (On the GPU, loads, stores and `u32` adds address the word from
 //! the array's 32-bit `.shared` window address plus the checked slot's byte offset,
-//! `crate::window`: the same word the generic address names.) Those are the only sizes safe code uses on shared memory, so
+//! `crate::window`: the same word the generic address names; minima, maxima and
+//! `f32` adds use the generic address.) Those are the only sizes safe code uses on shared memory, so
 //! two accesses touch the same word or disjoint ones and atomics never race: no use
 //! of a `SharedWords` is a data race, whatever index any thread passes, and even
 //! against a tile or another `SharedWords` of another type over the same bytes. What
