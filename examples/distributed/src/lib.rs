@@ -10,10 +10,11 @@
 //! collective, on two streams: `s` for its kernels, `x` for the exchange.
 //!
 //! 1. **partition**: every rank orders its rows by destination rank (the rank the
-//!    key hashes to, [`rank_of`]) with stable partitions on the destination's
-//!    bits, least significant first (`rank_bit_clear`, `compact::partition_flagged`;
-//!    one pass for two ranks), and finds where each destination's rows start
-//!    (`rank_starts`);
+//!    key hashes to, [`rank_of`]), stably, with a counting pass over the keys
+//!    (`rank_warp_counts`, one count per warp's block of rows and rank), an
+//!    exclusive sum of the counts, and one scatter of keys and values together
+//!    (`rank_scatter`); both relations are counted before either is scattered,
+//!    and the counts are read back on `x` while the scatters run ([`order_by_rank`]);
 //! 2. **exchange** (on `x`): the counts of both relations go to every rank with
 //!    one all-to-all, then each relation's rows with a group of sends and
 //!    receives (views of the ordered columns, each rank's block to it); the
@@ -32,14 +33,15 @@
 
 use std::time::{Duration, Instant};
 
-use distributed_kernels::{rank_bit_clear, rank_starts, sum_by_group, SUM_SHARED_BYTES};
+use distributed_kernels::{
+    rank_scatter, rank_starts, rank_warp_counts, sum_by_group, warps_for, SUM_SHARED_BYTES,
+};
 use xlog::nccl::{Communicator, Group, ReduceOp};
 use xlog::prelude::*;
 use xlog::{BufferView, BufferViewMut};
-use xlog_kernels::compact::partition_flagged;
 use xlog_kernels::join::{JoinPairs, JoinTable};
 
-pub use distributed_kernels::rank_of;
+pub use distributed_kernels::{rank_of, MAX_RANKS};
 
 /// Groups of the query.
 pub const GROUPS: usize = 256;
@@ -311,54 +313,160 @@ fn blocks<'a>(buf: &'a DeviceBuffer<u32>, lens: &[usize]) -> Vec<BufferView<'a, 
 }
 
 /// A relation's rows on one rank ordered by destination rank (step 1).
-struct Ordered {
-    rows: Share,
+pub struct Ordered {
+    /// The rows, those to rank 0 first, then those to rank 1, and so on, each
+    /// rank's in their order before.
+    pub rows: Share,
     /// Rows to each rank.
-    send: Vec<usize>,
+    pub send: Vec<usize>,
     /// Where each rank's rows start.
-    at: Vec<usize>,
+    pub at: Vec<usize>,
 }
 
-/// Step 1 on rank `k` of `n` (at least two): `share`'s rows ordered by
-/// destination rank, and how many go to each rank (read back: waits for `s`).
-fn partition_rows(k: &Rank, share: &Share, n: usize) -> xlog::Result<Ordered> {
+/// Step 1's counting half for one relation, enqueued on `s`: how many rows of
+/// each warp's block go to each rank, summed into where each block's rows of each
+/// rank go and where each rank's rows start.
+struct Counted<'a> {
+    share: &'a Share,
+    ranks: usize,
+    offsets: DeviceBuffer<u32>,
+    starts: DeviceBuffer<u32>,
+}
+
+/// Blocks of 256 threads (8 warps) covering `warps` warps.
+fn warp_launch(warps: usize) -> LaunchConfig {
+    LaunchConfig::new([warps.div_ceil(8) as u32, 1, 1], [256, 1, 1])
+}
+
+fn count_by_rank<'a>(
+    rt: &Runtime,
+    s: &Stream,
+    share: &'a Share,
+    ranks: usize,
+) -> xlog::Result<Counted<'a>> {
     let len = share.keys.len();
-    let cfg = LaunchConfig::for_len(len);
-    // Stable partitions on the destination's bits, least significant first, leave
-    // the rows ordered by destination.
-    let bits = usize::BITS - (n - 1).leading_zeros();
-    let pass = |cur: &Share, bit: u32| -> xlog::Result<Share> {
-        let mut flags = k.rt.alloc_zeroed_on::<u8>(&k.s, len)?;
-        if len > 0 {
-            rank_bit_clear::launch(&k.s, cfg, &cur.keys, n as u32, bit, &mut flags)?;
-        }
-        Ok(Share {
-            keys: partition_flagged(&k.s, &cur.keys, &flags)?.values,
-            values: partition_flagged(&k.s, &cur.values, &flags)?.values,
-        })
-    };
-    let mut rows = pass(share, 0)?;
-    for bit in 1..bits {
-        rows = pass(&rows, bit)?;
+    if !(1..=MAX_RANKS).contains(&ranks) || u32::try_from(len).is_err() {
+        return Err(xlog::Error::InvalidArgument {
+            what: "distributed::order_by_rank".into(),
+            reason: format!(
+                "orders at most {} rows for 1 to {MAX_RANKS} ranks; got {len} rows for {ranks} ranks",
+                u32::MAX
+            ),
+        });
     }
-    let mut starts = k.rt.alloc_zeroed_on::<u32>(&k.s, n + 1)?;
-    rank_starts::launch(
-        &k.s,
-        LaunchConfig::for_len(len + 1),
-        &rows.keys,
-        n as u32,
-        &mut starts,
-    )?;
-    let starts: Vec<usize> = starts
-        .download(&k.s)?
+    if share.values.len() != len {
+        return Err(xlog::Error::InvalidArgument {
+            what: "distributed::order_by_rank".into(),
+            reason: format!(
+                "the key column has {len} rows, the value column {}",
+                share.values.len()
+            ),
+        });
+    }
+    let warps = warps_for(len);
+    let mut starts = rt.alloc_zeroed_on::<u32>(s, ranks)?;
+    let mut counts = rt.alloc_zeroed_on::<u32>(s, ranks * warps)?;
+    let offsets = if len == 0 {
+        counts
+    } else {
+        rank_warp_counts::launch(
+            s,
+            warp_launch(warps),
+            &share.keys,
+            ranks as u32,
+            &mut counts,
+        )?;
+        let offsets = xlog_kernels::scan::exclusive_sum(s, &counts)?;
+        rank_starts::launch(
+            s,
+            LaunchConfig::for_len(ranks),
+            &offsets,
+            warps as u32,
+            &mut starts,
+        )?;
+        offsets
+    };
+    Ok(Counted {
+        share,
+        ranks,
+        offsets,
+        starts,
+    })
+}
+
+/// Step 1's second half, enqueued on `s`: the relation's keys and values in one
+/// pass each, ordered by destination rank.
+fn scatter_by_rank(rt: &Runtime, s: &Stream, c: &Counted<'_>) -> xlog::Result<Share> {
+    let len = c.share.keys.len();
+    let mut rows = Share {
+        keys: rt.alloc_zeroed_on::<u32>(s, len)?,
+        values: rt.alloc_zeroed_on::<u32>(s, len)?,
+    };
+    if len > 0 {
+        rank_scatter::launch(
+            s,
+            warp_launch(warps_for(len)),
+            &c.share.keys,
+            &c.share.values,
+            c.ranks as u32,
+            &c.offsets,
+            &mut rows.keys,
+            &mut rows.values,
+        )?;
+    }
+    Ok(rows)
+}
+
+/// Where each rank's rows start and how many there are, read back on `x`: waits
+/// only for the counting half, not for the scatter enqueued after it on `s`.
+fn sizes_of(c: &Counted<'_>, x: &Stream) -> xlog::Result<(Vec<usize>, Vec<usize>)> {
+    let len = c.share.keys.len();
+    let at: Vec<usize> = c
+        .starts
+        .download(x)?
         .into_iter()
         .map(|v| v as usize)
         .collect();
-    Ok(Ordered {
-        rows,
-        send: starts.windows(2).map(|w| w[1] - w[0]).collect(),
-        at: starts[..n].to_vec(),
-    })
+    let send = (0..c.ranks)
+        .map(|r| at.get(r + 1).copied().unwrap_or(len) - at[r])
+        .collect();
+    Ok((at, send))
+}
+
+/// Step 1 for several relations on one GPU: each relation's rows ordered by
+/// destination rank among `ranks` (at most [`MAX_RANKS`]), stably. The counting
+/// passes of every relation are enqueued on `s` first, then their scatters;
+/// the sizes are read back on `x`, so the host learns them while the scatters
+/// run.
+///
+/// # Errors
+///
+/// `InvalidArgument` when `ranks` is 0 or above [`MAX_RANKS`], a relation has
+/// more than `u32::MAX` rows or columns of different lengths; a budget refusal; a
+/// launch error.
+pub fn order_by_rank(
+    rt: &Runtime,
+    s: &Stream,
+    x: &Stream,
+    rels: &[&Share],
+    ranks: usize,
+) -> xlog::Result<Vec<Ordered>> {
+    let counted = rels
+        .iter()
+        .map(|share| count_by_rank(rt, s, share, ranks))
+        .collect::<xlog::Result<Vec<_>>>()?;
+    let rows = counted
+        .iter()
+        .map(|c| scatter_by_rank(rt, s, c))
+        .collect::<xlog::Result<Vec<_>>>()?;
+    counted
+        .iter()
+        .zip(rows)
+        .map(|(c, rows)| {
+            let (at, send) = sizes_of(c, x)?;
+            Ok(Ordered { rows, send, at })
+        })
+        .collect()
 }
 
 /// Step 2's counts on rank `k`: how many rows of each relation every rank sends
@@ -471,8 +579,9 @@ fn rank_query(k: &Rank, d: &RankData, timed: bool) -> xlog::Result<(Vec<u64>, St
         return Ok((sums, clock.steps));
     }
     let me = k.comm.rank() as usize;
-    let c = partition_rows(k, &d.customers, n)?;
-    let o = partition_rows(k, &d.orders, n)?;
+    let mut ordered = order_by_rank(&k.rt, &k.s, &k.x, &[&d.customers, &d.orders], n)?;
+    let o = ordered.pop().expect("two relations ordered");
+    let c = ordered.pop().expect("two relations ordered");
     clock.mark("partition")?;
     let recv = receive_counts(k, &[&c, &o])?;
     clock.mark("counts")?;

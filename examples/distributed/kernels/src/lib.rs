@@ -1,6 +1,6 @@
-//! Kernels of the distributed example: which rank a key goes to, the flags that
-//! order rows by it, where each rank's rows start, and the grouped sum over a
-//! local join's pairs.
+//! Kernels of the distributed example: which rank a key goes to, a stable
+//! ordering of rows by it (a counting pass and one scatter of keys and values
+//! together), and the grouped sum over a local join's pairs.
 
 use xlog::device::shared::DynamicShared;
 use xlog::prelude::*;
@@ -15,44 +15,115 @@ pub fn rank_of(key: u32, ranks: u32) -> u32 {
     x % ranks
 }
 
-/// Where each rank's rows start in `keys`, ordered by destination rank:
-/// `starts[r]` is the first row whose key goes to rank `r` or a later one, for
-/// every `r` in `0..=ranks` (so `starts[ranks] = keys.len()`). Thread `i` (one
-/// per row and one past the end) stores `i` for the ranks between the previous
-/// row's and its own: every entry is stored exactly once.
-#[xlog_kernel(read(keys), atomic(starts))]
-pub fn rank_starts(keys: &[u32], ranks: u32, starts: &mut [u32]) {
-    let i = thread::index_1d().get();
-    let n = keys.len();
-    if i > n {
-        return;
-    }
-    let mut r = if i == 0 {
-        0
-    } else {
-        rank_of(keys[i - 1], ranks) + 1
-    };
-    let here = if i == n {
-        ranks
-    } else {
-        rank_of(keys[i], ranks)
-    };
-    while r <= here {
-        if (r as usize) < starts.len() {
-            starts.store(r as usize, i as u32);
+/// Rows each warp of [`rank_warp_counts`] and [`rank_scatter`] takes: 32 lanes
+/// × [`ITEMS`] rows, lane `l` taking rows `l, l + 32, …` of the warp's block so
+/// that every load and store of a round is one coalesced access.
+pub const WARP_ROWS: usize = 32 * ITEMS;
+/// Rows per lane in [`rank_warp_counts`] and [`rank_scatter`].
+pub const ITEMS: usize = 16;
+/// The most ranks [`rank_warp_counts`] and [`rank_scatter`] order rows for: each
+/// lane keeps one counter a rank in registers.
+pub const MAX_RANKS: usize = 8;
+
+/// The warps [`rank_warp_counts`] and [`rank_scatter`] need for `rows` rows.
+pub const fn warps_for(rows: usize) -> usize {
+    rows.div_ceil(WARP_ROWS)
+}
+
+/// How many rows of each warp's block of `keys` go to each rank:
+/// `counts[r * warps + w]` for rank `r` and warp `w` (rank-major, so that the
+/// exclusive sum of `counts` is where [`rank_scatter`] writes each warp's rows of
+/// each rank), with `warps = counts.len() / ranks` ([`warps_for`]`(keys.len())`).
+/// Launch at least `warps` warps in blocks of 256 threads; `ranks` at most
+/// [`MAX_RANKS`].
+#[xlog_kernel(read(keys), atomic(counts), block = 256)]
+pub fn rank_warp_counts(keys: &[u32], ranks: u32, counts: &mut [u32]) {
+    let lane = thread::lane_id() as usize;
+    let warp = thread::index_1d().get() / 32;
+    let warps = counts.len() / ranks.max(1) as usize;
+    let first = warp * WARP_ROWS;
+    let mut mine = [0u32; MAX_RANKS];
+    for j in 0..ITEMS {
+        let i = first + j * 32 + lane;
+        if i < keys.len() {
+            let to = rank_of(keys[i], ranks) as usize;
+            for (r, c) in mine.iter_mut().enumerate() {
+                *c += (r == to) as u32;
+            }
         }
-        r += 1;
+    }
+    for (r, &c) in mine.iter().enumerate() {
+        if r < ranks as usize {
+            let total = collective::warp_reduce(c, |a, b| a + b);
+            if lane == 0 && warp < warps {
+                counts.store(r * warps + warp, total);
+            }
+        }
     }
 }
 
-/// `flags[i] = 1` when bit `bit` of `rank_of(keys[i], ranks)` is clear, else 0:
-/// one pass of a stable partition by rank, least significant bit first (rows
-/// with the flag set go first). One key per thread.
-#[xlog_kernel(read(keys), write(flags))]
-pub fn rank_bit_clear(keys: &[u32], ranks: u32, bit: u32, flags: &mut [u8]) {
-    let i = thread::index_1d();
-    if i < flags.len() && i < keys.len() {
-        flags[i] = ((rank_of(keys[i.get()], ranks) >> bit) & 1 == 0) as u8;
+/// `starts[r] = offsets[r * warps]`: where rank `r`'s rows start once ordered,
+/// from the exclusive sum of [`rank_warp_counts`]' counts. One thread a rank.
+#[xlog_kernel(read(offsets), write(starts))]
+pub fn rank_starts(offsets: &[u32], warps: u32, starts: &mut [u32]) {
+    let r = thread::index_1d();
+    if r < starts.len() {
+        starts[r] = offsets[r.get() * warps as usize];
+    }
+}
+
+/// One stable pass ordering rows by destination rank: row `i` of `keys` and
+/// `values` goes to `out_*[offsets[r * warps + w] + k]`, where `r` is the rank its
+/// key goes to, `w` its warp's block ([`WARP_ROWS`] rows) and `k` the number of
+/// rows before it in that block going to `r`. `offsets` is the exclusive sum of
+/// [`rank_warp_counts`]' counts over the same `keys` and `ranks`, `warps =
+/// offsets.len() / ranks`. Each lane loads its rows and values first, then ranks
+/// them round by round with one warp ballot a rank: no shared memory, no barrier.
+#[xlog_kernel(read(keys, values, offsets), atomic(out_keys, out_values), block = 256)]
+pub fn rank_scatter(
+    keys: &[u32],
+    values: &[u32],
+    ranks: u32,
+    offsets: &[u32],
+    out_keys: &mut [u32],
+    out_values: &mut [u32],
+) {
+    let lane = thread::lane_id() as usize;
+    let warp = thread::index_1d().get() / 32;
+    let warps = offsets.len() / ranks.max(1) as usize;
+    if warp >= warps {
+        return;
+    }
+    let first = warp * WARP_ROWS;
+    let mut next = [0u32; MAX_RANKS];
+    for (r, at) in next.iter_mut().enumerate() {
+        if r < ranks as usize {
+            *at = offsets[r * warps + warp];
+        }
+    }
+    let (mut k, mut v) = ([0u32; ITEMS], [0u32; ITEMS]);
+    for j in 0..ITEMS {
+        let i = first + j * 32 + lane;
+        if i < keys.len() && i < values.len() {
+            k[j] = keys[i];
+            v[j] = values[i];
+        }
+    }
+    for j in 0..ITEMS {
+        let i = first + j * 32 + lane;
+        let live = i < keys.len() && i < values.len();
+        let to = rank_of(k[j], ranks) as usize;
+        for (r, at) in next.iter_mut().enumerate() {
+            if r < ranks as usize {
+                let (below, count) = collective::warp_rank(live && to == r);
+                if live && to == r {
+                    let o = (*at + below) as usize;
+                    out_keys.store(o, k[j]);
+                    out_values.store(o, v[j]);
+                }
+                *at += count;
+            }
+        }
     }
 }
 

@@ -8,8 +8,9 @@ fn ptxas_accepts_every_kernel_without_spills() {
 
 #[test]
 fn every_launcher_agrees_with_the_device_build() {
+    distributed_kernels::rank_warp_counts::check_abi().unwrap();
     distributed_kernels::rank_starts::check_abi().unwrap();
-    distributed_kernels::rank_bit_clear::check_abi().unwrap();
+    distributed_kernels::rank_scatter::check_abi().unwrap();
     distributed_kernels::sum_by_group::check_abi().unwrap();
-    assert_eq!(distributed_kernels::MODULE.kernels().len(), 3);
+    assert_eq!(distributed_kernels::MODULE.kernels().len(), 4);
 }

@@ -16,21 +16,30 @@
 //! in one more round of each that waits after every step. Writes JSON lines to
 //! `$XLOG_BENCH_RESULTS` when set. Needs two GPUs (or two simulated devices, at
 //! small sizes).
+//!
+//! With one device it measures what one device can: the one-GPU round, and the
+//! partition step of a two-GPU round on the rows rank 0 would hold
+//! ([`order_by_rank`] of half the orders and customers for two ranks), checked
+//! against a stable partition on the CPU first.
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use distributed::{closed_form_sums, query, spread, Rank, RankData, Sizes, Steps, Tables};
+use distributed::{
+    closed_form_sums, order_by_rank, query, rank_of, spread, Rank, RankData, Share, Sizes, Steps,
+    Tables,
+};
 use xlog::prelude::*;
 
 fn main() -> ExitCode {
     let count = xlog::Device::count().unwrap_or(0);
-    if count < 2 {
-        eprintln!("join_bench needs two devices (found {count})");
+    if count == 0 {
+        eprintln!("join_bench needs a device (found none)");
         return ExitCode::from(2);
     }
-    match run() {
+    let result = if count == 1 { run_one() } else { run() };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -69,6 +78,20 @@ impl Out {
              \"contender\":\"{contender}\",\"value\":{value},\"unit\":\"{unit}\"}}"
         ));
     }
+
+    /// Appends the lines to `$XLOG_BENCH_RESULTS` when set.
+    fn write(&self) {
+        if let Some(path) = std::env::var_os("XLOG_BENCH_RESULTS") {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .expect("XLOG_BENCH_RESULTS names a writable file");
+            for l in &self.lines {
+                writeln!(f, "{l}").expect("writing the results");
+            }
+        }
+    }
 }
 
 fn steps_table(name: &str, steps: &[Steps]) {
@@ -79,7 +102,8 @@ fn steps_table(name: &str, steps: &[Steps]) {
     }
 }
 
-fn run() -> xlog::Result<()> {
+/// The sizes and rounds from the command line, or the defaults.
+fn sizes_and_rounds() -> (Sizes, usize) {
     let sim = xlog::sim::is_active();
     let (orders, customers) = if sim {
         (1 << 16, 1 << 12)
@@ -90,7 +114,158 @@ fn run() -> xlog::Result<()> {
         orders: arg(1, orders),
         customers: arg(2, customers),
     };
-    let rounds = arg(3, if sim { 1 } else { 7 });
+    (sizes, arg(3, if sim { 1 } else { 7 }))
+}
+
+/// Every second row of `col`, from row 0: the share rank 0 of two holds.
+fn half(col: &[u32]) -> Vec<u32> {
+    col.iter().step_by(2).copied().collect()
+}
+
+/// `keys` and `values` stably ordered by destination rank among `ranks`, on the CPU.
+fn cpu_order(keys: &[u32], values: &[u32], ranks: u32) -> (Vec<u32>, Vec<u32>) {
+    let mut rows: Vec<(u32, u32)> = keys.iter().copied().zip(values.iter().copied()).collect();
+    rows.sort_by_key(|&(k, _)| rank_of(k, ranks));
+    rows.into_iter().unzip()
+}
+
+/// One device: the one-GPU round, and the partition of rank 0's share of a
+/// two-GPU round (the step one GPU can run alone), both timed.
+fn run_one() -> xlog::Result<()> {
+    let (sizes, rounds) = sizes_and_rounds();
+    let rt = Runtime::get(0)?;
+    let one = Rank::all(std::slice::from_ref(&rt))?;
+    let k = &one[0];
+    println!(
+        "one device: {} (the two-GPU round needs two)",
+        rt.device().info().name
+    );
+    let mut out = Out { lines: Vec::new() };
+
+    // The partition against a stable partition on the CPU, at a small size.
+    let t = Tables::generate(Sizes {
+        orders: sizes.orders.min(1 << 20),
+        customers: sizes.customers.min(1 << 16),
+    });
+    for ranks in [2, 3, 8] {
+        let shares =
+            [(&t.c_key, &t.c_group), (&t.o_customer, &t.o_amount)].map(|(keys, values)| {
+                Ok::<_, xlog::Error>(Share {
+                    keys: rt.upload_on(&k.s, keys)?,
+                    values: rt.upload_on(&k.s, values)?,
+                })
+            });
+        let [c, o] = shares;
+        let (c, o) = (c?, o?);
+        let ordered = order_by_rank(&rt, &k.s, &k.x, &[&c, &o], ranks)?;
+        for ((keys, values), got) in [(&t.c_key, &t.c_group), (&t.o_customer, &t.o_amount)]
+            .into_iter()
+            .zip(&ordered)
+        {
+            let (want_keys, want_values) = cpu_order(keys, values, ranks as u32);
+            assert_eq!(
+                got.rows.keys.download(&k.s)?,
+                want_keys,
+                "{ranks} ranks: keys"
+            );
+            assert_eq!(
+                got.rows.values.download(&k.s)?,
+                want_values,
+                "{ranks} ranks: values"
+            );
+            let mut at = 0;
+            for (r, (&start, &len)) in got.at.iter().zip(&got.send).enumerate() {
+                assert_eq!(start, at, "{ranks} ranks: where rank {r}'s rows start");
+                at += len;
+                assert!(want_keys[start..at]
+                    .iter()
+                    .all(|&key| rank_of(key, ranks as u32) == r as u32));
+            }
+            assert_eq!(at, keys.len(), "{ranks} ranks: every row sent once");
+        }
+    }
+    println!("check: order_by_rank matches a stable partition on the CPU for 2, 3 and 8 ranks");
+    drop(t);
+
+    let start = Instant::now();
+    let t = Tables::generate(sizes);
+    let want = closed_form_sums(sizes);
+    let data = spread(&one, &t)?;
+    let share = |keys: &[u32], values: &[u32]| -> xlog::Result<Share> {
+        Ok(Share {
+            keys: rt.upload_on(&k.s, &half(keys))?,
+            values: rt.upload_on(&k.s, &half(values))?,
+        })
+    };
+    let (c0, o0) = (
+        share(&t.c_key, &t.c_group)?,
+        share(&t.o_customer, &t.o_amount)?,
+    );
+    drop(t);
+    k.s.synchronize()?;
+    println!(
+        "{} orders, {} customers: generated and uploaded in {:.1} s",
+        sizes.orders,
+        sizes.customers,
+        start.elapsed().as_secs_f64()
+    );
+    let partition = || -> xlog::Result<f64> {
+        let start = Instant::now();
+        let ordered = order_by_rank(&rt, &k.s, &k.x, &[&c0, &o0], 2)?;
+        k.s.synchronize()?;
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        drop(ordered);
+        Ok(ms)
+    };
+    let (_, got) = time(&one, &data)?;
+    assert_eq!(got, want, "one GPU: the sums");
+    partition()?;
+    let (mut t1, mut tp) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (ms, got) = time(&one, &data)?;
+        assert_eq!(got, want, "one GPU: the sums");
+        t1.push(ms);
+        tp.push(partition()?);
+    }
+    let (m1, mp) = (median(t1), median(tp));
+    let (_, s1) = query(&one, &data, true)?;
+    println!();
+    println!("| step | median ms ({rounds} rounds) |");
+    println!("| --- | --- |");
+    println!("| one-GPU round | {m1:.2} |");
+    println!(
+        "| partition of rank 0's share for two ranks ({} orders, {} customers) | {mp:.2} |",
+        o0.keys.len(),
+        c0.keys.len()
+    );
+    println!();
+    println!("| run | steps (ms, each ended by a stream wait) | total ms |");
+    println!("| --- | --- | --- |");
+    steps_table("1 GPU", &s1);
+    let case = format!("{} orders, {} customers", sizes.orders, sizes.customers);
+    out.record(&case, sizes.orders, "xlog, 1 GPU", m1, "ms");
+    out.record(
+        &format!("{case}, partition of rank 0's share for 2 ranks"),
+        o0.keys.len(),
+        "xlog, 1 GPU",
+        mp,
+        "ms",
+    );
+    for (name, ms) in &s1[0].0 {
+        out.record(
+            &format!("{case}, step {name}, rank 0"),
+            sizes.orders,
+            "xlog, 1 GPU",
+            *ms,
+            "ms",
+        );
+    }
+    out.write();
+    Ok(())
+}
+
+fn run() -> xlog::Result<()> {
+    let (sizes, rounds) = sizes_and_rounds();
     let rts = [Runtime::get(0)?, Runtime::get(1)?];
     let one = Rank::all(&rts[..1])?;
     let two = Rank::all(&rts)?;
@@ -199,15 +374,6 @@ fn run() -> xlog::Result<()> {
             }
         }
     }
-    if let Some(path) = std::env::var_os("XLOG_BENCH_RESULTS") {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .expect("XLOG_BENCH_RESULTS names a writable file");
-        for l in &out.lines {
-            writeln!(f, "{l}").expect("writing the results");
-        }
-    }
+    out.write();
     Ok(())
 }
