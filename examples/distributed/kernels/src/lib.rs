@@ -20,7 +20,7 @@ pub fn rank_of(key: u32, ranks: u32) -> u32 {
 /// that every load and store of a round is one coalesced access.
 pub const WARP_ROWS: usize = 32 * ITEMS;
 /// Rows per lane in [`rank_warp_counts`] and [`rank_scatter`].
-pub const ITEMS: usize = 16;
+pub const ITEMS: usize = 8;
 /// The most ranks [`rank_warp_counts`] and [`rank_scatter`] order rows for: each
 /// lane keeps one counter a rank in registers.
 pub const MAX_RANKS: usize = 8;
@@ -41,25 +41,41 @@ pub fn rank_warp_counts(keys: &[u32], ranks: u32, counts: &mut [u32]) {
     let lane = thread::lane_id() as usize;
     let warp = thread::index_1d().get() / 32;
     let warps = counts.len() / ranks.max(1) as usize;
-    let first = warp * WARP_ROWS;
-    let mut mine = [0u32; MAX_RANKS];
-    for j in 0..ITEMS {
-        let i = first + j * 32 + lane;
-        if i < keys.len() {
-            let to = rank_of(keys[i], ranks) as usize;
-            for (r, c) in mine.iter_mut().enumerate() {
-                *c += (r == to) as u32;
-            }
+    let first = warp * WARP_ROWS + lane;
+    let to = destinations(&lane_rows(keys, first), ranks, first, keys.len());
+    for r in 0..ranks.min(MAX_RANKS as u32) {
+        let mine = to.iter().filter(|&&t| t == r).count() as u32;
+        let total = collective::warp_reduce(mine, |a, b| a + b);
+        if lane == 0 && warp < warps {
+            counts.store(r as usize * warps + warp, total);
         }
     }
-    for (r, &c) in mine.iter().enumerate() {
-        if r < ranks as usize {
-            let total = collective::warp_reduce(c, |a, b| a + b);
-            if lane == 0 && warp < warps {
-                counts.store(r * warps + warp, total);
-            }
+}
+
+/// Rows `first, first + 32, …` of `column` ([`ITEMS`] of them), 0 past the end.
+#[inline(always)]
+fn lane_rows(column: &[u32], first: usize) -> [u32; ITEMS] {
+    let mut rows = [0; ITEMS];
+    for (j, row) in rows.iter_mut().enumerate() {
+        let i = first + j * 32;
+        if i < column.len() {
+            *row = column[i];
         }
     }
+    rows
+}
+
+/// The destination rank of each of `keys` ([`lane_rows`] from row `first` of a
+/// column of `len` rows), `u32::MAX` past the end.
+#[inline(always)]
+fn destinations(keys: &[u32; ITEMS], ranks: u32, first: usize, len: usize) -> [u32; ITEMS] {
+    let mut to = [u32::MAX; ITEMS];
+    for (j, t) in to.iter_mut().enumerate() {
+        if first + j * 32 < len {
+            *t = rank_of(keys[j], ranks);
+        }
+    }
+    to
 }
 
 /// `starts[r] = offsets[r * warps]`: where rank `r`'s rows start once ordered,
@@ -77,8 +93,9 @@ pub fn rank_starts(offsets: &[u32], warps: u32, starts: &mut [u32]) {
 /// key goes to, `w` its warp's block ([`WARP_ROWS`] rows) and `k` the number of
 /// rows before it in that block going to `r`. `offsets` is the exclusive sum of
 /// [`rank_warp_counts`]' counts over the same `keys` and `ranks`, `warps =
-/// offsets.len() / ranks`. Each lane loads its rows and values first, then ranks
-/// them round by round with one warp ballot a rank: no shared memory, no barrier.
+/// offsets.len() / ranks`. Each lane loads its rows' destinations and values
+/// first, then, rank by rank, ranks its rows in order with one warp ballot a
+/// round: no shared memory, no barrier.
 #[xlog_kernel(read(keys, values, offsets), atomic(out_keys, out_values), block = 256)]
 pub fn rank_scatter(
     keys: &[u32],
@@ -91,38 +108,23 @@ pub fn rank_scatter(
     let lane = thread::lane_id() as usize;
     let warp = thread::index_1d().get() / 32;
     let warps = offsets.len() / ranks.max(1) as usize;
-    if warp >= warps {
+    if warp >= warps || values.len() != keys.len() {
         return;
     }
-    let first = warp * WARP_ROWS;
-    let mut next = [0u32; MAX_RANKS];
-    for (r, at) in next.iter_mut().enumerate() {
-        if r < ranks as usize {
-            *at = offsets[r * warps + warp];
-        }
-    }
-    let (mut k, mut v) = ([0u32; ITEMS], [0u32; ITEMS]);
-    for j in 0..ITEMS {
-        let i = first + j * 32 + lane;
-        if i < keys.len() && i < values.len() {
-            k[j] = keys[i];
-            v[j] = values[i];
-        }
-    }
-    for j in 0..ITEMS {
-        let i = first + j * 32 + lane;
-        let live = i < keys.len() && i < values.len();
-        let to = rank_of(k[j], ranks) as usize;
-        for (r, at) in next.iter_mut().enumerate() {
-            if r < ranks as usize {
-                let (below, count) = collective::warp_rank(live && to == r);
-                if live && to == r {
-                    let o = (*at + below) as usize;
-                    out_keys.store(o, k[j]);
-                    out_values.store(o, v[j]);
-                }
-                *at += count;
+    let first = warp * WARP_ROWS + lane;
+    let (k, v) = (lane_rows(keys, first), lane_rows(values, first));
+    let to = destinations(&k, ranks, first, keys.len());
+    // Rank by rank, the rows in order: one ballot a round.
+    for r in 0..ranks.min(MAX_RANKS as u32) {
+        let mut at = offsets[r as usize * warps + warp];
+        for j in 0..ITEMS {
+            let (below, count) = collective::warp_rank(to[j] == r);
+            if to[j] == r {
+                let o = (at + below) as usize;
+                out_keys.store(o, k[j]);
+                out_values.store(o, v[j]);
             }
+            at += count;
         }
     }
 }
