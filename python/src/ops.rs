@@ -92,7 +92,8 @@ fn sort_pairs_t<K: Elem + k::sort::Key, V: Elem + k::sort::Value>(
 }
 
 /// Sorted copies of `keys` and of `values` moved with them (stable). Keys as
-/// `sort`; values uint32 or uint64 (row ids, a permutation).
+/// `sort`; values of any element type the module handles (row ids, a
+/// permutation, a payload column).
 #[pyfunction]
 #[pyo3(signature = (keys, values, *, descending = false, stream = None))]
 fn sort_pairs(
@@ -106,7 +107,7 @@ fn sort_pairs(
     let (k, v) = py.detach(|| {
         let (k, v) = (keys.get()?, values.get()?);
         dispatch!("sort_pairs", "keys", &*k, [U32, I32, F32, U64, I64, F64],
-            keys => dispatch!("sort_pairs", "values", &*v, [U32, U64],
+            keys => dispatch!("sort_pairs", "values", &*v, [U8, U16, U32, I32, F32, U64, I64, F64],
                 values => sort_pairs_t(&s, keys, values, order(descending))))
     })?;
     Ok((Buffer::new(k, &s), Buffer::new(v, &s)))

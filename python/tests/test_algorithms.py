@@ -90,8 +90,8 @@ class Algorithms(unittest.TestCase):
     def test_sort_pairs(self):
         for dtype in SORT_TYPES:
             keys = values(dtype, N, 2, 0, 1000)  # many equal keys: stability shows
-            for vdtype in ("uint32", "uint64"):
-                vals = numpy.arange(N, dtype=vdtype)[::-1].copy()
+            for vdtype in ("uint8", "uint16", "uint32", "int32", "float32", "uint64", "int64", "float64"):
+                vals = (numpy.arange(N) % 251).astype(vdtype)[::-1].copy()
                 for descending in (False, True):
                     with self.subTest(dtype=dtype, values=vdtype, descending=descending):
                         k, v = xlog.sort_pairs(to_xlog(keys, self.s), to_xlog(vals, self.s),
@@ -327,7 +327,7 @@ class Refusals(unittest.TestCase):
         f64 = xlog.upload([0.0, 1.0], self.s, dtype="float64")
         cases = (
             (lambda: xlog.sort(u8), "xlog.sort: x is uint8.*uint32, int32, float32, uint64, int64, float64"),
-            (lambda: xlog.sort_pairs(i64, i64), "values is int64.*uint32, uint64"),
+            (lambda: xlog.sort_pairs(u8, u8), "keys is uint8.*uint32, int32, float32, uint64, int64, float64"),
             (lambda: xlog.gather(i64, i64), "idx is int64.*uint32, uint64"),
             (lambda: xlog.join(i64, i64), "build is int64.*uint32, uint64"),
             (lambda: xlog.join(u32, u64), "probe is uint64 but build is uint32"),
