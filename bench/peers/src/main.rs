@@ -182,7 +182,7 @@ impl Nvrtc {
     }
 }
 
-/// xlog's `axpy_f32` (the PTX xlog launches), launched through cudarc's
+/// xlog's `axpy_f32` (the machine code xlog launches), launched through cudarc's
 /// `launch_builder` on a cudarc stream and cudarc buffers: the same device code as
 /// xlog's, with cudarc's host path.
 struct Cudarc {
@@ -192,11 +192,7 @@ struct Cudarc {
 
 impl Cudarc {
     fn new(ctx: &std::sync::Arc<CudaContext>) -> Self {
-        let f = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(xlog_kernels::MODULE.ptx()))
-            .unwrap()
-            .load_function("axpy__f32")
-            .unwrap();
+        let f = bench::cudarc_function(ctx, &xlog_kernels::MODULE, "axpy__f32");
         Cudarc {
             f,
             stream: ctx.new_stream().unwrap(),
@@ -412,10 +408,7 @@ fn launch_peers(rt: &xlog::Runtime, s: &Stream, cube: &Cube, ctx: &std::sync::Ar
         let out = std::cell::RefCell::new(rt.alloc_zeroed_on::<f32>(s, N).unwrap());
         let cfg = LaunchConfig::for_len(N);
 
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(xlog_kernels::MODULE.ptx()))
-            .unwrap();
-        let f = module.load_function("add__f32").unwrap();
+        let f = bench::cudarc_function(ctx, &xlog_kernels::MODULE, "add__f32");
         let cs = ctx.new_stream().unwrap();
         let cx = cs.clone_htod(&[1.0f32; N]).unwrap();
         let cy = cs.clone_htod(&[2.0f32; N]).unwrap();

@@ -44,10 +44,7 @@ fn main() {
         let cfg = LaunchConfig::for_len(N);
 
         let ctx = CudaContext::new(0).unwrap();
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(xlog_kernels::MODULE.ptx()))
-            .unwrap();
-        let f = module.load_function("add__f32").unwrap();
+        let f = bench::cudarc_function(&ctx, &xlog_kernels::MODULE, "add__f32");
         let (cs1, cs2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
         let cx = cs1.clone_htod(&[1.0f32; N]).unwrap();
         let cy = cs1.clone_htod(&[2.0f32; N]).unwrap();

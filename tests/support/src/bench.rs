@@ -889,6 +889,33 @@ pub fn runtime_or_exit() -> xlog_runtime::Runtime {
     })
 }
 
+/// Entry point `kernel` of `image` as a cudarc function, for peers that launch
+/// xlog's own device code through cudarc: the kernel's cubin for the device's
+/// architecture when the image carries one (the machine code xlog launches), else
+/// the image's PTX, which the driver compiles whole. Panics when the image has no
+/// such kernel or the driver refuses it (a bench's setup failing).
+#[cfg(feature = "gpu")]
+pub fn cudarc_function(
+    ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
+    image: &xlog_runtime::ModuleImage,
+    kernel: &str,
+) -> cudarc::driver::CudaFunction {
+    let (major, minor) = ctx
+        .compute_capability()
+        .expect("the device's compute capability");
+    let cubin = image
+        .cubins_for(&format!("sm_{major}{minor}"))
+        .zip(image.kernel_index(kernel))
+        .map(|(cubins, i)| cubins[i]);
+    let code = match cubin {
+        Some(bytes) => cudarc::nvrtc::Ptx::from_binary(bytes.to_vec()),
+        None => cudarc::nvrtc::Ptx::from_src(image.ptx()),
+    };
+    ctx.load_module(code)
+        .and_then(|m| m.load_function(kernel))
+        .unwrap_or_else(|e| panic!("loading {kernel} of {} through cudarc: {e}", image.name()))
+}
+
 /// Prints the title, the device and the host-cost table's header ([`Case::row`] prints
 /// its rows); exits with status 2 without a GPU.
 #[cfg(feature = "gpu")]
