@@ -117,6 +117,16 @@ fn sizes_and_rounds() -> (Sizes, usize) {
     (sizes, arg(3, if sim { 1 } else { 7 }))
 }
 
+/// Says how long generating and uploading the tables took.
+fn uploaded(sizes: Sizes, start: Instant) {
+    println!(
+        "{} orders, {} customers: generated and uploaded in {:.1} s",
+        sizes.orders,
+        sizes.customers,
+        start.elapsed().as_secs_f64()
+    );
+}
+
 /// Every second row of `col`, from row 0: the share rank 0 of two holds.
 fn half(col: &[u32]) -> Vec<u32> {
     col.iter().step_by(2).copied().collect()
@@ -203,12 +213,7 @@ fn run_one() -> xlog::Result<()> {
     );
     drop(t);
     k.s.synchronize()?;
-    println!(
-        "{} orders, {} customers: generated and uploaded in {:.1} s",
-        sizes.orders,
-        sizes.customers,
-        start.elapsed().as_secs_f64()
-    );
+    uploaded(sizes, start);
     let partition = || -> xlog::Result<f64> {
         let start = Instant::now();
         let ordered = order_by_rank(&rt, &k.s, &k.x, &[&c0, &o0], 2)?;
@@ -307,12 +312,7 @@ fn run() -> xlog::Result<()> {
     for k in one.iter().chain(&two) {
         k.s.synchronize()?;
     }
-    println!(
-        "{} orders, {} customers: generated and uploaded in {:.1} s",
-        sizes.orders,
-        sizes.customers,
-        start.elapsed().as_secs_f64()
-    );
+    uploaded(sizes, start);
     // A warm-up round each (module loads, NCCL's connections, the pools).
     for (ranks, data) in [(&one, &data1), (&two, &data2)] {
         let (_, got) = time(ranks, data)?;
