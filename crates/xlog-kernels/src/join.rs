@@ -471,18 +471,24 @@ fn store_rows(out: &mut Out<'_, u32, Chunks<ROWS>>, c: ThreadIndex, v: [u32; ROW
     }
 }
 
-/// The output position of this thread's first row, whose [`ROWS`] rows have `n`
-/// output rows: the end of the tiles before its block plus the output rows of the
-/// threads before it in its tile. Every thread of the block calls it.
+/// Where this block's tile starts in the output: the end of the tiles before it
+/// (`ends`, the inclusive scan of the tile totals). Read first thing, so that its
+/// load is in flight with the tile's own.
 #[inline(always)]
-fn tile_position(n: [u32; ROWS], ends: &[u64]) -> usize {
-    let mine = n.iter().fold(0u64, |t, &x| t + u64::from(x));
-    let (before, _) = collective::block_exclusive_scan(mine, 0, u64::wrapping_add);
-    let b = thread::block_idx().x as usize;
-    let start = match b.checked_sub(1) {
+fn tile_start(ends: &[u64]) -> u64 {
+    match (thread::block_idx().x as usize).checked_sub(1) {
         Some(prev) => ends.get(prev).copied().unwrap_or(0),
         None => 0,
-    };
+    }
+}
+
+/// The output position of this thread's first row, whose [`ROWS`] rows have `n`
+/// output rows, in a tile starting at `start`: `start` plus the output rows of the
+/// threads before it in its tile. Every thread of the block calls it.
+#[inline(always)]
+fn tile_position(n: [u32; ROWS], start: u64) -> usize {
+    let mine = n.iter().fold(0u64, |t, &x| t + u64::from(x));
+    let (before, _) = collective::block_exclusive_scan(mine, 0, u64::wrapping_add);
     (start + before) as usize
 }
 
@@ -503,6 +509,7 @@ fn write_pairs<K: Key>(
 ) where
     [K; 2]: Vector,
 {
+    let start = tile_start(ends);
     let c = thread::index_1d().get();
     let words: [u32; ROWS] = lookback::load_chunk_by::<u32, ROWS, ROWS>(matches, c, 0);
     let mut found: [(u32, u32); ROWS] = words.map(|w| (u32::from(w != 0), w));
@@ -519,7 +526,7 @@ fn write_pairs<K: Key>(
             }
         });
     }
-    let mut pos = tile_position(found.map(|(n, _)| n), ends);
+    let mut pos = tile_position(found.map(|(n, _)| n), start);
     for (j, &(n, mut head)) in found.iter().enumerate() {
         for k in 0..n {
             // A table `JoinTable::build` made has as many links in a chain as its
@@ -546,10 +553,14 @@ pub fn join_build<K: Key>(keys: &[K], table: &mut [K], next: &mut [u32]) {
 /// The count step: each probe row's output rows under `mode` (0 inner, 1 semi, 2
 /// anti), as an inner join's match words or a semi or anti join's flags, and each
 /// tile's total.
+// The probe kernels are bound by random reads and their latency: `min_blocks`
+// asks for registers enough for 4 blocks (8 for the compaction) a multiprocessor,
+// so that more reads are in flight.
 #[xlog_kernel(
     read(keys, table),
     write(matches per chunk(4), flags, totals per block),
     block = 256,
+    min_blocks = 4,
     for K in [u32, u64]
 )]
 pub fn join_count<K: Key>(
@@ -571,6 +582,7 @@ pub fn join_count<K: Key>(
     read(keys, table, next, matches, ends),
     atomic(build_rows, probe_rows),
     block = 256,
+    min_blocks = 4,
     for K in [u32, u64]
 )]
 pub fn join_write_pairs<K: Key>(
@@ -590,12 +602,13 @@ pub fn join_write_pairs<K: Key>(
 /// The write step of a semi or anti join: the probe rows whose flag is set, in
 /// order, at their scanned positions (a stream compaction of the flags, [`ROWS`]
 /// bits a thread).
-#[xlog_kernel(read(flags, ends), atomic(rows), block = 256)]
+#[xlog_kernel(read(flags, ends), atomic(rows), block = 256, min_blocks = 8)]
 pub fn join_select_rows(flags: &[u32], ends: &[u64], rows: &mut [u32]) {
+    let start = tile_start(ends);
     let c = thread::index_1d().get();
     let bits = flags.get(c).copied().unwrap_or(0);
     let n: [u32; ROWS] = core::array::from_fn(|j| bits >> j & 1);
-    let mut pos = tile_position(n, ends);
+    let mut pos = tile_position(n, start);
     for (j, &kept) in n.iter().enumerate() {
         if kept > 0 {
             rows.store(pos, (c * ROWS + j) as u32);
@@ -1021,6 +1034,17 @@ mod tests {
         assert_eq!(!<u32 as Key>::MAX, 0);
         assert_eq!(!<u64 as Key>::MAX, 0);
         assert_ne!(!0u32, 0);
+    }
+
+    #[test]
+    fn a_match_word_is_the_one_build_row_or_many() {
+        assert_eq!(match_word((0, 0)), 0);
+        assert_eq!(match_word((1, 1)), 1);
+        // The last build row there can be (`u32::MAX - 2`) has head `u32::MAX - 1`.
+        assert_eq!(match_word((1, u32::MAX - 1)), u32::MAX - 1);
+        assert_ne!(match_word((1, u32::MAX - 1)), MANY);
+        assert_eq!(match_word((2, 7)), MANY);
+        assert_eq!(match_word((u32::MAX, 7)), MANY);
     }
 
     /// Puts `key` into slot `p` of the host table `t` of `capacity` slots with
