@@ -774,9 +774,9 @@ mod host {
             self.table.len() * std::mem::size_of::<K>() + self.next.len() * 4
         }
 
-        /// The count pass and the scan: each probe row's count (and, for an inner
-        /// join, its chain's head), the tiles' ends and the output count (read
-        /// back, synchronising `s`).
+        /// The count pass and the scan: each probe row's match word (an inner
+        /// join) or flag (a semi or anti join), the tiles' ends and the output
+        /// count (read back, synchronising `s`).
         fn count(
             &self,
             s: &Stream,
