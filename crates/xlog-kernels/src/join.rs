@@ -42,19 +42,21 @@
 //! `u32::MAX`.
 //!
 //! **Probe** (count, scan, write). One block of [`BLOCK`] threads per tile of
-//! `BLOCK · ROWS` probe rows, [`ROWS`] (4) consecutive rows a thread, whose keys,
-//! counts and heads move as vectors. The *count* pass finds each row's slot: a
+//! `BLOCK · ROWS` probe rows, [`ROWS`] (4) consecutive rows a thread, whose keys
+//! and per-row words move as vectors. The *count* pass finds each row's slot: a
 //! thread reads the home bucket of all its rows before looking at any (four random
 //! reads in flight), each read a whole bucket (for a semi or anti join only its
-//! key words). An inner join writes each row's number of output rows (its key's
-//! count) and the head of its chain; a semi or anti join one word of flags per
-//! thread, a bit a row. Each tile's total follows; an inclusive scan of the tile
-//! totals ([`scan::inclusive_sum`](crate::scan::inclusive_sum)) gives every tile's
-//! end in the output and, in its last element, the output count, which the host
-//! reads to allocate the output exactly. The *write* pass scans the counts within
-//! each tile ([`collective::block_exclusive_scan`]) for each row's first position
-//! and stores the row's pairs there: the head, then the rest of the chain (`next`),
-//! so a key with one build row costs no second random read. A semi or anti join's
+//! key words). An inner join writes one match word per row: 0 for no match, the
+//! build row plus one when its key has exactly one, `u32::MAX` when it has more; a
+//! semi or anti join one word of flags per thread, a bit a row. Each tile's total
+//! follows; an inclusive scan of the tile totals
+//! ([`scan::inclusive_sum`](crate::scan::inclusive_sum)) gives every tile's end in
+//! the output and, in its last element, the output count, which the host reads to
+//! allocate the output exactly. The *write* pass scans the rows' counts within each
+//! tile ([`collective::block_exclusive_scan`]) for each row's first position and
+//! stores the row's pairs there. A key with one build row costs nothing more than
+//! its match word; a row whose key has several searches the table again (the same
+//! search, so the same count) and walks the chain (`next`). A semi or anti join's
 //! write pass is a stream compaction of the flags.
 //!
 //! Writes to computed positions go through atomic views (`atomic(build_rows,
@@ -67,7 +69,7 @@
 //! | probe | `O(p + m)` work for `p` probe rows and `m` output rows (expected), 3 launches (count, scan, write) and one synchronisation, to read the output count |
 //! | graphs | not recordable: the probe reads its output count back to size the output, which a graph cannot do between its nodes |
 //! | table memory (kept) | four words of the key type a slot (key and value in the buckets, count and head in the side array), `capacity + 1` slots: `16 · (capacity + 1)` bytes for `u32` keys, `32 · (capacity + 1)` for `u64` (about 32 or 64 bytes a build row, 16 to 32 at best), and a `u32` a build row for the chains. A probe reads the buckets, half of it, and the side array only for duplicate keys |
-//! | probe memory (temporary) | an inner join: two `u32`s a probe row (its count and its chain's head); a semi or anti join: a `u32` per four probe rows (their flags); 16 bytes per tile of 1024 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result |
+//! | probe memory (temporary) | an inner join: a `u32` a probe row (its match word); a semi or anti join: a `u32` per four probe rows (their flags); 16 bytes per tile of 1024 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result |
 //! | order | ascending probe row; within one probe row of an inner join, the build rows in an unspecified order (the order the build's atomics ran in) |
 //!
 //! All memory comes from the stream's runtime, under its budget. A refused
@@ -95,8 +97,8 @@ use xlog::prelude::*;
 /// Threads per block of the probe kernels.
 pub const BLOCK: u32 = 256;
 
-/// Probe rows per thread of the probe kernels: consecutive rows, their keys,
-/// counts and heads each read or written as vectors, and their first table reads
+/// Probe rows per thread of the probe kernels: consecutive rows, their keys and
+/// per-row words each read or written as vectors, and their first table reads
 /// issued together. A tile is `BLOCK · ROWS` (1024) probe rows.
 pub const ROWS: usize = 4;
 
@@ -394,18 +396,16 @@ fn build_rows<K: Key>(keys: &[K], table: &AtomicView<'_, K>, next: &mut Out<'_, 
     }
 }
 
-/// The count step: probe row `i`'s output rows under `mode` as `counts[i]` (an
-/// inner join: `counts` not empty) or as bit `i mod ROWS` of `flags[i / ROWS]` (a
-/// semi or anti join, whose rows count 0 or 1), `firsts[i]` (when `firsts` is not
-/// empty) the head of its key's chain (a build row plus one, 0 for none), and
-/// `totals[b]` the sum over tile `b` (block `b`'s rows `[BLOCK·ROWS·b,
-/// BLOCK·ROWS·(b + 1))`, [`ROWS`] consecutive ones a thread).
+/// The count step: probe row `i`'s output rows under `mode`, and `totals[b]` the
+/// sum over tile `b` (block `b`'s rows `[BLOCK·ROWS·b, BLOCK·ROWS·(b + 1))`,
+/// [`ROWS`] consecutive ones a thread). An inner join (`matches` not empty) stores
+/// the row's match word as `matches[i]` ([`match_word`]); a semi or anti join,
+/// whose rows count 0 or 1, stores bit `i mod ROWS` of `flags[i / ROWS]`.
 #[inline(always)]
 fn count_rows<K: Key>(
     keys: &[K],
     table: &[K],
-    counts: &mut Out<'_, u32, Chunks<ROWS>>,
-    firsts: &mut Out<'_, u32, Chunks<ROWS>>,
+    matches: &mut Out<'_, u32, Chunks<ROWS>>,
     flags: &mut Out<'_, u32>,
     totals: &mut Out<'_, u64, PerBlock>,
     mode: u32,
@@ -426,13 +426,10 @@ fn count_rows<K: Key>(
         ANTI => u32::from(live(j) && found[j].0 == 0),
         _ => found[j].0,
     });
-    if !counts.is_empty() {
-        store_rows(counts, c, n);
+    if !matches.is_empty() {
+        store_rows(matches, c, found.map(match_word));
     } else if let Some(f) = flags.get_mut(c) {
         *f = n.iter().rev().fold(0, |bits, &x| bits << 1 | x);
-    }
-    if !firsts.is_empty() {
-        store_rows(firsts, c, found.map(|(_, head)| head));
     }
     let total = n.iter().fold(0u64, |t, &x| t + u64::from(x));
     let total = collective::block_reduce(total, u64::wrapping_add);
@@ -442,6 +439,24 @@ fn count_rows<K: Key>(
         }
     }
 }
+
+/// An inner join's word for a probe row whose key has `count` build rows, the
+/// first `head` (a row plus one): 0 for none, `head` for exactly one, [`MANY`]
+/// for more. One word a row is all the write pass reads back, and a key with one
+/// build row, the common case, needs nothing else.
+#[inline(always)]
+fn match_word((count, head): (u32, u32)) -> u32 {
+    match count {
+        0 => 0,
+        1 => head,
+        _ => MANY,
+    }
+}
+
+/// The match word of a probe row whose key has more than one build row: the
+/// write pass searches the table again for its count and chain. A head is a build
+/// row plus one, at most `u32::MAX - 1`, so it is never `MANY`.
+const MANY: u32 = u32::MAX;
 
 /// Stores this thread's [`ROWS`] values as chunk `c` of `out`: one vector store
 /// for a whole chunk, the rows inside `out` of a short last one, nothing past it.
@@ -456,50 +471,64 @@ fn store_rows(out: &mut Out<'_, u32, Chunks<ROWS>>, c: ThreadIndex, v: [u32; ROW
     }
 }
 
-/// This thread's [`ROWS`] counts and the output position of its first row: the
-/// end of the tiles before its block (`ends`, the inclusive scan of the tile
-/// totals) plus the counts of the rows before it in its tile. Every thread of the
-/// block calls it.
+/// Where this block's tile starts in the output: the end of the tiles before it
+/// (`ends`, the inclusive scan of the tile totals). Read first thing, so that its
+/// load is in flight with the tile's own.
 #[inline(always)]
-fn first_position(counts: &[u32], ends: &[u64]) -> (usize, [u32; ROWS]) {
-    let c = thread::index_1d().get();
-    let n: [u32; ROWS] = lookback::load_chunk_by::<u32, ROWS, ROWS>(counts, c, 0);
-    (tile_position(n, ends), n)
+fn tile_start(ends: &[u64]) -> u64 {
+    match (thread::block_idx().x as usize).checked_sub(1) {
+        Some(prev) => ends.get(prev).copied().unwrap_or(0),
+        None => 0,
+    }
 }
 
 /// The output position of this thread's first row, whose [`ROWS`] rows have `n`
-/// output rows: the end of the tiles before its block plus the output rows of the
+/// output rows, in a tile starting at `start`: `start` plus the output rows of the
 /// threads before it in its tile. Every thread of the block calls it.
 #[inline(always)]
-fn tile_position(n: [u32; ROWS], ends: &[u64]) -> usize {
+fn tile_position(n: [u32; ROWS], start: u64) -> usize {
     let mine = n.iter().fold(0u64, |t, &x| t + u64::from(x));
     let (before, _) = collective::block_exclusive_scan(mine, 0, u64::wrapping_add);
-    let b = thread::block_idx().x as usize;
-    let start = match b.checked_sub(1) {
-        Some(prev) => ends.get(prev).copied().unwrap_or(0),
-        None => 0,
-    };
     (start + before) as usize
 }
 
 /// The write step of an inner join: probe row `i`'s pairs at its positions,
-/// `(build_rows[k], probe_rows[k])`: the head the count step found, then the rest
-/// of its chain (`next`).
+/// `(build_rows[k], probe_rows[k])`. A match word of one build row is the pair;
+/// for [`MANY`] the thread searches the table again for the row's key (the same
+/// count the count step found: the table is only read) and walks its chain
+/// (`next`).
 #[inline(always)]
-fn write_pairs(
-    firsts: &[u32],
+fn write_pairs<K: Key>(
+    keys: &[K],
+    table: &[K],
     next: &[u32],
-    counts: &[u32],
+    matches: &[u32],
     ends: &[u64],
     build_rows: &AtomicView<'_, u32>,
     probe_rows: &AtomicView<'_, u32>,
-) {
-    let (mut pos, n) = first_position(counts, ends);
+) where
+    [K; 2]: Vector,
+{
+    let start = tile_start(ends);
     let c = thread::index_1d().get();
-    let heads: [u32; ROWS] = lookback::load_chunk_by::<u32, ROWS, ROWS>(firsts, c, 0);
-    for j in 0..ROWS {
-        let mut head = heads[j];
-        for k in 0..n[j] {
+    let words: [u32; ROWS] = lookback::load_chunk_by::<u32, ROWS, ROWS>(matches, c, 0);
+    let mut found: [(u32, u32); ROWS] = words.map(|w| (u32::from(w != 0), w));
+    if words.contains(&MANY) {
+        let mine: [K; ROWS] = lookback::load_chunk_by::<K, ROWS, 2>(keys, c, K::ZERO);
+        let again = find_rows(
+            table,
+            core::array::from_fn(|j| (words[j] == MANY).then_some(mine[j])),
+            true,
+        );
+        each_item!(j in 0 1 2 3 => {
+            if words[j] == MANY {
+                found[j] = again[j];
+            }
+        });
+    }
+    let mut pos = tile_position(found.map(|(n, _)| n), start);
+    for (j, &(n, mut head)) in found.iter().enumerate() {
+        for k in 0..n {
             // A table `JoinTable::build` made has as many links in a chain as its
             // slot's count; past a chain's end (no such table) the row is
             // `u32::MAX`, so every position of the output is still written.
@@ -507,7 +536,7 @@ fn write_pairs(
             build_rows.store(pos, row);
             probe_rows.store(pos, (c * ROWS + j) as u32);
             pos += 1;
-            if k + 1 < n[j] {
+            if k + 1 < n {
                 head = next.get(row as usize).copied().unwrap_or(0);
             }
         }
@@ -522,54 +551,64 @@ pub fn join_build<K: Key>(keys: &[K], table: &mut [K], next: &mut [u32]) {
 }
 
 /// The count step: each probe row's output rows under `mode` (0 inner, 1 semi, 2
-/// anti), its chain's head (when `firsts` is not empty) and each tile's total.
+/// anti), as an inner join's match words or a semi or anti join's flags, and each
+/// tile's total.
+// The probe kernels are bound by random reads and their latency: `min_blocks`
+// asks for registers enough for 4 blocks (8 for the compaction) a multiprocessor,
+// so that more reads are in flight.
 #[xlog_kernel(
     read(keys, table),
-    write(counts per chunk(4), firsts per chunk(4), flags, totals per block),
+    write(matches per chunk(4), flags, totals per block),
     block = 256,
+    min_blocks = 4,
     for K in [u32, u64]
 )]
 pub fn join_count<K: Key>(
     keys: &[K],
     table: &[K],
-    counts: &mut [u32],
-    firsts: &mut [u32],
+    matches: &mut [u32],
     flags: &mut [u32],
     totals: &mut [u64],
     mode: u32,
 ) where
     [K; 2]: Vector,
 {
-    count_rows::<K>(keys, table, counts, firsts, flags, totals, mode);
+    count_rows::<K>(keys, table, matches, flags, totals, mode);
 }
 
 /// The write step of an inner join: each probe row's `(build row, probe row)`
-/// pairs at its scanned positions, from the chain heads the count step found.
+/// pairs at its scanned positions, from the match words the count step stored.
 #[xlog_kernel(
-    read(firsts, next, counts, ends),
+    read(keys, table, next, matches, ends),
     atomic(build_rows, probe_rows),
-    block = 256
+    block = 256,
+    min_blocks = 4,
+    for K in [u32, u64]
 )]
-pub fn join_write_pairs(
-    firsts: &[u32],
+pub fn join_write_pairs<K: Key>(
+    keys: &[K],
+    table: &[K],
     next: &[u32],
-    counts: &[u32],
+    matches: &[u32],
     ends: &[u64],
     build_rows: &mut [u32],
     probe_rows: &mut [u32],
-) {
-    write_pairs(firsts, next, counts, ends, build_rows, probe_rows);
+) where
+    [K; 2]: Vector,
+{
+    write_pairs::<K>(keys, table, next, matches, ends, build_rows, probe_rows);
 }
 
 /// The write step of a semi or anti join: the probe rows whose flag is set, in
 /// order, at their scanned positions (a stream compaction of the flags, [`ROWS`]
 /// bits a thread).
-#[xlog_kernel(read(flags, ends), atomic(rows), block = 256)]
+#[xlog_kernel(read(flags, ends), atomic(rows), block = 256, min_blocks = 8)]
 pub fn join_select_rows(flags: &[u32], ends: &[u64], rows: &mut [u32]) {
+    let start = tile_start(ends);
     let c = thread::index_1d().get();
     let bits = flags.get(c).copied().unwrap_or(0);
     let n: [u32; ROWS] = core::array::from_fn(|j| bits >> j & 1);
-    let mut pos = tile_position(n, ends);
+    let mut pos = tile_position(n, start);
     for (j, &kept) in n.iter().enumerate() {
         if kept > 0 {
             rows.store(pos, (c * ROWS + j) as u32);
@@ -594,7 +633,11 @@ mod host {
     /// Key types a [`JoinTable`] is built over: `u32` and `u64`, the types the
     /// join's kernels are compiled for.
     pub trait JoinKey:
-        Key + xlog::DeviceCopy + super::JoinBuildType + super::JoinCountType
+        Key
+        + xlog::DeviceCopy
+        + super::JoinBuildType
+        + super::JoinCountType
+        + super::JoinWritePairsType
     {
     }
 
@@ -648,10 +691,8 @@ mod host {
 
     /// What a probe's count pass leaves for its write pass.
     struct Counted {
-        /// An inner join's count of pairs per probe row (empty otherwise).
-        counts: DeviceBuffer<u32>,
-        /// An inner join's chain head per probe row (empty otherwise).
-        firsts: DeviceBuffer<u32>,
+        /// An inner join's match word per probe row (empty otherwise).
+        matches: DeviceBuffer<u32>,
         /// A semi or anti join's kept rows, `ROWS` bits a word (empty otherwise).
         flags: DeviceBuffer<u32>,
         /// The inclusive scan of the tiles' output rows.
@@ -733,9 +774,9 @@ mod host {
             self.table.len() * std::mem::size_of::<K>() + self.next.len() * 4
         }
 
-        /// The count pass and the scan: each probe row's count (and, for an inner
-        /// join, its chain's head), the tiles' ends and the output count (read
-        /// back, synchronising `s`).
+        /// The count pass and the scan: each probe row's match word (an inner
+        /// join) or flag (a semi or anti join), the tiles' ends and the output
+        /// count (read back, synchronising `s`).
         fn count(
             &self,
             s: &Stream,
@@ -749,20 +790,18 @@ mod host {
             }
             let tiles = tiles(n);
             let rt = s.runtime()?;
-            // An inner join's count pass writes a count and a chain head per row, a
-            // semi or anti join's a word of `ROWS` flags per thread.
+            // An inner join's count pass writes a match word per row, a semi or anti
+            // join's a word of `ROWS` flags per thread.
             let (per_row, per_thread) = match mode {
                 INNER => (n, 0),
                 _ => (0, n.div_ceil(ROWS)),
             };
             // SAFETY: the grid's threads own `ROWS` consecutive rows each and cover
-            // every row; each writes its rows' counts and heads (an inner join) or
-            // its word of flags (a semi or anti join) before anything reads them.
-            let mut counts =
-                unsafe { rt.alloc_uninit::<u32>(s, per_row, AllocTag("join counts")) }?;
-            // SAFETY: as for `counts`.
-            let mut firsts = unsafe { rt.alloc_uninit::<u32>(s, per_row, AllocTag("join heads")) }?;
-            // SAFETY: as for `counts`.
+            // every row; each writes its rows' match words (an inner join) or its
+            // word of flags (a semi or anti join) before anything reads them.
+            let mut matches =
+                unsafe { rt.alloc_uninit::<u32>(s, per_row, AllocTag("join matches")) }?;
+            // SAFETY: as for `matches`.
             let mut flags =
                 unsafe { rt.alloc_uninit::<u32>(s, per_thread, AllocTag("join flags")) }?;
             // SAFETY: every block's leader writes its tile's total.
@@ -773,8 +812,7 @@ mod host {
                 tile_grid(n),
                 probe,
                 &self.table,
-                &mut counts,
-                &mut firsts,
+                &mut matches,
                 &mut flags,
                 &mut totals,
                 mode,
@@ -786,8 +824,7 @@ mod host {
                 reason: format!("the join has {total} rows, more than this host can address"),
             })?;
             Ok(Counted {
-                counts,
-                firsts,
+                matches,
                 flags,
                 ends,
                 total,
@@ -819,15 +856,16 @@ mod host {
                 });
             }
             let Counted {
-                counts,
-                firsts,
+                matches,
                 ends,
                 total,
                 ..
             } = self.count(s, "inner_join", &probe, INNER)?;
-            // SAFETY: the write pass stores every position `0..total`: the scanned
-            // counts give each probe row the disjoint range of its pairs, the ranges
-            // tile `0..total`, and each row stores exactly its count of pairs there.
+            // SAFETY: the write pass stores every position `0..total`: it finds each
+            // probe row's count again (its match word, or the same search of the
+            // same table for a key with several build rows), the scanned counts give
+            // each row the disjoint range of its pairs, the ranges tile `0..total`,
+            // and each row stores exactly its count of pairs there.
             let mut build_rows =
                 unsafe { rt.alloc_uninit::<u32>(s, total, AllocTag("join build rows")) }?;
             // SAFETY: as for `build_rows`.
@@ -837,9 +875,10 @@ mod host {
                 super::join_write_pairs::launch(
                     s,
                     tile_grid(probe.len()),
-                    &firsts,
+                    &probe,
+                    &self.table,
                     &self.next,
-                    &counts,
+                    &matches,
                     &ends,
                     &mut build_rows,
                     &mut probe_rows,
@@ -995,6 +1034,17 @@ mod tests {
         assert_eq!(!<u32 as Key>::MAX, 0);
         assert_eq!(!<u64 as Key>::MAX, 0);
         assert_ne!(!0u32, 0);
+    }
+
+    #[test]
+    fn a_match_word_is_the_one_build_row_or_many() {
+        assert_eq!(match_word((0, 0)), 0);
+        assert_eq!(match_word((1, 1)), 1);
+        // The last build row there can be (`u32::MAX - 2`) has head `u32::MAX - 1`.
+        assert_eq!(match_word((1, u32::MAX - 1)), u32::MAX - 1);
+        assert_ne!(match_word((1, u32::MAX - 1)), MANY);
+        assert_eq!(match_word((2, 7)), MANY);
+        assert_eq!(match_word((u32::MAX, 7)), MANY);
     }
 
     /// Puts `key` into slot `p` of the host table `t` of `capacity` slots with

@@ -78,15 +78,12 @@ fn library() -> Vec<String> {
             "scan_inclusive_xor__u32",
             "scan_inclusive_xor__i32",
             "join_select_rows",
-            "join_write_pairs",
         ]
         .map(String::from),
     );
-    v.extend(
-        ["u32", "u64"]
-            .iter()
-            .flat_map(|k| ["join_build", "join_count"].map(|step| format!("{step}__{k}"))),
-    );
+    v.extend(["u32", "u64"].iter().flat_map(|k| {
+        ["join_build", "join_count", "join_write_pairs"].map(|step| format!("{step}__{k}"))
+    }));
     v
 }
 
@@ -321,7 +318,7 @@ fn every_launcher_agrees_with_the_device_build() {
         g::scatter_indexed::check_abi_all,
         j::join_build::check_abi_all,
         j::join_count::check_abi_all,
-        j::join_write_pairs::check_abi,
+        j::join_write_pairs::check_abi_all,
         j::join_select_rows::check_abi,
         xlog_kernels::sort::sort_histogram::check_abi_all,
         xlog_kernels::sort::sort_offsets::check_abi,
