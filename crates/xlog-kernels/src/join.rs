@@ -552,16 +552,17 @@ pub fn join_build<K: Key>(keys: &[K], table: &mut [K], next: &mut [u32]) {
 
 /// The count step: each probe row's output rows under `mode` (0 inner, 1 semi, 2
 /// anti), as an inner join's match words or a semi or anti join's flags, and each
-/// tile's total.
+/// tile's total. 32-bit keys; [`join_count_wide`] takes 64-bit ones.
 // The probe kernels are bound by random reads and their latency: `min_blocks`
 // asks for registers enough for 4 blocks (8 for the compaction) a multiprocessor,
-// so that more reads are in flight.
+// so that more reads are in flight. The 64-bit kernels are left unbounded: at 4
+// blocks they spill hundreds of bytes a thread.
 #[xlog_kernel(
     read(keys, table),
     write(matches per chunk(4), flags, totals per block),
     block = 256,
     min_blocks = 4,
-    for K in [u32, u64]
+    for K in [u32]
 )]
 pub fn join_count<K: Key>(
     keys: &[K],
@@ -576,16 +577,58 @@ pub fn join_count<K: Key>(
     count_rows::<K>(keys, table, matches, flags, totals, mode);
 }
 
+/// [`join_count`] for 64-bit keys.
+#[xlog_kernel(
+    read(keys, table),
+    write(matches per chunk(4), flags, totals per block),
+    block = 256,
+    for K in [u64]
+)]
+pub fn join_count_wide<K: Key>(
+    keys: &[K],
+    table: &[K],
+    matches: &mut [u32],
+    flags: &mut [u32],
+    totals: &mut [u64],
+    mode: u32,
+) where
+    [K; 2]: Vector,
+{
+    count_rows::<K>(keys, table, matches, flags, totals, mode);
+}
+
 /// The write step of an inner join: each probe row's `(build row, probe row)`
 /// pairs at its scanned positions, from the match words the count step stored.
+/// 32-bit keys; [`join_write_pairs_wide`] takes 64-bit ones.
 #[xlog_kernel(
     read(keys, table, next, matches, ends),
     atomic(build_rows, probe_rows),
     block = 256,
     min_blocks = 4,
-    for K in [u32, u64]
+    for K in [u32]
 )]
 pub fn join_write_pairs<K: Key>(
+    keys: &[K],
+    table: &[K],
+    next: &[u32],
+    matches: &[u32],
+    ends: &[u64],
+    build_rows: &mut [u32],
+    probe_rows: &mut [u32],
+) where
+    [K; 2]: Vector,
+{
+    write_pairs::<K>(keys, table, next, matches, ends, build_rows, probe_rows);
+}
+
+/// [`join_write_pairs`] for 64-bit keys.
+#[xlog_kernel(
+    read(keys, table, next, matches, ends),
+    atomic(build_rows, probe_rows),
+    block = 256,
+    for K in [u64]
+)]
+pub fn join_write_pairs_wide<K: Key>(
     keys: &[K],
     table: &[K],
     next: &[u32],
@@ -632,17 +675,76 @@ mod host {
 
     /// Key types a [`JoinTable`] is built over: `u32` and `u64`, the types the
     /// join's kernels are compiled for.
-    pub trait JoinKey:
-        Key
-        + xlog::DeviceCopy
-        + super::JoinBuildType
-        + super::JoinCountType
-        + super::JoinWritePairsType
-    {
+    pub trait JoinKey: Key + xlog::DeviceCopy + super::JoinBuildType {
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments)]
+        fn __count(
+            s: &Stream,
+            cfg: LaunchConfig,
+            probe: &BufferView<'_, Self>,
+            table: &DeviceBuffer<Self>,
+            matches: &mut DeviceBuffer<u32>,
+            flags: &mut DeviceBuffer<u32>,
+            totals: &mut DeviceBuffer<u64>,
+            mode: u32,
+        ) -> Result<()>;
+
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments)]
+        fn __write_pairs(
+            s: &Stream,
+            cfg: LaunchConfig,
+            probe: &BufferView<'_, Self>,
+            table: &DeviceBuffer<Self>,
+            next: &DeviceBuffer<u32>,
+            matches: &DeviceBuffer<u32>,
+            ends: &DeviceBuffer<u64>,
+            build_rows: &mut DeviceBuffer<u32>,
+            probe_rows: &mut DeviceBuffer<u32>,
+        ) -> Result<()>;
     }
 
-    impl JoinKey for u32 {}
-    impl JoinKey for u64 {}
+    /// [`JoinKey`] for a key type whose count and write kernels are `$count` and
+    /// `$write`.
+    macro_rules! join_key {
+        ($($k:ty => $count:ident, $write:ident;)*) => {$(
+            impl JoinKey for $k {
+                fn __count(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    probe: &BufferView<'_, Self>,
+                    table: &DeviceBuffer<Self>,
+                    matches: &mut DeviceBuffer<u32>,
+                    flags: &mut DeviceBuffer<u32>,
+                    totals: &mut DeviceBuffer<u64>,
+                    mode: u32,
+                ) -> Result<()> {
+                    super::$count::launch(s, cfg, probe, table, matches, flags, totals, mode)
+                }
+
+                fn __write_pairs(
+                    s: &Stream,
+                    cfg: LaunchConfig,
+                    probe: &BufferView<'_, Self>,
+                    table: &DeviceBuffer<Self>,
+                    next: &DeviceBuffer<u32>,
+                    matches: &DeviceBuffer<u32>,
+                    ends: &DeviceBuffer<u64>,
+                    build_rows: &mut DeviceBuffer<u32>,
+                    probe_rows: &mut DeviceBuffer<u32>,
+                ) -> Result<()> {
+                    super::$write::launch(
+                        s, cfg, probe, table, next, matches, ends, build_rows, probe_rows,
+                    )
+                }
+            }
+        )*};
+    }
+
+    join_key! {
+        u32 => join_count, join_write_pairs;
+        u64 => join_count_wide, join_write_pairs_wide;
+    }
 
     /// The result of an inner join: `(build_rows[k], probe_rows[k])` is the `k`-th
     /// matching pair of row ids, ordered by probe row ([module docs](super)).
@@ -807,7 +909,7 @@ mod host {
             // SAFETY: every block's leader writes its tile's total.
             let mut totals =
                 unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("join tile totals")) }?;
-            super::join_count::launch(
+            K::__count(
                 s,
                 tile_grid(n),
                 probe,
@@ -872,7 +974,7 @@ mod host {
             let mut probe_rows =
                 unsafe { rt.alloc_uninit::<u32>(s, total, AllocTag("join probe rows")) }?;
             if total > 0 {
-                super::join_write_pairs::launch(
+                K::__write_pairs(
                     s,
                     tile_grid(probe.len()),
                     &probe,

@@ -81,9 +81,9 @@ fn library() -> Vec<String> {
         ]
         .map(String::from),
     );
-    v.extend(["u32", "u64"].iter().flat_map(|k| {
-        ["join_build", "join_count", "join_write_pairs"].map(|step| format!("{step}__{k}"))
-    }));
+    v.extend(["join_build__u32", "join_build__u64"].map(String::from));
+    v.extend(["join_count__u32", "join_write_pairs__u32"].map(String::from));
+    v.extend(["join_count_wide__u64", "join_write_pairs_wide__u64"].map(String::from));
     v
 }
 
@@ -319,6 +319,8 @@ fn every_launcher_agrees_with_the_device_build() {
         j::join_build::check_abi_all,
         j::join_count::check_abi_all,
         j::join_write_pairs::check_abi_all,
+        j::join_count_wide::check_abi_all,
+        j::join_write_pairs_wide::check_abi_all,
         j::join_select_rows::check_abi,
         xlog_kernels::sort::sort_histogram::check_abi_all,
         xlog_kernels::sort::sort_offsets::check_abi,
