@@ -632,7 +632,7 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         // by a counter add per group of equal digits) and reorder the tile by rank
         // at once, so that no key waits in a register for the others' ranks; the
         // look-back follows, so the keys need no registers while it waits. Items
-        // go in groups of four: the group's ballots first (independent of each
+        // go in pairs: the pair's ballots first (independent of each
         // other, so they overlap), then its counter adds, item by item. A rank is
         // below the tile's length by construction; the mask only lets the
         // compiler see it.
@@ -647,15 +647,15 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         });
         let below = exchange::lanes_below();
         let mut ranks = [0u32; ITEMS];
-        let mut peers = [0u32; 4];
-        each_item!(g in 0 4 8 12 16 20 24 28 => {
+        let mut peers = [0u32; 2];
+        each_item!(g in 0 2 4 6 8 10 12 14 16 18 20 22 24 26 28 30 => {
             if g < ITEMS {
-                each_item!(k in 0 1 2 3 => {
+                each_item!(k in 0 1 => {
                     let j = g + k;
                     let d = digit(keys[j], item(j));
                     peers[k] = exchange::full_warp_match_bits::<RADIX_BITS>(d);
                 });
-                each_item!(k in 0 1 2 3 => {
+                each_item!(k in 0 1 => {
                     let j = g + k;
                     let peers = peers[k];
                     let d = digit(keys[j], item(j));
@@ -815,7 +815,7 @@ pub fn sort_onesweep<K: RadixKey>(
 /// One onesweep pass over 64-bit keys alone, in tiles of [`TILE`] keys: one block
 /// per tile, see [`onesweep`], with its offsets from `offsets[at..]`.
 #[xlog_kernel(
-    read(keys_in, offsets), atomic(keys_out, status), block = 256, min_blocks = 2,
+    read(keys_in, offsets), atomic(keys_out, status), block = 256, min_blocks = 3,
     for K in [u64, i64, f64]
 )]
 pub fn sort_onesweep64<K: RadixKey>(
