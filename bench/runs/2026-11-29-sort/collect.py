@@ -16,6 +16,9 @@ for call, build in builds.items():
     for f in sorted(d.glob("ncu-ours-*.csv")):
         times = {}
         for rec in csv.reader(f.open()):
+            # The bench's own output lines are in the log too: only ncu's rows.
+            if len(rec) < 5 or not rec[-1].replace(",", "").replace(".", "").isdigit():
+                continue
             times.setdefault(rec[4], []).append(float(rec[-1].replace(",", "")) / 1000)
         for kernel, us in times.items():
             rows.append(dict(bench="sort-kernels", kernel=kernel, launches=len(us),

@@ -97,15 +97,15 @@ pub const ITEMS: usize = 16;
 pub const TILE: usize = BLOCK as usize * ITEMS;
 /// Keys per thread of a scatter tile of 32-bit keys alone.
 ///
-/// Wider tiles mean fewer tiles, so fewer look-back waits per key: the waiting was
-/// a third of a pass at 16 keys per thread. Measured on an H100 at n = 10^8 (u32
-/// keys, two rounds each): 16 keys per thread sorted at 0.75× `cupy.sort`, 20 at
-/// 0.80×, 24 at 0.85×, 32 at 0.83× (their registers spill more). With the
-/// scatter's in-tile arithmetic in 32 bits and its shared accesses addressed from
-/// the `.shared` window (fewer registers), 28 keys per thread. With `u32`
-/// values, 20 keys per thread gained under 1 % (measured before the values were
-/// loaded ahead of the keys' stores), so the key–value kernels keep 16; 64-bit
-/// keys or values at 24 would not fit [`TILE_BYTES`].
+/// Wider tiles mean fewer tiles, so fewer look-back waits per key; more threads
+/// per multiprocessor hide more of each one's latency. In blocks of [`BLOCK`]
+/// threads (two per multiprocessor, 128 registers) 28 keys per thread sorted at
+/// 0.977× `cupy.sort` on an H200 (n = 10^8); in blocks of [`WIDE_BLOCK`] (two per
+/// multiprocessor, 80 registers: a key leaves its register as soon as it is
+/// ranked), 20 keys per thread, 1.079×. With `u32` values, 20 keys per thread
+/// gained under 1 % in blocks of 256 (measured before the values were loaded
+/// ahead of the keys' stores), so the key–value kernels keep 16; 64-bit keys or
+/// values at 24 would not fit [`TILE_BYTES`].
 pub const WIDE_ITEMS: usize = 20;
 /// Keys per scatter tile of 32-bit keys alone.
 pub const WIDE_TILE: usize = WIDE_BLOCK as usize * WIDE_ITEMS;
@@ -142,7 +142,10 @@ const COUNT: u32 = AGGREGATE - 1;
 /// The most keys one scatter launch handles, for either tile: whole tiles (of
 /// [`TILE`] and of [`WIDE_TILE`] keys) whose counts fit the 30 count bits of a
 /// status word. Longer inputs run each pass as several launches.
-pub const PORTION: usize = {
+pub const PORTION: usize = BOTH_TILES * (COUNT as usize / BOTH_TILES);
+
+/// The least common multiple of the two tile lengths.
+const BOTH_TILES: usize = {
     const fn gcd(a: usize, b: usize) -> usize {
         if b == 0 {
             a
@@ -150,8 +153,7 @@ pub const PORTION: usize = {
             gcd(b, a % b)
         }
     }
-    let both = TILE / gcd(TILE, WIDE_TILE) * WIDE_TILE;
-    both * (COUNT as usize / both)
+    TILE / gcd(TILE, WIDE_TILE) * WIDE_TILE
 };
 
 /// The most keys one scatter launch of `tile`-key tiles handles: [`PORTION`] for
@@ -461,8 +463,7 @@ pub enum Values<'a, 'v, V: AtomicStore> {
 /// in `keys_out` (and `values`' output).
 ///
 /// Each thread ranks `ITEMS` keys: tiles of `THREADS · ITEMS` keys. `THREADS` is
-/// [`BLOCK`] or a larger multiple of 32 whose warps' digit counters fit
-/// [`TILE_BYTES`]; `ITEMS` is a multiple of 4 from 16 to 32 whose tile of keys,
+/// a multiple of 32 from [`BLOCK`] to [`WIDE_BLOCK`]; `ITEMS` is an even number from 16 to 32 whose tile of keys,
 /// and of values, fits [`TILE_BYTES`] (both checked at compile time); the host
 /// sizes its launches and status words with [`tile_threads`] and [`tile_len`] of
 /// the same key and value widths.
@@ -520,8 +521,8 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
     fn tile<const FULL: bool, const THREADS: u32, const ITEMS: usize>(self) {
         const {
             assert!(
-                ITEMS % 4 == 0 && ITEMS <= 32,
-                "each_item! ranks up to 32 items, by fours"
+                ITEMS % 2 == 0 && ITEMS <= 32,
+                "each_item! ranks up to 32 items, in pairs"
             )
         };
         const {
@@ -632,10 +633,11 @@ impl<K: RadixKey, V: RadixValue> TileArgs<'_, '_, K, V> {
         // by a counter add per group of equal digits) and reorder the tile by rank
         // at once, so that no key waits in a register for the others' ranks; the
         // look-back follows, so the keys need no registers while it waits. Items
-        // go in pairs: the pair's ballots first (independent of each
-        // other, so they overlap), then its counter adds, item by item. A rank is
-        // below the tile's length by construction; the mask only lets the
-        // compiler see it.
+        // go in pairs: the pair's ballots first (independent of each other, so
+        // they overlap), then its counter adds, item by item (in fours, the
+        // ballots took more registers: spills at 384 threads). A rank is below
+        // the tile's length by construction; the mask only lets the compiler see
+        // it.
         let slot = |rank: u32| (rank & (size.next_power_of_two() as u32 - 1)) as usize;
         let slots = words_of::<K::Bits>();
         // The digits again, from keys the compiler cannot tell from the counted
@@ -814,6 +816,8 @@ pub fn sort_onesweep<K: RadixKey>(
 
 /// One onesweep pass over 64-bit keys alone, in tiles of [`TILE`] keys: one block
 /// per tile, see [`onesweep`], with its offsets from `offsets[at..]`.
+// Three blocks per multiprocessor (80 registers, a few spilled) took i64 keys
+// from 0.974× to 1.059× `cupy.sort` on an H200 (n = 10^8), against two (122).
 #[xlog_kernel(
     read(keys_in, offsets), atomic(keys_out, status), block = 256, min_blocks = 3,
     for K in [u64, i64, f64]
@@ -928,14 +932,16 @@ mod tests {
     #[test]
     fn portions_are_whole_tiles_whose_counts_fit_the_status_words() {
         assert_eq!(PORTION, portion_len(TILE));
-        // Both tiles leave the same remainder: one portion length for every kernel.
+        // Both tiles divide it: one portion length for every kernel.
         assert_eq!(portion_len(WIDE_TILE), PORTION);
         for tile in [TILE, WIDE_TILE] {
             let portion = portion_len(tile);
             assert_eq!(portion % tile, 0);
             assert!(portion as u32 <= COUNT);
-            assert!(portion + tile > COUNT as usize);
         }
+        // The longest such length.
+        assert_eq!(BOTH_TILES % TILE + BOTH_TILES % WIDE_TILE, 0);
+        assert!(PORTION + BOTH_TILES > COUNT as usize);
     }
 
     #[test]
@@ -960,12 +966,14 @@ mod tests {
     #[test]
     fn only_32_bit_keys_alone_take_wide_tiles_and_every_tile_fits_shared_memory() {
         assert_eq!(tile_len(4, 0), WIDE_TILE);
+        assert_eq!(tile_threads(4, 0), WIDE_BLOCK);
         for (key, value) in [(8, 0), (4, 4), (4, 8), (8, 4), (8, 8)] {
             assert_eq!(
                 tile_len(key, value),
                 TILE,
                 "{key}-byte keys, {value}-byte values"
             );
+            assert_eq!(tile_threads(key, value), BLOCK);
         }
         for (key, value) in [(4, 0), (8, 0), (4, 4), (4, 8), (8, 4), (8, 8)] {
             let tile = tile_len(key, value);
