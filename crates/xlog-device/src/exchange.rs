@@ -275,6 +275,43 @@ pub fn lanes_below() -> u32 {
     (1u32 << lane) - 1
 }
 
+/// `v`, as a value the compiler cannot tell equals `v`: what a kernel derives
+/// from it later is computed again there, instead of being computed once and kept
+/// in registers (or spilled) across everything in between. For a value that is
+/// cheap to derive from and costly to keep: a radix sort's digit of each of its
+/// keys, needed once to count them and again to rank them. On the host, `v`.
+#[inline(always)]
+pub fn fresh<T: Shuffle>(v: T) -> T {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (mut lo, mut hi) = v.__to_bits();
+        // SAFETY: register moves only; nothing is read or written. Not `pure`:
+        // the compiler must not merge two calls on the same value.
+        unsafe {
+            core::arch::asm!(
+                "mov.b32 {lo}, {lo};",
+                lo = inout(reg32) lo,
+                options(nomem, nostack, preserves_flags)
+            )
+        };
+        if T::__WIDE {
+            // SAFETY: as above.
+            unsafe {
+                core::arch::asm!(
+                    "mov.b32 {hi}, {hi};",
+                    hi = inout(reg32) hi,
+                    options(nomem, nostack, preserves_flags)
+                )
+            };
+        }
+        T::__from_bits(lo, hi)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        v
+    }
+}
+
 /// The lanes of the calling thread's warp whose `label` agrees with this lane's in
 /// its low `BITS` bits, this lane included: `BITS` ballots (CUB's `MatchAny`,
 /// faster than `match.any.sync` on every architecture xlog targets). Any set bit

@@ -467,7 +467,7 @@ fn min_blocks_become_launch_bounds_in_the_module() {
     };
     assert_eq!(
         bounds("sort_onesweep__u32").as_deref(),
-        Some(".maxntid 256, 1, 1 .minnctapersm 2")
+        Some(".maxntid 384, 1, 1 .minnctapersm 2")
     );
     assert_eq!(
         bounds("scan_inclusive_sum__i32").as_deref(),
@@ -517,7 +517,8 @@ fn the_sort_ranks_with_constant_full_warp_masks() {
     // partial-tile copies of the body: with a mask computed at run time, ptxas
     // wraps every one in a convergence check (11 % of a pass's instructions). The
     // counts also pin the items per thread each kernel ranks to the tile the host
-    // launches it with (`tile_len`): 24 for 32-bit keys alone, 16 otherwise.
+    // launches it with (`tile_len` over `tile_threads`): 20 for 32-bit keys
+    // alone, 16 otherwise.
     for t in LIBRARY_TYPES {
         let key_bytes = if t.ends_with("32") { 4 } else { 8 };
         let pairs = SORT_VALUES.iter().map(|v| {
@@ -533,7 +534,8 @@ fn the_sort_ranks_with_constant_full_warp_masks() {
             (format!("sort_onesweep_pairs__{t}__{v}"), bytes)
         });
         for (kernel, value_bytes) in [(keys_only_pass(t), 0)].into_iter().chain(pairs) {
-            let items = sort::tile_len(key_bytes, value_bytes) / sort::BLOCK as usize;
+            let items = sort::tile_len(key_bytes, value_bytes)
+                / sort::tile_threads(key_bytes, value_bytes) as usize;
             let (n, full) = full_warp_masks(MODULE.ptx(), &kernel, "vote.sync.ballot.b32");
             assert!(
                 n == 2 * items * 8 && full == n,

@@ -9,7 +9,9 @@ use xlog::{
 
 use crate::exec::{Exec, Now, Record, Written};
 
-use super::{portion_len, tile_len, BLOCK, HISTOGRAM_BLOCKS_PER_SM, RADIX, RADIX_BITS};
+use super::{
+    portion_len, tile_len, tile_threads, BLOCK, HISTOGRAM_BLOCKS_PER_SM, RADIX, RADIX_BITS,
+};
 
 /// The direction of a sort.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -531,7 +533,8 @@ fn run_in_portions<E: Passes<K, V> + Counts<K>, K: Key, V: Value>(
             let tiles = r.len().div_ceil(tile);
             let mut st = E::slice_mut(&mut status, 0..tiles * RADIX)?;
             e.fill(&mut st, 0)?;
-            let cfg = LaunchConfig::new([tiles as u32, 1, 1], [BLOCK, 1, 1]);
+            let threads = tile_threads(std::mem::size_of::<K>(), value_bytes);
+            let cfg = LaunchConfig::new([tiles as u32, 1, 1], [threads, 1, 1]);
             let mut pass = Pass {
                 shift: p as u32 * RADIX_BITS,
                 descending,
