@@ -234,7 +234,7 @@ impl<T: Shuffle> TransposeOut<'_, T, 32> {
         }
         let stage = crate::static_shared!(XLOG_TRANSPOSE_STAGE: [u32; 2 * PLANE]);
         let stage = Stage {
-            words: stage.as_mut_ptr(),
+            base: crate::window::base(stage.as_mut_ptr()),
             _owner: stage.owner(),
         };
         // Input origin of the tile; its output origin is (c0, r0).
@@ -339,12 +339,15 @@ fn phase_barrier() {
 
 /// The staging tile of [`TransposeOut::transpose_tile`]: two planes of 32 × 33
 /// words (the low and the high words of each element), reached by nothing else.
-/// Every access is a relaxed 4-byte atomic on an in-bounds aligned word
-/// ([`store_word`](crate::shared::store_word)), as every safe shared-memory access
-/// is, so a misuse (a call on a divergent path, two calls racing) gives
-/// unspecified numbers, never a data race.
+/// Every access is a relaxed 4-byte atomic on an in-bounds aligned word, as every
+/// safe shared-memory access is, so a misuse (a call on a divergent path, two
+/// calls racing) gives unspecified numbers, never a data race. On the GPU it is
+/// addressed as [`SharedWords`](crate::exchange::SharedWords) is, by the array's
+/// 32-bit `.shared` window address plus a 32-bit byte offset
+/// ([`crate::window`]): 64-bit generic addresses cost the block step about 40
+/// instructions a thread.
 struct Stage {
-    words: *mut u32,
+    base: crate::window::Base,
     _owner: crate::shared::Owner,
 }
 
@@ -357,13 +360,15 @@ impl Stage {
         self._owner.check();
         assert_slot(s);
         let (lo, hi) = v.__to_bits();
-        // SAFETY: `s < PLANE` (above), so `s` and `PLANE + s` are words of the
-        // `2·PLANE`-word static array, which this block owns (checked above), aligned
-        // to 4; every access to it is one of these 4-byte atomics.
+        let at = (4 * s) as u32;
+        // SAFETY: `s < PLANE` (above), so bytes `4s` and `4(PLANE + s)` past `base`
+        // are aligned words of the `2·PLANE`-word static array `base` came from,
+        // which this block owns (checked above); every access to it is one of
+        // these 4-byte atomics.
         unsafe {
-            crate::shared::store_word(self.words.add(s), lo);
+            crate::window::store(self.base, at, lo);
             if T::__WIDE {
-                crate::shared::store_word(self.words.add(PLANE + s), hi);
+                crate::window::store(self.base, at + 4 * PLANE as u32, hi);
             }
         }
     }
@@ -374,11 +379,12 @@ impl Stage {
     fn load<T: Shuffle>(&self, s: usize) -> T {
         self._owner.check();
         assert_slot(s);
+        let at = (4 * s) as u32;
         // SAFETY: as in `store`.
         let (lo, hi) = unsafe {
-            let lo: u32 = crate::shared::load_word(self.words.add(s));
-            let hi: u32 = if T::__WIDE {
-                crate::shared::load_word(self.words.add(PLANE + s))
+            let lo = crate::window::load(self.base, at);
+            let hi = if T::__WIDE {
+                crate::window::load(self.base, at + 4 * PLANE as u32)
             } else {
                 0
             };
