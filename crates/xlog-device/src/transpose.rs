@@ -32,8 +32,11 @@
 //! For 32 × 32 tiles, [`TransposeOut::transpose_tile`] is that whole body in one
 //! call, written for speed: with 256 threads a block each thread reads its four
 //! input elements before storing any (the loop above keeps one load in flight per
-//! thread), through a staging tile that only it reaches, and a tile that lies
-//! inside the matrix and the input slice is checked once instead of per element.
+//! thread), through a staging tile that only it reaches; the input's length is
+//! checked once per call instead of per element, and a tile that lies inside the
+//! matrix takes a path with no check per element at all. Nothing in it can reach
+//! a formatted panic, which would cost the kernel 56 registers instead of 32 and
+//! so half its resident blocks.
 //!
 //! The shared tile has `TILE + 1` slots a row ([`TransposeTile::SLOTS`]), so the
 //! column-wise reads of the store phase fall in different banks. It is a
@@ -72,9 +75,12 @@
 //!
 //! [`TransposeOut::transpose_tile`] writes, in thread `t`, the elements of items
 //! `t, t + blockDim.x, …` of the transposed tile: the ones its `TransposedIndex`es
-//! from `stores()` would name, so the argument above holds. Its unchecked path runs
-//! only for a tile inside the shape (so every output index is below `cols · rows ≤
-//! len`) whose last input index is below `x.len()`; its staging array is private, of
+//! from `stores()` would name, so the argument above holds. It reads `x` unchecked
+//! only after checking `x.len() >= rows · cols`, and only elements `(row, col)` of
+//! the shape (`row·cols + col < rows · cols`), and writes unchecked only elements
+//! of the output's shape (`row·rows + col < cols · rows ≤ len`): a whole tile
+//! because it lies inside the shape, an edge tile's elements each checked; its
+//! staging array is private, of
 //! `2 · 32 · 33` words, and every access to it is a relaxed 4-byte atomic of an
 //! in-bounds word, as every safe shared-memory access is, so a call on a divergent
 //! path gives unspecified numbers, never a data race (see `docs/SOUNDNESS.md`).
@@ -195,14 +201,15 @@ impl<T: Shuffle> TransposeOut<'_, T, 32> {
     /// reaches, so the reads are in flight together; after the barrier it reads its
     /// four transposed elements back and writes them out, coalesced on both sides,
     /// and waits at a second barrier, which leaves the tile free for another call.
-    /// Other block sizes take the same steps one element at a time. Every thread
+    /// Edge tiles and other block sizes take the same steps one element at a
+    /// time, each checked against the shape. Every thread
     /// of the block must call it (see the module's # Soundness for what a call on
     /// a divergent path gives).
     ///
     /// # Panics
     ///
-    /// When an element of the tile lies past the end of `x` (`x` shorter than the
-    /// `rows × cols` the output's shape implies).
+    /// When `x` is shorter than the `rows × cols` the output's shape implies (in
+    /// every block with a tile, before it reads anything).
     ///
     /// The staging tile holds 32 × 32 elements, so other tile sizes have no such
     /// method:
@@ -216,102 +223,106 @@ impl<T: Shuffle> TransposeOut<'_, T, 32> {
     #[track_caller]
     pub fn transpose_tile(&mut self, x: &[T]) {
         let Some(tile) = self.tile() else { return };
+        let (rows, cols) = (self.rows, tile.cols);
+        // One check for the whole call: then every element `(row, col)` of the
+        // shape, at `row·cols + col < rows·cols`, is inside `x`. (`rows·cols <= len`
+        // cannot overflow.) Its panic carries a fixed message: a formatted one
+        // would put `core::fmt` in reach of the kernel, which costs it 56
+        // registers instead of 32 (half the resident blocks).
+        if x.len() < rows * cols {
+            short_input();
+        }
         let stage = crate::static_shared!(XLOG_TRANSPOSE_STAGE: [u32; 2 * PLANE]);
         let stage = Stage {
-            words: stage.as_mut_ptr(),
+            base: crate::window::base(stage.as_mut_ptr()),
             _owner: stage.owner(),
         };
-        let (rows, cols) = (self.rows, tile.cols);
         // Input origin of the tile; its output origin is (c0, r0).
         let (r0, c0) = (tile.tr * 32, tile.tc * 32);
         let n = crate::thread::block_dim().x as usize;
         let t = crate::thread::thread_idx().x as usize;
-        if n == STAGE_THREADS {
-            // `t < 256`, so `t / 32 < 8`: the `% 8` tells the compiler, which then
-            // drops the slot checks of `Stage` (a panic branch between a load and
-            // its store keeps ptxas from issuing the four loads together).
+        if n == STAGE_THREADS && r0 + 32 <= rows && c0 + 32 <= cols {
+            // A whole tile with 256 threads: `t < 256`, so `t / 32 < 8`; the `% 8`
+            // tells the compiler, which then drops the slot checks of `Stage` (a
+            // branch between a load and its store keeps ptxas from issuing the
+            // four loads together).
             let (r, c) = ((t / 32) % 8, t % 32);
-            // A whole tile inside the shape and inside `x` (whose length the
-            // caller chose) needs no check per element: every index below is at
-            // most `(r0 + 31)·cols + c0 + 31`.
-            let whole = r0 + 32 <= rows && c0 + 32 <= cols && (r0 + 31) * cols + c0 + 31 < x.len();
-            if whole {
-                let base = (r0 + r) * cols + c0 + c;
-                let v: [T; STAGE_ITEMS] = core::array::from_fn(|k| {
-                    // SAFETY: `base + 8k·cols = (r0 + r + 8k)·cols + c0 + c` with
-                    // `r + 8k <= 31` and `c <= 31`: at most the index `whole`
-                    // checked against `x.len()`.
-                    unsafe { *x.get_unchecked(base + 8 * k * cols) }
-                });
-                for (k, v) in v.into_iter().enumerate() {
-                    stage.store((r + 8 * k) * 33 + c, v);
-                }
-                phase_barrier();
-                let v: [T; STAGE_ITEMS] = core::array::from_fn(|k| stage.load(c * 33 + r + 8 * k));
-                // Output (c0 + r + 8k, r0 + c) is input (r0 + c, c0 + r + 8k): in
-                // the shape (`whole`), so `(c0 + r + 8k)·rows + r0 + c < cols·rows
-                // <= len`.
-                let base = (c0 + r) * rows + r0 + c;
-                for (k, v) in v.into_iter().enumerate() {
-                    // SAFETY: in bounds (above); the element is the one the
-                    // `TransposedIndex` of this thread's item `t + 256k` of
-                    // `block_stride(1024)` names, which no other thread holds
-                    // (module # Soundness), and `&mut self` excludes another
-                    // reference from this thread.
-                    unsafe { self.ptr.add(base + 8 * k * rows).write(v) };
-                }
-            } else {
-                // An edge tile: the same steps, each element checked.
-                let v: [Option<T>; STAGE_ITEMS] = core::array::from_fn(|k| {
-                    let (row, col) = (r0 + r + 8 * k, c0 + c);
-                    (row < rows && col < cols).then(|| x[row * cols + col])
-                });
-                for (k, v) in v.into_iter().enumerate() {
-                    if let Some(v) = v {
-                        stage.store((r + 8 * k) * 33 + c, v);
-                    }
-                }
-                phase_barrier();
-                for k in 0..STAGE_ITEMS {
-                    let (row, col) = (c0 + r + 8 * k, r0 + c);
-                    if row < cols && col < rows {
-                        let v = stage.load(c * 33 + r + 8 * k);
-                        self.put(row, col, v);
-                    }
-                }
-            }
-        } else {
-            for e in (t..32 * 32).step_by(n.max(1)) {
-                let (r, c) = (e / 32, e % 32);
-                let (row, col) = (r0 + r, c0 + c);
-                if row < rows && col < cols {
-                    stage.store(r * 33 + c, x[row * cols + col]);
-                }
+            let base = (r0 + r) * cols + c0 + c;
+            let v: [T; STAGE_ITEMS] = core::array::from_fn(|k| {
+                // SAFETY: `base + 8k·cols = (r0 + r + 8k)·cols + c0 + c` with
+                // `r0 + r + 8k < r0 + 32 <= rows` and `c0 + c < c0 + 32 <= cols`:
+                // an element of the shape, inside `x` (checked above).
+                unsafe { *x.get_unchecked(base + 8 * k * cols) }
+            });
+            for (k, v) in v.into_iter().enumerate() {
+                stage.store((r + 8 * k) * 33 + c, v);
             }
             phase_barrier();
-            for e in (t..32 * 32).step_by(n.max(1)) {
-                let (r, c) = (e / 32, e % 32);
+            let v: [T; STAGE_ITEMS] = core::array::from_fn(|k| stage.load(c * 33 + r + 8 * k));
+            let base = (c0 + r) * rows + r0 + c;
+            for (k, v) in v.into_iter().enumerate() {
+                // SAFETY: output `(c0 + r + 8k, r0 + c)` is in the shape (the tile
+                // is), and this thread's (`write_out`).
+                unsafe { self.write_out(base + 8 * k * rows, v) };
+            }
+        } else {
+            // An edge tile, or another block size: the same steps one element at
+            // a time, each checked against the shape.
+            let step = n.max(1);
+            let mut e = t;
+            while e < 32 * 32 {
+                let (r, c) = ((e / 32) % 32, e % 32);
+                let (row, col) = (r0 + r, c0 + c);
+                if row < rows && col < cols {
+                    // SAFETY: `(row, col)` is in the shape, so inside `x` (above).
+                    let v = unsafe { *x.get_unchecked(row * cols + col) };
+                    stage.store(r * 33 + c, v);
+                }
+                e += step;
+            }
+            phase_barrier();
+            let mut e = t;
+            while e < 32 * 32 {
+                let (r, c) = ((e / 32) % 32, e % 32);
                 let (row, col) = (c0 + r, r0 + c);
                 if row < cols && col < rows {
                     let v = stage.load(c * 33 + r);
-                    self.put(row, col, v);
+                    // SAFETY: output `(row, col)` is in the shape (just checked),
+                    // and item `e` is this thread's (`write_out`).
+                    unsafe { self.write_out(row * rows + col, v) };
                 }
+                e += step;
             }
         }
         crate::barrier::sync_threads();
     }
 
-    /// Writes output element `(row, col)`, which the caller checked is inside the
-    /// shape and is this thread's.
+    /// Writes output element `o = row·rows + col` of the transposed tile.
+    ///
+    /// # Safety
+    ///
+    /// 1. `(row, col)` is inside the shape (`row < cols`, `col < rows`), so
+    ///    `o < cols·rows <= len`;
+    /// 2. it is output `(row, col)` of this block's tile for the calling thread's
+    ///    item `t + k·blockDim.x` of `block_stride(1024)`: the element its
+    ///    [`TransposedIndex`] from [`TransposeTile::stores`] would name, which no
+    ///    other thread holds (module # Soundness).
     #[inline(always)]
-    fn put(&mut self, row: usize, col: usize, v: T) {
-        let i = TransposedIndex::<32> {
-            row,
-            col,
-            _thread: ThreadBound::here(),
-        };
-        self[i] = v;
+    unsafe fn write_out(&mut self, o: usize, v: T) {
+        // SAFETY: `o < len` (obligation 1) is inside the buffer (`__from_raw_parts`
+        // obligation 1); no other thread writes it (obligation 2), and `&mut self`
+        // excludes another reference from this thread.
+        unsafe { self.ptr.add(o).write(v) };
     }
+}
+
+/// The panic of [`TransposeOut::transpose_tile`] for an input shorter than its
+/// shape, out of line and with a fixed message (no `core::fmt` in reach).
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn short_input() -> ! {
+    panic!("transpose_tile: the input is shorter than the rows × cols of the output's shape")
 }
 
 /// The barrier between the load and the store phase of
@@ -328,12 +339,15 @@ fn phase_barrier() {
 
 /// The staging tile of [`TransposeOut::transpose_tile`]: two planes of 32 × 33
 /// words (the low and the high words of each element), reached by nothing else.
-/// Every access is a relaxed 4-byte atomic on an in-bounds aligned word
-/// ([`store_word`](crate::shared::store_word)), as every safe shared-memory access
-/// is, so a misuse (a call on a divergent path, two calls racing) gives
-/// unspecified numbers, never a data race.
+/// Every access is a relaxed 4-byte atomic on an in-bounds aligned word, as every
+/// safe shared-memory access is, so a misuse (a call on a divergent path, two
+/// calls racing) gives unspecified numbers, never a data race. On the GPU it is
+/// addressed as [`SharedWords`](crate::exchange::SharedWords) is, by the array's
+/// 32-bit `.shared` window address plus a 32-bit byte offset
+/// ([`crate::window`]): 64-bit generic addresses cost the block step about 40
+/// instructions a thread.
 struct Stage {
-    words: *mut u32,
+    base: crate::window::Base,
     _owner: crate::shared::Owner,
 }
 
@@ -346,13 +360,15 @@ impl Stage {
         self._owner.check();
         assert_slot(s);
         let (lo, hi) = v.__to_bits();
-        // SAFETY: `s < PLANE` (above), so `s` and `PLANE + s` are words of the
-        // `2·PLANE`-word static array, which this block owns (checked above), aligned
-        // to 4; every access to it is one of these 4-byte atomics.
+        let at = (4 * s) as u32;
+        // SAFETY: `s < PLANE` (above), so bytes `4s` and `4(PLANE + s)` past `base`
+        // are aligned words of the `2·PLANE`-word static array `base` came from,
+        // which this block owns (checked above); every access to it is one of
+        // these 4-byte atomics.
         unsafe {
-            crate::shared::store_word(self.words.add(s), lo);
+            crate::window::store(self.base, at, lo);
             if T::__WIDE {
-                crate::shared::store_word(self.words.add(PLANE + s), hi);
+                crate::window::store(self.base, at + 4 * PLANE as u32, hi);
             }
         }
     }
@@ -363,11 +379,12 @@ impl Stage {
     fn load<T: Shuffle>(&self, s: usize) -> T {
         self._owner.check();
         assert_slot(s);
+        let at = (4 * s) as u32;
         // SAFETY: as in `store`.
         let (lo, hi) = unsafe {
-            let lo: u32 = crate::shared::load_word(self.words.add(s));
-            let hi: u32 = if T::__WIDE {
-                crate::shared::load_word(self.words.add(PLANE + s))
+            let lo = crate::window::load(self.base, at);
+            let hi = if T::__WIDE {
+                crate::window::load(self.base, at + 4 * PLANE as u32)
             } else {
                 0
             };
@@ -378,13 +395,22 @@ impl Stage {
 }
 
 /// The slots `transpose_tile` computes are `r·33 + c` with `r, c < 32`; the check
-/// folds away on the device when the compiler sees that bound.
+/// folds away on the device when the compiler sees that bound, and its panic has a
+/// fixed message (see `short_input`).
 #[inline(always)]
 #[track_caller]
 fn assert_slot(s: usize) {
     if s >= PLANE {
-        crate::panic::cold::out_of_bounds("transpose stage ", PLANE, s);
+        slot_outside();
     }
+}
+
+/// The panic of a staging slot past the tile.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn slot_outside() -> ! {
+    panic!("transpose_tile: staging slot outside the 32 × 33 tile")
 }
 
 /// The tile of block `b` for a `rows × cols` input, or `None` past the last one.
@@ -842,20 +868,25 @@ mod tests {
         assert_ne!(got.unwrap(), transposed(&x, rows, cols));
     }
 
-    /// A whole tile reads `x` without a check per element, after one check of its
-    /// last index: an input shorter than the shape stops the kernel with a bounds
-    /// panic instead of reading past it (here into the rest of a longer vector).
+    /// `transpose_tile` reads `x` without a check per element, after one check of
+    /// its length against the shape: an input shorter than the shape stops the
+    /// kernel with a panic instead of reading past it (here into the rest of a
+    /// longer vector), whether the missing element falls in a whole tile or an
+    /// edge tile, and whatever the block size.
     #[test]
     fn transpose_tile_refuses_an_input_shorter_than_its_shape() {
-        let (rows, cols) = (64, 64);
-        let x: Vec<u32> = (0..rows * cols).map(|i| i as u32).collect();
-        let short = &x[..rows * cols - 1];
-        match simulate_tile(short, rows, cols, 256, u32::MAX) {
-            Err(crate::sim::Fault::Panic(p)) => {
-                let m = std::format!("{p}");
-                assert!(m.contains("index out of bounds"), "{m}");
+        for (rows, cols, threads) in [(64, 64, 256), (45, 70, 256), (45, 70, 100)] {
+            let x: Vec<u32> = (0..rows * cols).map(|i| i as u32).collect();
+            let short = &x[..rows * cols - 1];
+            match simulate_tile(short, rows, cols, threads, u32::MAX) {
+                Err(crate::sim::Fault::Panic(p)) => {
+                    let m = std::format!("{p}");
+                    assert!(m.contains("shorter than the rows × cols"), "{m}");
+                }
+                other => panic!(
+                    "{rows} × {cols}, {threads} threads: a short input was read past its end: {other:?}"
+                ),
             }
-            other => panic!("a short input was read past its end: {other:?}"),
         }
     }
 

@@ -77,7 +77,9 @@ pub fn inclusive_max_scan_u32(x: &[u32], out: &mut [u32], status: &mut [u64]) {
 /// `b` moves tile `b` of 32 × 32 elements through shared memory, reading and
 /// writing whole rows ([`TransposeOut::transpose_tile`]). Needs `out.tiles()`
 /// blocks (more do nothing), of any size; 256 threads take the unrolled path,
-/// four elements a thread.
+/// four elements a thread, and the kernel fits eight such blocks a
+/// multiprocessor (32 registers). An `x` shorter than `rows × cols` is a device
+/// panic (`transpose_matrix` refuses it before launching).
 #[xlog_kernel(
     read(x), write(out per transposed(32, rows)),
     for T in [u32, i32, f32, u64, i64, f64]

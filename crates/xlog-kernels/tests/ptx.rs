@@ -681,6 +681,31 @@ fn the_transpose_keeps_four_loads_in_flight() {
     ));
 }
 
+/// The transposes fit eight 256-thread blocks on a multiprocessor (32 registers or
+/// fewer, 2048 threads), as the CUDA C++ transpose does. A panic with a formatted
+/// message anywhere in a kernel (an indexed `x[i]`, a witness's shape check) puts
+/// `core::fmt` in reach of its call graph, which ptxas sizes the kernel for: 56
+/// registers, four blocks, and 0.70x that transpose on an H200
+/// (`bench/runs/2026-11-29-tpose`).
+#[test]
+fn the_transposes_fit_eight_blocks_of_256_threads() {
+    let ptxas = xlog_build::ptxas::require().unwrap_or_else(|e| panic!("{e}"));
+    let split = xlog_build::pieces::Split::new(MODULE.ptx()).unwrap_or_else(|e| panic!("{e}"));
+    let scratch = std::env::temp_dir().join(format!("xlog-tpose-regs-{}", std::process::id()));
+    for t in LIBRARY_TYPES {
+        let kernel = format!("transpose__{t}");
+        let ptx = split.kernel_ptx(&kernel).unwrap();
+        for arch in xlog_build::ptxas::CHECKED_ARCHS {
+            let (_, report) = xlog_build::ptxas::compile(&ptxas, &ptx, arch, &kernel, &scratch)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let f = report.functions.iter().find(|f| f.name == kernel).unwrap();
+            let regs = f.registers.unwrap();
+            assert!(regs <= 32, "{kernel} on {arch}: {regs} registers");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
 /// Each kernel ships as a cubin of its own, compiled from the module's PTX without
 /// the other kernels, so that a first call loads only the kernels it runs: every
 /// kernel of the table comes out of the PTX alone, and where the build shipped
