@@ -336,7 +336,7 @@ pub fn partition_by_flags<T: Compacted>(
 
 /// The first element of every run of equal values of `x` and where it starts:
 /// `values[r]`, `starts[r]` for run `r`, `starts[runs] = x.len()`,
-/// `count[0] = runs`. The kernel of [`unique_counts`].
+/// `count[0] = runs`. The kernel of [`record_unique`].
 #[xlog_kernel(
     read(x), atomic(values, starts, count), lookback(status), block = 256, min_blocks = 4,
     for T in [u32, i32, f32, u64, i64, f64]
@@ -348,23 +348,62 @@ pub fn unique<T: Compacted>(
     count: &mut [u64],
     status: &mut [u64],
 ) {
-    T::unique_tiles(x, values, starts, count, status);
+    T::unique_tiles(x, values, starts, None, count, status);
 }
 
-/// One block's share of [`unique`]: while tiles remain, take one, load this
-/// thread's [`ITEMS`] consecutive elements (as vectors of `V`), mark the run heads
-/// (an element differing from the one before it), rank them against the whole
-/// input, and write them out in two phases as [`select_tiles`] does: each head's
-/// position into the block's staging array at its place within the tile, then,
-/// after a barrier, the tile's runs from there, consecutive threads writing
-/// consecutive runs (each run's value read back from `x` at its position, a cache
-/// hit: the block has just loaded it). The last tile stores the number of runs in
-/// `count[0]` and the input's length after the last start.
+/// The first element of every run of equal values of `x`, where it starts and
+/// how long it is: [`unique`]'s outputs and `counts[r]`, the length of run `r`,
+/// for every run but the last of each tile, whose end lies in a later tile:
+/// `ends[k]` is the index of tile `k`'s last run (`u64::MAX` for a tile without
+/// run heads), whose length [`run_ends`] computes from `starts` afterwards. The
+/// first kernel of [`unique_counts`]: one read of `x`.
+#[xlog_kernel(
+    read(x), atomic(values, starts, counts, ends, count), lookback(status), block = 256,
+    min_blocks = 3, for T in [u32, i32, f32, u64, i64, f64]
+)]
+pub fn unique_runs<T: Compacted>(
+    x: &[T],
+    values: &mut [T],
+    starts: &mut [u64],
+    counts: &mut [u64],
+    ends: &mut [u64],
+    count: &mut [u64],
+    status: &mut [u64],
+) {
+    T::unique_tiles(x, values, starts, Some((counts, ends)), count, status);
+}
+
+/// `counts[r] = starts[r + 1] − starts[r]` for each run `r = ends[k]` that is
+/// not `u64::MAX`: the lengths of the runs [`unique_runs`] leaves to it (the
+/// last of each tile), one thread per tile.
+#[xlog_kernel(read(starts, ends), atomic(counts))]
+pub fn run_ends(starts: &[u64], ends: &[u64], counts: &mut [u64]) {
+    for k in thread::grid_stride(ends.len()) {
+        let r = ends[k];
+        if r != u64::MAX {
+            let r = r as usize;
+            counts.store(r, starts[r + 1] - starts[r]);
+        }
+    }
+}
+
+/// One block's share of [`unique`] and [`unique_runs`]: while tiles remain, take
+/// one, load this thread's [`ITEMS`] consecutive elements (as vectors of `V`),
+/// mark the run heads (an element differing from the one before it), rank them
+/// against the whole input, and write them out in two phases as [`select_tiles`]
+/// does: each head's position into the block's staging array at its place within
+/// the tile, then, after a barrier, the tile's runs from there, consecutive
+/// threads writing consecutive runs (each run's value read back from `x` at its
+/// position, a cache hit: the block has just loaded it). With `lengths`, each
+/// run's length too, from the next staged start, but the tile's last run's,
+/// whose index goes to `ends[tile]` instead. The last tile stores the number of
+/// runs in `count[0]` and the input's length after the last start.
 #[inline(always)]
-fn unique_tiles<T: Shuffle + AtomicAdd + PartialEq + Default, const V: usize>(
+fn unique_tiles<T: Shuffle + AtomicAdd + PartialEq + Default, const V: usize, const U: usize>(
     x: &[T],
     values: &AtomicView<'_, T>,
     starts: &AtomicView<'_, u64>,
+    lengths: Option<(&AtomicView<'_, u64>, &AtomicView<'_, u64>)>,
     count: &AtomicView<'_, u64>,
     status: &mut LookBack<'_>,
 ) where
@@ -376,21 +415,34 @@ fn unique_tiles<T: Shuffle + AtomicAdd + PartialEq + Default, const V: usize>(
     let t = thread::thread_idx().x as usize;
     let threads = thread::block_dim().x as usize;
     while let Some(tile) = status.next_tile() {
-        let last = tile.index() + 1 == tiles;
+        let k = tile.index();
+        let last = k + 1 == tiles;
         let c = tile.chunk_index();
         let start = c.saturating_mul(ITEMS);
-        let v: [T; ITEMS] = lookback::load_chunk_by::<T, ITEMS, V>(x, c, T::default());
-        // The element before the chunk (the previous thread's last, a cache hit);
-        // none before the first element.
-        let mut prev = start.checked_sub(1).and_then(|i| x.get(i).copied());
-        let mut mask = 0u32;
-        each_item!(j => {
-            let e = v[j];
-            if start.saturating_add(j) < len && prev.is_none_or(|p| p != e) {
-                mask |= 1 << j;
+        // Element `j` is a head when it differs from element `j − 1`: the one
+        // before the chunk (the previous thread's last, a cache hit) for the
+        // first, none before the first element of `x`. A whole chunk comes in
+        // `U` vector loads issued together, its mask taken by constant indices
+        // (so that it stays in registers).
+        let before = start.checked_sub(1).and_then(|i| x.get(i).copied());
+        let mask = match view::read_chunks::<T, V, U>(x, c.saturating_mul(U), 1) {
+            Some(v) => head_mask(&v, before),
+            // The tile at the end, or a view not aligned for the vectors: element
+            // by element.
+            None => {
+                let (mut mask, mut prev) = (0u32, before);
+                for j in 0..ITEMS {
+                    match x.get(start.saturating_add(j)) {
+                        Some(&e) => {
+                            mask |= u32::from(prev.is_none_or(|p| p != e)) << j;
+                            prev = Some(e);
+                        }
+                        None => break,
+                    }
+                }
+                mask
             }
-            prev = Some(e);
-        });
+        };
         view::prefetch_l2(x, crate::prefetch_start(c, ITEMS));
         // A tile has at most `blockDim.x · ITEMS` heads: a `u32` count.
         let (before, total) =
@@ -406,12 +458,28 @@ fn unique_tiles<T: Shuffle + AtomicAdd + PartialEq + Default, const V: usize>(
         });
         barrier::sync_threads();
         let base = prefix as usize;
+        let total = total as usize;
         let mut r = t;
-        while r < total as usize {
+        while r < total {
             let p = staged.load(r);
             starts.store(base + r, p);
             values.store(base + r, x[p as usize]);
+            if let Some((counts, _)) = lengths {
+                if r + 1 < total {
+                    counts.store(base + r, staged.load(r + 1) - p);
+                }
+            }
             r += threads;
+        }
+        if t == 0 {
+            if let Some((_, ends)) = lengths {
+                let end = if total > 0 {
+                    (base + total - 1) as u64
+                } else {
+                    u64::MAX
+                };
+                ends.store(k, end);
+            }
         }
         if last && t == 0 {
             let runs = prefix + total as u64;
@@ -426,6 +494,24 @@ fn unique_tiles<T: Shuffle + AtomicAdd + PartialEq + Default, const V: usize>(
         // the next ticket's broadcast and of the block scan already come first.
         barrier::sync_threads();
     }
+}
+
+/// The run heads of a whole chunk of [`ITEMS`] elements `v` (`U` vectors of `V`),
+/// as bits: element `j` is a head when it differs from the one before it,
+/// `before` for the first (none: a head). Indexed by constants only, so that `v`
+/// stays in registers.
+#[inline(always)]
+fn head_mask<T: Copy + PartialEq, const V: usize, const U: usize>(
+    v: &[[T; V]; U],
+    before: Option<T>,
+) -> u32 {
+    const { assert!(V * U == ITEMS) };
+    let at = |j: usize| v[j / V][j % V];
+    let mut mask = u32::from(before.is_none_or(|p| p != at(0)));
+    each_item!(j in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 => {
+        mask |= u32::from(at(j) != at(j - 1)) << j;
+    });
+    mask
 }
 
 /// `count[0] +=` the number of runs of equal values in `x`: [`count_flags`]' loop
@@ -476,10 +562,12 @@ mod compacted {
         fn run_heads(x: &[Self]) -> u64;
         /// The body of [`unique`](super::unique) for this type, in 16-byte vector
         /// loads.
+        #[allow(clippy::type_complexity)]
         fn unique_tiles(
             x: &[Self],
             values: &AtomicView<'_, Self>,
             starts: &AtomicView<'_, u64>,
+            lengths: Option<(&AtomicView<'_, u64>, &AtomicView<'_, u64>)>,
             count: &AtomicView<'_, u64>,
             status: &mut LookBack<'_>,
         );
@@ -503,10 +591,11 @@ mod compacted {
                     x: &[Self],
                     values: &AtomicView<'_, Self>,
                     starts: &AtomicView<'_, u64>,
+                    lengths: Option<(&AtomicView<'_, u64>, &AtomicView<'_, u64>)>,
                     count: &AtomicView<'_, u64>,
                     status: &mut LookBack<'_>,
                 ) {
-                    super::unique_tiles::<$t, $v>(x, values, starts, count, status)
+                    super::unique_tiles::<$t, $v, { ITEMS / $v }>(x, values, starts, lengths, count, status)
                 }
             }
         )*};
@@ -550,6 +639,7 @@ mod host {
         xlog::DeviceCopy
         + super::PartitionByFlagsType
         + super::UniqueType
+        + super::UniqueRunsType
         + super::CountRunsType
         + sealed::Sealed
     {
@@ -714,10 +804,9 @@ mod host {
     }
 
     kernel_calls! {
-        /// The counting kernels, of flags and of run heads.
+        /// The counting kernel of flags.
         trait Counts<> {
             fn count_flags = super::count_flags(flags: r u8, count: w u64);
-            fn run_lengths = super::run_lengths(starts: r u64, counts: w u64);
         }
     }
 
@@ -1078,14 +1167,55 @@ mod host {
         s: &Stream,
         x: &(impl ReadBuffer<T> + ?Sized),
     ) -> Result<Runs<T>> {
-        let mut e = Now(s);
-        let x = e.input(x);
-        let (values, offsets, runs, n) = unique_on(&mut e, x)?;
-        // SAFETY: the counts kernel writes every count (one grid-stride pass).
-        let mut counts = unsafe { e.alloc_uninit::<u64>(n, AllocTag("run lengths")) }?;
-        if !x.is_empty() {
-            e.run_lengths(LaunchConfig::for_len(n), offsets.as_view(), &mut counts)?;
+        let x = x.as_view();
+        let len = x.len();
+        let (cfg, mut status) = tiles(&mut Now(s), "unique_counts", len)?;
+        let tiles = cfg.grid[0] as usize;
+        let rt = s.runtime()?;
+        let mut runs = rt.alloc_zeroed_on::<u64>(s, 1)?;
+        // Sized for the most runs there can be (one per element), then shortened
+        // to the runs found.
+        // SAFETY: the runs kernel stores the value, start and (but for each tile's
+        // last run) length of every run, each at its rank, `offsets[runs] =
+        // x.len()` (the last tile) and every tile's `ends` entry; the ends kernel
+        // stores the remaining lengths. Every buffer is shortened to what was
+        // written before it is returned. For an empty input nothing is launched:
+        // the outputs are empty but `offsets`, which is zeroed.
+        let mut values = unsafe { rt.alloc_uninit::<T>(s, len, AllocTag("unique values")) }?;
+        // SAFETY: as above.
+        let mut counts = unsafe { rt.alloc_uninit::<u64>(s, len, AllocTag("run lengths")) }?;
+        let mut offsets = if len == 0 {
+            rt.alloc_zeroed_on::<u64>(s, 1)?
+        } else {
+            // SAFETY: as above.
+            unsafe { rt.alloc_uninit::<u64>(s, len + 1, AllocTag("run offsets")) }?
+        };
+        if len > 0 {
+            // SAFETY: as above.
+            let mut ends = unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("run ends")) }?;
+            super::unique_runs::launch(
+                s,
+                cfg,
+                &x,
+                &mut values,
+                &mut offsets,
+                &mut counts,
+                &mut ends,
+                &mut runs,
+                &mut status,
+            )?;
+            super::run_ends::launch(
+                s,
+                LaunchConfig::for_len(tiles),
+                &offsets,
+                &ends,
+                &mut counts,
+            )?;
         }
+        let n = runs.download(s)?[0] as usize;
+        values.truncate(n);
+        counts.truncate(n);
+        offsets.truncate(n + 1);
         Ok(Runs {
             values,
             counts,

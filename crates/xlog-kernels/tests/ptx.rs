@@ -130,6 +130,7 @@ fn selection_kernels() -> Vec<String> {
                 "count_runs",
                 "partition_by_flags",
                 "unique",
+                "unique_runs",
                 "segment_max",
                 "segment_max_warps",
                 "segment_min",
@@ -155,7 +156,7 @@ fn selection_kernels() -> Vec<String> {
     for t in ["u32", "u64"] {
         v.push(format!("segment_or__{t}"));
     }
-    for k in ["count_flags", "run_lengths"] {
+    for k in ["count_flags", "run_lengths", "run_ends"] {
         v.push(k.to_owned());
     }
     v
@@ -345,6 +346,8 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::compact::select_by_flags64::check_abi_all,
         xlog_kernels::compact::partition_by_flags::check_abi_all,
         xlog_kernels::compact::unique::check_abi_all,
+        xlog_kernels::compact::unique_runs::check_abi_all,
+        xlog_kernels::compact::run_ends::check_abi,
         xlog_kernels::compact::count_runs::check_abi_all,
         xlog_kernels::compact::count_flags::check_abi,
         xlog_kernels::compact::run_lengths::check_abi,
@@ -737,5 +740,6 @@ fn the_compaction_kernels_keep_their_launch_bounds_per_width() {
     for t in LIBRARY_TYPES {
         assert_eq!(min_blocks(&format!("partition_by_flags__{t}")), "4", "{t}");
         assert_eq!(min_blocks(&format!("unique__{t}")), "4", "{t}");
+        assert_eq!(min_blocks(&format!("unique_runs__{t}")), "3", "{t}");
     }
 }
