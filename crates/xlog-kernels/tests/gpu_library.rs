@@ -137,6 +137,10 @@ macro_rules! int {
         }
     };
 }
+int!(u8);
+int!(u16);
+int!(i8);
+int!(i16);
 int!(u32);
 int!(i32);
 int!(u64);
@@ -1232,6 +1236,9 @@ mod compact {
     }
 
     each_type_matches_the_cpu!(check);
+    // The 8- and 16-bit types: selection, partition and runs.
+    each_type_matches_the_cpu!(check: u8_matches_the_cpu u8, u16_matches_the_cpu u16,
+        i8_matches_the_cpu i8, i16_matches_the_cpu i16);
 
     /// A selection launched with fewer blocks than tiles: each block takes tiles
     /// in turn and reuses its staging array in shared memory from tile to tile
