@@ -155,8 +155,7 @@ fn select_tiles<T: Compacted>(
     count: &AtomicView<'_, u64>,
     status: &mut LookBack<'_>,
     fill: T,
-)
-{
+) {
     let len = x.len();
     let tiles = status.tiles();
     let staged = staging::<T::Staged>();
@@ -427,8 +426,7 @@ fn unique_tiles<T: Compacted>(
     lengths: Option<(&AtomicView<'_, u64>, &AtomicView<'_, u64>)>,
     count: &AtomicView<'_, u64>,
     status: &mut LookBack<'_>,
-)
-{
+) {
     let len = x.len();
     let tiles = status.tiles();
     let staged = staging::<u64>();

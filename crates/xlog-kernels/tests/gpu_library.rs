@@ -1410,7 +1410,9 @@ mod compact {
             let tile_ends = ends.download(&s).unwrap();
             let want_ends: Vec<u64> = (0..tiles)
                 .map(|k| {
-                    let last = starts[..m].iter().rposition(|&p| (p as usize) < (k + 1) * tile);
+                    let last = starts[..m]
+                        .iter()
+                        .rposition(|&p| (p as usize) < (k + 1) * tile);
                     match last {
                         Some(r) if starts[r] as usize >= k * tile => r as u64,
                         _ => u64::MAX,

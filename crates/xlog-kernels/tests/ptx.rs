@@ -147,6 +147,13 @@ fn selection_kernels() -> Vec<String> {
     for t in ["u64", "i64", "f64"] {
         v.push(format!("select_by_flags64__{t}"));
     }
+    // The 8- and 16-bit compaction: its selection, partition and runs.
+    for t in ["u8", "u16", "i8", "i16"] {
+        v.push(format!("select_by_flags_narrow__{t}"));
+        for k in ["count_runs", "partition_by_flags", "unique", "unique_runs"] {
+            v.push(format!("{k}__{t}"));
+        }
+    }
     for t in ["u8", "u16", "u32", "i32", "u64", "i64"] {
         v.push(format!("histogram_counts__{t}"));
     }
@@ -344,6 +351,7 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::dense_group::dense_group_decode::check_abi_all,
         xlog_kernels::compact::select_by_flags::check_abi_all,
         xlog_kernels::compact::select_by_flags64::check_abi_all,
+        xlog_kernels::compact::select_by_flags_narrow::check_abi_all,
         xlog_kernels::compact::partition_by_flags::check_abi_all,
         xlog_kernels::compact::unique::check_abi_all,
         xlog_kernels::compact::unique_runs::check_abi_all,
