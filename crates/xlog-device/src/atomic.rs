@@ -34,8 +34,8 @@ mod sealed {
 /// `u32`, `i32`, `u64`, `i64`, `f32`, `f64`. The element types of atomic views.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no device atomics",
-    label = "not one of `u8`, `u16`, `u32`, `i32`, `u64`, `i64`, `f32`, `f64`",
-    note = "atomic views and `xlog::device::atomic` work on 32- and 64-bit integers and floats, and load and store `u8` and `u16`"
+    label = "not one of `u8`, `u16`, `i8`, `i16`, `u32`, `i32`, `u64`, `i64`, `f32`, `f64`",
+    note = "atomic views and `xlog::device::atomic` work on 32- and 64-bit integers and floats, and load and store 8- and 16-bit integers"
 )]
 pub trait AtomicStore: Copy + sealed::Sealed {
     #[doc(hidden)]
@@ -184,7 +184,7 @@ macro_rules! atomic_store {
     )*};
 }
 
-atomic_store!(u8 => w8, u16 => w16);
+atomic_store!(u8 => w8, u16 => w16, i8 => w8, i16 => w16);
 
 macro_rules! atomic_int {
     ($($t:ty => $atomic:ident, $bits:ident),*) => {$(

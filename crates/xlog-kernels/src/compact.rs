@@ -1,11 +1,13 @@
 //! Stream compaction in order: select by flags ([`select_flagged`],
 //! [`select_flagged_into`]), stable partition ([`partition_flagged`]) and the runs
 //! of a sorted input ([`unique_counts`]: unique values, run lengths and their
-//! count), for `u32`, `i32`, `u64`, `i64`, `f32`, `f64`. Each kernel is generic
-//! over the element type, an entry point per type (`unique__u32`); the selection
-//! is one kernel per width (`select_by_flags` for 32-bit elements,
-//! `select_by_flags64` for 64-bit ones), which differ in vector width and resident
-//! blocks.
+//! count), for `u8`, `u16`, `i8`, `i16`, `u32`, `i32`, `u64`, `i64`, `f32`,
+//! `f64`. Each kernel is generic over the element type, an entry point per type
+//! (`unique__u32`); the selection is one kernel per width (`select_by_flags` for
+//! 32-bit elements, `select_by_flags64` for 64-bit ones, `select_by_flags_narrow`
+//! for 8- and 16-bit ones), which differ in vector width and resident blocks.
+//! 32- and 64-bit elements are loaded as 16-byte vectors; 8- and 16-bit ones one
+//! by one, and staged in shared memory as 32-bit words.
 //!
 //! # Algorithm
 //!
@@ -24,7 +26,10 @@
 //! 32 places). The runs of [`unique_counts`] go out the same way: each head's
 //! position is staged, and the block writes the tile's run starts and values
 //! (read back from the input at those positions, which the block has just
-//! loaded) consecutively. A partition writes each element at its final position
+//! loaded) consecutively, and each run's length from the next staged start; the
+//! length of a tile's last run, which ends in a later tile, is left to a second,
+//! small kernel (one thread a tile) that subtracts its start from the next. So
+//! [`unique_counts`] reads its input once. A partition writes each element at its final position
 //! directly. The last tile writes the total into a one-element
 //! `u64` count on the device, which later kernels on the stream can read.
 //!
@@ -35,8 +40,8 @@
 //! | | |
 //! | --- | --- |
 //! | work | `O(n)`: every element and flag read once, every output element written once |
-//! | launches | select into a buffer: 1; [`select_flagged`] and [`unique_counts`]: 2 (count, then select), with a host synchronisation between them to size the output; [`partition_flagged`]: 2, no synchronisation; [`unique_counts`]: 3 |
-//! | temporary memory | the look-back status, `8 · (1 + 4 · tiles)` bytes (about 0.2 % of 4-byte input), and the run starts of [`unique_counts`] (`8 · (runs + 1)` bytes), from the stream's runtime (its budget applies); a selection's block also holds a 32 KiB staging array in shared memory |
+//! | launches | select into a buffer: 1; [`select_flagged`]: 2 (count, then select), with a host synchronisation between them to size the output; [`partition_flagged`]: 2, no synchronisation; [`unique_counts`]: 2 (the runs, then the lengths of each tile's last run), then one host synchronisation to read the number of runs back |
+//! | temporary memory | the look-back status, `8 · (1 + 4 · tiles)` bytes (about 0.2 % of 4-byte input), from the stream's runtime (its budget applies); [`unique_counts`] also one word per tile, and sizes its outputs for one run per element (`size_of::<T>() + 16` bytes an element), of which it keeps the first `runs`: the rest stays allocated with them until they drop; a selection's block also holds a 32 KiB staging array in shared memory |
 //! | stability | kept elements keep their input order; a partition's rejected elements keep theirs too |
 //!
 //! # Edge cases
@@ -46,7 +51,7 @@
 //! compare with `!=`: for floats `-0.0` and `+0.0` are one run and every NaN is a
 //! run of its own.
 
-use xlog::device::atomic::AtomicAdd;
+use xlog::device::atomic::AtomicStore;
 use xlog::device::exchange::SharedWords;
 use xlog::device::lookback::{self, LookBack};
 use xlog::device::vector::Vector;
@@ -143,26 +148,24 @@ fn staging<T: Shuffle>() -> SharedWords<T> {
 /// The last tile stores the number of kept elements in `count[0]`. `fill` stands
 /// for the elements past the end (never kept).
 #[inline(always)]
-fn select_tiles<T: Shuffle + AtomicAdd, const V: usize>(
+fn select_tiles<T: Compacted>(
     x: &[T],
     flags: &[u8],
     out: &AtomicView<'_, T>,
     count: &AtomicView<'_, u64>,
     status: &mut LookBack<'_>,
     fill: T,
-) where
-    [T; V]: Vector,
-{
+) {
     let len = x.len();
     let tiles = status.tiles();
-    let staged = staging::<T>();
+    let staged = staging::<T::Staged>();
     let t = thread::thread_idx().x as usize;
     let threads = thread::block_dim().x as usize;
     while let Some(tile) = status.next_tile() {
         let last = tile.index() + 1 == tiles;
         let c = tile.chunk_index();
         let start = c.saturating_mul(ITEMS);
-        let v: [T; ITEMS] = lookback::load_chunk_by::<T, ITEMS, V>(x, c, fill);
+        let v: [T; ITEMS] = T::load_tile(x, c, fill);
         // A whole chunk's 16 flags come in one vector load.
         let whole = start.saturating_add(ITEMS) <= len;
         let mask = match view::as_words(flags).and_then(|w| view::read_chunk::<u32, 4>(w, c)) {
@@ -184,14 +187,14 @@ fn select_tiles<T: Shuffle + AtomicAdd, const V: usize>(
         each_item!(j => {
             if mask & (1 << j) != 0 {
                 let below = (mask & ((1 << j) - 1)).count_ones();
-                staged.store((before + below) as usize, v[j]);
+                staged.store((before + below) as usize, v[j].stage());
             }
         });
         barrier::sync_threads();
         let base = prefix as usize;
         let mut i = t;
         while i < total as usize {
-            out.store(base + i, staged.load(i));
+            out.store(base + i, T::unstage(staged.load(i)));
             i += threads;
         }
         if last && t == 0 && !count.is_empty() {
@@ -279,7 +282,7 @@ pub fn select_by_flags<T: Compacted>(
 ) where
     [T; 4]: Vector,
 {
-    select_tiles::<T, 4>(x, flags, out, count, status, T::default());
+    select_tiles(x, flags, out, count, status, T::default());
 }
 
 /// [`select_by_flags`] for 64-bit elements (`u64`, `i64`,
@@ -299,7 +302,24 @@ pub fn select_by_flags64<T: Compacted>(
 ) where
     [T; 2]: Vector,
 {
-    select_tiles::<T, 2>(x, flags, out, count, status, T::default());
+    select_tiles(x, flags, out, count, status, T::default());
+}
+
+/// [`select_by_flags`] for 8- and 16-bit elements (`u8`, `u16`, `i8`, `i16`):
+/// each thread loads its elements one by one (a warp's loads still cover one
+/// contiguous span) and stages them widened to 32-bit words.
+#[xlog_kernel(
+    read(x, flags), atomic(out, count), lookback(status), block = 256, min_blocks = 3,
+    for T in [u8, u16, i8, i16]
+)]
+pub fn select_by_flags_narrow<T: Compacted>(
+    x: &[T],
+    flags: &[u8],
+    out: &mut [T],
+    count: &mut [u64],
+    status: &mut [u64],
+) {
+    select_tiles(x, flags, out, count, status, T::default());
 }
 
 /// Stable partition by flag: kept elements at the front in order, rejected ones
@@ -307,7 +327,7 @@ pub fn select_by_flags64<T: Compacted>(
 /// [`partition_flagged`].
 #[xlog_kernel(
     read(x, flags, kept), atomic(out, count), lookback(status), block = 256, min_blocks = 4,
-    for T in [u32, i32, f32, u64, i64, f64]
+    for T in [u8, u16, i8, i16, u32, i32, f32, u64, i64, f64]
 )]
 pub fn partition_by_flags<T: Compacted>(
     x: &[T],
@@ -336,10 +356,10 @@ pub fn partition_by_flags<T: Compacted>(
 
 /// The first element of every run of equal values of `x` and where it starts:
 /// `values[r]`, `starts[r]` for run `r`, `starts[runs] = x.len()`,
-/// `count[0] = runs`. The kernel of [`unique_counts`].
+/// `count[0] = runs`. The kernel of [`record_unique`].
 #[xlog_kernel(
     read(x), atomic(values, starts, count), lookback(status), block = 256, min_blocks = 4,
-    for T in [u32, i32, f32, u64, i64, f64]
+    for T in [u8, u16, i8, i16, u32, i32, f32, u64, i64, f64]
 )]
 pub fn unique<T: Compacted>(
     x: &[T],
@@ -348,49 +368,76 @@ pub fn unique<T: Compacted>(
     count: &mut [u64],
     status: &mut [u64],
 ) {
-    T::unique_tiles(x, values, starts, count, status);
+    unique_tiles(x, values, starts, None, count, status);
 }
 
-/// One block's share of [`unique`]: while tiles remain, take one, load this
-/// thread's [`ITEMS`] consecutive elements (as vectors of `V`), mark the run heads
-/// (an element differing from the one before it), rank them against the whole
-/// input, and write them out in two phases as [`select_tiles`] does: each head's
-/// position into the block's staging array at its place within the tile, then,
-/// after a barrier, the tile's runs from there, consecutive threads writing
-/// consecutive runs (each run's value read back from `x` at its position, a cache
-/// hit: the block has just loaded it). The last tile stores the number of runs in
-/// `count[0]` and the input's length after the last start.
+/// The first element of every run of equal values of `x`, where it starts and
+/// how long it is: [`unique`]'s outputs and `counts[r]`, the length of run `r`,
+/// for every run but the last of each tile, whose end lies in a later tile:
+/// `ends[k]` is the index of tile `k`'s last run (`u64::MAX` for a tile without
+/// run heads), whose length [`run_ends`] computes from `starts` afterwards. The
+/// first kernel of [`unique_counts`]: one read of `x`.
+#[xlog_kernel(
+    read(x), atomic(values, starts, counts, ends, count), lookback(status), block = 256,
+    min_blocks = 3, for T in [u8, u16, i8, i16, u32, i32, f32, u64, i64, f64]
+)]
+pub fn unique_runs<T: Compacted>(
+    x: &[T],
+    values: &mut [T],
+    starts: &mut [u64],
+    counts: &mut [u64],
+    ends: &mut [u64],
+    count: &mut [u64],
+    status: &mut [u64],
+) {
+    unique_tiles(x, values, starts, Some((counts, ends)), count, status);
+}
+
+/// `counts[r] = starts[r + 1] − starts[r]` for each run `r = ends[k]` that is
+/// not `u64::MAX`: the lengths of the runs [`unique_runs`] leaves to it (the
+/// last of each tile), one thread per tile.
+#[xlog_kernel(read(starts, ends), atomic(counts))]
+pub fn run_ends(starts: &[u64], ends: &[u64], counts: &mut [u64]) {
+    for k in thread::grid_stride(ends.len()) {
+        let r = ends[k];
+        if r != u64::MAX {
+            let r = r as usize;
+            counts.store(r, starts[r + 1] - starts[r]);
+        }
+    }
+}
+
+/// One block's share of [`unique`] and [`unique_runs`]: while tiles remain, take
+/// one, load this thread's [`ITEMS`] consecutive elements (as vectors of `V`),
+/// mark the run heads (an element differing from the one before it), rank them
+/// against the whole input, and write them out in two phases as [`select_tiles`]
+/// does: each head's position into the block's staging array at its place within
+/// the tile, then, after a barrier, the tile's runs from there, consecutive
+/// threads writing consecutive runs (each run's value read back from `x` at its
+/// position, a cache hit: the block has just loaded it). With `lengths`, each
+/// run's length too, from the next staged start, but the tile's last run's,
+/// whose index goes to `ends[tile]` instead. The last tile stores the number of
+/// runs in `count[0]` and the input's length after the last start.
 #[inline(always)]
-fn unique_tiles<T: Shuffle + AtomicAdd + PartialEq + Default, const V: usize>(
+fn unique_tiles<T: Compacted>(
     x: &[T],
     values: &AtomicView<'_, T>,
     starts: &AtomicView<'_, u64>,
+    lengths: Option<(&AtomicView<'_, u64>, &AtomicView<'_, u64>)>,
     count: &AtomicView<'_, u64>,
     status: &mut LookBack<'_>,
-) where
-    [T; V]: Vector,
-{
+) {
     let len = x.len();
     let tiles = status.tiles();
     let staged = staging::<u64>();
     let t = thread::thread_idx().x as usize;
     let threads = thread::block_dim().x as usize;
     while let Some(tile) = status.next_tile() {
-        let last = tile.index() + 1 == tiles;
+        let k = tile.index();
+        let last = k + 1 == tiles;
         let c = tile.chunk_index();
         let start = c.saturating_mul(ITEMS);
-        let v: [T; ITEMS] = lookback::load_chunk_by::<T, ITEMS, V>(x, c, T::default());
-        // The element before the chunk (the previous thread's last, a cache hit);
-        // none before the first element.
-        let mut prev = start.checked_sub(1).and_then(|i| x.get(i).copied());
-        let mut mask = 0u32;
-        each_item!(j => {
-            let e = v[j];
-            if start.saturating_add(j) < len && prev.is_none_or(|p| p != e) {
-                mask |= 1 << j;
-            }
-            prev = Some(e);
-        });
+        let mask = T::heads(x, c);
         view::prefetch_l2(x, crate::prefetch_start(c, ITEMS));
         // A tile has at most `blockDim.x · ITEMS` heads: a `u32` count.
         let (before, total) =
@@ -406,12 +453,28 @@ fn unique_tiles<T: Shuffle + AtomicAdd + PartialEq + Default, const V: usize>(
         });
         barrier::sync_threads();
         let base = prefix as usize;
+        let total = total as usize;
         let mut r = t;
-        while r < total as usize {
+        while r < total {
             let p = staged.load(r);
             starts.store(base + r, p);
             values.store(base + r, x[p as usize]);
+            if let Some((counts, _)) = lengths {
+                if r + 1 < total {
+                    counts.store(base + r, staged.load(r + 1) - p);
+                }
+            }
             r += threads;
+        }
+        if t == 0 {
+            if let Some((_, ends)) = lengths {
+                let end = if total > 0 {
+                    (base + total - 1) as u64
+                } else {
+                    u64::MAX
+                };
+                ends.store(k, end);
+            }
         }
         if last && t == 0 {
             let runs = prefix + total as u64;
@@ -428,11 +491,80 @@ fn unique_tiles<T: Shuffle + AtomicAdd + PartialEq + Default, const V: usize>(
     }
 }
 
+/// The run heads of chunk `c` of `x` (elements `ITEMS · c ..`), as bits: element
+/// `j` is a head when it differs from the one before it (the one before the
+/// chunk, the previous thread's last, a cache hit, for the first; none before
+/// the first element of `x`). A whole chunk comes in `U` vector loads of `V`
+/// issued together, its mask taken by constant indices (so that it stays in
+/// registers); the chunk at the end, or one of a view not aligned for the
+/// vectors, element by element.
+#[inline(always)]
+fn chunk_heads<T: Copy + PartialEq, const V: usize, const U: usize>(x: &[T], c: usize) -> u32
+where
+    [T; V]: Vector,
+{
+    match view::read_chunks::<T, V, U>(x, c.saturating_mul(U), 1) {
+        Some(v) => {
+            let start = c * ITEMS;
+            head_mask(&v, start.checked_sub(1).map(|i| x[i]))
+        }
+        None => heads_by_element(x, c),
+    }
+}
+
+/// [`chunk_heads`] element by element.
+#[inline(always)]
+fn heads_by_element<T: Copy + PartialEq>(x: &[T], c: usize) -> u32 {
+    let start = c.saturating_mul(ITEMS);
+    let mut prev = start.checked_sub(1).and_then(|i| x.get(i).copied());
+    let mut mask = 0u32;
+    for j in 0..ITEMS {
+        match x.get(start.saturating_add(j)) {
+            Some(&e) => {
+                mask |= u32::from(prev.is_none_or(|p| p != e)) << j;
+                prev = Some(e);
+            }
+            None => break,
+        }
+    }
+    mask
+}
+
+/// This thread's share of the run heads of `x` element by element, grid-stride:
+/// [`run_heads`] for the 8- and 16-bit types.
+#[inline(always)]
+fn run_heads_by_element<T: Copy + PartialEq>(x: &[T]) -> u64 {
+    let mut heads = 0;
+    for i in thread::grid_stride(x.len()) {
+        let k = i.get();
+        heads += u64::from(k == 0 || x[k] != x[k - 1]);
+    }
+    heads
+}
+
+/// The run heads of a whole chunk of [`ITEMS`] elements `v` (`U` vectors of `V`),
+/// as bits: element `j` is a head when it differs from the one before it,
+/// `before` for the first (none: a head). Indexed by constants only, so that `v`
+/// stays in registers.
+#[inline(always)]
+fn head_mask<T: Copy + PartialEq, const V: usize, const U: usize>(
+    v: &[[T; V]; U],
+    before: Option<T>,
+) -> u32 {
+    const { assert!(V * U == ITEMS) };
+    let at = |j: usize| v[j / V][j % V];
+    let mut mask = u32::from(before.is_none_or(|p| p != at(0)));
+    each_item!(j in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 => {
+        mask |= u32::from(at(j) != at(j - 1)) << j;
+    });
+    mask
+}
+
 /// `count[0] +=` the number of runs of equal values in `x`: [`count_flags`]' loop
 /// over run heads.
 #[xlog_kernel(
     read(x), atomic(count), block = 256,
-    for T in [u32, i32, f32, u64, i64, f64]
+    for T in [u8, u16, i8, i16, u32, i32, f32, u64, i64, f64]
 )]
 pub fn count_runs<T: Compacted>(x: &[T], count: &mut [u64]) {
     let total = collective::block_reduce(T::run_heads(x), u64::wrapping_add);
@@ -469,49 +601,93 @@ pub use compacted::Compacted;
 mod compacted {
     use super::*;
 
-    /// An element type of the compaction kernels, with its vector width for
-    /// counting runs. Sealed: the kernels' types are listed in their attributes.
-    pub trait Compacted: Shuffle + AtomicAdd + PartialEq + Default + sealed::Sealed {
-        /// This thread's share of the run heads of `x`, in 16-byte vector loads.
+    /// An element type of the compaction kernels: how a thread loads its chunk
+    /// (vectors of 16 bytes, or element by element for the 8- and 16-bit types)
+    /// and how an element is staged in shared memory (as a 32- or 64-bit slot).
+    /// Sealed: the kernels' types are listed in their attributes.
+    pub trait Compacted: AtomicStore + PartialEq + Default + sealed::Sealed {
+        /// The slot an element takes in a staging array: itself, or a 32-bit word
+        /// for the 8- and 16-bit types.
+        type Staged: Shuffle;
+        /// The element as a staged slot.
+        fn stage(self) -> Self::Staged;
+        /// The element back from its staged slot.
+        fn unstage(s: Self::Staged) -> Self;
+        /// Chunk `c` of `x` (`ITEMS` elements from `ITEMS · c`), `fill` past its
+        /// end.
+        fn load_tile(x: &[Self], c: usize, fill: Self) -> [Self; ITEMS];
+        /// The run heads of chunk `c` of `x`, as bits ([`chunk_heads`](super::chunk_heads)).
+        fn heads(x: &[Self], c: usize) -> u32;
+        /// This thread's share of the run heads of `x`.
         fn run_heads(x: &[Self]) -> u64;
-        /// The body of [`unique`](super::unique) for this type, in 16-byte vector
-        /// loads.
-        fn unique_tiles(
-            x: &[Self],
-            values: &AtomicView<'_, Self>,
-            starts: &AtomicView<'_, u64>,
-            count: &AtomicView<'_, u64>,
-            status: &mut LookBack<'_>,
-        );
     }
 
     mod sealed {
         pub trait Sealed {}
     }
 
-    // Four 32-bit or two 64-bit elements a 16-byte vector.
+    // Four 32-bit or two 64-bit elements a 16-byte vector, staged as they are.
     macro_rules! compacted {
         ($($t:ty: $v:literal),*) => {$(
             impl sealed::Sealed for $t {}
             impl Compacted for $t {
+                type Staged = $t;
+                #[inline(always)]
+                fn stage(self) -> Self {
+                    self
+                }
+                #[inline(always)]
+                fn unstage(s: Self) -> Self {
+                    s
+                }
+                #[inline(always)]
+                fn load_tile(x: &[Self], c: usize, fill: Self) -> [Self; ITEMS] {
+                    lookback::load_chunk_by::<$t, ITEMS, $v>(x, c, fill)
+                }
+                #[inline(always)]
+                fn heads(x: &[Self], c: usize) -> u32 {
+                    chunk_heads::<$t, $v, { ITEMS / $v }>(x, c)
+                }
                 #[inline(always)]
                 fn run_heads(x: &[Self]) -> u64 {
                     run_heads::<$t, $v>(x)
-                }
-                #[inline(always)]
-                fn unique_tiles(
-                    x: &[Self],
-                    values: &AtomicView<'_, Self>,
-                    starts: &AtomicView<'_, u64>,
-                    count: &AtomicView<'_, u64>,
-                    status: &mut LookBack<'_>,
-                ) {
-                    super::unique_tiles::<$t, $v>(x, values, starts, count, status)
                 }
             }
         )*};
     }
     compacted!(u32: 4, i32: 4, f32: 4, u64: 2, i64: 2, f64: 2);
+
+    // The 8- and 16-bit types: loaded element by element, staged as 32-bit words.
+    macro_rules! narrow {
+        ($($t:ty),*) => {$(
+            impl sealed::Sealed for $t {}
+            impl Compacted for $t {
+                type Staged = u32;
+                #[inline(always)]
+                fn stage(self) -> u32 {
+                    self as u32
+                }
+                #[inline(always)]
+                fn unstage(s: u32) -> Self {
+                    s as $t
+                }
+                #[inline(always)]
+                fn load_tile(x: &[Self], c: usize, fill: Self) -> [Self; ITEMS] {
+                    let start = c.saturating_mul(ITEMS);
+                    core::array::from_fn(|j| x.get(start.saturating_add(j)).copied().unwrap_or(fill))
+                }
+                #[inline(always)]
+                fn heads(x: &[Self], c: usize) -> u32 {
+                    heads_by_element(x, c)
+                }
+                #[inline(always)]
+                fn run_heads(x: &[Self]) -> u64 {
+                    run_heads_by_element(x)
+                }
+            }
+        )*};
+    }
+    narrow!(u8, u16, i8, i16);
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -533,8 +709,8 @@ mod host {
         pub trait Sealed {}
     }
 
-    /// Element types of the compaction family: `u32`, `i32`, `u64`, `i64`, `f32`,
-    /// `f64`, the types its kernels are compiled for. Sealed: the selections
+    /// Element types of the compaction family: `u8`, `u16`, `i8`, `i16`, `u32`,
+    /// `i32`, `u64`, `i64`, `f32`, `f64`, the types its kernels are compiled for. Sealed: the selections
     /// return outputs they allocated uninitialised, which only their own kernels
     /// are trusted to write in full.
     ///
@@ -550,6 +726,7 @@ mod host {
         xlog::DeviceCopy
         + super::PartitionByFlagsType
         + super::UniqueType
+        + super::UniqueRunsType
         + super::CountRunsType
         + sealed::Sealed
     {
@@ -597,6 +774,12 @@ mod host {
     #[derive(Clone, Copy, Debug)]
     pub struct Wide;
 
+    /// The selection of 8- and 16-bit elements,
+    /// [`select_by_flags_narrow`](super::select_by_flags_narrow).
+    #[doc(hidden)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct Small;
+
     // One implementation per width, over every type its kernel lists.
     macro_rules! select {
         ($width:ident, $kernel:ident, $types:ident) => {
@@ -629,6 +812,7 @@ mod host {
     }
     select!(Narrow, select_by_flags, SelectByFlagsType);
     select!(Wide, select_by_flags64, SelectByFlags64Type);
+    select!(Small, select_by_flags_narrow, SelectByFlagsNarrowType);
 
     macro_rules! compactable {
         ($($t:ty: $width:ident),*) => {$(
@@ -638,7 +822,10 @@ mod host {
             }
         )*};
     }
-    compactable!(u32: Narrow, i32: Narrow, f32: Narrow, u64: Wide, i64: Wide, f64: Wide);
+    compactable!(
+        u8: Small, u16: Small, i8: Small, i16: Small,
+        u32: Narrow, i32: Narrow, f32: Narrow, u64: Wide, i64: Wide, f64: Wide
+    );
 
     fn invalid(what: &str, reason: String) -> Error {
         Error::InvalidArgument {
@@ -714,10 +901,9 @@ mod host {
     }
 
     kernel_calls! {
-        /// The counting kernels, of flags and of run heads.
+        /// The counting kernel of flags.
         trait Counts<> {
             fn count_flags = super::count_flags(flags: r u8, count: w u64);
-            fn run_lengths = super::run_lengths(starts: r u64, counts: w u64);
         }
     }
 
@@ -1054,9 +1240,11 @@ mod host {
 
     /// Run-length encoding of `x` (sorted, or any input whose equal values are
     /// adjacent): each run's value, length and start, in order
-    /// (`torch.unique_consecutive(return_counts=True)`). Counts the runs first and
-    /// reads the count back to size the outputs, so it synchronises `s`. Three
-    /// launches, `O(n)` ([module docs](super)).
+    /// (`torch.unique_consecutive(return_counts=True)`). One read of `x`: the
+    /// outputs are sized for one run per element, and shortened to the runs found
+    /// once their number is read back, so it synchronises `s` (the memory past them
+    /// stays allocated with them until they drop). Two launches, `O(n)`
+    /// ([module docs](super)).
     ///
     /// ```no_run
     /// # fn main() -> xlog::Result<()> {
@@ -1071,21 +1259,61 @@ mod host {
     ///
     /// # Errors
     ///
-    /// A budget refusal (`BudgetExceeded`: nothing launched when the status is
-    /// refused, the counting pass when the values or offsets are, the counting
-    /// and unique passes when the lengths are); a launch error.
+    /// A budget refusal (`BudgetExceeded`: nothing launched; every buffer is
+    /// allocated first); a launch error.
     pub fn unique_counts<T: Compactable>(
         s: &Stream,
         x: &(impl ReadBuffer<T> + ?Sized),
     ) -> Result<Runs<T>> {
-        let mut e = Now(s);
-        let x = e.input(x);
-        let (values, offsets, runs, n) = unique_on(&mut e, x)?;
-        // SAFETY: the counts kernel writes every count (one grid-stride pass).
-        let mut counts = unsafe { e.alloc_uninit::<u64>(n, AllocTag("run lengths")) }?;
-        if !x.is_empty() {
-            e.run_lengths(LaunchConfig::for_len(n), offsets.as_view(), &mut counts)?;
+        let x = x.as_view();
+        let len = x.len();
+        let (cfg, mut status) = tiles(&mut Now(s), "unique_counts", len)?;
+        let tiles = cfg.grid[0] as usize;
+        let rt = s.runtime()?;
+        let mut runs = rt.alloc_zeroed_on::<u64>(s, 1)?;
+        // Sized for the most runs there can be (one per element), then shortened
+        // to the runs found.
+        // SAFETY: the runs kernel stores the value, start and (but for each tile's
+        // last run) length of every run, each at its rank, `offsets[runs] =
+        // x.len()` (the last tile) and every tile's `ends` entry; the ends kernel
+        // stores the remaining lengths. Every buffer is shortened to what was
+        // written before it is returned. For an empty input nothing is launched:
+        // the outputs are empty but `offsets`, which is zeroed.
+        let mut values = unsafe { rt.alloc_uninit::<T>(s, len, AllocTag("unique values")) }?;
+        // SAFETY: as above.
+        let mut counts = unsafe { rt.alloc_uninit::<u64>(s, len, AllocTag("run lengths")) }?;
+        let mut offsets = if len == 0 {
+            rt.alloc_zeroed_on::<u64>(s, 1)?
+        } else {
+            // SAFETY: as above.
+            unsafe { rt.alloc_uninit::<u64>(s, len + 1, AllocTag("run offsets")) }?
+        };
+        if len > 0 {
+            // SAFETY: as above.
+            let mut ends = unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("run ends")) }?;
+            super::unique_runs::launch(
+                s,
+                cfg,
+                &x,
+                &mut values,
+                &mut offsets,
+                &mut counts,
+                &mut ends,
+                &mut runs,
+                &mut status,
+            )?;
+            super::run_ends::launch(
+                s,
+                LaunchConfig::for_len(tiles),
+                &offsets,
+                &ends,
+                &mut counts,
+            )?;
         }
+        let n = runs.download(s)?[0] as usize;
+        values.truncate(n);
+        counts.truncate(n);
+        offsets.truncate(n + 1);
         Ok(Runs {
             values,
             counts,

@@ -137,6 +137,10 @@ macro_rules! int {
         }
     };
 }
+int!(u8);
+int!(u16);
+int!(i8);
+int!(i16);
 int!(u32);
 int!(i32);
 int!(u64);
@@ -1232,6 +1236,9 @@ mod compact {
     }
 
     each_type_matches_the_cpu!(check);
+    // The 8- and 16-bit types: selection, partition and runs.
+    each_type_matches_the_cpu!(check: u8_matches_the_cpu u8, u16_matches_the_cpu u16,
+        i8_matches_the_cpu i8, i16_matches_the_cpu i16);
 
     /// A selection launched with fewer blocks than tiles: each block takes tiles
     /// in turn and reuses its staging array in shared memory from tile to tile
@@ -1308,7 +1315,9 @@ mod compact {
     /// tiles at every position: over views starting 0 to 3 elements past an
     /// aligned address (the tiles then load element by element) and ending at
     /// `n`, `n − 1` or `n − 2`; and launched with fewer blocks than tiles (each
-    /// block takes tiles in turn and reuses its staging array), 32- and 64-bit.
+    /// block takes tiles in turn and reuses its staging array), 32- and 64-bit,
+    /// for both unique kernels (that of `unique_counts` also names each tile's
+    /// last run, whose length the ends kernel fills in).
     #[test]
     fn runs_of_unaligned_views_and_of_fewer_blocks_than_tiles_match_the_cpu() {
         use xlog::device::lookback::status_words;
@@ -1378,6 +1387,51 @@ mod compact {
             .unwrap();
             assert_eq!(got.download(&s).unwrap(), values32, "u32, {blocks} blocks");
             assert_eq!(got_starts.download(&s).unwrap(), starts, "{blocks} blocks");
+            // The kernels of `unique_counts`: the runs with their lengths, but each
+            // tile's last, then those from the starts.
+            let m = values.len();
+            let mut got = rt.alloc_zeroed_on::<u64>(&s, m).unwrap();
+            let mut got_starts = rt.alloc_zeroed_on::<u64>(&s, m + 1).unwrap();
+            let mut got_counts = rt.alloc_zeroed_on::<u64>(&s, m).unwrap();
+            let mut ends = rt.alloc_zeroed_on::<u64>(&s, tiles).unwrap();
+            let mut count = rt.alloc_zeroed_on::<u64>(&s, 1).unwrap();
+            compact::unique_runs::launch(
+                &s,
+                cfg,
+                &xb,
+                &mut got,
+                &mut got_starts,
+                &mut got_counts,
+                &mut ends,
+                &mut count,
+                &mut status,
+            )
+            .unwrap();
+            let tile_ends = ends.download(&s).unwrap();
+            let want_ends: Vec<u64> = (0..tiles)
+                .map(|k| {
+                    let last = starts[..m]
+                        .iter()
+                        .rposition(|&p| (p as usize) < (k + 1) * tile);
+                    match last {
+                        Some(r) if starts[r] as usize >= k * tile => r as u64,
+                        _ => u64::MAX,
+                    }
+                })
+                .collect();
+            assert_eq!(tile_ends, want_ends, "tile ends, {blocks} blocks");
+            compact::run_ends::launch(
+                &s,
+                LaunchConfig::for_len(tiles),
+                &got_starts,
+                &ends,
+                &mut got_counts,
+            )
+            .unwrap();
+            assert_eq!(got.download(&s).unwrap(), values, "runs, {blocks} blocks");
+            assert_eq!(got_starts.download(&s).unwrap(), starts, "{blocks} blocks");
+            assert_eq!(got_counts.download(&s).unwrap(), counts, "{blocks} blocks");
+            assert_eq!(count.download(&s).unwrap(), [m as u64]);
         }
     }
 

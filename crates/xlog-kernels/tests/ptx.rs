@@ -127,6 +127,7 @@ fn selection_kernels() -> Vec<String> {
                 "count_runs",
                 "partition_by_flags",
                 "unique",
+                "unique_runs",
                 "segment_max",
                 "segment_max_warps",
                 "segment_min",
@@ -143,6 +144,13 @@ fn selection_kernels() -> Vec<String> {
     for t in ["u64", "i64", "f64"] {
         v.push(format!("select_by_flags64__{t}"));
     }
+    // The 8- and 16-bit compaction: its selection, partition and runs.
+    for t in ["u8", "u16", "i8", "i16"] {
+        v.push(format!("select_by_flags_narrow__{t}"));
+        for k in ["count_runs", "partition_by_flags", "unique", "unique_runs"] {
+            v.push(format!("{k}__{t}"));
+        }
+    }
     for t in ["u8", "u16", "u32", "i32", "u64", "i64"] {
         v.push(format!("histogram_counts__{t}"));
     }
@@ -152,7 +160,7 @@ fn selection_kernels() -> Vec<String> {
     for t in ["u32", "u64"] {
         v.push(format!("segment_or__{t}"));
     }
-    for k in ["count_flags", "run_lengths"] {
+    for k in ["count_flags", "run_lengths", "run_ends"] {
         v.push(k.to_owned());
     }
     v
@@ -342,8 +350,11 @@ fn every_launcher_agrees_with_the_device_build() {
         xlog_kernels::dense_group::dense_group_decode::check_abi_all,
         xlog_kernels::compact::select_by_flags::check_abi_all,
         xlog_kernels::compact::select_by_flags64::check_abi_all,
+        xlog_kernels::compact::select_by_flags_narrow::check_abi_all,
         xlog_kernels::compact::partition_by_flags::check_abi_all,
         xlog_kernels::compact::unique::check_abi_all,
+        xlog_kernels::compact::unique_runs::check_abi_all,
+        xlog_kernels::compact::run_ends::check_abi,
         xlog_kernels::compact::count_runs::check_abi_all,
         xlog_kernels::compact::count_flags::check_abi,
         xlog_kernels::compact::run_lengths::check_abi,
@@ -763,5 +774,6 @@ fn the_compaction_kernels_keep_their_launch_bounds_per_width() {
     for t in LIBRARY_TYPES {
         assert_eq!(min_blocks(&format!("partition_by_flags__{t}")), "4", "{t}");
         assert_eq!(min_blocks(&format!("unique__{t}")), "4", "{t}");
+        assert_eq!(min_blocks(&format!("unique_runs__{t}")), "3", "{t}");
     }
 }

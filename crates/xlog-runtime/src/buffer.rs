@@ -253,6 +253,15 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> BufferViewMut<'_, T> {
         self.view_mut().into_slice(range)
     }
+
+    /// Shortens the buffer to its first `len` elements (nothing changes when it
+    /// has no more): what lies past them is no longer reachable through the
+    /// buffer, but stays allocated (and counted against the budget) until the
+    /// buffer is dropped. For outputs sized for the most a kernel could write and
+    /// shortened to what it did write.
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
 }
 
 fn resolve(range: impl RangeBounds<usize>, len: usize) -> (usize, usize) {
