@@ -2,8 +2,8 @@
 //!
 //! The equivalents of CUDA's `atomicAdd`, `atomicMin`, `atomicMax`, `atomicExch` and
 //! `atomicCAS`: relaxed ordering, at least device (GPU) scope, on 32- and 64-bit integers;
-//! `fetch_add` and `swap` also on `f32` and `f64`; `load` and `store` also on `u8`
-//! and `u16`
+//! `fetch_add` and `swap` also on `f32` and `f64`; `load` and `store` also on `u8`,
+//! `u16`, `i8` and `i16`
 //! ([PTX `atom`](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-atom)).
 //! Pointers may be generic addresses of global or shared memory. Combine with
 //! [`crate::barrier`] fences when other memory must be ordered around them.
@@ -31,7 +31,7 @@ mod sealed {
 }
 
 /// Types with atomic loads and stores (`ld` / `st` `.relaxed.gpu`): `u8`, `u16`,
-/// `u32`, `i32`, `u64`, `i64`, `f32`, `f64`. The element types of atomic views.
+/// `i8`, `i16`, `u32`, `i32`, `u64`, `i64`, `f32`, `f64`. The element types of atomic views.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no device atomics",
     label = "not one of `u8`, `u16`, `i8`, `i16`, `u32`, `i32`, `u64`, `i64`, `f32`, `f64`",
@@ -49,7 +49,7 @@ pub trait AtomicStore: Copy + sealed::Sealed {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no device atomic add or exchange",
     label = "not one of `u32`, `i32`, `u64`, `i64`, `f32`, `f64`",
-    note = "`fetch_add` and `swap` work on 32- and 64-bit integers and floats; `u8` and `u16` have atomic `load` and `store` only"
+    note = "`fetch_add` and `swap` work on 32- and 64-bit integers and floats; 8- and 16-bit integers have atomic `load` and `store` only"
 )]
 pub trait AtomicAdd: AtomicStore {
     #[doc(hidden)]

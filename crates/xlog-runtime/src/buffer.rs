@@ -223,7 +223,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         self.len == 0
     }
 
-    /// Device address of the first element (0 for an empty buffer).
+    /// Device address of the first element (0 for a buffer allocated empty; a
+    /// [`truncate`](Self::truncate)d one keeps its allocation's address).
     pub fn device_ptr(&self) -> u64 {
         self.core.id.ptr
     }

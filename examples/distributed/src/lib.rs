@@ -27,6 +27,8 @@
 //!    shared memory): rows with one key are on one rank;
 //! 4. **all-reduce**: the ranks' group sums are added.
 //!
+//! Up to [`MAX_RANKS`] ranks (the partition keeps a counter a rank in registers).
+//!
 //! With one rank every row is already where its key hashes to: steps 1, 2 and 4
 //! have nothing to do and are skipped, so one GPU runs the same join and sum over
 //! all the rows. That is the baseline `join_bench` measures two GPUs against.
