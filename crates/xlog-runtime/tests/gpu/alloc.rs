@@ -196,3 +196,31 @@ fn a_driver_out_of_memory_gives_the_pool_cache_back_and_retries() {
     assert_eq!(c.slice(0..4).download(&s).unwrap(), [7; 4]);
     drop((keep, c));
 }
+
+#[test]
+fn a_truncated_buffer_keeps_its_allocation_and_gives_back_every_byte() {
+    let rt = Runtime::builder(0)
+        .backend(backend())
+        .caching(false)
+        .build()
+        .unwrap();
+    let s = rt.new_stream().unwrap();
+    let mut b = rt.upload_on(&s, &(0..1000u32).collect::<Vec<_>>()).unwrap();
+    let ptr = b.device_ptr();
+    b.truncate(2000);
+    assert_eq!(b.len(), 1000, "truncate never lengthens");
+    b.truncate(10);
+    assert_eq!((b.len(), b.device_ptr()), (10, ptr));
+    assert_eq!(b.download(&s).unwrap(), (0..10).collect::<Vec<u32>>());
+    assert_eq!(rt.bytes_outstanding(), 4000, "the allocation stays whole");
+    let past = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        b.slice(..11);
+    }));
+    assert!(past.is_err(), "a view past the new length is refused");
+    b.truncate(0);
+    assert!(b.is_empty() && b.download(&s).unwrap().is_empty());
+    drop(b);
+    rt.reap().unwrap();
+    assert_eq!(rt.bytes_outstanding(), 0, "every byte comes back on drop");
+    assert_eq!(rt.drop_errors(), 0);
+}
