@@ -616,7 +616,7 @@ mod compacted {
         /// Chunk `c` of `x` (`ITEMS` elements from `ITEMS · c`), `fill` past its
         /// end.
         fn load_tile(x: &[Self], c: usize, fill: Self) -> [Self; ITEMS];
-        /// The run heads of chunk `c` of `x`, as bits ([`chunk_heads`](super::chunk_heads)).
+        /// The run heads of chunk `c` of `x`, as bits (`chunk_heads`).
         fn heads(x: &[Self], c: usize) -> u32;
         /// This thread's share of the run heads of `x`.
         fn run_heads(x: &[Self]) -> u64;
