@@ -340,12 +340,9 @@ fn warp_launch(warps: usize) -> LaunchConfig {
     LaunchConfig::new([warps.div_ceil(8) as u32, 1, 1], [256, 1, 1])
 }
 
-fn count_by_rank<'a>(
-    rt: &Runtime,
-    s: &Stream,
-    share: &'a Share,
-    ranks: usize,
-) -> xlog::Result<Counted<'a>> {
+/// Refuses what [`order_by_rank`] cannot order: `ranks` outside `1..=MAX_RANKS`, more
+/// than `u32::MAX` rows, columns of different lengths.
+fn check_share(share: &Share, ranks: usize) -> xlog::Result<()> {
     let len = share.keys.len();
     if !(1..=MAX_RANKS).contains(&ranks) || u32::try_from(len).is_err() {
         return Err(xlog::Error::InvalidArgument {
@@ -365,6 +362,16 @@ fn count_by_rank<'a>(
             ),
         });
     }
+    Ok(())
+}
+
+fn count_by_rank<'a>(
+    rt: &Runtime,
+    s: &Stream,
+    share: &'a Share,
+    ranks: usize,
+) -> xlog::Result<Counted<'a>> {
+    let len = share.keys.len();
     let warps = warps_for(len);
     let mut starts = rt.alloc_zeroed_on::<u32>(s, ranks)?;
     let mut counts = rt.alloc_zeroed_on::<u32>(s, ranks * warps)?;
@@ -439,7 +446,7 @@ fn sizes_of(c: &Counted<'_>, x: &Stream) -> xlog::Result<(Vec<usize>, Vec<usize>
 /// destination rank among `ranks` (at most [`MAX_RANKS`]), stably. The counting
 /// passes of every relation are enqueued on `s` first, then their scatters;
 /// the sizes are read back on `x`, so the host learns them while the scatters
-/// run.
+/// run. Every relation is checked before anything is queued.
 ///
 /// # Errors
 ///
@@ -453,6 +460,9 @@ pub fn order_by_rank(
     rels: &[&Share],
     ranks: usize,
 ) -> xlog::Result<Vec<Ordered>> {
+    for share in rels {
+        check_share(share, ranks)?;
+    }
     let counted = rels
         .iter()
         .map(|share| count_by_rank(rt, s, share, ranks))

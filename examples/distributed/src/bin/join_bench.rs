@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use distributed::{
     closed_form_sums, order_by_rank, query, rank_of, spread, Rank, RankData, Share, Sizes, Steps,
-    Tables,
+    Tables, MAX_RANKS,
 };
 use xlog::prelude::*;
 
@@ -194,7 +194,31 @@ fn run_one() -> xlog::Result<()> {
             assert_eq!(at, keys.len(), "{ranks} ranks: every row sent once");
         }
     }
-    println!("check: order_by_rank matches a stable partition on the CPU for 2, 3 and 8 ranks");
+    let uneven = Share {
+        keys: rt.upload_on(&k.s, &[1u32, 2, 3])?,
+        values: rt.upload_on(&k.s, &[1u32, 2])?,
+    };
+    let fine = Share {
+        keys: rt.upload_on(&k.s, &[1u32, 2])?,
+        values: rt.upload_on(&k.s, &[1u32, 2])?,
+    };
+    for (rels, ranks) in [
+        (&[&fine][..], 0),
+        (&[&fine], MAX_RANKS + 1),
+        (&[&fine, &uneven], 2),
+    ] {
+        let refused = order_by_rank(&rt, &k.s, &k.x, rels, ranks);
+        assert!(
+            matches!(refused, Err(xlog::Error::InvalidArgument { .. })),
+            "{ranks} ranks over {} relations: refused",
+            rels.len()
+        );
+    }
+    println!(
+        "check: order_by_rank matches a stable partition on the CPU for 2, 3 and 8 ranks, \
+         and refuses 0 and {} ranks and uneven columns",
+        MAX_RANKS + 1
+    );
     drop(t);
 
     let start = Instant::now();
