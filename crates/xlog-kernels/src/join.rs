@@ -52,12 +52,23 @@
 //! follows; an inclusive scan of the tile totals
 //! ([`scan::inclusive_sum`](crate::scan::inclusive_sum)) gives every tile's end in
 //! the output and, in its last element, the output count, which the host reads to
-//! allocate the output exactly. The *write* pass scans the rows' counts within each
-//! tile ([`collective::block_exclusive_scan`]) for each row's first position and
-//! stores the row's pairs there. A key with one build row costs nothing more than
-//! its match word; a row whose key has several searches the table again (the same
-//! search, so the same count) and walks the chain (`next`). A semi or anti join's
-//! write pass is a stream compaction of the flags.
+//! allocate the output exactly; an inner join's count pass also sets a flag when
+//! any key had several build rows, read back with the count. The *write* pass
+//! then takes one of two forms:
+//!
+//! - **Staged**, for a semi or anti join and for an inner join whose keys each
+//!   have at most one build row (distinct build keys, the common key and foreign
+//!   key join): a block takes four count tiles, [`WRITE_ROWS`] (16) rows a thread,
+//!   scans their flags or match words for each kept row's rank in the tile,
+//!   stages the rows (an inner join's pairs) in shared memory at those ranks, and
+//!   after a barrier stores them from there, consecutive threads writing
+//!   consecutive rows, so that a warp's stores fill whole memory sectors.
+//! - **Per row**, for an inner join with a key of several build rows: a block
+//!   per count tile scans its rows' counts
+//!   ([`collective::block_exclusive_scan`]) for each row's first position and
+//!   stores the row's pairs there. A row whose match word names its one build row
+//!   costs nothing more; a row whose key has several searches the table again (the
+//!   same search, so the same count) and walks the chain (`next`).
 //!
 //! Writes to computed positions go through atomic views (`atomic(build_rows,
 //! probe_rows)`): each is one relaxed store, as cheap as a plain one, and safe
@@ -66,10 +77,10 @@
 //! | | |
 //! | --- | --- |
 //! | build | `O(b)` work for `b` build rows (expected), 1 launch, plus zeroing the table |
-//! | probe | `O(p + m)` work for `p` probe rows and `m` output rows (expected), 3 launches (count, scan, write) and one synchronisation, to read the output count |
+//! | probe | `O(p + m)` work for `p` probe rows and `m` output rows (expected), 3 launches (count, scan, write) and one synchronisation, to read the output count (and an inner join's flag of keys with several build rows) |
 //! | graphs | not recordable: the probe reads its output count back to size the output, which a graph cannot do between its nodes |
 //! | table memory (kept) | four words of the key type a slot (key and value in the buckets, count and head in the side array), `capacity + 1` slots: `16 · (capacity + 1)` bytes for `u32` keys, `32 · (capacity + 1)` for `u64` (about 32 or 64 bytes a build row, 16 to 32 at best), and a `u32` a build row for the chains. A probe reads the buckets, half of it, and the side array only for duplicate keys |
-//! | probe memory (temporary) | an inner join: a `u32` a probe row (its match word); a semi or anti join: a `u32` per four probe rows (their flags); 16 bytes per tile of 1024 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result |
+//! | probe memory (temporary) | an inner join: a `u32` a probe row (its match word); a semi or anti join: a `u32` per four probe rows (their flags); 16 bytes per tile of 1024 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result. A staged write pass's block holds 16 KiB of shared memory a column (32 KiB for pairs) |
 //! | order | ascending probe row; within one probe row of an inner join, the build rows in an unspecified order (the order the build's atomics ran in) |
 //!
 //! All memory comes from the stream's runtime, under its budget. A refused
@@ -91,7 +102,7 @@ use core::ops::Not;
 use xlog::device::atomic::AtomicInt;
 use xlog::device::lookback;
 use xlog::device::vector::Vector;
-use xlog::device::view::{read_chunks, Chunks, PerBlock};
+use xlog::device::view::{read_chunks, AtomicView, Chunks, PerBlock};
 use xlog::prelude::*;
 
 /// Threads per block of the probe kernels.
@@ -101,6 +112,12 @@ pub const BLOCK: u32 = 256;
 /// per-row words each read or written as vectors, and their first table reads
 /// issued together. A tile is `BLOCK · ROWS` (1024) probe rows.
 pub const ROWS: usize = 4;
+
+/// Probe rows per thread of the write kernels of a semi or anti join and of an
+/// inner join whose keys each have at most one build row: a block's tile is four
+/// count tiles (`BLOCK · WRITE_ROWS`, 4096 rows), its output staged in shared
+/// memory and stored with consecutive threads writing consecutive rows.
+pub const WRITE_ROWS: usize = 16;
 
 /// The count pass's modes (what a probe row contributes to the output): an inner
 /// join's, its number of matches; a semi join's, 1 when it has a match; an anti
@@ -400,7 +417,8 @@ fn build_rows<K: Key>(keys: &[K], table: &AtomicView<'_, K>, next: &mut Out<'_, 
 /// sum over tile `b` (block `b`'s rows `[BLOCK·ROWS·b, BLOCK·ROWS·(b + 1))`,
 /// [`ROWS`] consecutive ones a thread). An inner join (`matches` not empty) stores
 /// the row's match word as `matches[i]` ([`match_word`]); a semi or anti join,
-/// whose rows count 0 or 1, stores bit `i mod ROWS` of `flags[i / ROWS]`.
+/// whose rows count 0 or 1, stores bit `i mod ROWS` of `flags[i / ROWS]`. A row
+/// whose key has several build rows sets `many[0]` to 1.
 #[inline(always)]
 fn count_rows<K: Key>(
     keys: &[K],
@@ -408,6 +426,7 @@ fn count_rows<K: Key>(
     matches: &mut Out<'_, u32, Chunks<ROWS>>,
     flags: &mut Out<'_, u32>,
     totals: &mut Out<'_, u64, PerBlock>,
+    many: &AtomicView<'_, u32>,
     mode: u32,
 ) where
     [K; 2]: Vector,
@@ -427,7 +446,11 @@ fn count_rows<K: Key>(
         _ => found[j].0,
     });
     if !matches.is_empty() {
-        store_rows(matches, c, found.map(match_word));
+        let words = found.map(match_word);
+        if words.contains(&MANY) && !many.is_empty() {
+            many.store(0, 1);
+        }
+        store_rows(matches, c, words);
     } else if let Some(f) = flags.get_mut(c) {
         *f = n.iter().rev().fold(0, |bits, &x| bits << 1 | x);
     }
@@ -560,6 +583,7 @@ pub fn join_build<K: Key>(keys: &[K], table: &mut [K], next: &mut [u32]) {
 #[xlog_kernel(
     read(keys, table),
     write(matches per chunk(4), flags, totals per block),
+    atomic(many),
     block = 256,
     min_blocks = 4,
     for K in [u32]
@@ -570,17 +594,19 @@ pub fn join_count<K: Key>(
     matches: &mut [u32],
     flags: &mut [u32],
     totals: &mut [u64],
+    many: &mut [u32],
     mode: u32,
 ) where
     [K; 2]: Vector,
 {
-    count_rows::<K>(keys, table, matches, flags, totals, mode);
+    count_rows::<K>(keys, table, matches, flags, totals, many, mode);
 }
 
 /// [`join_count`] for 64-bit keys.
 #[xlog_kernel(
     read(keys, table),
     write(matches per chunk(4), flags, totals per block),
+    atomic(many),
     block = 256,
     for K in [u64]
 )]
@@ -590,11 +616,12 @@ pub fn join_count_wide<K: Key>(
     matches: &mut [u32],
     flags: &mut [u32],
     totals: &mut [u64],
+    many: &mut [u32],
     mode: u32,
 ) where
     [K; 2]: Vector,
 {
-    count_rows::<K>(keys, table, matches, flags, totals, mode);
+    count_rows::<K>(keys, table, matches, flags, totals, many, mode);
 }
 
 /// The write step of an inner join: each probe row's `(build row, probe row)`
@@ -642,25 +669,105 @@ pub fn join_write_pairs_wide<K: Key>(
     write_pairs::<K>(keys, table, next, matches, ends, build_rows, probe_rows);
 }
 
-/// The write step of a semi or anti join: the probe rows whose flag is set, in
-/// order, at their scanned positions (a stream compaction of the flags, [`ROWS`]
-/// bits a thread).
-#[xlog_kernel(read(flags, ends), atomic(rows), block = 256, min_blocks = 8)]
-pub fn join_select_rows(flags: &[u32], ends: &[u64], rows: &mut [u32]) {
-    let start = tile_start(ends);
-    let c = thread::index_1d().get();
-    let bits = flags.get(c).copied().unwrap_or(0);
-    let n: [u32; ROWS] = core::array::from_fn(|j| bits >> j & 1);
-    let mut pos = tile_position(n, start);
-    for (j, &kept) in n.iter().enumerate() {
-        if kept > 0 {
-            rows.store(pos, (c * ROWS + j) as u32);
-            pos += 1;
-        }
+/// Where this block's write tile ([`WRITE_ROWS`] rows a thread) starts in the
+/// output: the end of the count tiles before it (`ends`, the inclusive scan of the
+/// count tiles' totals). Read first thing, so that its load is in flight with the
+/// tile's own.
+#[inline(always)]
+fn write_tile_start(ends: &[u64]) -> usize {
+    let tiles_before = thread::block_idx().x as usize * (WRITE_ROWS / ROWS);
+    match tiles_before.checked_sub(1) {
+        Some(prev) => ends.get(prev).copied().unwrap_or(0) as usize,
+        None => 0,
     }
 }
 
+/// Stages this thread's kept rows (bit `j` of `kept` for row `first + j`) from
+/// slot `at` of the staging arrays: its probe row, and with `PAIRS` `build(j)`,
+/// its build row. Then, after a barrier, the block's `total` staged rows go to
+/// `out[1][start..start + total]` (the build rows to `out[0]`), consecutive
+/// threads storing consecutive rows.
+#[inline(always)]
+fn stage_and_store<const PAIRS: bool>(
+    kept: u32,
+    first: usize,
+    at: u32,
+    total: u32,
+    start: usize,
+    build: impl Fn(usize) -> u32,
+    out: [&AtomicView<'_, u32>; 2],
+) {
+    let [build_rows, probe_rows] = out;
+    // A write tile's output, a slot a row (the build rows' array only for pairs).
+    const SLOTS: usize = BLOCK as usize * WRITE_ROWS;
+    let staged_probe = xlog::device::static_shared!(XLOG_JOIN_STAGED_PROBE: [u32; SLOTS]).words();
+    let staged_build = if PAIRS {
+        Some(xlog::device::static_shared!(XLOG_JOIN_STAGED_BUILD: [u32; SLOTS]).words())
+    } else {
+        None
+    };
+    each_item!(j => {
+        if kept & (1 << j) != 0 {
+            let k = (at + (kept & ((1 << j) - 1)).count_ones()) as usize;
+            if let Some(staged) = staged_build {
+                staged.store(k, build(j));
+            }
+            staged_probe.store(k, (first + j) as u32);
+        }
+    });
+    barrier::sync_threads();
+    let threads = thread::block_dim().x as usize;
+    let mut i = thread::thread_idx().x as usize;
+    while i < total as usize {
+        if let Some(staged) = staged_build {
+            build_rows.store(start + i, staged.load(i));
+        }
+        probe_rows.store(start + i, staged_probe.load(i));
+        i += threads;
+    }
+}
+
+/// The write step of a semi or anti join: the probe rows whose flag is set, in
+/// order, at their scanned positions (a stream compaction of the flags,
+/// [`WRITE_ROWS`] rows a thread, staged in shared memory).
+#[xlog_kernel(read(flags, ends), atomic(rows), block = 256)]
+pub fn join_select_rows(flags: &[u32], ends: &[u64], rows: &mut [u32]) {
+    let start = write_tile_start(ends);
+    let c = thread::index_1d().get();
+    // Four flag words of `ROWS` bits each, one vector load.
+    let w: [u32; 4] = lookback::load_chunk_by::<u32, 4, 4>(flags, c, 0);
+    let kept = w[0] | w[1] << 4 | w[2] << 8 | w[3] << 12;
+    let (at, total) = collective::block_exclusive_scan(kept.count_ones(), 0, u32::wrapping_add);
+    stage_and_store::<false>(kept, c * WRITE_ROWS, at, total, start, |_| 0, [rows, rows]);
+}
+
+/// The write step of an inner join whose probe keys each have at most one build
+/// row (no match word is [`MANY`]: the count step's `many` stayed 0): each
+/// matching row's pair at its scanned position, [`WRITE_ROWS`] rows a thread,
+/// staged in shared memory.
+#[xlog_kernel(read(matches, ends), atomic(build_rows, probe_rows), block = 256)]
+pub fn join_write_single_pairs(
+    matches: &[u32],
+    ends: &[u64],
+    build_rows: &mut [u32],
+    probe_rows: &mut [u32],
+) {
+    let start = write_tile_start(ends);
+    let c = thread::index_1d().get();
+    let words: [u32; WRITE_ROWS] = lookback::load_chunk_by::<u32, WRITE_ROWS, 4>(matches, c, 0);
+    let mut kept = 0u32;
+    each_item!(j => {
+        kept |= u32::from(words[j] != 0) << j;
+    });
+    let (at, total) = collective::block_exclusive_scan(kept.count_ones(), 0, u32::wrapping_add);
+    // A match word of one build row is that row plus one.
+    let build = |j: usize| words[j].wrapping_sub(1);
+    let out = [build_rows, probe_rows];
+    stage_and_store::<true>(kept, c * WRITE_ROWS, at, total, start, build, out);
+}
+
 const _: () = assert!(ROWS == 4, "the count kernels' views are `per chunk(4)`");
+const _: () = assert!(WRITE_ROWS == 16, "each_item! writes out 16 rows");
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -671,7 +778,7 @@ mod host {
         AllocTag, BufferView, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result, Stream,
     };
 
-    use super::{Key, ANTI, BLOCK, BUCKET, INNER, ROWS, SEMI, SLOT_WORDS};
+    use super::{Key, ANTI, BLOCK, BUCKET, INNER, ROWS, SEMI, SLOT_WORDS, WRITE_ROWS};
 
     /// Key types a [`JoinTable`] is built over: `u32` and `u64`, the types the
     /// join's kernels are compiled for.
@@ -686,6 +793,7 @@ mod host {
             matches: &mut DeviceBuffer<u32>,
             flags: &mut DeviceBuffer<u32>,
             totals: &mut DeviceBuffer<u64>,
+            many: &mut DeviceBuffer<u32>,
             mode: u32,
         ) -> Result<()>;
 
@@ -717,9 +825,12 @@ mod host {
                     matches: &mut DeviceBuffer<u32>,
                     flags: &mut DeviceBuffer<u32>,
                     totals: &mut DeviceBuffer<u64>,
+                    many: &mut DeviceBuffer<u32>,
                     mode: u32,
                 ) -> Result<()> {
-                    super::$count::launch(s, cfg, probe, table, matches, flags, totals, mode)
+                    super::$count::launch(
+                        s, cfg, probe, table, matches, flags, totals, many, mode,
+                    )
                 }
 
                 fn __write_pairs(
@@ -801,6 +912,9 @@ mod host {
         ends: DeviceBuffer<u64>,
         /// The output count.
         total: usize,
+        /// Whether an inner join's probe keys had a key with several build rows
+        /// (a match word [`MANY`](super::MANY)); false for a semi or anti join.
+        many: bool,
     }
 
     /// Tiles of `BLOCK · ROWS` probe rows over `n` rows.
@@ -811,6 +925,13 @@ mod host {
     /// One block of `BLOCK` threads per tile of `BLOCK · ROWS` rows, over `n` rows.
     fn tile_grid(n: usize) -> LaunchConfig {
         LaunchConfig::new([tiles(n) as u32, 1, 1], [BLOCK, 1, 1])
+    }
+
+    /// One block of `BLOCK` threads per tile of `BLOCK · WRITE_ROWS` rows (four
+    /// count tiles), over `n` rows.
+    fn write_grid(n: usize) -> LaunchConfig {
+        let tiles = n.div_ceil(BLOCK as usize * WRITE_ROWS);
+        LaunchConfig::new([tiles as u32, 1, 1], [BLOCK, 1, 1])
     }
 
     fn too_long(what: &str, side: &str, len: usize, max: u64) -> Error {
@@ -909,6 +1030,8 @@ mod host {
             // SAFETY: every block's leader writes its tile's total.
             let mut totals =
                 unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("join tile totals")) }?;
+            // An inner join's count pass sets it when a key has several build rows.
+            let mut many = rt.alloc_zeroed_on::<u32>(s, usize::from(mode == INNER))?;
             K::__count(
                 s,
                 tile_grid(n),
@@ -917,6 +1040,7 @@ mod host {
                 &mut matches,
                 &mut flags,
                 &mut totals,
+                &mut many,
                 mode,
             )?;
             let ends = crate::scan::inclusive_sum(s, &totals)?;
@@ -925,11 +1049,13 @@ mod host {
                 what: format!("xlog_kernels::join::{what}"),
                 reason: format!("the join has {total} rows, more than this host can address"),
             })?;
+            let many = mode == INNER && total > 0 && many.download(s)?[0] != 0;
             Ok(Counted {
                 matches,
                 flags,
                 ends,
                 total,
+                many,
             })
         }
 
@@ -961,19 +1087,32 @@ mod host {
                 matches,
                 ends,
                 total,
+                many,
                 ..
             } = self.count(s, "inner_join", &probe, INNER)?;
             // SAFETY: the write pass stores every position `0..total`: it finds each
             // probe row's count again (its match word, or the same search of the
             // same table for a key with several build rows), the scanned counts give
             // each row the disjoint range of its pairs, the ranges tile `0..total`,
-            // and each row stores exactly its count of pairs there.
+            // and each row stores exactly its count of pairs there. Without a key of
+            // several build rows (`many` unset: no match word is `MANY`), every
+            // count is 0 or 1 and the single-pair pass stores each matching row's
+            // one pair at its rank among them, which is its scanned position.
             let mut build_rows =
                 unsafe { rt.alloc_uninit::<u32>(s, total, AllocTag("join build rows")) }?;
             // SAFETY: as for `build_rows`.
             let mut probe_rows =
                 unsafe { rt.alloc_uninit::<u32>(s, total, AllocTag("join probe rows")) }?;
-            if total > 0 {
+            if total > 0 && !many {
+                super::join_write_single_pairs::launch(
+                    s,
+                    write_grid(probe.len()),
+                    &matches,
+                    &ends,
+                    &mut build_rows,
+                    &mut probe_rows,
+                )?;
+            } else if total > 0 {
                 K::__write_pairs(
                     s,
                     tile_grid(probe.len()),
@@ -1041,7 +1180,7 @@ mod host {
             if total > 0 {
                 super::join_select_rows::launch(
                     s,
-                    tile_grid(probe.len()),
+                    write_grid(probe.len()),
                     &flags,
                     &ends,
                     &mut rows,

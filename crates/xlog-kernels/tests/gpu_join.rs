@@ -123,6 +123,7 @@ for_each_key!(
     all_keys_equal,
     zero_and_max_keys,
     sizes_around_the_tile,
+    distinct_build_keys_around_the_write_tile,
     large_random,
     hundred_million_probe_rows,
 );
@@ -213,6 +214,21 @@ fn sizes_around_the_tile<K: TestKey>() {
         let build = keys::<K>(n, |_| r.next_u64() % (n as u64 + 3));
         let probe = keys::<K>(n + 1, |_| r.next_u64() % (n as u64 + 3));
         check::<K>(&rt, &build, &probe);
+    }
+}
+
+/// Distinct build keys: every probe row has at most one build row, the inner
+/// join's single-pair write pass, around its 4096-row tile (and a semi join's
+/// compaction, on the same tile).
+fn distinct_build_keys_around_the_write_tile<K: TestKey>() {
+    let rt = gpu_runtime();
+    let mut r = Rng::new(15);
+    for n in [1usize, 1023, 1024, 1025, 4095, 4096, 4097, 8191, 12289] {
+        let build = keys::<K>(n, |i| 3 * i as u64);
+        // About a third of the probe keys are build keys.
+        let probe = keys::<K>(n + 1, |_| r.next_u64() % (3 * n as u64 + 3));
+        let pairs = check::<K>(&rt, &build, &probe);
+        assert!(n < 1000 || pairs > n / 5, "{pairs} pairs for {n} rows");
     }
 }
 

@@ -78,6 +78,7 @@ fn library() -> Vec<String> {
             "scan_inclusive_xor__u32",
             "scan_inclusive_xor__i32",
             "join_select_rows",
+            "join_write_single_pairs",
         ]
         .map(String::from),
     );
@@ -330,6 +331,7 @@ fn every_launcher_agrees_with_the_device_build() {
         j::join_count_wide::check_abi_all,
         j::join_write_pairs_wide::check_abi_all,
         j::join_select_rows::check_abi,
+        j::join_write_single_pairs::check_abi,
         xlog_kernels::sort::sort_histogram::check_abi_all,
         xlog_kernels::sort::sort_offsets::check_abi,
         xlog_kernels::sort::sort_onesweep::check_abi_all,
