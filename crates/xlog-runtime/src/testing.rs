@@ -93,9 +93,12 @@ mod switches {
         ModuleLoad,
         /// `cuLaunchKernel`.
         Launch,
+        /// The simulator's queueing of a group of collectives, right after one
+        /// rank's part is queued (so the group fails partway).
+        SimCommQueue,
     }
 
-    const SITES: usize = 4;
+    const SITES: usize = 5;
     static PENDING: [Faults; SITES] = [const { Faults::new() }; SITES];
     static FENCING: AtomicBool = AtomicBool::new(true);
 
@@ -105,6 +108,7 @@ mod switches {
             Site::DeallocWait => 1,
             Site::ModuleLoad => 2,
             Site::Launch => 3,
+            Site::SimCommQueue => 4,
         }
     }
 

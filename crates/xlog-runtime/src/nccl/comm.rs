@@ -704,8 +704,16 @@ impl Drop for Inner {
         if state.aborted {
             return;
         }
-        let Backend::Nccl(raw) = self.backend else {
-            return;
+        let raw = match &self.backend {
+            Backend::Nccl(raw) => *raw,
+            // A failed simulated rank ends its clique's waiting work, as
+            // `ncclCommAbort` does: its peers' queued parts would wait for it.
+            Backend::Sim(rank) => {
+                if state.failed.is_some() {
+                    rank.abort();
+                }
+                return;
+            }
         };
         let _ = self.ctx.bind();
         // A failed communicator (or one whose peer died) is aborted: destroying it

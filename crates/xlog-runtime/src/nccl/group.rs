@@ -614,6 +614,7 @@ fn queue_simulated(planned: &[(Part<'_>, WorkRecorder<'_, Preflighted>)]) -> Res
         // SAFETY: as in `queue_nccl`: every address is of a buffer recorded by the
         // part's recorder (its ranges are `touches`), fenced on the stream.
         unsafe { rank.enqueue(ops, part.stream.raw(), &touches) }?;
+        crate::testing::fault_point!(SimCommQueue, "queueing a group's part (simulated)");
     }
     Ok(())
 }

@@ -127,3 +127,51 @@ fn fresh_simulated_memory_reads_as_unwritten_bytes() {
     let zeroed = rt.alloc_zeroed_on::<u32>(&s, 1000).unwrap();
     assert!(zeroed.download(&s).unwrap().iter().all(|&v| v == 0));
 }
+
+/// A simulated communicator that failed (a group that failed partway) ends its
+/// peers' waiting work when it is dropped, as `ncclCommAbort` ends theirs on a
+/// GPU: rank 0's queued part, which waits for rank 1's that never came, ends with
+/// an error at once instead of at its wait's timeout.
+#[test]
+fn a_failed_simulated_communicator_dropped_aborts_its_peers_work() {
+    use std::time::{Duration, Instant};
+    use xlog_runtime::nccl::{Communicator, Group, ReduceOp};
+    use xlog_runtime::testing::{self, Site};
+
+    if !on_simulator("a_failed_simulated_communicator_dropped_aborts_its_peers_work") {
+        return;
+    }
+    let rts = [
+        xlog_runtime::Runtime::get(0).unwrap(),
+        xlog_runtime::Runtime::get(1).expect("two simulated devices (XLOG_SIM_DEVICES=2)"),
+    ];
+    let mut comms = Communicator::init_all(&rts).unwrap();
+    let c1 = comms.pop().unwrap();
+    let c0 = comms.pop().unwrap();
+    let (s0, s1) = (rts[0].new_stream().unwrap(), rts[1].new_stream().unwrap());
+    let mut b0 = rts[0].upload_on(&s0, &[1u32; 64]).unwrap();
+    let mut b1 = rts[1].upload_on(&s1, &[2u32; 64]).unwrap();
+    // The group fails right after rank 0's part is queued: rank 1's never is.
+    testing::inject(Site::SimCommQueue, 1);
+    let e = Group::new()
+        .all_reduce_in_place(&c0, &s0, &mut b0, ReduceOp::Sum)
+        .all_reduce_in_place(&c1, &s1, &mut b1, ReduceOp::Sum)
+        .launch()
+        .unwrap_err();
+    assert!(matches!(e, Error::InjectedFault { .. }), "{e:?}");
+    drop(c1);
+    // Rank 0's stream holds the part that waits for rank 1's: it ends (with the
+    // abort's error) instead of waiting for ever.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(s0.synchronize().map_err(|e| e.to_string()));
+    });
+    let start = Instant::now();
+    let ended = rx.recv_timeout(Duration::from_secs(20));
+    assert!(
+        ended.is_ok(),
+        "rank 0's stream still waits for the dropped rank after {:?}",
+        start.elapsed()
+    );
+    drop((c0, b0, b1));
+}
