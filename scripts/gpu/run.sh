@@ -29,6 +29,8 @@ export XLOG_CUB_SCRIPT=${XLOG_CUB_SCRIPT:-$PWD/crates/xlog-kernels/benches/libra
 export XLOG_GRAPH_SCRIPT=${XLOG_GRAPH_SCRIPT:-$PWD/crates/xlog-kernels/benches/graph_replay_torch.py}
 # The dense group-by bench times PyTorch's index_add_ / scatter_reduce with this one.
 export XLOG_GROUP_SCRIPT=${XLOG_GROUP_SCRIPT:-$PWD/crates/xlog-kernels/benches/dense_group_torch.py}
+# The page-locked copy bench times PyTorch's non-blocking copies with this one.
+export XLOG_PINNED_SCRIPT=${XLOG_PINNED_SCRIPT:-$PWD/crates/xlog-runtime/benches/pinned_peers.py}
 export PATH=/usr/local/cuda/bin:$PATH
 # The multi-GPU suite and bench (NCCL): NVLink multicast stays off in every process.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

@@ -43,7 +43,9 @@ fn main() {
     });
     assert!(host.as_slice().unwrap().iter().all(|&b| b == 1));
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/pinned_peers.py");
-    let torch = bench::cub_peers(script, &[BYTES.to_string()]);
+    // Its own variable: `XLOG_CUB_SCRIPT`, which the GPU run script sets for the
+    // library's benches, names another script.
+    let torch = bench::python_peers("XLOG_PINNED_SCRIPT", script, &[BYTES.to_string()]);
     let gbps = |ms: f64| BYTES as f64 / ms / 1e6;
     for (case, ours) in [("host to device", up), ("device to host", down)] {
         let theirs = *torch
