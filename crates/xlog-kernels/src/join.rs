@@ -77,7 +77,7 @@
 //! | | |
 //! | --- | --- |
 //! | build | `O(b)` work for `b` build rows (expected), 1 launch, plus zeroing the table |
-//! | probe | `O(p + m)` work for `p` probe rows and `m` output rows (expected), 3 launches (count, scan, write) and one synchronisation, to read the output count (and an inner join's flag of keys with several build rows) |
+//! | probe | `O(p + m)` work for `p` probe rows and `m` output rows (expected), 3 launches (count, scan, write) and one synchronisation to read the output count (an inner join's a second read, its flag of keys with several build rows) |
 //! | graphs | not recordable: the probe reads its output count back to size the output, which a graph cannot do between its nodes |
 //! | table memory (kept) | four words of the key type a slot (key and value in the buckets, count and head in the side array), `capacity + 1` slots: `16 · (capacity + 1)` bytes for `u32` keys, `32 · (capacity + 1)` for `u64` (about 32 or 64 bytes a build row, 16 to 32 at best), and a `u32` a build row for the chains. A probe reads the buckets, half of it, and the side array only for duplicate keys |
 //! | probe memory (temporary) | an inner join: a `u32` a probe row (its match word); a semi or anti join: a `u32` per four probe rows (their flags); 16 bytes per tile of 1024 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result. A staged write pass's block holds 16 KiB of shared memory a column (32 KiB for pairs) |
@@ -577,7 +577,7 @@ pub fn join_build<K: Key>(keys: &[K], table: &mut [K], next: &mut [u32]) {
 /// anti), as an inner join's match words or a semi or anti join's flags, and each
 /// tile's total. 32-bit keys; [`join_count_wide`] takes 64-bit ones.
 // The probe kernels are bound by random reads and their latency: `min_blocks`
-// asks for registers enough for 4 blocks (8 for the compaction) a multiprocessor,
+// asks for registers enough for 4 blocks a multiprocessor,
 // so that more reads are in flight. The 64-bit kernels are left unbounded: at 4
 // blocks they spill hundreds of bytes a thread.
 #[xlog_kernel(
@@ -669,17 +669,19 @@ pub fn join_write_pairs_wide<K: Key>(
     write_pairs::<K>(keys, table, next, matches, ends, build_rows, probe_rows);
 }
 
-/// Where this block's write tile ([`WRITE_ROWS`] rows a thread) starts in the
-/// output: the end of the count tiles before it (`ends`, the inclusive scan of the
-/// count tiles' totals). Read first thing, so that its load is in flight with the
-/// tile's own.
+/// Where this block's write tile ([`WRITE_ROWS`] rows a thread, four count tiles)
+/// starts and ends in the output: the end of the count tiles before it and the
+/// end of its last one (`ends`, the inclusive scan of the count tiles' totals).
+/// Read first thing, so that the loads are in flight with the tile's own.
 #[inline(always)]
-fn write_tile_start(ends: &[u64]) -> usize {
-    let tiles_before = thread::block_idx().x as usize * (WRITE_ROWS / ROWS);
-    match tiles_before.checked_sub(1) {
+fn write_tile_range(ends: &[u64]) -> (usize, usize) {
+    let first_tile = thread::block_idx().x as usize * (WRITE_ROWS / ROWS);
+    let start = match first_tile.checked_sub(1) {
         Some(prev) => ends.get(prev).copied().unwrap_or(0) as usize,
         None => 0,
-    }
+    };
+    let last = (first_tile + WRITE_ROWS / ROWS - 1).min(ends.len().saturating_sub(1));
+    (start, ends.get(last).copied().unwrap_or(0) as usize)
 }
 
 /// Stages this thread's kept rows (bit `j` of `kept` for row `first + j`) from
@@ -687,16 +689,26 @@ fn write_tile_start(ends: &[u64]) -> usize {
 /// its build row. Then, after a barrier, the block's `total` staged rows go to
 /// `out[1][start..start + total]` (the build rows to `out[0]`), consecutive
 /// threads storing consecutive rows.
+///
+/// # Panics
+///
+/// When `start + total` is not `end`, the tile's end as the count pass scanned it
+/// (the whole block, before storing anything): the block kept another number of
+/// rows than the count pass counted, and part of the output would go unwritten.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn stage_and_store<const PAIRS: bool>(
     kept: u32,
     first: usize,
     at: u32,
     total: u32,
-    start: usize,
+    (start, end): (usize, usize),
     build: impl Fn(usize) -> u32,
     out: [&AtomicView<'_, u32>; 2],
 ) {
+    if start.wrapping_add(total as usize) != end {
+        panic!("a join write tile kept another number of rows than its count pass counted");
+    }
     let [build_rows, probe_rows] = out;
     // A write tile's output, a slot a row (the build rows' array only for pairs).
     const SLOTS: usize = BLOCK as usize * WRITE_ROWS;
@@ -732,13 +744,13 @@ fn stage_and_store<const PAIRS: bool>(
 /// [`WRITE_ROWS`] rows a thread, staged in shared memory).
 #[xlog_kernel(read(flags, ends), atomic(rows), block = 256)]
 pub fn join_select_rows(flags: &[u32], ends: &[u64], rows: &mut [u32]) {
-    let start = write_tile_start(ends);
+    let range = write_tile_range(ends);
     let c = thread::index_1d().get();
     // Four flag words of `ROWS` bits each, one vector load.
     let w: [u32; 4] = lookback::load_chunk_by::<u32, 4, 4>(flags, c, 0);
     let kept = w[0] | w[1] << 4 | w[2] << 8 | w[3] << 12;
     let (at, total) = collective::block_exclusive_scan(kept.count_ones(), 0, u32::wrapping_add);
-    stage_and_store::<false>(kept, c * WRITE_ROWS, at, total, start, |_| 0, [rows, rows]);
+    stage_and_store::<false>(kept, c * WRITE_ROWS, at, total, range, |_| 0, [rows, rows]);
 }
 
 /// The write step of an inner join whose probe keys each have at most one build
@@ -752,7 +764,7 @@ pub fn join_write_single_pairs(
     build_rows: &mut [u32],
     probe_rows: &mut [u32],
 ) {
-    let start = write_tile_start(ends);
+    let range = write_tile_range(ends);
     let c = thread::index_1d().get();
     let words: [u32; WRITE_ROWS] = lookback::load_chunk_by::<u32, WRITE_ROWS, 4>(matches, c, 0);
     let mut kept = 0u32;
@@ -763,7 +775,7 @@ pub fn join_write_single_pairs(
     // A match word of one build row is that row plus one.
     let build = |j: usize| words[j].wrapping_sub(1);
     let out = [build_rows, probe_rows];
-    stage_and_store::<true>(kept, c * WRITE_ROWS, at, total, start, build, out);
+    stage_and_store::<true>(kept, c * WRITE_ROWS, at, total, range, build, out);
 }
 
 const _: () = assert!(ROWS == 4, "the count kernels' views are `per chunk(4)`");
@@ -1061,9 +1073,10 @@ mod host {
 
         /// Every `(build row, probe row)` pair with equal keys, ordered by probe row
         /// (within one, in an unspecified order). `O(p + m)` expected for `p` probe
-        /// rows and `m` pairs; three launches and one synchronisation (to read the
-        /// output count and allocate the output exactly). Cannot be recorded into a graph,
-        /// for that read-back.
+        /// rows and `m` pairs; three launches and two reads, each a synchronisation
+        /// (the output count, to allocate the output exactly, and whether a key had
+        /// several build rows, to pick the write pass). Cannot be recorded into a
+        /// graph, for those read-backs.
         ///
         /// # Errors
         ///
@@ -1147,7 +1160,8 @@ mod host {
         }
 
         /// The probe rows whose key is not in the build side, ascending. `O(p)`
-        /// expected; three launches and one synchronisation.
+        /// expected; three launches and one synchronisation (to read the output
+        /// count).
         ///
         /// # Errors
         ///

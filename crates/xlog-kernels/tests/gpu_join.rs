@@ -124,6 +124,7 @@ for_each_key!(
     zero_and_max_keys,
     sizes_around_the_tile,
     distinct_build_keys_around_the_write_tile,
+    one_duplicate_key_probed_by_the_last_row_only,
     large_random,
     hundred_million_probe_rows,
 );
@@ -230,6 +231,25 @@ fn distinct_build_keys_around_the_write_tile<K: TestKey>() {
         let pairs = check::<K>(&rt, &build, &probe);
         assert!(n < 1000 || pairs > n / 5, "{pairs} pairs for {n} rows");
     }
+}
+
+/// Distinct build keys but one with two build rows, which only the last probe row
+/// (of a probe side one past a multiple of four, over several write tiles) has:
+/// the one row whose match word is `MANY` sends the whole join to the per-row
+/// write pass.
+fn one_duplicate_key_probed_by_the_last_row_only<K: TestKey>() {
+    let rt = gpu_runtime();
+    let mut r = Rng::new(16);
+    let mut build = keys::<K>(5000, |i| 3 * i as u64);
+    build.push(K::from_u64(21));
+    let n = 12289;
+    let mut probe = keys::<K>(n, |_| match r.next_u64() % 15000 {
+        21 => 22,
+        k => k,
+    });
+    probe[n - 1] = K::from_u64(21);
+    let pairs = check::<K>(&rt, &build, &probe);
+    assert!(pairs > n / 5, "{pairs} pairs");
 }
 
 fn large_random<K: TestKey>() {
