@@ -46,7 +46,9 @@
 //! and per-row words move as vectors. The *count* pass finds each row's slot: a
 //! thread reads the home bucket of all its rows before looking at any (four random
 //! reads in flight), each read a whole bucket (for a semi or anti join only its
-//! key words). An inner join writes one match word per row: 0 for no match, the
+//! key words); then the rows whose home bucket was full read the next bucket, again
+//! together, so that a warp waits for two rounds of reads rather than for one a
+//! row; the rare longer searches walk on row by row. An inner join writes one match word per row: 0 for no match, the
 //! build row plus one when its key has exactly one, `u32::MAX` when it has more; a
 //! semi or anti join one word of flags per thread, a bit a row. Each tile's total
 //! follows; an inclusive scan of the tile totals
@@ -305,9 +307,51 @@ where
     }
 }
 
+/// What a bucket says of the key whose complement is `want`: in slot `j` of the
+/// bucket, with value word `v` (`Found(j, v)`); absent, the bucket having an empty
+/// slot; or maybe further on, the bucket being full.
+enum Seen<K> {
+    Found(usize, K),
+    Absent,
+    Full,
+}
+
+/// Looks for the key whose complement is `want` among a bucket's key words
+/// (`keys`, value words `vals`).
+#[inline(always)]
+fn look<K: Key>([keys, vals]: [[K; BUCKET]; 2], want: K) -> Seen<K> {
+    let mut empty = false;
+    for j in 0..BUCKET {
+        if keys[j] == want {
+            return Seen::Found(j, vals[j]);
+        }
+        empty |= keys[j] == K::ZERO;
+    }
+    if empty {
+        Seen::Absent
+    } else {
+        Seen::Full
+    }
+}
+
+/// The count and chain head a search that found its key in slot `slot` of bucket
+/// `b`, with value word `v`, gives: `(1, 0)` without `values` (`v` was not read),
+/// `(1, row)` for a key of one build row, the side array's for more.
+#[inline(always)]
+fn found_at<K: Key>(table: &[K], b: usize, slot: usize, v: K, values: bool) -> (u32, u32)
+where
+    [K; 2]: Vector,
+{
+    match (values, v) {
+        (false, _) => (1, 0),
+        (true, v) if v == K::MAX => side(table, BUCKET * b + slot, capacity_of(table.len())),
+        (true, v) => (1, v.as_u32()),
+    }
+}
+
 /// Walks the table from bucket `b`, whose words are `bucket`, to `key`'s slot or an
-/// empty one: `(count, head)` of `key`, `(0, 0)` when no build row has it. Without
-/// `values` a found key gives `(1, 0)`: the bucket's value words were not read.
+/// empty one: `(count, head)` of `key` ([`found_at`]), `(0, 0)` when no build row
+/// has it.
 #[inline(always)]
 fn walk<K: Key>(
     table: &[K],
@@ -320,37 +364,39 @@ where
     [K; 2]: Vector,
 {
     let capacity = capacity_of(table.len());
-    let want = !key;
-    loop {
-        let Some([keys, vals]) = bucket else {
-            return (0, 0);
-        };
-        let mut empty = false;
-        for j in 0..BUCKET {
-            if keys[j] == want {
-                return match (values, vals[j]) {
-                    (false, _) => (1, 0),
-                    (true, v) if v == K::MAX => side(table, BUCKET * b + j, capacity),
-                    (true, v) => (1, v.as_u32()),
-                };
+    while let Some(words) = bucket {
+        match look(words, !key) {
+            Seen::Found(slot, v) => return found_at(table, b, slot, v, values),
+            Seen::Absent => break,
+            Seen::Full => {
+                b = (b + 1) & (capacity / BUCKET - 1);
+                bucket = K::read_bucket(table, b, values);
             }
-            empty |= keys[j] == K::ZERO;
         }
-        if empty {
-            return (0, 0);
-        }
-        b = (b + 1) & (capacity / BUCKET - 1);
-        bucket = K::read_bucket(table, b, values);
     }
+    (0, 0)
 }
 
 /// For each of [`ROWS`] keys (`None` finds nothing), the count of build rows with
 /// it and the head of their chain (a row plus one), `(0, 0)` when there is none;
-/// without `values`, `(1, 0)` for a key that is there. The first bucket of every
-/// key is read before any is looked at, so a thread has `ROWS` random reads in
-/// flight instead of one.
+/// without `values`, `(1, 0)` for a key that is there (the value words are not
+/// read).
+///
+/// Every row's home bucket is read before any is looked at, and then every row
+/// whose home bucket is full reads the next one, again before any is looked at: a
+/// thread has `ROWS` random reads in flight instead of one, and a warp waits for
+/// two reads, not for one a row (at a load factor of one half about one search in
+/// ten goes past its home bucket, so some lane of a warp nearly always does, for
+/// every row). Searches longer still walk on one row at a time. Without
+/// `SECOND_ROUND` every search past its home bucket walks on one row at a time,
+/// which needs fewer registers (the inner join's per-row write pass, which
+/// searches again only for keys of several build rows).
 #[inline(always)]
-fn find_rows<K: Key>(table: &[K], keys: [Option<K>; ROWS], values: bool) -> [(u32, u32); ROWS]
+fn find_rows<K: Key, const SECOND_ROUND: bool>(
+    table: &[K],
+    keys: [Option<K>; ROWS],
+    values: bool,
+) -> [(u32, u32); ROWS]
 where
     [K; 2]: Vector,
 {
@@ -360,23 +406,52 @@ where
         return found;
     }
     let mut b = [0; ROWS];
-    let mut first = [None; ROWS];
+    let mut bucket = [None; ROWS];
     // Written out per row: a rolled loop would keep these arrays in local memory.
     each_item!(j in 0 1 2 3 => {
         if let Some(k) = keys[j] {
             if k != K::MAX {
                 b[j] = home(k, capacity);
-                first[j] = K::read_bucket(table, b[j], values);
+                bucket[j] = K::read_bucket(table, b[j], values);
+            }
+        }
+    });
+    if !SECOND_ROUND {
+        each_item!(j in 0 1 2 3 => {
+            if let Some(k) = keys[j] {
+                found[j] = if k == K::MAX {
+                    side(table, capacity, capacity)
+                } else {
+                    walk(table, k, b[j], bucket[j], values)
+                };
+            }
+        });
+        return found;
+    }
+    let mut more = [false; ROWS];
+    each_item!(j in 0 1 2 3 => {
+        if let (Some(k), Some(words)) = (keys[j], bucket[j]) {
+            match look(words, !k) {
+                Seen::Found(slot, v) => found[j] = found_at(table, b[j], slot, v, values),
+                Seen::Absent => {}
+                Seen::Full => more[j] = true,
             }
         }
     });
     each_item!(j in 0 1 2 3 => {
+        bucket[j] = None;
+        if more[j] {
+            b[j] = (b[j] + 1) & (capacity / BUCKET - 1);
+            bucket[j] = K::read_bucket(table, b[j], values);
+        }
+    });
+    each_item!(j in 0 1 2 3 => {
         if let Some(k) = keys[j] {
-            found[j] = if k == K::MAX {
-                side(table, capacity, capacity)
-            } else {
-                walk(table, k, b[j], first[j], values)
-            };
+            if k == K::MAX {
+                found[j] = side(table, capacity, capacity);
+            } else if more[j] {
+                found[j] = walk(table, k, b[j], bucket[j], values);
+            }
         }
     });
     found
@@ -435,7 +510,7 @@ fn count_rows<K: Key>(
     let row = c.get().saturating_mul(ROWS);
     let mine: [K; ROWS] = lookback::load_chunk_by::<K, ROWS, 2>(keys, c.get(), K::ZERO);
     let live = |j: usize| row.saturating_add(j) < keys.len();
-    let found = find_rows(
+    let found = find_rows::<K, true>(
         table,
         core::array::from_fn(|j| live(j).then_some(mine[j])),
         mode == INNER,
@@ -538,7 +613,7 @@ fn write_pairs<K: Key>(
     let mut found: [(u32, u32); ROWS] = words.map(|w| (u32::from(w != 0), w));
     if words.contains(&MANY) {
         let mine: [K; ROWS] = lookback::load_chunk_by::<K, ROWS, 2>(keys, c, K::ZERO);
-        let again = find_rows(
+        let again = find_rows::<K, false>(
             table,
             core::array::from_fn(|j| (words[j] == MANY).then_some(mine[j])),
             true,
@@ -757,7 +832,12 @@ pub fn join_select_rows(flags: &[u32], ends: &[u64], rows: &mut [u32]) {
 /// row (no match word is [`MANY`]: the count step's `many` stayed 0): each
 /// matching row's pair at its scanned position, [`WRITE_ROWS`] rows a thread,
 /// staged in shared memory.
-#[xlog_kernel(read(matches, ends), atomic(build_rows, probe_rows), block = 256)]
+#[xlog_kernel(
+    read(matches, ends),
+    atomic(build_rows, probe_rows),
+    block = 256,
+    min_blocks = 4
+)]
 pub fn join_write_single_pairs(
     matches: &[u32],
     ends: &[u64],
@@ -1304,6 +1384,20 @@ mod tests {
 
     /// Puts `key` into slot `p` of the host table `t` of `capacity` slots with
     /// `value` as its value word and `(count, head)` in the side array.
+    /// [`find_rows`] with and without its second round of reads, which must agree.
+    fn find<K: Key + core::fmt::Debug>(
+        t: &[K],
+        q: [Option<K>; ROWS],
+        values: bool,
+    ) -> [(u32, u32); ROWS]
+    where
+        [K; 2]: Vector,
+    {
+        let found = find_rows::<K, true>(t, q, values);
+        assert_eq!(found, find_rows::<K, false>(t, q, values));
+        found
+    }
+
     fn put<K: Key>(t: &mut [K], capacity: usize, p: usize, key: K, value: K, side: (u32, u32)) {
         t[key_word(p)] = !key;
         t[key_word(p) + BUCKET] = value;
@@ -1354,18 +1448,73 @@ mod tests {
             .find(|&k| k != K::MAX && k != b && !others.contains(&k))
             .unwrap();
         let q = [Some(a), Some(K::MAX), Some(b), Some(missing)];
-        assert_eq!(find_rows(&t, q, true), [(1, 3), (1, 6), (2, 9), (0, 0)]);
-        assert_eq!(find_rows(&t, q, false), [(1, 0), (1, 6), (1, 0), (0, 0)]);
+        assert_eq!(find(&t, q, true), [(1, 3), (1, 6), (2, 9), (0, 0)]);
+        assert_eq!(find(&t, q, false), [(1, 0), (1, 6), (1, 0), (0, 0)]);
         assert_eq!(
-            find_rows(&t, [None, Some(others[2]), None, None], true)[1],
+            find(&t, [None, Some(others[2]), None, None], true)[1],
             (1, 22)
         );
         // The MAX key with no build row: its count is 0.
         t[side_word(cap, cap)] = K::ZERO;
         assert_eq!(
-            find_rows(&t, [None, Some(K::MAX), None, None], true),
+            find(&t, [None, Some(K::MAX), None, None], true),
             [(0, 0); 4]
         );
+    }
+
+    /// Searches three buckets long, beside searches of one and two: the home
+    /// bucket `h` of the keys searched and the bucket after it are full of other
+    /// keys homed at `h`, so `a` sits two buckets on and a missing key homed at
+    /// `h` ends at the empty slot after it.
+    fn find_walks_past_two_full_buckets<K: Key + core::fmt::Debug>(keys: &[K])
+    where
+        [K; 2]: Vector,
+    {
+        // capacity 16: buckets 0 to 3, the MAX key's side entry at slot 16.
+        let cap = 16;
+        let mut t = vec![K::ZERO; SLOT_WORDS * (cap + 1)];
+        let a = keys[0];
+        let h = home(a, cap);
+        let mut homed = keys[1..]
+            .iter()
+            .copied()
+            .filter(|&k| k != K::MAX && home(k, cap) == h);
+        let full: Vec<K> = homed.by_ref().take(2 * BUCKET).collect();
+        let missing = homed.next().unwrap();
+        assert_eq!(full.len(), 2 * BUCKET);
+        for (j, &k) in full.iter().enumerate() {
+            let p = (BUCKET * h + j) % cap;
+            put(
+                &mut t,
+                cap,
+                p,
+                k,
+                K::word(40 + j as u32),
+                (1, 40 + j as u32),
+            );
+        }
+        let third = BUCKET * ((h + 2) % (cap / BUCKET));
+        put(&mut t, cap, third, a, K::word(7), (1, 7));
+        let q = [
+            Some(missing),
+            Some(a),
+            Some(full[BUCKET + 1]),
+            Some(full[0]),
+        ];
+        assert_eq!(find(&t, q, true), [(0, 0), (1, 7), (1, 45), (1, 40)]);
+        assert_eq!(find(&t, q, false), [(0, 0), (1, 0), (1, 0), (1, 0)]);
+    }
+
+    #[test]
+    fn find_walks_past_two_full_buckets_u32() {
+        let keys: Vec<u32> = (0..1000).collect();
+        find_walks_past_two_full_buckets(&keys);
+    }
+
+    #[test]
+    fn find_walks_past_two_full_buckets_u64() {
+        let keys: Vec<u64> = (0..1000).map(|k| k << 40).collect();
+        find_walks_past_two_full_buckets(&keys);
     }
 
     #[test]
