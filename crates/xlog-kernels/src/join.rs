@@ -48,9 +48,10 @@
 //! reads in flight), each read a whole bucket (for a semi or anti join only its
 //! key words); then the rows whose home bucket was full read the next bucket, again
 //! together, so that a warp waits for two rounds of reads rather than for one a
-//! row; the rare longer searches walk on row by row. An inner join writes one match word per row: 0 for no match, the
-//! build row plus one when its key has exactly one, `u32::MAX` when it has more; a
-//! semi or anti join one word of flags per thread, a bit a row. Each tile's total
+//! row; the rare longer searches walk on row by row. An inner join writes one match
+//! word per row: 0 for no match, the build row plus one when its key has exactly
+//! one, `u32::MAX` when it has more; a semi or anti join one word of flags per
+//! thread, a bit a row. Each tile's total
 //! follows; an inclusive scan of the tile totals
 //! ([`scan::inclusive_sum`](crate::scan::inclusive_sum)) gives every tile's end in
 //! the output and, in its last element, the output count, which the host reads to
@@ -336,7 +337,8 @@ fn look<K: Key>([keys, vals]: [[K; BUCKET]; 2], want: K) -> Seen<K> {
 
 /// The count and chain head a search that found its key in slot `slot` of bucket
 /// `b`, with value word `v`, gives: `(1, 0)` without `values` (`v` was not read),
-/// `(1, row)` for a key of one build row, the side array's for more.
+/// `(1, head)` for a key of one build row (`head` its row plus one, the value
+/// word), the side array's count and head for more.
 #[inline(always)]
 fn found_at<K: Key>(table: &[K], b: usize, slot: usize, v: K, values: bool) -> (u32, u32)
 where
@@ -832,6 +834,10 @@ pub fn join_select_rows(flags: &[u32], ends: &[u64], rows: &mut [u32]) {
 /// row (no match word is [`MANY`]: the count step's `many` stayed 0): each
 /// matching row's pair at its scanned position, [`WRITE_ROWS`] rows a thread,
 /// staged in shared memory.
+// `min_blocks` holds the kernel to 64 registers (68 unbounded, no spill either
+// way): four blocks a multiprocessor instead of three, 448 µs instead of 478 for
+// 2^27 probe rows on an H200 (`bench/runs/2026-11-29-rounds`); their staging
+// arrays, 32 KiB a block, still fit.
 #[xlog_kernel(
     read(matches, ends),
     atomic(build_rows, probe_rows),
@@ -1382,8 +1388,6 @@ mod tests {
         assert_eq!(match_word((u32::MAX, 7)), MANY);
     }
 
-    /// Puts `key` into slot `p` of the host table `t` of `capacity` slots with
-    /// `value` as its value word and `(count, head)` in the side array.
     /// [`find_rows`] with and without its second round of reads, which must agree.
     fn find<K: Key + core::fmt::Debug>(
         t: &[K],
@@ -1398,6 +1402,8 @@ mod tests {
         found
     }
 
+    /// Puts `key` into slot `p` of the host table `t` of `capacity` slots with
+    /// `value` as its value word and `(count, head)` in the side array.
     fn put<K: Key>(t: &mut [K], capacity: usize, p: usize, key: K, value: K, side: (u32, u32)) {
         t[key_word(p)] = !key;
         t[key_word(p) + BUCKET] = value;
@@ -1410,8 +1416,8 @@ mod tests {
         [K; 2]: Vector,
     {
         // capacity 8: buckets 0 and 1, the MAX key's side entry at slot 8. The home
-        // bucket of `a` is full of other keys, so `a` sits in the next bucket
-        // (wrapping around); `b` has two build rows, the MAX key one.
+        // bucket of `a` is full of other keys, so `a` sits in the other bucket; `b`
+        // has two build rows, the MAX key one.
         let cap = 8;
         let mut t = vec![K::ZERO; SLOT_WORDS * (cap + 1)];
         let a = keys[0];
@@ -1462,10 +1468,11 @@ mod tests {
         );
     }
 
-    /// Searches three buckets long, beside searches of one and two: the home
-    /// bucket `h` of the keys searched and the bucket after it are full of other
-    /// keys homed at `h`, so `a` sits two buckets on and a missing key homed at
-    /// `h` ends at the empty slot after it.
+    /// Searches three buckets long, beside searches of one and two, wrapping
+    /// around the table's end: the keys searched are homed at the last bucket `h`,
+    /// which and the first bucket after it (bucket 0) are full of other keys homed
+    /// at `h`, so `a` sits two buckets on (bucket 1) and a missing key homed at `h`
+    /// ends at the empty slot after it.
     fn find_walks_past_two_full_buckets<K: Key + core::fmt::Debug>(keys: &[K])
     where
         [K; 2]: Vector,
@@ -1473,12 +1480,12 @@ mod tests {
         // capacity 16: buckets 0 to 3, the MAX key's side entry at slot 16.
         let cap = 16;
         let mut t = vec![K::ZERO; SLOT_WORDS * (cap + 1)];
-        let a = keys[0];
-        let h = home(a, cap);
-        let mut homed = keys[1..]
+        let h = cap / BUCKET - 1;
+        let mut homed = keys
             .iter()
             .copied()
             .filter(|&k| k != K::MAX && home(k, cap) == h);
+        let a = homed.next().unwrap();
         let full: Vec<K> = homed.by_ref().take(2 * BUCKET).collect();
         let missing = homed.next().unwrap();
         assert_eq!(full.len(), 2 * BUCKET);
@@ -1494,6 +1501,7 @@ mod tests {
             );
         }
         let third = BUCKET * ((h + 2) % (cap / BUCKET));
+        assert_eq!(third, BUCKET, "the search wraps around to bucket 1");
         put(&mut t, cap, third, a, K::word(7), (1, 7));
         let q = [
             Some(missing),
