@@ -14,7 +14,7 @@
 //! driver compiles the library's PTX on first use (or takes it from its cache),
 //! which this bench then measures. The first call's figure covers, after the device
 //! is open and the keys uploaded: loading those three kernels, the module's panic
-//! record (the process's first mapped host allocation), the sort's temporaries,
+//! record (a page of host memory registered with the driver), the sort's temporaries,
 //! its launches and the download.
 //! There is no peer: the target (at most 5 ms) is absolute, so the report shows the
 //! rows without a ratio.

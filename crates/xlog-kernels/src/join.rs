@@ -13,8 +13,8 @@
 //! # Algorithm
 //!
 //! **Layout.** The table has `capacity` slots, the smallest power of two at least
-//! twice the build side (a load factor of at most 0.5) and at least one bucket,
-//! grouped in buckets of four slots. A bucket holds its slots' key words
+//! four times the build side (a load factor of at most 1/4) and at least one
+//! bucket, grouped in buckets of four slots. A bucket holds its slots' key words
 //! (the key's bitwise complement) and then their value words, so a bucket of `u32`
 //! keys is one 32-byte memory sector and a probe that ends in its home bucket costs
 //! one random read, like a gather. A value word is the key's build row plus one
@@ -22,6 +22,12 @@
 //! indexed by slot, holds the key's count of build rows and the head of their chain
 //! (a row id plus one), the chain continuing through `next[row]`. The side array
 //! is read only for duplicate keys.
+//!
+//! The load factor trades memory for probe speed. A search goes past its home
+//! bucket when that bucket is full: for about one search in seven at a load
+//! factor of 1/2, one in fifty at 1/4. On an H200 (2^26 distinct build keys,
+//! 2^27 probe keys) an inner join's probe took 4.27 ms at 1/2 and 4.02 ms at
+//! 1/4, for twice the table memory.
 //!
 //! **Build** (one launch, one thread per build row). A thread hashes its key
 //! (MurmurHash3's finaliser) to a bucket, walks from there by linear probing over
@@ -41,9 +47,10 @@
 //! value joins. A value word of `MAX` is never a row: build rows are fewer than
 //! `u32::MAX`.
 //!
-//! **Probe** (count, scan, write). One block of [`BLOCK`] threads per tile of
-//! `BLOCK · ROWS` probe rows, [`ROWS`] (4) consecutive rows a thread, whose keys
-//! and per-row words move as vectors. The *count* pass finds each row's slot: a
+//! **Probe** (count, scan, write). A thread takes [`ROWS`] (4) consecutive probe
+//! rows, whose keys and per-row words move as vectors; a warp's 128 rows are a
+//! count tile. The *count* pass, in blocks of [`COUNT_BLOCK`] (64) threads,
+//! finds each row's slot: a
 //! thread reads the home bucket of all its rows before looking at any (four random
 //! reads in flight), each read a whole bucket (for a semi or anti join only its
 //! key words); then the rows whose home bucket was full read the next bucket, again
@@ -51,23 +58,27 @@
 //! row; the rare longer searches walk on row by row. An inner join writes one match
 //! word per row: 0 for no match, the build row plus one when its key has exactly
 //! one, `u32::MAX` when it has more; a semi or anti join one word of flags per
-//! thread, a bit a row. Each tile's total
-//! follows; an inclusive scan of the tile totals
+//! thread, a bit a row. Each tile's total follows, summed by its warp with no
+//! block barrier, so that a block holds its multiprocessor only until its own two
+//! warps end (the searches' lengths vary, and a block of 256 threads waited for
+//! the longest of eight warps: 4.09 ms against 3.87 for the count pass, on an
+//! H200). An inclusive scan of the tile totals
 //! ([`scan::inclusive_sum`](crate::scan::inclusive_sum)) gives every tile's end in
 //! the output and, in its last element, the output count, which the host reads to
 //! allocate the output exactly; an inner join's count pass also sets a flag when
-//! any key had several build rows, read back with the count. The *write* pass
+//! any key had several build rows, copied next to the count on the device and
+//! read back with it in one read. The *write* pass
 //! then takes one of two forms:
 //!
 //! - **Staged**, for a semi or anti join and for an inner join whose keys each
 //!   have at most one build row (distinct build keys, the common key and foreign
-//!   key join): a block takes four count tiles, [`WRITE_ROWS`] (16) rows a thread,
+//!   key join): a block takes 32 count tiles, [`WRITE_ROWS`] (16) rows a thread,
 //!   scans their flags or match words for each kept row's rank in the tile,
 //!   stages the rows (an inner join's pairs) in shared memory at those ranks, and
 //!   after a barrier stores them from there, consecutive threads writing
 //!   consecutive rows, so that a warp's stores fill whole memory sectors.
 //! - **Per row**, for an inner join with a key of several build rows: a block
-//!   per count tile scans its rows' counts
+//!   of [`BLOCK`] threads (eight count tiles) scans its rows' counts
 //!   ([`collective::block_exclusive_scan`]) for each row's first position and
 //!   stores the row's pairs there. A row whose match word names its one build row
 //!   costs nothing more; a row whose key has several searches the table again (the
@@ -80,10 +91,10 @@
 //! | | |
 //! | --- | --- |
 //! | build | `O(b)` work for `b` build rows (expected), 1 launch, plus zeroing the table |
-//! | probe | `O(p + m)` work for `p` probe rows and `m` output rows (expected), 3 launches (count, scan, write) and one synchronisation to read the output count (an inner join's a second read, its flag of keys with several build rows) |
+//! | probe | `O(p + m)` work for `p` probe rows and `m` output rows (expected), 3 launches (count, scan, write) and one synchronisation to read the output count (with an inner join's flag of keys with several build rows) |
 //! | graphs | not recordable: the probe reads its output count back to size the output, which a graph cannot do between its nodes |
-//! | table memory (kept) | four words of the key type a slot (key and value in the buckets, count and head in the side array), `capacity + 1` slots: `16 · (capacity + 1)` bytes for `u32` keys, `32 · (capacity + 1)` for `u64` (about 32 or 64 bytes a build row, 16 to 32 at best), and a `u32` a build row for the chains. A probe reads the buckets, half of it, and the side array only for duplicate keys |
-//! | probe memory (temporary) | an inner join: a `u32` a probe row (its match word); a semi or anti join: a `u32` per four probe rows (their flags); 16 bytes per tile of 1024 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result. A staged write pass's block holds 16 KiB of shared memory a column (32 KiB for pairs) |
+//! | table memory (kept) | four words of the key type a slot (key and value in the buckets, count and head in the side array), `capacity + 1` slots: `16 · (capacity + 1)` bytes for `u32` keys, `32 · (capacity + 1)` for `u64` (64 to 128 bytes a build row for `u32` keys, 128 to 256 for `u64`), and a `u32` a build row for the chains. A probe reads the buckets, half of it, and the side array only for duplicate keys |
+//! | probe memory (temporary) | an inner join: a `u32` a probe row (its match word); a semi or anti join: a `u32` per four probe rows (their flags); 16 bytes per count tile of 128 rows and the scan's status words. The output, 8 bytes a pair or 4 a row, is the result. A staged write pass's block holds 16 KiB of shared memory a column (32 KiB for pairs) |
 //! | order | ascending probe row; within one probe row of an inner join, the build rows in an unspecified order (the order the build's atomics ran in) |
 //!
 //! All memory comes from the stream's runtime, under its budget. A refused
@@ -105,7 +116,7 @@ use core::ops::Not;
 use xlog::device::atomic::AtomicInt;
 use xlog::device::lookback;
 use xlog::device::vector::Vector;
-use xlog::device::view::{read_chunks, AtomicView, Chunks, PerBlock};
+use xlog::device::view::{read_chunks, AtomicView, Chunks, PerWarp};
 use xlog::prelude::*;
 
 /// Threads per block of the probe kernels.
@@ -113,8 +124,19 @@ pub const BLOCK: u32 = 256;
 
 /// Probe rows per thread of the probe kernels: consecutive rows, their keys and
 /// per-row words each read or written as vectors, and their first table reads
-/// issued together. A tile is `BLOCK · ROWS` (1024) probe rows.
+/// issued together.
 pub const ROWS: usize = 4;
+
+/// Threads per block of the count kernels. The count pass sums its output rows a
+/// warp at a time, with no barrier, so that a block, which holds its
+/// multiprocessor's registers until its last warp ends, is as small as can be:
+/// a warp that ends its searches early lets the next block start sooner.
+pub const COUNT_BLOCK: u32 = 64;
+
+/// Probe rows per count tile: a warp's, `32 · ROWS` (128). The count pass writes
+/// one total a tile, and the write passes find where their rows go from the scan
+/// of those totals.
+const TILE: usize = xlog::device::warp::WARP_SIZE as usize * ROWS;
 
 /// Probe rows per thread of the write kernels of a semi or anti join and of an
 /// inner join whose keys each have at most one build row: a block's tile is four
@@ -387,9 +409,8 @@ where
 /// Every row's home bucket is read before any is looked at, and then every row
 /// whose home bucket is full reads the next one, again before any is looked at: a
 /// thread has `ROWS` random reads in flight instead of one, and a warp waits for
-/// two reads, not for one a row (at a load factor of one half about one search in
-/// ten goes past its home bucket, so some lane of a warp nearly always does, for
-/// every row). Searches longer still walk on one row at a time. Without
+/// two reads, not for one a row (at a load factor of 1/4 about one search in fifty
+/// goes past its home bucket, so some lane of a warp often does). Searches longer still walk on one row at a time. Without
 /// `SECOND_ROUND` every search past its home bucket walks on one row at a time,
 /// which needs fewer registers (the inner join's per-row write pass, which
 /// searches again only for keys of several build rows).
@@ -490,9 +511,9 @@ fn build_rows<K: Key>(keys: &[K], table: &AtomicView<'_, K>, next: &mut Out<'_, 
     }
 }
 
-/// The count step: probe row `i`'s output rows under `mode`, and `totals[b]` the
-/// sum over tile `b` (block `b`'s rows `[BLOCK·ROWS·b, BLOCK·ROWS·(b + 1))`,
-/// [`ROWS`] consecutive ones a thread). An inner join (`matches` not empty) stores
+/// The count step: probe row `i`'s output rows under `mode`, and `totals[w]` the
+/// sum over tile `w` (warp `w`'s rows `[TILE·w, TILE·(w + 1))`, [`ROWS`]
+/// consecutive ones a thread). An inner join (`matches` not empty) stores
 /// the row's match word as `matches[i]` ([`match_word`]); a semi or anti join,
 /// whose rows count 0 or 1, stores bit `i mod ROWS` of `flags[i / ROWS]`. A row
 /// whose key has several build rows sets `many[0]` to 1.
@@ -502,8 +523,8 @@ fn count_rows<K: Key>(
     table: &[K],
     matches: &mut Out<'_, u32, Chunks<ROWS>>,
     flags: &mut Out<'_, u32>,
-    totals: &mut Out<'_, u64, PerBlock>,
-    many: &AtomicView<'_, u32>,
+    totals: &mut Out<'_, u64, PerWarp>,
+    many: &AtomicView<'_, u64>,
     mode: u32,
 ) where
     [K; 2]: Vector,
@@ -532,9 +553,9 @@ fn count_rows<K: Key>(
         *f = n.iter().rev().fold(0, |bits, &x| bits << 1 | x);
     }
     let total = n.iter().fold(0u64, |t, &x| t + u64::from(x));
-    let total = collective::block_reduce(total, u64::wrapping_add);
-    if let Some(b) = thread::block_leader() {
-        if let Some(t) = totals.get_mut(b) {
+    let total = collective::warp_reduce(total, u64::wrapping_add);
+    if let Some(w) = thread::warp_leader() {
+        if let Some(t) = totals.get_mut(w) {
             *t = total;
         }
     }
@@ -571,12 +592,14 @@ fn store_rows(out: &mut Out<'_, u32, Chunks<ROWS>>, c: ThreadIndex, v: [u32; ROW
     }
 }
 
-/// Where this block's tile starts in the output: the end of the tiles before it
-/// (`ends`, the inclusive scan of the tile totals). Read first thing, so that its
-/// load is in flight with the tile's own.
+/// Where this block's rows (`BLOCK · ROWS`, [`ROWS`] a thread) start in the
+/// output: the end of the count tiles before them (`ends`, the inclusive scan of
+/// the tile totals). Read first thing, so that its load is in flight with the
+/// tile's own.
 #[inline(always)]
 fn tile_start(ends: &[u64]) -> u64 {
-    match (thread::block_idx().x as usize).checked_sub(1) {
+    let first_tile = thread::block_idx().x as usize * (BLOCK as usize * ROWS / TILE);
+    match first_tile.checked_sub(1) {
         Some(prev) => ends.get(prev).copied().unwrap_or(0),
         None => 0,
     }
@@ -659,10 +682,10 @@ pub fn join_build<K: Key>(keys: &[K], table: &mut [K], next: &mut [u32]) {
 // blocks they spill hundreds of bytes a thread.
 #[xlog_kernel(
     read(keys, table),
-    write(matches per chunk(4), flags, totals per block),
+    write(matches per chunk(4), flags, totals per warp),
     atomic(many),
-    block = 256,
-    min_blocks = 4,
+    block = 64,
+    min_blocks = 16,
     for K in [u32]
 )]
 pub fn join_count<K: Key>(
@@ -671,7 +694,7 @@ pub fn join_count<K: Key>(
     matches: &mut [u32],
     flags: &mut [u32],
     totals: &mut [u64],
-    many: &mut [u32],
+    many: &mut [u64],
     mode: u32,
 ) where
     [K; 2]: Vector,
@@ -682,9 +705,9 @@ pub fn join_count<K: Key>(
 /// [`join_count`] for 64-bit keys.
 #[xlog_kernel(
     read(keys, table),
-    write(matches per chunk(4), flags, totals per block),
+    write(matches per chunk(4), flags, totals per warp),
     atomic(many),
-    block = 256,
+    block = 64,
     for K in [u64]
 )]
 pub fn join_count_wide<K: Key>(
@@ -693,7 +716,7 @@ pub fn join_count_wide<K: Key>(
     matches: &mut [u32],
     flags: &mut [u32],
     totals: &mut [u64],
-    many: &mut [u32],
+    many: &mut [u64],
     mode: u32,
 ) where
     [K; 2]: Vector,
@@ -746,18 +769,20 @@ pub fn join_write_pairs_wide<K: Key>(
     write_pairs::<K>(keys, table, next, matches, ends, build_rows, probe_rows);
 }
 
-/// Where this block's write tile ([`WRITE_ROWS`] rows a thread, four count tiles)
-/// starts and ends in the output: the end of the count tiles before it and the
-/// end of its last one (`ends`, the inclusive scan of the count tiles' totals).
-/// Read first thing, so that the loads are in flight with the tile's own.
+/// Where this block's write tile ([`WRITE_ROWS`] rows a thread, `BLOCK ·
+/// WRITE_ROWS / TILE` (32) count tiles) starts and ends in the output: the end of
+/// the count tiles before it and the end of its last one (`ends`, the inclusive
+/// scan of the count tiles' totals). Read first thing, so that the loads are in
+/// flight with the tile's own.
 #[inline(always)]
 fn write_tile_range(ends: &[u64]) -> (usize, usize) {
-    let first_tile = thread::block_idx().x as usize * (WRITE_ROWS / ROWS);
+    const TILES: usize = BLOCK as usize * WRITE_ROWS / TILE;
+    let first_tile = thread::block_idx().x as usize * TILES;
     let start = match first_tile.checked_sub(1) {
         Some(prev) => ends.get(prev).copied().unwrap_or(0) as usize,
         None => 0,
     };
-    let last = (first_tile + WRITE_ROWS / ROWS - 1).min(ends.len().saturating_sub(1));
+    let last = (first_tile + TILES - 1).min(ends.len().saturating_sub(1));
     (start, ends.get(last).copied().unwrap_or(0) as usize)
 }
 
@@ -865,6 +890,16 @@ pub fn join_write_single_pairs(
 }
 
 const _: () = assert!(ROWS == 4, "the count kernels' views are `per chunk(4)`");
+const _: () = assert!(
+    COUNT_BLOCK == 64,
+    "the count kernels' attributes say `block = 64`"
+);
+const _: () = assert!(
+    (COUNT_BLOCK as usize * ROWS) % TILE == 0
+        && (BLOCK as usize * ROWS) % TILE == 0
+        && (BLOCK as usize * WRITE_ROWS) % TILE == 0,
+    "blocks and write tiles hold whole count tiles"
+);
 const _: () = assert!(WRITE_ROWS == 16, "each_item! writes out 16 rows");
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -876,7 +911,9 @@ mod host {
         AllocTag, BufferView, DeviceBuffer, Error, LaunchConfig, ReadBuffer, Result, Stream,
     };
 
-    use super::{Key, ANTI, BLOCK, BUCKET, INNER, ROWS, SEMI, SLOT_WORDS, WRITE_ROWS};
+    use super::{
+        Key, ANTI, BLOCK, BUCKET, COUNT_BLOCK, INNER, ROWS, SEMI, SLOT_WORDS, TILE, WRITE_ROWS,
+    };
 
     /// Key types a [`JoinTable`] is built over: `u32` and `u64`, the types the
     /// join's kernels are compiled for.
@@ -891,7 +928,7 @@ mod host {
             matches: &mut DeviceBuffer<u32>,
             flags: &mut DeviceBuffer<u32>,
             totals: &mut DeviceBuffer<u64>,
-            many: &mut DeviceBuffer<u32>,
+            many: &mut DeviceBuffer<u64>,
             mode: u32,
         ) -> Result<()>;
 
@@ -923,7 +960,7 @@ mod host {
                     matches: &mut DeviceBuffer<u32>,
                     flags: &mut DeviceBuffer<u32>,
                     totals: &mut DeviceBuffer<u64>,
-                    many: &mut DeviceBuffer<u32>,
+                    many: &mut DeviceBuffer<u64>,
                     mode: u32,
                 ) -> Result<()> {
                     super::$count::launch(
@@ -1015,18 +1052,26 @@ mod host {
         many: bool,
     }
 
-    /// Tiles of `BLOCK · ROWS` probe rows over `n` rows.
+    /// Count tiles of `TILE` probe rows over `n` rows.
     fn tiles(n: usize) -> usize {
-        n.div_ceil(BLOCK as usize * ROWS)
+        n.div_ceil(TILE)
     }
 
-    /// One block of `BLOCK` threads per tile of `BLOCK · ROWS` rows, over `n` rows.
+    /// The count pass's grid: blocks of `COUNT_BLOCK` threads, `ROWS` rows a
+    /// thread, over `n` rows.
+    fn count_grid(n: usize) -> LaunchConfig {
+        let blocks = n.div_ceil(COUNT_BLOCK as usize * ROWS);
+        LaunchConfig::new([blocks as u32, 1, 1], [COUNT_BLOCK, 1, 1])
+    }
+
+    /// One block of `BLOCK` threads per `BLOCK · ROWS` rows, over `n` rows.
     fn tile_grid(n: usize) -> LaunchConfig {
-        LaunchConfig::new([tiles(n) as u32, 1, 1], [BLOCK, 1, 1])
+        let blocks = n.div_ceil(BLOCK as usize * ROWS);
+        LaunchConfig::new([blocks as u32, 1, 1], [BLOCK, 1, 1])
     }
 
-    /// One block of `BLOCK` threads per tile of `BLOCK · WRITE_ROWS` rows (four
-    /// count tiles), over `n` rows.
+    /// One block of `BLOCK` threads per write tile of `BLOCK · WRITE_ROWS` rows,
+    /// over `n` rows.
     fn write_grid(n: usize) -> LaunchConfig {
         let tiles = n.div_ceil(BLOCK as usize * WRITE_ROWS);
         LaunchConfig::new([tiles as u32, 1, 1], [BLOCK, 1, 1])
@@ -1046,7 +1091,7 @@ mod host {
         /// zeroing the table, `O(n)` expected work whatever the duplicates.
         ///
         /// Memory, kept while the table lives: `4 · (capacity + 1)` keys for the
-        /// table, `capacity` the smallest power of two at least `2 · keys.len()`
+        /// table, `capacity` the smallest power of two at least `4 · keys.len()`
         /// (and at least one bucket, 4), and a `u32` per row.
         ///
         /// # Errors
@@ -1065,7 +1110,7 @@ mod host {
                     u32::MAX as u64 - 1,
                 ));
             }
-            let capacity = (2 * rows).max(BUCKET).next_power_of_two();
+            let capacity = (4 * rows).max(BUCKET).next_power_of_two();
             let rt = s.runtime()?;
             let mut table = rt.alloc_zeroed_on::<K>(s, SLOT_WORDS * (capacity + 1))?;
             // SAFETY: the build kernel writes `next[row]` for every row (a
@@ -1085,7 +1130,8 @@ mod host {
             self.rows
         }
 
-        /// The number of hashed slots (a power of two, at least twice [`rows`](Self::rows)).
+        /// The number of hashed slots (a power of two, at least four times
+        /// [`rows`](Self::rows)).
         pub fn capacity(&self) -> usize {
             self.table.len() / SLOT_WORDS - 1
         }
@@ -1125,14 +1171,16 @@ mod host {
             // SAFETY: as for `matches`.
             let mut flags =
                 unsafe { rt.alloc_uninit::<u32>(s, per_thread, AllocTag("join flags")) }?;
-            // SAFETY: every block's leader writes its tile's total.
+            // SAFETY: every warp's leader writes its tile's total.
             let mut totals =
                 unsafe { rt.alloc_uninit::<u64>(s, tiles, AllocTag("join tile totals")) }?;
-            // An inner join's count pass sets it when a key has several build rows.
-            let mut many = rt.alloc_zeroed_on::<u32>(s, usize::from(mode == INNER))?;
+            // An inner join's count pass sets its first word when a key has several
+            // build rows; the output count is copied to its second, so that one
+            // read brings back both.
+            let mut many = rt.alloc_zeroed_on::<u64>(s, 2 * usize::from(mode == INNER))?;
             K::__count(
                 s,
-                tile_grid(n),
+                count_grid(n),
                 probe,
                 &self.table,
                 &mut matches,
@@ -1142,12 +1190,20 @@ mod host {
                 mode,
             )?;
             let ends = crate::scan::inclusive_sum(s, &totals)?;
-            let total = ends.slice(tiles - 1..).download(s)?[0];
+            let last = ends.slice(tiles - 1..);
+            let (total, many) = if mode == INNER {
+                many.slice_mut(1..).copy_from(s, &last)?;
+                let [many, total] = many.download(s)?[..] else {
+                    unreachable!("an inner join's flag buffer holds two words")
+                };
+                (total, many != 0)
+            } else {
+                (last.download(s)?[0], false)
+            };
             let total = usize::try_from(total).map_err(|_| Error::InvalidArgument {
                 what: format!("xlog_kernels::join::{what}"),
                 reason: format!("the join has {total} rows, more than this host can address"),
             })?;
-            let many = mode == INNER && total > 0 && many.download(s)?[0] != 0;
             Ok(Counted {
                 matches,
                 flags,

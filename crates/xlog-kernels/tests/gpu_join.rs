@@ -60,7 +60,7 @@ fn check<K: TestKey>(rt: &Runtime, build: &[K], probe: &[K]) -> usize {
     let p = rt.upload_on(&up, probe).unwrap();
     let table = JoinTable::build(&s, &b).unwrap();
     assert_eq!(table.rows(), build.len());
-    assert!(table.capacity() >= 2 * build.len() && table.capacity().is_power_of_two());
+    assert!(table.capacity() >= 4 * build.len() && table.capacity().is_power_of_two());
 
     let pairs = table.inner_join(&s, &p).unwrap();
     let (got_b, got_p) = (

@@ -56,7 +56,8 @@ impl RecordSlot {
 
     /// A fresh, empty record on `device` (bound).
     pub(crate) fn new(device: &Device) -> Result<Arc<RecordSlot>> {
-        let (host, dev) = driver::host_alloc_mapped(std::mem::size_of::<PanicRecord>())?;
+        const { assert!(std::mem::size_of::<PanicRecord>() <= crate::pinned::PAGE) };
+        let (host, dev) = driver::host_page_mapped()?;
         Ok(Arc::new(RecordSlot {
             host,
             dev,
@@ -102,7 +103,7 @@ impl Drop for RecordSlot {
         // module that could write it is unloaded (modules hold their slot until
         // then, and unloading waits for their running kernels) or never ran a
         // kernel since.
-        if let Err(e) = unsafe { driver::host_free(self.host) } {
+        if let Err(e) = unsafe { driver::host_page_free(self.host) } {
             tracing::error!(target: "xlog::module", "freeing a panic record failed: {e}");
         }
     }

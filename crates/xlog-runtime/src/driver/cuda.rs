@@ -572,6 +572,44 @@ impl Platform for Cuda {
         }
     }
 
+    fn host_page_mapped(&self) -> Result<(*mut u8, u64)> {
+        let layout = page_layout();
+        // SAFETY: `layout` has a non-zero size.
+        let host = unsafe { std::alloc::alloc_zeroed(layout) };
+        if host.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: `host` is a fresh, page-aligned allocation of one page, which this
+        // call registers whole; on failure it is unregistered (when registered) and
+        // freed before anyone sees it.
+        unsafe {
+            let flags = sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+            if let Err(e) = sys::cuMemHostRegister_v2(host.cast(), layout.size(), flags).result() {
+                std::alloc::dealloc(host, layout);
+                return Err(Error::driver("cuMemHostRegister", e));
+            }
+            let mut dev: sys::CUdeviceptr = 0;
+            if let Err(e) = sys::cuMemHostGetDevicePointer_v2(&mut dev, host.cast(), 0).result() {
+                if sys::cuMemHostUnregister(host.cast()).result().is_ok() {
+                    std::alloc::dealloc(host, layout);
+                }
+                return Err(Error::driver("cuMemHostGetDevicePointer", e));
+            }
+            Ok((host, dev))
+        }
+    }
+
+    unsafe fn host_page_free(&self, host: *mut u8) -> Result<()> {
+        // Relaxed, as `host_free`.
+        // SAFETY: obligation 1 is the caller's: `host` is a registered page.
+        relaxed_capture(|| unsafe { sys::cuMemHostUnregister(host.cast()) }.result())
+            .map_err(|e| Error::driver("cuMemHostUnregister", e))?;
+        // SAFETY: `host` came from `alloc_zeroed(page_layout())` in
+        // `host_page_mapped`, and the driver no longer maps it.
+        unsafe { std::alloc::dealloc(host, page_layout()) };
+        Ok(())
+    }
+
     unsafe fn host_free(&self, host: *mut u8) -> Result<()> {
         // Relaxed, as `module_unload`: freeing page-locked memory may wait for the device.
         // SAFETY: obligation 1 is the caller's.
@@ -620,4 +658,11 @@ impl Platform for Cuda {
         }
         .map_err(|e| Error::driver("cuLaunchKernel", e))
     }
+}
+
+/// The layout of `host_page_mapped`'s page: one page, page-aligned, as
+/// `cuMemHostRegister` wants.
+fn page_layout() -> std::alloc::Layout {
+    let page = crate::pinned::PAGE;
+    std::alloc::Layout::from_size_align(page, page).expect("a page is a valid layout")
 }

@@ -270,6 +270,13 @@ pub(crate) trait Platform: Send + Sync {
     unsafe fn module_unload(&self, m: RawModule) -> Result<()>;
     /// [`host_alloc_mapped`].
     fn host_alloc_mapped(&self, bytes: usize) -> Result<(*mut u8, u64)>;
+    /// [`host_page_mapped`].
+    fn host_page_mapped(&self) -> Result<(*mut u8, u64)>;
+    /// [`host_page_free`].
+    ///
+    /// # Safety
+    /// As [`host_page_free`].
+    unsafe fn host_page_free(&self, host: *mut u8) -> Result<()>;
     /// [`host_free`].
     ///
     /// # Safety
@@ -758,6 +765,25 @@ pub(crate) fn host_alloc_mapped(bytes: usize) -> Result<(*mut u8, u64)> {
 pub(crate) unsafe fn host_free(host: *mut u8) -> Result<()> {
     // SAFETY: the caller's obligations, which the platform's call shares.
     unsafe { platform().host_free(host) }
+}
+
+/// One zeroed page ([`PAGE`](crate::pinned::PAGE) bytes) of host memory,
+/// page-locked and mapped into the device's address space, as
+/// [`host_alloc_mapped`] gives, for a small record (a module's panic record):
+/// ordinary memory registered with the driver, which costs a fraction of the
+/// driver's first page-locked allocation in a process. Returns the host pointer and
+/// the device address of the same bytes.
+#[inline]
+pub(crate) fn host_page_mapped() -> Result<(*mut u8, u64)> {
+    platform().host_page_mapped()
+}
+
+/// # Safety
+/// 1. `host` came from [`host_page_mapped`] and nothing uses it any more.
+#[inline]
+pub(crate) unsafe fn host_page_free(host: *mut u8) -> Result<()> {
+    // SAFETY: the caller's obligations, which the platform's call shares.
+    unsafe { platform().host_page_free(host) }
 }
 
 /// Synchronous host-to-device copy (module globals at load time).

@@ -270,6 +270,15 @@ impl Platform for Simulator {
         exec::host_free(host)
     }
 
+    /// Simulated memory is host memory: a page of it, as `host_alloc_mapped` gives.
+    fn host_page_mapped(&self) -> Result<(*mut u8, u64)> {
+        exec::host_alloc_mapped(crate::pinned::PAGE)
+    }
+
+    unsafe fn host_page_free(&self, host: *mut u8) -> Result<()> {
+        exec::host_free(host)
+    }
+
     unsafe fn memcpy_htod_sync(&self, dst: u64, src: &[u8]) -> Result<()> {
         // SAFETY: the simulated call has the same obligations, the caller's.
         unsafe { exec::memcpy_htod_sync(dst, src) }
