@@ -17,7 +17,9 @@
 //! ```
 //!
 //! The runtime allocates a [`PanicRecord`] in page-locked, device-mapped host memory
-//! (`cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP)`), zeroes it, and stores its device
+//! (a zeroed page registered with `cuMemHostRegister(CU_MEMHOSTREGISTER_DEVICEMAP)`,
+//! or `cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP)` where the driver refuses to
+//! register it), and stores its device
 //! address into `__xlog_panic_sink` (`cuModuleGetGlobal` + a copy) after loading the
 //! module. When a launch fails, it reads the record from the host side, which works
 //! whatever state the context is in. When the sink is 0 the handler only traps.

@@ -139,7 +139,7 @@ pub const COUNT_BLOCK: u32 = 64;
 const TILE: usize = xlog::device::warp::WARP_SIZE as usize * ROWS;
 
 /// Probe rows per thread of the write kernels of a semi or anti join and of an
-/// inner join whose keys each have at most one build row: a block's tile is four
+/// inner join whose keys each have at most one build row: a block's tile is 32
 /// count tiles (`BLOCK · WRITE_ROWS`, 4096 rows), its output staged in shared
 /// memory and stored with consecutive threads writing consecutive rows.
 pub const WRITE_ROWS: usize = 16;
@@ -677,9 +677,9 @@ pub fn join_build<K: Key>(keys: &[K], table: &mut [K], next: &mut [u32]) {
 /// anti), as an inner join's match words or a semi or anti join's flags, and each
 /// tile's total. 32-bit keys; [`join_count_wide`] takes 64-bit ones.
 // The probe kernels are bound by random reads and their latency: `min_blocks`
-// asks for registers enough for 4 blocks a multiprocessor,
-// so that more reads are in flight. The 64-bit kernels are left unbounded: at 4
-// blocks they spill hundreds of bytes a thread.
+// asks for registers enough for 16 blocks of 64 threads a multiprocessor (64
+// registers a thread), so that more reads are in flight. The 64-bit kernels are
+// left unbounded: held to 64 registers they spill hundreds of bytes a thread.
 #[xlog_kernel(
     read(keys, table),
     write(matches per chunk(4), flags, totals per warp),
@@ -1215,10 +1215,10 @@ mod host {
 
         /// Every `(build row, probe row)` pair with equal keys, ordered by probe row
         /// (within one, in an unspecified order). `O(p + m)` expected for `p` probe
-        /// rows and `m` pairs; three launches and two reads, each a synchronisation
-        /// (the output count, to allocate the output exactly, and whether a key had
+        /// rows and `m` pairs; three launches and one read, a synchronisation (the
+        /// output count, to allocate the output exactly, with whether a key had
         /// several build rows, to pick the write pass). Cannot be recorded into a
-        /// graph, for those read-backs.
+        /// graph, for that read-back.
         ///
         /// # Errors
         ///

@@ -210,8 +210,13 @@ fn zero_and_max_keys<K: TestKey>() {
 fn sizes_around_the_tile<K: TestKey>() {
     let rt = gpu_runtime();
     let mut r = Rng::new(13);
-    // Probe sides of n + 1 rows: around the 256-row block and the 1024-row tile.
-    for n in [1usize, 255, 256, 257, 511, 1022, 1023, 1024, 2047, 4097] {
+    // Probe sides of n + 1 rows: around the 128-row count tile (a warp's), the
+    // 256-row count block, the per-row write pass's 1024-row block and the staged
+    // 4096-row block.
+    for n in [
+        1usize, 126, 127, 128, 255, 256, 257, 382, 384, 511, 1022, 1023, 1024, 2047, 4094, 4095,
+        4097,
+    ] {
         let build = keys::<K>(n, |_| r.next_u64() % (n as u64 + 3));
         let probe = keys::<K>(n + 1, |_| r.next_u64() % (n as u64 + 3));
         check::<K>(&rt, &build, &probe);
@@ -354,7 +359,7 @@ fn is_budget(e: Error) -> bool {
 fn a_budget_refusal_leaves_nothing_behind() {
     let rt = Runtime::builder(0).budget(64 << 20).build().unwrap();
     let s: Stream = rt.new_stream().unwrap();
-    // The table of 2^21 keys needs 16 · (2^22 + 1) bytes: over the budget.
+    // The table of 2^21 keys needs 16 · (2^23 + 1) bytes: over the budget.
     let big: Vec<u32> = (0..1u32 << 21).collect();
     let big = rt.upload_on(&s, &big).unwrap();
     let before = settled(&rt);

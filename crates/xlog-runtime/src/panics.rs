@@ -31,6 +31,8 @@ pub(crate) struct RecordSlot {
     host: *mut u8,
     /// The device address of the same bytes.
     dev: u64,
+    /// How the page was made: registered with the driver, or its allocation.
+    registered: bool,
     device: Device,
 }
 
@@ -57,10 +59,11 @@ impl RecordSlot {
     /// A fresh, empty record on `device` (bound).
     pub(crate) fn new(device: &Device) -> Result<Arc<RecordSlot>> {
         const { assert!(std::mem::size_of::<PanicRecord>() <= crate::pinned::PAGE) };
-        let (host, dev) = driver::host_page_mapped()?;
+        let page = driver::host_page_mapped()?;
         Ok(Arc::new(RecordSlot {
-            host,
-            dev,
+            host: page.host,
+            dev: page.dev,
+            registered: page.registered,
             device: device.clone(),
         }))
     }
@@ -99,11 +102,17 @@ impl Drop for RecordSlot {
         if self.device.bind().is_err() {
             return;
         }
-        // SAFETY: allocated in `install`; the last holder is going away, and the
-        // module that could write it is unloaded (modules hold their slot until
-        // then, and unloading waits for their running kernels) or never ran a
-        // kernel since.
-        if let Err(e) = unsafe { driver::host_page_free(self.host) } {
+        // The page `new` got, as `host_page_mapped` made it.
+        let page = driver::HostPage {
+            host: self.host,
+            dev: self.dev,
+            registered: self.registered,
+        };
+        // SAFETY: allocated in `new`, freed only here; the last holder is going
+        // away, and the module that could write it is unloaded (modules hold their
+        // slot until then, and unloading waits for their running kernels) or never
+        // ran a kernel since.
+        if let Err(e) = unsafe { driver::host_page_free(page) } {
             tracing::error!(target: "xlog::module", "freeing a panic record failed: {e}");
         }
     }

@@ -44,7 +44,9 @@ use crate::stream::Stream;
 use crate::sync::Unpoisoned;
 use crate::track::Access;
 
-/// The alignment the simulator gives page-locked memory (a page).
+/// A page, 4 KiB: the alignment the simulator gives page-locked memory, and the
+/// size and alignment of the registered page a module's panic record takes
+/// (`driver::host_page_mapped`).
 pub(crate) const PAGE: usize = 4096;
 
 /// The most a [`PinnedBuffer`]'s element type may be aligned to: 256 bytes, what

@@ -11,8 +11,8 @@ use std::sync::OnceLock;
 use cudarc::driver::{result, sys};
 
 use super::{
-    Context, DeviceInfo, MemsetWord, Platform, RawContext, RawEvent, RawFunction, RawModule,
-    RawStream,
+    Context, DeviceInfo, HostPage, MemsetWord, Platform, RawContext, RawEvent, RawFunction,
+    RawModule, RawStream,
 };
 use crate::error::{Error, Result};
 use crate::launch::BufferUse;
@@ -572,41 +572,31 @@ impl Platform for Cuda {
         }
     }
 
-    fn host_page_mapped(&self) -> Result<(*mut u8, u64)> {
-        let layout = page_layout();
-        // SAFETY: `layout` has a non-zero size.
-        let host = unsafe { std::alloc::alloc_zeroed(layout) };
-        if host.is_null() {
-            std::alloc::handle_alloc_error(layout);
+    fn host_page_mapped(&self) -> Result<HostPage> {
+        if let Some(page) = registered_page() {
+            return Ok(page);
         }
-        // SAFETY: `host` is a fresh, page-aligned allocation of one page, which this
-        // call registers whole; on failure it is unregistered (when registered) and
-        // freed before anyone sees it.
-        unsafe {
-            let flags = sys::CU_MEMHOSTREGISTER_DEVICEMAP;
-            if let Err(e) = sys::cuMemHostRegister_v2(host.cast(), layout.size(), flags).result() {
-                std::alloc::dealloc(host, layout);
-                return Err(Error::driver("cuMemHostRegister", e));
-            }
-            let mut dev: sys::CUdeviceptr = 0;
-            if let Err(e) = sys::cuMemHostGetDevicePointer_v2(&mut dev, host.cast(), 0).result() {
-                if sys::cuMemHostUnregister(host.cast()).result().is_ok() {
-                    std::alloc::dealloc(host, layout);
-                }
-                return Err(Error::driver("cuMemHostGetDevicePointer", e));
-            }
-            Ok((host, dev))
-        }
+        let (host, dev) = self.host_alloc_mapped(crate::pinned::PAGE)?;
+        Ok(HostPage {
+            host,
+            dev,
+            registered: false,
+        })
     }
 
-    unsafe fn host_page_free(&self, host: *mut u8) -> Result<()> {
+    unsafe fn host_page_free(&self, page: HostPage) -> Result<()> {
+        if !page.registered {
+            // SAFETY: obligation 1 is the caller's: the page came from
+            // `host_alloc_mapped`.
+            return unsafe { self.host_free(page.host) };
+        }
         // Relaxed, as `host_free`.
-        // SAFETY: obligation 1 is the caller's: `host` is a registered page.
-        relaxed_capture(|| unsafe { sys::cuMemHostUnregister(host.cast()) }.result())
+        // SAFETY: obligation 1 is the caller's: `page.host` is a registered page.
+        relaxed_capture(|| unsafe { sys::cuMemHostUnregister(page.host.cast()) }.result())
             .map_err(|e| Error::driver("cuMemHostUnregister", e))?;
-        // SAFETY: `host` came from `alloc_zeroed(page_layout())` in
-        // `host_page_mapped`, and the driver no longer maps it.
-        unsafe { std::alloc::dealloc(host, page_layout()) };
+        // SAFETY: `page.host` came from `alloc_zeroed(page_layout())` in
+        // `registered_page`, and the driver no longer maps it.
+        unsafe { std::alloc::dealloc(page.host, page_layout()) };
         Ok(())
     }
 
@@ -660,9 +650,51 @@ impl Platform for Cuda {
     }
 }
 
-/// The layout of `host_page_mapped`'s page: one page, page-aligned, as
+/// The layout of a registered page: one page, page-aligned, as
 /// `cuMemHostRegister` wants.
 fn page_layout() -> std::alloc::Layout {
     let page = crate::pinned::PAGE;
     std::alloc::Layout::from_size_align(page, page).expect("a page is a valid layout")
+}
+
+/// A zeroed page from the host allocator, registered with the driver and mapped
+/// into the device's address space; `None` when the allocator or the driver
+/// refuses (the page is then given back, and nothing else changed).
+fn registered_page() -> Option<HostPage> {
+    let layout = page_layout();
+    // SAFETY: `layout` has a non-zero size.
+    let host = unsafe { std::alloc::alloc_zeroed(layout) };
+    if host.is_null() {
+        return None;
+    }
+    // SAFETY: `host` is a fresh, page-aligned allocation of one page, which this
+    // call registers whole; on failure it is unregistered (when registered) and
+    // freed before anyone sees it, or leaked when the driver will not unregister it.
+    unsafe {
+        let flags = sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+        if sys::cuMemHostRegister_v2(host.cast(), layout.size(), flags)
+            .result()
+            .is_err()
+        {
+            std::alloc::dealloc(host, layout);
+            return None;
+        }
+        let mut dev: sys::CUdeviceptr = 0;
+        if sys::cuMemHostGetDevicePointer_v2(&mut dev, host.cast(), 0)
+            .result()
+            .is_err()
+        {
+            let unregistered =
+                relaxed_capture(|| sys::cuMemHostUnregister(host.cast()).result().is_ok());
+            if unregistered {
+                std::alloc::dealloc(host, layout);
+            }
+            return None;
+        }
+        Some(HostPage {
+            host,
+            dev,
+            registered: true,
+        })
+    }
 }

@@ -271,12 +271,12 @@ pub(crate) trait Platform: Send + Sync {
     /// [`host_alloc_mapped`].
     fn host_alloc_mapped(&self, bytes: usize) -> Result<(*mut u8, u64)>;
     /// [`host_page_mapped`].
-    fn host_page_mapped(&self) -> Result<(*mut u8, u64)>;
+    fn host_page_mapped(&self) -> Result<HostPage>;
     /// [`host_page_free`].
     ///
     /// # Safety
     /// As [`host_page_free`].
-    unsafe fn host_page_free(&self, host: *mut u8) -> Result<()>;
+    unsafe fn host_page_free(&self, page: HostPage) -> Result<()>;
     /// [`host_free`].
     ///
     /// # Safety
@@ -767,23 +767,38 @@ pub(crate) unsafe fn host_free(host: *mut u8) -> Result<()> {
     unsafe { platform().host_free(host) }
 }
 
+/// A zeroed page of host memory, page-locked and mapped into the device's address
+/// space ([`host_page_mapped`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HostPage {
+    /// The host pointer.
+    pub(crate) host: *mut u8,
+    /// The device address of the same bytes.
+    pub(crate) dev: u64,
+    /// Ordinary memory registered with the driver, or else the driver's own
+    /// page-locked allocation: how [`host_page_free`] gives it back.
+    pub(crate) registered: bool,
+}
+
 /// One zeroed page ([`PAGE`](crate::pinned::PAGE) bytes) of host memory,
 /// page-locked and mapped into the device's address space, as
-/// [`host_alloc_mapped`] gives, for a small record (a module's panic record):
-/// ordinary memory registered with the driver, which costs a fraction of the
-/// driver's first page-locked allocation in a process. Returns the host pointer and
-/// the device address of the same bytes.
+/// [`host_alloc_mapped`] gives, for a small record (a module's panic record): on a
+/// GPU, ordinary memory registered with the driver (`cuMemHostRegister`), which
+/// costs a fraction of the driver's first page-locked allocation in a process;
+/// where the driver refuses to register it (or the host allocator refuses the
+/// page), the driver's page-locked allocation.
 #[inline]
-pub(crate) fn host_page_mapped() -> Result<(*mut u8, u64)> {
+pub(crate) fn host_page_mapped() -> Result<HostPage> {
     platform().host_page_mapped()
 }
 
 /// # Safety
-/// 1. `host` came from [`host_page_mapped`] and nothing uses it any more.
+/// 1. `page` came from [`host_page_mapped`], is freed once, and nothing uses it any
+///    more.
 #[inline]
-pub(crate) unsafe fn host_page_free(host: *mut u8) -> Result<()> {
+pub(crate) unsafe fn host_page_free(page: HostPage) -> Result<()> {
     // SAFETY: the caller's obligations, which the platform's call shares.
-    unsafe { platform().host_page_free(host) }
+    unsafe { platform().host_page_free(page) }
 }
 
 /// Synchronous host-to-device copy (module globals at load time).

@@ -10,7 +10,8 @@ use super::exec;
 use super::hazard::Touch;
 use super::SimEntry;
 use crate::driver::{
-    Context, MemsetWord, Platform, RawContext, RawEvent, RawFunction, RawModule, RawStream,
+    Context, HostPage, MemsetWord, Platform, RawContext, RawEvent, RawFunction, RawModule,
+    RawStream,
 };
 use crate::error::Result;
 use crate::launch::BufferUse;
@@ -271,12 +272,17 @@ impl Platform for Simulator {
     }
 
     /// Simulated memory is host memory: a page of it, as `host_alloc_mapped` gives.
-    fn host_page_mapped(&self) -> Result<(*mut u8, u64)> {
-        exec::host_alloc_mapped(crate::pinned::PAGE)
+    fn host_page_mapped(&self) -> Result<HostPage> {
+        let (host, dev) = exec::host_alloc_mapped(crate::pinned::PAGE)?;
+        Ok(HostPage {
+            host,
+            dev,
+            registered: false,
+        })
     }
 
-    unsafe fn host_page_free(&self, host: *mut u8) -> Result<()> {
-        exec::host_free(host)
+    unsafe fn host_page_free(&self, page: HostPage) -> Result<()> {
+        exec::host_free(page.host)
     }
 
     unsafe fn memcpy_htod_sync(&self, dst: u64, src: &[u8]) -> Result<()> {
