@@ -1,0 +1,1 @@
+extern "C" __global__ void a(int*x){x[threadIdx.x]+=1;}
